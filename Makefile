@@ -1,0 +1,59 @@
+# Two commands on a fresh machine: `make reproduce` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8888
+
+.PHONY: help install install-test system-deps reproduce reproduce-quick test test-fast lab dashboard bench clean-venv
+
+help:
+	@echo "make reproduce   regenerate every figure into figures/ (creates $(VENV) if needed)"
+	@echo "make test        install the project, its test extras and system packages; run all tests"
+	@echo "make lab         open JupyterLab on notebooks/"
+	@echo "make dashboard   serve the explorer notebook as a Voila dashboard"
+	@echo "make bench       run the benchmarks (prints side-by-side ratios)"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Stamps re-run the install when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+# Debian's chromium: static figure export (kaleido) and the real-browser tests (Playwright).
+system-deps:
+	@bash tools/system-deps.sh
+
+reproduce: install system-deps
+	$(VENV)/bin/smdlab reproduce --out figures
+
+reproduce-quick: install system-deps
+	$(VENV)/bin/smdlab reproduce --quick --out figures
+
+test: install-test system-deps
+	$(PY) -m pytest -q
+
+test-fast: install-test
+	$(PY) -m pytest -q -m "not browser and not slow"
+
+lab: install
+	$(VENV)/bin/jupyter lab notebooks/
+
+dashboard: install-test
+	$(VENV)/bin/voila notebooks/03_explorer.ipynb --no-browser --port $(PORT)
+
+bench: install
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,184 @@
+"""Figures of the layered timing model: one iteration's per-layer timeline, and worker/PS trade-offs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from smdlab.errors import InvalidInput, check_choice, check_int
+from smdlab.model.job import Job
+from smdlab.model.timing import MODES, iteration_time, layer_timeline, speed_table
+from smdlab.viz.style import MODE_COLORS, PHASE_COLORS, base_layout
+
+LANES: dict[str, str] = {
+    "forward": "GPU compute",
+    "backward": "GPU compute",
+    "push": "push (worker → PS)",
+    "pull": "pull (PS → worker)",
+}
+_LANE_ORDER = ["pull (PS → worker)", "push (worker → PS)", "GPU compute"]  # bottom to top
+_TIMELINE_MODES = ("sequential", "wfbp")  # modes layer_timeline draws; prefetch is shown as wfbp + its period
+
+
+def timeline_frame(job: Job, workers: int, ps: int, mode: str = "wfbp") -> pd.DataFrame:
+    """The per-layer timeline (ms) of one iteration, with the lane each phase occupies."""
+    check_choice("mode", mode, MODES)
+    df = layer_timeline(job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp")
+    df = df.assign(start_ms=df["start"] * 1e3, end_ms=df["end"] * 1e3)
+    df["duration_ms"] = df["end_ms"] - df["start_ms"]
+    df["lane"] = df["phase"].map(LANES)
+    return df
+
+
+def _timeline_traces(df: pd.DataFrame, *, showlegend: bool = True) -> list[go.Bar]:
+    traces = []
+    for phase, colour in PHASE_COLORS.items():
+        part = df[df["phase"] == phase]
+        traces.append(
+            go.Bar(
+                name=phase,
+                orientation="h",
+                y=part["lane"].to_numpy(),
+                x=part["duration_ms"].to_numpy(),
+                base=part["start_ms"].to_numpy(),
+                customdata=np.stack([part["layer"].to_numpy(), part["layer_index"].to_numpy()], axis=-1)
+                if len(part)
+                else np.empty((0, 2)),
+                marker={"color": colour, "line": {"width": 0.5, "color": "white"}},
+                hovertemplate=f"{phase} of %{{customdata[0]}} (layer %{{customdata[1]}})<br>"
+                "%{base:.2f} – %{x:.2f} ms long<extra></extra>",
+                legendgroup=phase,
+                showlegend=showlegend,
+            )
+        )
+    return traces
+
+
+def _timeline_marks(df: pd.DataFrame, tau_ms: float, *, xref: str = "x", yref: str = "y") -> tuple[list, list]:
+    compute_ms = float(df.loc[df["phase"].isin(["forward", "backward"]), "duration_ms"].sum())
+    shapes = [
+        {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": compute_ms, "x1": compute_ms,
+         "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#555", "width": 1}},
+        {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": tau_ms, "x1": tau_ms,
+         "y0": 0, "y1": 1, "line": {"color": "black", "width": 2}},
+    ]
+    annotations = [
+        {"x": tau_ms, "y": 1, "xref": xref, "yref": f"{yref} domain", "text": f"τ = {tau_ms:.1f} ms",
+         "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}},
+        {"x": compute_ms, "y": 0, "xref": xref, "yref": f"{yref} domain", "text": f"F+B = {compute_ms:.1f} ms",
+         "showarrow": False, "xanchor": "right", "yanchor": "top", "font": {"size": 10, "color": "#555"}},
+    ]
+    return shapes, annotations
+
+
+def timeline_figure(job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None) -> go.Figure:
+    """Gantt chart of one iteration: forward, backward, push and pull of every layer, showing their overlap."""
+    df = timeline_frame(job, workers, ps, mode)
+    tau_ms = iteration_time(job, workers, ps, mode) * 1e3
+    shapes, annotations = _timeline_marks(df, tau_ms)
+    note = "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
+    fig = go.Figure(_timeline_traces(df))
+    fig.update_layout(
+        base_layout(
+            title or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
+            barmode="overlay",
+            bargap=0.35,
+            xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
+            yaxis={"categoryorder": "array", "categoryarray": _LANE_ORDER},
+            shapes=shapes,
+            annotations=annotations,
+            height=300,
+        )
+    )
+    return fig
+
+
+def overlap_figure(
+    job: Job, workers: int, ps: int, modes: Sequence[str] = ("sequential", "wfbp")
+) -> go.Figure:
+    """One iteration's timeline under each overlap mode, stacked on a shared time axis."""
+    modes = [check_choice("mode", m, _TIMELINE_MODES) for m in modes]
+    if not modes:
+        raise InvalidInput("modes must list at least one of sequential, wfbp; got none")
+    fig = make_subplots(rows=len(modes), cols=1, shared_xaxes=True, subplot_titles=list(modes), vertical_spacing=0.12)
+    shapes, annotations = [], []
+    for r, mode in enumerate(modes, start=1):
+        df = timeline_frame(job, workers, ps, mode)
+        for tr in _timeline_traces(df, showlegend=r == 1):
+            fig.add_trace(tr, row=r, col=1)
+        suffix = "" if r == 1 else str(r)
+        s, a = _timeline_marks(df, iteration_time(job, workers, ps, mode) * 1e3, xref=f"x{suffix}", yref=f"y{suffix}")
+        shapes += s
+        annotations += a
+        fig.update_yaxes(categoryorder="array", categoryarray=_LANE_ORDER, row=r, col=1)
+    fig.update_layout(
+        template="plotly_white",
+        title={"text": f"{job.profile.network} on {workers} workers, {ps} PSs: overlap shortens the iteration",
+               "x": 0.01, "font": {"size": 14}},
+        barmode="overlay",
+        height=220 * len(modes) + 80,
+        margin={"l": 60, "r": 20, "t": 70, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.04, "xanchor": "right", "x": 1.0},
+    )
+    fig.layout.annotations = tuple(fig.layout.annotations) + tuple(annotations)
+    fig.layout.shapes = shapes
+    fig.update_xaxes(title_text="time within the iteration (ms)", row=len(modes), col=1)
+    return fig
+
+
+def ps_needed_table(job: Job, modes: Sequence[str] = MODES, threshold: float = 0.97) -> pd.DataFrame:
+    """Per mode and worker count w: the fewest PSs reaching ``threshold`` of the best speed over p at that w."""
+    if not 0 < float(threshold) <= 1:
+        raise InvalidInput(f"threshold must be in (0, 1], got {threshold!r}")
+    rows = []
+    for mode in modes:
+        check_choice("mode", mode, MODES)
+        sp = speed_table(job, mode)
+        for w in range(1, job.max_workers + 1):
+            row = sp[w - 1]
+            p = int(np.argmax(row >= threshold * row.max())) + 1
+            rows.append((mode, w, p, w / p, float(row[p - 1]), float(row.max())))
+    return pd.DataFrame(rows, columns=["mode", "workers", "ps", "ratio", "speed", "best_speed"])
+
+
+def ratio_figure(job: Job, modes: Sequence[str] = MODES, workers: int | None = None, threshold: float = 0.97) -> go.Figure:
+    """How the overlap mode changes the best worker/PS ratio: speed vs PSs, and the PSs each worker count needs."""
+    w_fixed = job.max_workers if workers is None else job.check_config(workers, 1)[0]
+    fig = make_subplots(
+        rows=1, cols=2,
+        subplot_titles=[f"speed with {w_fixed} workers", f"PSs needed for {threshold:.0%} of the best speed"],
+        horizontal_spacing=0.12,
+    )
+    table = ps_needed_table(job, modes, threshold)
+    ps_axis = np.arange(1, job.max_ps + 1)
+    for mode in modes:
+        colour = MODE_COLORS.get(mode, "#333")
+        sp = speed_table(job, mode)[w_fixed - 1]
+        fig.add_trace(go.Scatter(x=ps_axis, y=sp, mode="lines+markers", name=mode, legendgroup=mode,
+                                 line={"color": colour}, marker={"size": 5},
+                                 hovertemplate=f"{mode}: %{{x}} PSs → %{{y:.1f}} samples/s<extra></extra>"),
+                      row=1, col=1)
+        part = table[table["mode"] == mode]
+        fig.add_trace(go.Scatter(x=part["workers"], y=part["ps"], mode="lines+markers", name=mode,
+                                 legendgroup=mode, showlegend=False, line={"color": colour, "shape": "hv"},
+                                 customdata=part[["ratio"]].to_numpy(),
+                                 hovertemplate=f"{mode}: %{{x}} workers need %{{y}} PSs "
+                                 "(ratio %{customdata[0]:.2f})<extra></extra>"),
+                      row=1, col=2)
+    fig.update_layout(
+        template="plotly_white",
+        title={"text": f"{job.profile.network}: overlap changes how many PSs a worker needs", "x": 0.01,
+               "font": {"size": 14}},
+        height=380,
+        margin={"l": 60, "r": 20, "t": 80, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.08, "xanchor": "right", "x": 1.0},
+    )
+    fig.update_xaxes(title_text="parameter servers p", row=1, col=1)
+    fig.update_yaxes(title_text="samples / s", row=1, col=1)
+    fig.update_xaxes(title_text="workers w", row=1, col=2)
+    fig.update_yaxes(title_text="parameter servers p", row=1, col=2)
+    return fig

@@ -1,0 +1,69 @@
+"""Shared colours and labels of smdlab figures (one place, so every figure reads the same)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+# Every figure that reports a result of SMD says it comes from the reconstructed model.
+SMD_LABEL = "SMD (reconstructed model)"
+
+METHOD_LABELS: dict[str, str] = {
+    "smd": SMD_LABEL,
+    "milp": "exact MILP",
+    "lp": "LP relaxation",
+    "lp_round": "LP + rounding",
+    "brute": "brute force",
+}
+
+PHASE_COLORS: dict[str, str] = {
+    "forward": "#4C78A8",
+    "backward": "#72B7B2",
+    "push": "#F58518",
+    "pull": "#E45756",
+}
+
+ROLE_COLORS: dict[str, str] = {"workers": "#4C78A8", "ps": "#F58518"}
+
+RESOURCE_COLORS: dict[str, str] = {
+    "gpu": "#54A24B",
+    "cpu": "#4C78A8",
+    "mem_gb": "#B279A2",
+    "bw_gbps": "#F58518",
+}
+
+MODE_COLORS: dict[str, str] = {"sequential": "#E45756", "wfbp": "#4C78A8", "wfbp_prefetch": "#54A24B"}
+
+BOUND_COLORS: dict[str, str] = {"lower": "#9D9D9D", "achieved": "#4C78A8", "exact": "#54A24B", "missing": "#E6E6E6"}
+
+# Qualitative palette for policies and jobs (cycled).
+PALETTE: tuple[str, ...] = (
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
+)
+
+TEMPLATE = "plotly_white"
+
+
+def method_label(method: str) -> str:
+    """Display name of a solver method (SMD is labelled as the reconstructed model)."""
+    return METHOD_LABELS.get(method, method)
+
+
+def policy_label(name: str) -> str:
+    """Display name of a policy (SMD-based policies are labelled as the reconstructed model)."""
+    return SMD_LABEL if name.lower() == "smd" else name
+
+
+def color(i: int) -> str:
+    """The i-th colour of the qualitative palette."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def base_layout(title: str, **extra) -> go.Layout:
+    """The common layout: template, title, compact margins."""
+    return go.Layout(
+        template=TEMPLATE,
+        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
+        **extra,
+    )
