@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from smdlab.errors import InvalidInput
+
 __all__ = ["KINDS", "Device", "DEVICES", "get_device"]
 
 KINDS: tuple[str, ...] = ("conv", "fc", "attention", "embedding", "norm", "lstm", "pool", "other")
@@ -60,19 +62,19 @@ class Device:
     def __post_init__(self) -> None:
         """Validate the peak and efficiencies and freeze the mapping."""
         if not self.peak_flops > 0:
-            raise ValueError(f"peak_flops must be > 0, got {self.peak_flops!r}")
+            raise InvalidInput(f"peak_flops must be > 0, got {self.peak_flops!r}")
         missing = [k for k in KINDS if k not in self.efficiency]
         if missing:
-            raise ValueError(f"efficiency is missing kinds {missing}")
+            raise InvalidInput(f"efficiency is missing kinds {missing}")
         bad = {k: v for k, v in self.efficiency.items() if not 0 < v <= 1}
         if bad:
-            raise ValueError(f"efficiency values must lie in (0, 1], got {bad}")
+            raise InvalidInput(f"efficiency values must lie in (0, 1], got {bad}")
         object.__setattr__(self, "efficiency", MappingProxyType(dict(self.efficiency)))
 
     def forward_time(self, kind: str, flops: float) -> float:
         """Forward seconds per sample for a layer of ``kind`` doing ``flops`` FLOPs."""
         if kind not in self.efficiency:
-            raise ValueError(f"kind must be one of {', '.join(sorted(self.efficiency))}; got {kind!r}")
+            raise InvalidInput(f"kind must be one of {', '.join(sorted(self.efficiency))}; got {kind!r}")
         return flops / (self.peak_flops * self.efficiency[kind])
 
 
@@ -119,8 +121,8 @@ DEVICES: dict[str, Device] = {
 
 
 def get_device(name: str) -> Device:
-    """Return the device called ``name`` or raise ``ValueError`` naming the allowed set."""
+    """Return the device called ``name`` or raise ``InvalidInput`` naming the allowed set."""
     try:
         return DEVICES[name]
     except (KeyError, TypeError):
-        raise ValueError(f"device must be one of {', '.join(sorted(DEVICES))}; got {name!r}") from None
+        raise InvalidInput(f"device must be one of {', '.join(sorted(DEVICES))}; got {name!r}") from None

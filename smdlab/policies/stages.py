@@ -108,10 +108,22 @@ class Packer:
         # Locality first (fewer machines per job), then first fit (keeps whole machines free).
         candidates = [m for m in sorted(used, key=lambda m: -sum(used[m])) if mask[m]]
         m = candidates[0] if candidates else int(np.flatnonzero(mask)[0])
-        self.free[m] -= demand
-        slot = self._tasks.setdefault(job, {}).setdefault(m, [0, 0])
-        slot[0 if kind == "worker" else 1] += 1
+        self.put_task(job, kind, m, demand)
         return m
+
+    def remove_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
+        """Undo ``add_task``: take one task of ``kind`` of ``job`` off ``machine``."""
+        slot = self._tasks[job][machine]
+        slot[0 if kind == "worker" else 1] -= 1
+        self.free[machine] += demand
+
+    def put_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
+        """Place one task of ``job`` on a chosen ``machine`` (raises Infeasible if it does not fit)."""
+        if np.any(self.free[machine] + EPS < demand):
+            raise Infeasible(f"job {job!r}: a {kind} does not fit on machine {machine}")
+        self.free[machine] -= demand
+        slot = self._tasks.setdefault(job, {}).setdefault(machine, [0, 0])
+        slot[0 if kind == "worker" else 1] += 1
 
     def tasks(self, job: str) -> Tasks:
         """The job's recorded tasks as sorted (machine, workers, ps) triples."""

@@ -48,7 +48,7 @@ def _timeline_traces(df: pd.DataFrame, *, showlegend: bool = True) -> list[go.Ba
                 customdata=np.stack([part["layer"].to_numpy(), part["layer_index"].to_numpy()], axis=-1)
                 if len(part)
                 else np.empty((0, 2)),
-                marker={"color": colour, "line": {"width": 0.5, "color": "white"}},
+                marker={"color": colour, "line": {"width": 0.5 if len(part) <= 30 else 0, "color": "white"}},
                 hovertemplate=f"{phase} of %{{customdata[0]}} (layer %{{customdata[1]}})<br>"
                 "%{base:.2f} – %{x:.2f} ms long<extra></extra>",
                 legendgroup=phase,
@@ -66,11 +66,12 @@ def _timeline_marks(df: pd.DataFrame, tau_ms: float, *, xref: str = "x", yref: s
         {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": tau_ms, "x1": tau_ms,
          "y0": 0, "y1": 1, "line": {"color": "black", "width": 2}},
     ]
+    # tau to the right of its line, F+B to the left of its own: they never overlap.
     annotations = [
         {"x": tau_ms, "y": 1, "xref": xref, "yref": f"{yref} domain", "text": f"τ = {tau_ms:.1f} ms",
          "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}},
-        {"x": compute_ms, "y": 0, "xref": xref, "yref": f"{yref} domain", "text": f"F+B = {compute_ms:.1f} ms",
-         "showarrow": False, "xanchor": "right", "yanchor": "top", "font": {"size": 10, "color": "#555"}},
+        {"x": compute_ms, "y": 1, "xref": xref, "yref": f"{yref} domain", "text": f"F+B = {compute_ms:.1f} ms ",
+         "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"size": 10, "color": "#555"}},
     ]
     return shapes, annotations
 
@@ -91,9 +92,10 @@ def timeline_figure(job: Job, workers: int, ps: int, mode: str = "wfbp", *, titl
             yaxis={"categoryorder": "array", "categoryarray": _LANE_ORDER},
             shapes=shapes,
             annotations=annotations,
-            height=300,
+            height=320,
         )
     )
+    fig.update_layout(margin={"t": 80}, legend={"y": 1.12})
     return fig
 
 
@@ -104,7 +106,7 @@ def overlap_figure(
     modes = [check_choice("mode", m, _TIMELINE_MODES) for m in modes]
     if not modes:
         raise InvalidInput("modes must list at least one of sequential, wfbp; got none")
-    fig = make_subplots(rows=len(modes), cols=1, shared_xaxes=True, subplot_titles=list(modes), vertical_spacing=0.12)
+    fig = make_subplots(rows=len(modes), cols=1, shared_xaxes=True, vertical_spacing=0.14)
     shapes, annotations = [], []
     for r, mode in enumerate(modes, start=1):
         df = timeline_frame(job, workers, ps, mode)
@@ -114,7 +116,7 @@ def overlap_figure(
         s, a = _timeline_marks(df, iteration_time(job, workers, ps, mode) * 1e3, xref=f"x{suffix}", yref=f"y{suffix}")
         shapes += s
         annotations += a
-        fig.update_yaxes(categoryorder="array", categoryarray=_LANE_ORDER, row=r, col=1)
+        fig.update_yaxes(categoryorder="array", categoryarray=_LANE_ORDER, title_text=mode, row=r, col=1)
     fig.update_layout(
         template="plotly_white",
         title={"text": f"{job.profile.network} on {workers} workers, {ps} PSs: overlap shortens the iteration",
@@ -122,9 +124,9 @@ def overlap_figure(
         barmode="overlay",
         height=220 * len(modes) + 80,
         margin={"l": 60, "r": 20, "t": 70, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.04, "xanchor": "right", "x": 1.0},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "xanchor": "right", "x": 1.0},
     )
-    fig.layout.annotations = tuple(fig.layout.annotations) + tuple(annotations)
+    fig.layout.annotations = annotations
     fig.layout.shapes = shapes
     fig.update_xaxes(title_text="time within the iteration (ms)", row=len(modes), col=1)
     return fig
@@ -157,14 +159,15 @@ def ratio_figure(job: Job, modes: Sequence[str] = MODES, workers: int | None = N
     ps_axis = np.arange(1, job.max_ps + 1)
     for mode in modes:
         colour = MODE_COLORS.get(mode, "#333")
+        dash = "dash" if mode == "wfbp_prefetch" else "solid"  # often equal to wfbp: keep both visible
         sp = speed_table(job, mode)[w_fixed - 1]
         fig.add_trace(go.Scatter(x=ps_axis, y=sp, mode="lines+markers", name=mode, legendgroup=mode,
-                                 line={"color": colour}, marker={"size": 5},
+                                 line={"color": colour, "dash": dash}, marker={"size": 5},
                                  hovertemplate=f"{mode}: %{{x}} PSs → %{{y:.1f}} samples/s<extra></extra>"),
                       row=1, col=1)
         part = table[table["mode"] == mode]
         fig.add_trace(go.Scatter(x=part["workers"], y=part["ps"], mode="lines+markers", name=mode,
-                                 legendgroup=mode, showlegend=False, line={"color": colour, "shape": "hv"},
+                                 legendgroup=mode, showlegend=False, line={"color": colour, "shape": "hv", "dash": dash},
                                  customdata=part[["ratio"]].to_numpy(),
                                  hovertemplate=f"{mode}: %{{x}} workers need %{{y}} PSs "
                                  "(ratio %{customdata[0]:.2f})<extra></extra>"),

@@ -1,0 +1,78 @@
+"""DRF: Dominant Resource Fairness by progressive filling, one worker+PS bundle at a time."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from smdlab.policies.base import Allocation, ClusterState, Decision
+from smdlab.policies.stages import Packer, demands, queued_jobs, total_capacity
+
+
+class DRF:
+    """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) ported to parameter-server jobs.
+
+    Rule (field.md): repeatedly give one bundle to the job with the smallest dominant share (its
+    largest share of any resource, over the pooled capacity of the whole cluster), ties by arrival,
+    until no bundle fits.
+
+    Assumptions where the paper is silent (it allocates generic tasks, not workers and PSs):
+    - A bundle is one worker plus one PS; once a job has ``max_ps`` PSs its bundles are a worker
+      alone; a job at ``max_workers`` receives nothing more. A queued job's first bundle starts it
+      at (1, 1).
+    - A bundle must fit the free capacity of real machines: each task goes to a machine the job
+      already uses if it fits there, else to the first machine it fits (locality, then first fit).
+      A job whose next bundle fits nowhere is skipped for the rest of this decision (free
+      capacity only shrinks while filling, so it cannot fit later in the same decision).
+    - Non-elastic (default): only queued jobs receive bundles; running jobs keep what they hold.
+      Elastic: running jobs join the filling with their current shares and may grow (never
+      shrink), so DRF never preempts.
+    - Shares use the whole cluster's capacity as denominator; job weights are ignored (plain DRF).
+    """
+
+    name = "drf"
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Bundles to the job of smallest dominant share, until none fits."""
+        cluster = state.cluster
+        cap = total_capacity(state)
+        inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+        packer = Packer(state.free)
+        # entry: [job, workers, ps, alpha, gamma, was_running]
+        entries = []
+        for q in queued_jobs(state):
+            entries.append([q.job, 0, 0, *demands(q.job, cluster), False])
+        if state.elastic:
+            for r in state.running:
+                packer.preload(r.job.name, r.placement.tasks)
+                entries.append([r.job, r.workers, r.ps, *demands(r.job, cluster), True])
+        start = {e[0].name: (e[1], e[2]) for e in entries}
+
+        def share(e) -> float:
+            return float(((e[1] * e[3] + e[2] * e[4]) * inv).max())
+
+        heap = [(share(e), e[0].arrival, i) for i, e in enumerate(entries)]
+        heapq.heapify(heap)
+        while heap:
+            _, _, i = heapq.heappop(heap)
+            e = entries[i]
+            job, w, p, alpha, gamma = e[:5]
+            if w >= job.max_workers:
+                continue
+            name = job.name
+            add_ps = p < job.max_ps
+            mw = packer.add_task(name, "worker", alpha)
+            if mw is None:
+                continue
+            if add_ps and packer.add_task(name, "ps", gamma) is None:
+                packer.remove_task(name, "worker", mw, alpha)
+                continue
+            e[1], e[2] = w + 1, p + (1 if add_ps else 0)
+            heapq.heappush(heap, (share(e), job.arrival, i))
+        allocations = tuple(
+            Allocation(e[0].name, e[1], e[2], packer.placement(e[0].name))
+            for e in entries
+            if e[1] > 0 and (e[1], e[2]) != start[e[0].name]
+        )
+        return Decision(allocations)
