@@ -6,6 +6,10 @@ Per-layer quantities for a job on (w workers, p PSs):
     push/pull c_l  = s_l * max(1 / B_w, w / (p * B_ps)) + lat
     PS update u_l  = upd * s_l * w / p     (a PS aggregates every byte it receives)
 Times are tracked, when asked, as coefficients over the basis (cs, w/p, 1): the "active piece".
+wfbp_prefetch: forward l of the next iteration waits only for pull l and forward l-1; the pull link
+serves the lowest pending layer first, preemptively (P3 / ByteScheduler slicing). Every iteration
+repeats one schedule D (pull ends, from its backward start), so the exact period is
+tau = max_l (D_l + f_l + ... + f_L).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from smdlab.errors import check_choice
 from smdlab.model.job import Job
 
 MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
-_PREFETCH_MAX_ITER = 200
-_PREFETCH_WINDOW = 12
+# Preemptive priority pulls (P3-style slicing) keep tau monotone in sizes, bandwidths and p; the
+# non-preemptive variant does not (counterexamples in tests/test_model_prefetch.py).
+_PREFETCH_PREEMPTIVE = True
 _CHUNK_ELEMENTS = 2_000_000  # bound on jobs x grid points per vectorised pass (memory)
 _CACHE: dict[tuple, np.ndarray] = {}
 _CACHE_MAX = 8192
@@ -113,33 +118,102 @@ def _wfbp(t: _Batch) -> np.ndarray:
     return Q
 
 
-def _wfbp_prefetch(t: _Batch) -> np.ndarray:
-    n_layers = t.f.shape[1]
-    links = [t.link(l) for l in range(n_layers)]
-    updates = [t.term(t.s[:, l], t.upd) for l in range(n_layers)]
-    fwd = [t.term(t.f[:, l], t.comp) for l in range(n_layers)]
-    bwd = [t.term(t.b[:, l], t.comp) for l in range(n_layers)]
-    pulls = [t.zero] * n_layers  # pull of layer l ended (previous iteration)
-    gpu_free = push_free = pull_free = t.zero
-    marks = []
-    for k in range(_PREFETCH_MAX_ITER):
-        fe = gpu_free
-        for l in range(n_layers):
-            fe = _tmax(fe, pulls[l]) + fwd[l]
-        be, P, Q = fe, push_free, pull_free
-        for l in range(n_layers - 1, -1, -1):
-            be = be + bwd[l]
-            P = _tmax(P, be) + links[l]
-            Q = _tmax(Q, P + updates[l]) + links[l]
-            pulls[l] = Q
-        gpu_free, push_free, pull_free = be, P, Q
-        marks.append(Q)
-        if k >= 2:
-            d1, d0 = marks[-1][0] - marks[-2][0], marks[-2][0] - marks[-3][0]
-            if np.allclose(d1, d0, rtol=1e-12, atol=1e-15):
-                return marks[-1] - marks[-2]
-    c = _PREFETCH_WINDOW  # not settled to one period: average over the last window (cyclic regime)
-    return (marks[-1] - marks[-1 - c]) / c
+def _per_layer(coef: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Per-layer terms coef[j, l] * unit[k, j, g], flattened to (K, J*G, L)."""
+    K, J, G = unit.shape
+    return (unit[..., None] * coef[None, :, None, :]).reshape(K, J * G, coef.shape[1])
+
+
+def _lowest_bit(words: np.ndarray) -> np.ndarray:
+    """Index of the lowest set bit of each multi-word bitset (words: nw x N uint64); >= 64*(nw-1) if empty."""
+    one, top = np.uint64(1), None
+    for k in range(words.shape[0] - 1, -1, -1):  # the lowest non-empty word wins
+        x = words[k]
+        trailing = np.bitwise_count((x & (~x + one)) - one).astype(np.int64)  # 64 when x == 0
+        top = 64 * k + trailing if top is None else np.where(x != 0, 64 * k + trailing, top)
+    return top
+
+
+def _priority_pulls(ready: np.ndarray, c: np.ndarray, preemptive: bool) -> np.ndarray:
+    """End times (K, N, L) of L pulls on one link that serves the lowest-index pending pull first.
+
+    ready, c: (K, N, L) release and service times at N points (row 0: values, rows 1..: coefficients).
+    An exact event simulation with 2L events per point: each step either admits the next pull in
+    order of release or completes the pending pull with the lowest index (kept in a bitset, so any
+    release order works; with u_l = 0 releases come in the order L..1 and it acts as a LIFO stack).
+    Non-preemptive: the next pull is admitted if it is released by the time the link frees, so it
+    competes for the link then. Preemptive: it is admitted if it is released before the served pull
+    ends (a tie: that pull ends first); from then on the lowest index is served and an interrupted
+    pull keeps the service it still owes.
+    """
+    K, N, L = ready.shape
+    r0 = ready[0]
+    order = None if np.all(r0[:, :-1] >= r0[:, 1:]) else np.argsort(r0, axis=1, kind="stable")
+    base = np.arange(N, dtype=np.int64) * L
+    rows = np.arange(N)
+    ready_f = ready.reshape(K, N * L)
+    left = c.reshape(K, N * L).copy()  # service still owed to each pull
+    done = np.zeros((K, N * L + 1))  # last column: sink for points that complete nothing in a step
+    words = np.zeros(((L + 63) // 64, N), dtype=np.uint64)
+    admitted = np.zeros(N, dtype=np.int64)
+    queued = np.zeros(N, dtype=np.int64)
+    # non-preemptive: when the link next picks a pull; preemptive: time of the last event
+    now = np.zeros((K, N))
+    one, low6 = np.uint64(1), np.uint64(63)
+    for _ in range(2 * L):
+        nxt = np.minimum(admitted, L - 1)
+        lay = L - 1 - nxt if order is None else order[rows, nxt]
+        r_next = ready_f[:, base + lay]
+        top = np.minimum(_lowest_bit(words), L - 1)
+        top_left = left[:, base + top]
+        if preemptive:  # released strictly before the served pull ends (a tie: it ends first)
+            admit = (admitted < L) & ((queued == 0) | (r_next[0] < now[0] + top_left[0]))
+            left[:, base + top] = np.where(admit & (queued > 0), top_left - (r_next - now), top_left)
+        else:
+            admit = (admitted < L) & ((queued == 0) | (r_next[0] <= now[0]))
+        now = np.where(admit, _tmax(now, r_next), now)  # an idle link waits for the release
+        serve = ~admit
+        now = np.where(serve, now + top_left, now)
+        done[:, np.where(serve, base + top, N * L)] = now
+        bit = np.where(admit, one << (lay.astype(np.uint64) & low6), np.uint64(0))  # not yet set
+        clear = np.where(serve, one << (top.astype(np.uint64) & low6), np.uint64(0))  # set
+        if words.shape[0] == 1:
+            words[0] ^= bit | clear
+        else:
+            for k in range(words.shape[0]):
+                words[k] ^= np.where(lay >> 6 == k, bit, 0) | np.where(top >> 6 == k, clear, 0)
+        admitted += admit
+        queued += admit.astype(np.int64) - serve
+    return done[:, : N * L].reshape(K, N, L)
+
+
+def _wfbp_prefetch(t: _Batch, preemptive: bool = _PREFETCH_PREEMPTIVE) -> np.ndarray:
+    # Steady state, exactly. Time 0 = start of an iteration's backward pass. Every pull of the previous
+    # iteration ended before the forward pass that precedes it, so the GPU and both links are idle at
+    # 0 and backward, pushes and pulls follow one fixed schedule D (pull of layer l ends at D_l). The
+    # next forward pass ends, and the next backward starts, at max_l (D_l + f_l + ... + f_L): that is
+    # the period from the first iteration on, so no simulation to a fixed point is needed.
+    # Bounds: D_1 >= B gives tau >= F + B; with FIFO pulls (L..1) D_1 = max_l D_l and this is wfbp's
+    # F + D_1. Preemptive lowest-index-first is preemptive Jackson's rule for min max_l (D_l + q_l),
+    # q_l = f_l + ... + f_L non-increasing in l, so tau is the optimum over all preemptive pull
+    # schedules: <= wfbp, and non-decreasing in every release time and c_l, hence monotone in s_l,
+    # B_w, B_ps and p. The non-preemptive rule is work-conserving (makespan <= FIFO's, so tau <=
+    # wfbp) but can make layer 1 wait behind a pull it would have overtaken: not monotone.
+    J, L = t.f.shape
+    K, _, G = t.comp.shape
+    suffix = lambda x: np.cumsum(x[:, ::-1], axis=1)[:, ::-1]  # noqa: E731
+    back_end = _per_layer(suffix(t.b), t.comp)
+    fwd_from = _per_layer(suffix(t.f), t.comp)
+    c = _per_layer(t.s, t.comm) + _per_layer(t.lat, t.one)
+    u = _per_layer(t.s, t.upd)
+    ready = np.empty_like(c)
+    P = np.zeros((K, J * G))
+    for l in range(L - 1, -1, -1):  # pushes leave L..1 over one link, as in wfbp
+        P = _tmax(P, back_end[..., l]) + c[..., l]
+        ready[..., l] = P + u[..., l]
+    total = _priority_pulls(ready, c, preemptive) + fwd_from
+    best = np.argmax(total[0], axis=1)
+    return np.take_along_axis(total, best[None, :, None], axis=2)[..., 0].reshape(K, J, G)
 
 
 _KERNELS = {"sequential": _sequential, "wfbp": _wfbp, "wfbp_prefetch": _wfbp_prefetch}

@@ -16,6 +16,7 @@ import numpy as np
 from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.timing import speed_table
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob
 
 # Relative slack on capacity comparisons: demands are sums of user floats (e.g. 0.1 CPU).
@@ -24,6 +25,23 @@ _UNBOUNDED = 2**40  # tasks that demand nothing: 'any number' without int64 over
 
 _VECTORS: dict[tuple[int, tuple[str, ...]], tuple[Job, np.ndarray, np.ndarray]] = {}
 _VECTORS_MAX = 200_000
+
+
+_SPEEDS: dict[tuple[int, str], tuple[Job, np.ndarray]] = {}
+
+
+def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
+    """The job's speed table (samples/s, W x P, read-only), cached per job object and mode."""
+    key = (id(job), mode)
+    hit = _SPEEDS.get(key)
+    if hit is not None and hit[0] is job:
+        return hit[1]
+    table = speed_table(job, mode)
+    table.setflags(write=False)
+    if len(_SPEEDS) >= _VECTORS_MAX:
+        _SPEEDS.clear()
+    _SPEEDS[key] = (job, table)
+    return table
 
 
 def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +140,24 @@ def placement_usage(job: Job, placement: Placement, machines: int, resources: Se
     return out
 
 
+def _largest(feasible, hi: int) -> tuple[int, Placement | None]:
+    """Largest n in [0, hi] with feasible(n) not None (feasibility monotone in n), and its value."""
+    if hi <= 0:
+        return 0, None
+    best = feasible(hi)
+    if best is not None:
+        return hi, best
+    lo, found = 0, None
+    while lo < hi - 1:
+        mid = (lo + hi) // 2
+        pl = feasible(mid)
+        if pl is None:
+            hi = mid
+        else:
+            lo, found = mid, pl
+    return lo, found
+
+
 def max_bundles(job: Job, free: np.ndarray, resources: Sequence[str], cap: int) -> tuple[int, Placement | None]:
     """Largest n <= cap such that n bundles of ``job`` fit first-fit, with their placement."""
     wv, pv = task_vectors(job, resources)
@@ -131,20 +167,21 @@ def max_bundles(job: Job, free: np.ndarray, resources: Sequence[str], cap: int) 
     hi = cap
     if pos.any():
         hi = min(cap, int(np.floor(((pooled[pos] + TOL * np.maximum(1.0, bundle[pos])) / bundle[pos]).min())))
-    if hi <= 0:
-        return 0, None
-    best = first_fit(job, hi, hi, free, resources)
-    if best is not None:
-        return hi, best
-    lo, found = 0, None  # first-fit feasibility is monotone in n: binary search
-    while lo < hi - 1:
-        mid = (lo + hi) // 2
-        pl = first_fit(job, mid, mid, free, resources)
-        if pl is None:
-            hi = mid
-        else:
-            lo, found = mid, pl
-    return lo, found
+    # First-fit feasibility is monotone in n (fewer tasks leave a superset of room): binary search.
+    return _largest(lambda n: first_fit(job, n, n, free, resources), hi)
+
+
+def max_allocation(job: Job, free: np.ndarray, resources: Sequence[str]) -> tuple[int, int, Placement | None]:
+    """Most (workers, ps, placement) a job gets by bundles; (0, 0, None) if not one bundle fits.
+
+    Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
+    to ``max_workers`` (the bundle convention of the classic baselines).
+    """
+    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.max_ps))
+    if n == 0 or n < job.max_ps or job.max_workers <= n:
+        return n, n, placement
+    k, extra = _largest(lambda k: first_fit(job, n + k, n, free, resources), job.max_workers - n)
+    return (n + k, n, extra) if k else (n, n, placement)
 
 
 def bundle_cap(job: Job) -> int:
@@ -155,7 +192,7 @@ def bundle_cap(job: Job) -> int:
 def admit_bundles(
     order: Iterable[QueuedJob], state: ClusterState, *, stop_at_first_unfit: bool = True, note: str = ""
 ) -> Decision:
-    """Give each job in ``order`` as many bundles as fit, up to its cap, before the next job.
+    """Give each job in ``order`` as much as fits by bundles (``max_allocation``) before the next job.
 
     With ``stop_at_first_unfit`` the pass ends at the first job that gets no bundle (FIFO's
     head-of-line rule); otherwise that job is passed over.
@@ -164,11 +201,11 @@ def admit_bundles(
     resources = state.cluster.resources
     allocations = []
     for q in order:
-        n, placement = max_bundles(q.job, free, resources, bundle_cap(q.job))
-        if n == 0:
+        w, p, placement = max_allocation(q.job, free, resources)
+        if w == 0:
             if stop_at_first_unfit:
                 break
             continue
         free -= placement_usage(q.job, placement, free.shape[0], resources)
-        allocations.append(Allocation(q.job.name, n, n, placement))
+        allocations.append(Allocation(q.job.name, w, p, placement))
     return Decision(tuple(allocations), note=note)

@@ -52,8 +52,12 @@ class DRF:
         def share(e) -> float:
             return float(((e[1] * e[3] + e[2] * e[4]) * inv).max())
 
-        heap = [(share(e), e[0].arrival, i) for i, e in enumerate(entries)]
+        heap = [(share(e) if e[1] else 0.0, e[0].arrival, i) for i, e in enumerate(entries)]
         heapq.heapify(heap)
+        # First bundles that fit nowhere, by demand: free capacity only shrinks during the filling
+        # and a first bundle is placed by plain first fit, so every later job still at (0, 0) with
+        # the same demands is skipped without a search (long queues).
+        failed: set[tuple] = set()
         while heap:
             _, _, i = heapq.heappop(heap)
             e = entries[i]
@@ -62,11 +66,15 @@ class DRF:
                 continue
             name = job.name
             add_ps = p < job.max_ps
-            mw = packer.add_task(name, "worker", alpha)
-            if mw is None:
+            kind = (alpha.tobytes(), gamma.tobytes()) if w == 0 else None
+            if kind is not None and kind in failed:
                 continue
-            if add_ps and packer.add_task(name, "ps", gamma) is None:
-                packer.remove_task(name, "worker", mw, alpha)
+            mw = packer.add_task(name, "worker", alpha)
+            if mw is None or (add_ps and packer.add_task(name, "ps", gamma) is None):
+                if mw is not None:
+                    packer.remove_task(name, "worker", mw, alpha)
+                if kind is not None:
+                    failed.add(kind)
                 continue
             e[1], e[2] = w + 1, p + (1 if add_ps else 0)
             heapq.heappush(heap, (share(e), job.arrival, i))

@@ -1,8 +1,10 @@
 """Shared stages of the baseline policies: demand vectors, per-machine packing, placement rules and
 the assembly of a Decision from target allocations (admission order -> allocation -> placement).
 
-Every policy here plans against a private copy of the free capacity per machine, so whatever it
-returns fits every machine by construction; ``apply_decision`` re-checks that (tests use it).
+Complements ``smdlab.policies.common`` (demand vectors, speeds, first-fit placement of a whole
+job), which it reuses: the policies here need a ledger they can fill one task at a time, an
+even-spread placement rule and elastic re-placement. Every policy here plans against a private
+copy of the free capacity per machine, so whatever it returns fits every machine by construction; ``apply_decision`` re-checks that (tests use it).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.timing import speed_table
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob, RunningJob
+from smdlab.policies.common import task_vectors
 
 EPS = 1e-9  # slack on capacity comparisons (amounts are sums of floats)
 
@@ -24,8 +26,8 @@ Tasks = tuple[tuple[int, int, int], ...]
 
 
 def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources``."""
-    return cluster.vector(job.worker_demand, "worker_demand"), cluster.vector(job.ps_demand, "ps_demand")
+    """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources`` (cached, read-only)."""
+    return task_vectors(job, cluster.resources)
 
 
 def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray, machines: int) -> np.ndarray:
@@ -34,18 +36,6 @@ def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.nd
     for m, w, p in tasks:
         out[m] += w * alpha + p * gamma
     return out
-
-
-def remaining_time(job: Job, remaining: float, workers: int, ps: int, mode: str) -> float:
-    """Seconds to process ``remaining`` samples of ``job`` on (workers, ps) under the exact model."""
-    return float(remaining) / float(speed_table(job, mode)[workers - 1, ps - 1])
-
-
-def dominant_unit(demand: np.ndarray, capacity: np.ndarray) -> float:
-    """Dominant share of one task: max over resources of demand / pooled capacity (resources with capacity)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(capacity > 0, demand / np.where(capacity > 0, capacity, 1.0), np.where(demand > 0, np.inf, 0.0))
-    return float(share.max())
 
 
 class Packer:
@@ -71,10 +61,6 @@ class Packer:
         """Boolean per machine: does one task of ``demand`` fit there now?"""
         return np.all(self.free + EPS >= demand, axis=1)
 
-    def fits_count(self, demand: np.ndarray) -> int:
-        """How many machines could take one more task of ``demand``."""
-        return int(self.fits_mask(demand).sum())
-
     def preload(self, job: str, tasks: Iterable[tuple[int, int, int]]) -> None:
         """Record tasks a job already holds (their capacity is not in ``free``)."""
         slot = self._tasks.setdefault(job, {})
@@ -82,19 +68,6 @@ class Packer:
             cur = slot.setdefault(int(m), [0, 0])
             cur[0] += int(w)
             cur[1] += int(p)
-
-    def take(self, job: str, machine: int, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> None:
-        """Place ``workers`` and ``ps`` tasks of ``job`` on ``machine`` (raises Infeasible if they do not fit)."""
-        need = workers * alpha + ps * gamma
-        if np.any(self.free[machine] + EPS < need):
-            raise Infeasible(f"job {job!r}: {workers} workers + {ps} PSs do not fit on machine {machine}")
-        self.free[machine] -= need
-        self.preload(job, [(machine, workers, ps)])
-
-    def give_back(self, tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray) -> None:
-        """Return the capacity of ``tasks`` (a released placement) to the ledger."""
-        for m, w, p in tasks:
-            self.free[m] += w * alpha + p * gamma
 
     def add_task(self, job: str, kind: str, demand: np.ndarray) -> int | None:
         """Place one task (``kind`` 'worker' or 'ps') of ``job``: a machine it already uses, else first fit.
@@ -204,8 +177,9 @@ def assemble(
     """Turn target allocations into a Decision that fits every machine.
 
     ``targets`` are in placement order. A running job whose target equals its current allocation
-    keeps its placement; a running job with another target is released and placed again; a
-    running job without a target (only meaningful in elastic mode) is preempted. A job whose
+    keeps its placement, and so does one without a target in non-elastic mode; in elastic mode a
+    running job with another target is released and placed again, and one without a target is
+    preempted. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
     smd-model.md section 8); a job that cannot be placed even at (1, 1) waits (a running one is
     preempted).
@@ -217,8 +191,10 @@ def assemble(
     keep: set[str] = set()
     for name, r in running.items():
         t = wanted.get(name)
-        if t is not None and (t.workers, t.ps) == (r.workers, r.ps):
+        if (t is None and not state.elastic) or (t is not None and (t.workers, t.ps) == (r.workers, r.ps)):
             keep.add(name)
+        elif not state.elastic:
+            raise InvalidInput(f"target for running job {name!r} differs from its allocation, but the state is not elastic")
         else:
             a, g = demands(r.job, cluster)
             free += usage(r.placement.tasks, a, g, free.shape[0])
@@ -303,9 +279,4 @@ def with_remaining(entry: QueuedJob | RunningJob) -> Job:
 
 def total_capacity(state: ClusterState) -> np.ndarray:
     """Pooled capacity of the whole cluster (free or not): the denominator of dominant shares."""
-    if state.cluster.has_machines:
-        return state.cluster.capacity_vector
-    return np.asarray(state.free, dtype=float).sum(axis=0) + sum(
-        (usage(r.placement.tasks, *demands(r.job, state.cluster), state.free.shape[0]).sum(axis=0) for r in state.running),
-        np.zeros(len(state.cluster.resources)),
-    )
+    return state.cluster.capacity_vector.astype(float)

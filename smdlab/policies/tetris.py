@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from smdlab.errors import check_positive
-from smdlab.model.timing import speed_table
 from smdlab.policies.base import Allocation, ClusterState, Decision
+from smdlab.policies.common import capacity_matrix, job_speeds
 from smdlab.policies.stages import EPS, Packer, demands, queued_jobs
 
 
@@ -45,8 +45,7 @@ class Tetris:
         """Bundles to the (job, machines) of best blended score, until none fits."""
         cluster = state.cluster
         packer = Packer(state.free)
-        cap = cluster.machine_matrix if cluster.has_machines else np.asarray(state.free, dtype=float)
-        cap = np.broadcast_to(cap, packer.free.shape)
+        cap = capacity_matrix(cluster)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
         jobs, ws, ps, remaining = [], [], [], []
         for q in queued_jobs(state):
@@ -59,9 +58,10 @@ class Tetris:
             return Decision()
         n = len(jobs)
         start = list(zip(ws, ps))
-        alpha = np.array([demands(j, cluster)[0] for j in jobs])
-        gamma = np.array([demands(j, cluster)[1] for j in jobs])
-        work = np.array([rem / speed_table(j, state.mode)[0, 0] for j, rem in zip(jobs, remaining)])
+        dv = [demands(j, cluster) for j in jobs]
+        alpha = np.array([d[0] for d in dv])
+        gamma = np.array([d[1] for d in dv])
+        work = np.array([rem / job_speeds(j, state.mode)[0, 0] for j, rem in zip(jobs, remaining)])
         arrival_rank = np.argsort(np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable")
         active = np.array([w < j.max_workers for j, w in zip(jobs, ws)])
         rows = np.arange(n)

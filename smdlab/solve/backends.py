@@ -108,7 +108,9 @@ def _row_bounds(model: FlatModel) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def solve_highs(model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None) -> FlatResult:
+def solve_highs(
+    model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None, start: np.ndarray | None = None
+) -> FlatResult:
     """Solve with HiGHS (simplex for LPs, so the LP solution is a vertex)."""
     import highspy
 
@@ -129,6 +131,9 @@ def solve_highs(model: FlatModel, integral: bool, time_limit: float | None, mip_
     if integral:
         if mip_gap is not None:
             h.setOptionValue("mip_rel_gap", float(mip_gap))
+        if start is not None:
+            on = np.flatnonzero(start > 0.5).astype(np.int32)
+            h.setSolution(len(on), on, np.ones(len(on)))
     else:
         h.setOptionValue("solver", "simplex")
     h.run()
@@ -155,44 +160,62 @@ def solve_highs(model: FlatModel, integral: bool, time_limit: float | None, mip_
     return FlatResult(x=x, objective=obj, bound=min(bound, obj), status=tag, backend="highs")
 
 
-def solve_gurobi(model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None) -> FlatResult:
+_GUROBI_ENV = None
+
+
+def _gurobi_env():
+    """One quiet Gurobi environment per process (starting one costs several milliseconds)."""
+    global _GUROBI_ENV
+    if _GUROBI_ENV is None:
+        import gurobipy as gp
+
+        env = gp.Env(empty=True)
+        env.setParam("OutputFlag", 0)
+        env.start()
+        _GUROBI_ENV = env
+    return _GUROBI_ENV
+
+
+def solve_gurobi(
+    model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None, start: np.ndarray | None = None
+) -> FlatResult:
     """Solve with gurobipy's matrix API; raises whatever gurobipy raises (the caller falls back)."""
     import gurobipy as gp
     from gurobipy import GRB
 
     a = model.matrix().tocsr()
     m = len(model.cost)
-    with gp.Env(empty=True) as env:
-        env.setParam("OutputFlag", 0)
-        env.start()
-        with gp.Model(env=env) as g:
-            x = g.addMVar(m, lb=0.0, ub=1.0, vtype=GRB.BINARY if integral else GRB.CONTINUOUS)
-            g.setObjective(model.cost @ x, GRB.MINIMIZE)
-            jobs, res = a[: model.n], a[model.n :]
-            if model.eq:
-                g.addConstr(jobs @ x == np.ones(model.n))
-            else:
-                g.addConstr(jobs @ x <= np.ones(model.n))
-            g.addConstr(res @ x <= model.capacity.astype(float))
-            if time_limit is not None:
-                g.Params.TimeLimit = float(time_limit)
-            if integral and mip_gap is not None:
-                g.Params.MIPGap = float(mip_gap)
-            if not integral:
-                g.Params.Method = 0  # primal simplex: a vertex solution
-            g.optimize()
-            st = g.Status
-            if st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
-                raise Infeasible("the allocation problem has no feasible solution (capacity too small for the required jobs)")
-            if st == GRB.OPTIMAL:
-                tag = "optimal"
-            elif st in (GRB.TIME_LIMIT, GRB.INTERRUPTED, GRB.SOLUTION_LIMIT, GRB.ITERATION_LIMIT) and g.SolCount > 0:
-                tag = "time_limit"
-            else:
-                raise SolverError(f"Gurobi stopped with status {st} and no usable solution")
-            xs = np.asarray(x.X, dtype=float)
-            obj = float(g.ObjVal)
-            bound = float(g.ObjBound) if integral else obj
+    env = _gurobi_env()
+    with gp.Model(env=env) as g:
+        x = g.addMVar(m, lb=0.0, ub=1.0, vtype=GRB.BINARY if integral else GRB.CONTINUOUS)
+        g.setObjective(model.cost @ x, GRB.MINIMIZE)
+        jobs, res = a[: model.n], a[model.n :]
+        if model.eq:
+            g.addConstr(jobs @ x == np.ones(model.n))
+        else:
+            g.addConstr(jobs @ x <= np.ones(model.n))
+        g.addConstr(res @ x <= model.capacity.astype(float))
+        if time_limit is not None:
+            g.Params.TimeLimit = float(time_limit)
+        if integral and mip_gap is not None:
+            g.Params.MIPGap = float(mip_gap)
+        if not integral:
+            g.Params.Method = 0  # primal simplex: a vertex solution
+        elif start is not None:
+            x.Start = start
+        g.optimize()
+        st = g.Status
+        if st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+            raise Infeasible("the allocation problem has no feasible solution (capacity too small for the required jobs)")
+        if st == GRB.OPTIMAL:
+            tag = "optimal"
+        elif st in (GRB.TIME_LIMIT, GRB.INTERRUPTED, GRB.SOLUTION_LIMIT, GRB.ITERATION_LIMIT) and g.SolCount > 0:
+            tag = "time_limit"
+        else:
+            raise SolverError(f"Gurobi stopped with status {st} and no usable solution")
+        xs = np.asarray(x.X, dtype=float)
+        obj = float(g.ObjVal)
+        bound = float(g.ObjBound) if integral else obj
     return FlatResult(x=xs, objective=obj, bound=min(bound, obj), status=tag, backend="gurobi")
 
 
@@ -203,14 +226,18 @@ def solve_flat(
     backend: str = "auto",
     time_limit: float | None = None,
     mip_gap: float | None = None,
+    start: np.ndarray | None = None,
 ) -> FlatResult:
-    """Solve the model with the chosen backend; any Gurobi failure falls back to HiGHS (noted)."""
+    """Solve the model with the chosen backend; any Gurobi failure falls back to HiGHS (noted).
+
+    start: a feasible 0/1 column vector given to the MILP as its first incumbent (optional).
+    """
     check_choice("backend", backend, BACKENDS)
     nvar, ncon = model.size
     if backend == "highs":
-        return solve_highs(model, integral, time_limit, mip_gap)
+        return solve_highs(model, integral, time_limit, mip_gap, start)
     if backend == "auto" and (nvar > GUROBI_SIZE_LIMIT or ncon > GUROBI_SIZE_LIMIT):
-        res = solve_highs(model, integral, time_limit, mip_gap)
+        res = solve_highs(model, integral, time_limit, mip_gap, start)
         note = (
             f"auto: model has {nvar} variables and {ncon} constraints, over the gurobipy pip licence "
             f"limit of {GUROBI_SIZE_LIMIT}; solved with HiGHS"
@@ -218,7 +245,7 @@ def solve_flat(
         return FlatResult(res.x, res.objective, res.bound, res.status, res.backend, note)
     t0 = time.perf_counter()
     try:
-        return solve_gurobi(model, integral, time_limit, mip_gap)
+        return solve_gurobi(model, integral, time_limit, mip_gap, start)
     except (Infeasible, SolverError):
         raise
     except ImportError as exc:
@@ -228,5 +255,5 @@ def solve_flat(
         reason = f"Gurobi failed ({type(exc).__name__}{f' errno {errno}' if errno is not None else ''}: {exc})"
     spent = time.perf_counter() - t0
     remaining = None if time_limit is None else max(1e-3, time_limit - spent)
-    res = solve_highs(model, integral, remaining, mip_gap)
+    res = solve_highs(model, integral, remaining, mip_gap, start)
     return FlatResult(res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}")

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from smdlab.errors import InvalidInput, check_choice, check_int
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES, iteration_time, layer_timeline, speed_table
-from smdlab.viz.style import MODE_COLORS, PHASE_COLORS, base_layout
+from smdlab.viz.style import TEMPLATE, MODE_COLORS, PHASE_COLORS, base_layout
 
 LANES: dict[str, str] = {
     "forward": "GPU compute",
@@ -22,6 +22,9 @@ LANES: dict[str, str] = {
 }
 _LANE_ORDER = ["pull (PS → worker)", "push (worker → PS)", "GPU compute"]  # bottom to top
 _TIMELINE_MODES = ("sequential", "wfbp")  # modes layer_timeline draws; prefetch is shown as wfbp + its period
+
+
+_PHASE_CODES = {"forward": 0, "backward": 1, "push": 2, "pull": 3}
 
 
 def timeline_frame(job: Job, workers: int, ps: int, mode: str = "wfbp") -> pd.DataFrame:
@@ -34,32 +37,50 @@ def timeline_frame(job: Job, workers: int, ps: int, mode: str = "wfbp") -> pd.Da
     return df
 
 
-def _timeline_traces(df: pd.DataFrame, *, showlegend: bool = True) -> list[go.Bar]:
+def _timeline_arrays(job: Job, workers: int, ps: int, mode: str) -> dict[str, dict[str, np.ndarray]]:
+    # Plain arrays per phase (the figure needs no DataFrame; this path runs on every explorer update).
+    df = layer_timeline(job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp")
+    phase = df["phase"].to_numpy()
+    start = df["start"].to_numpy(dtype=float) * 1e3
+    end = df["end"].to_numpy(dtype=float) * 1e3
+    index = df["layer_index"].to_numpy()
+    names = np.asarray(job.profile.names, dtype=object)
+    out = {}
+    for ph in PHASE_COLORS:
+        m = phase == ph
+        out[ph] = {"start": start[m], "dur": end[m] - start[m], "index": index[m], "name": names[index[m]]}
+    return out
+
+
+def _timeline_traces(arrays: dict, *, showlegend: bool = True, xaxis: str = "x", yaxis: str = "y") -> list[dict]:
     traces = []
     for phase, colour in PHASE_COLORS.items():
-        part = df[df["phase"] == phase]
+        part = arrays[phase]
+        n = len(part["start"])
         traces.append(
-            go.Bar(
-                name=phase,
-                orientation="h",
-                y=part["lane"].to_numpy(),
-                x=part["duration_ms"].to_numpy(),
-                base=part["start_ms"].to_numpy(),
-                customdata=np.stack([part["layer"].to_numpy(), part["layer_index"].to_numpy()], axis=-1)
-                if len(part)
-                else np.empty((0, 2)),
-                marker={"color": colour, "line": {"width": 0.5 if len(part) <= 30 else 0, "color": "white"}},
-                hovertemplate=f"{phase} of %{{customdata[0]}} (layer %{{customdata[1]}})<br>"
-                "%{base:.2f} – %{x:.2f} ms long<extra></extra>",
-                legendgroup=phase,
-                showlegend=showlegend,
-            )
+            {
+                "type": "bar",
+                "name": phase,
+                "orientation": "h",
+                "y": [LANES[phase]] * n,
+                "x": part["dur"],
+                "base": part["start"],
+                "customdata": np.stack([part["name"], part["index"]], axis=-1) if n else np.empty((0, 2)),
+                # thin white borders separate layers, unless there are so many they would hide the bars
+                "marker": {"color": colour, "line": {"width": 0.5 if n <= 30 else 0, "color": "white"}},
+                "hovertemplate": f"{phase} of %{{customdata[0]}} (layer %{{customdata[1]}})<br>"
+                "starts %{base:.2f} ms, lasts %{x:.2f} ms<extra></extra>",
+                "legendgroup": phase,
+                "showlegend": showlegend,
+                "xaxis": xaxis,
+                "yaxis": yaxis,
+            }
         )
     return traces
 
 
-def _timeline_marks(df: pd.DataFrame, tau_ms: float, *, xref: str = "x", yref: str = "y") -> tuple[list, list]:
-    compute_ms = float(df.loc[df["phase"].isin(["forward", "backward"]), "duration_ms"].sum())
+def _timeline_marks(arrays: dict, tau_ms: float, *, xref: str = "x", yref: str = "y") -> tuple[list, list]:
+    compute_ms = float(arrays["forward"]["dur"].sum() + arrays["backward"]["dur"].sum())
     shapes = [
         {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": compute_ms, "x1": compute_ms,
          "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#555", "width": 1}},
@@ -76,31 +97,37 @@ def _timeline_marks(df: pd.DataFrame, tau_ms: float, *, xref: str = "x", yref: s
     return shapes, annotations
 
 
-def timeline_figure(job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None) -> go.Figure:
-    """Gantt chart of one iteration: forward, backward, push and pull of every layer, showing their overlap."""
-    df = timeline_frame(job, workers, ps, mode)
+def timeline_spec(job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None,
+                  template: str | None = TEMPLATE) -> dict:
+    """The timeline figure as a plain dict (data, layout): what ``timeline_figure`` wraps, cheap to redraw."""
+    check_choice("mode", mode, MODES)
+    arrays = _timeline_arrays(job, workers, ps, mode)
     tau_ms = iteration_time(job, workers, ps, mode) * 1e3
-    shapes, annotations = _timeline_marks(df, tau_ms)
+    shapes, annotations = _timeline_marks(arrays, tau_ms)
     note = "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
-    fig = go.Figure(_timeline_traces(df))
-    fig.update_layout(
-        base_layout(
-            title or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
-            barmode="overlay",
-            bargap=0.35,
-            xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
-            yaxis={"categoryorder": "array", "categoryarray": _LANE_ORDER},
-            shapes=shapes,
-            annotations=annotations,
-            height=320,
-        )
+    layout = base_layout(
+        template=template,
+        title=title or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
+        barmode="overlay",
+        bargap=0.35,
+        xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
+        yaxis={"categoryorder": "array", "categoryarray": _LANE_ORDER},
+        shapes=shapes,
+        annotations=annotations,
+        height=320,
     )
-    fig.update_layout(margin={"t": 80}, legend={"y": 1.12})
-    return fig
+    return {"data": _timeline_traces(arrays), "layout": layout}
+
+
+def timeline_figure(
+    job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None, template: str | None = TEMPLATE
+) -> go.Figure:
+    """Gantt chart of one iteration: forward, backward, push and pull of every layer, showing their overlap."""
+    return go.Figure(timeline_spec(job, workers, ps, mode, title=title, template=template))
 
 
 def overlap_figure(
-    job: Job, workers: int, ps: int, modes: Sequence[str] = ("sequential", "wfbp")
+    job: Job, workers: int, ps: int, modes: Sequence[str] = ("sequential", "wfbp"), *, template: str | None = TEMPLATE
 ) -> go.Figure:
     """One iteration's timeline under each overlap mode, stacked on a shared time axis."""
     modes = [check_choice("mode", m, _TIMELINE_MODES) for m in modes]
@@ -109,23 +136,25 @@ def overlap_figure(
     fig = make_subplots(rows=len(modes), cols=1, shared_xaxes=True, vertical_spacing=0.14)
     shapes, annotations = [], []
     for r, mode in enumerate(modes, start=1):
-        df = timeline_frame(job, workers, ps, mode)
-        for tr in _timeline_traces(df, showlegend=r == 1):
+        arrays = _timeline_arrays(job, workers, ps, mode)
+        for tr in _timeline_traces(arrays, showlegend=r == 1):
+            tr.pop("xaxis"), tr.pop("yaxis")
             fig.add_trace(tr, row=r, col=1)
         suffix = "" if r == 1 else str(r)
-        s, a = _timeline_marks(df, iteration_time(job, workers, ps, mode) * 1e3, xref=f"x{suffix}", yref=f"y{suffix}")
+        s, a = _timeline_marks(arrays, iteration_time(job, workers, ps, mode) * 1e3, xref=f"x{suffix}",
+                               yref=f"y{suffix}")
         shapes += s
         annotations += a
         fig.update_yaxes(categoryorder="array", categoryarray=_LANE_ORDER, title_text=mode, row=r, col=1)
     fig.update_layout(
-        template="plotly_white",
-        title={"text": f"{job.profile.network} on {workers} workers, {ps} PSs: overlap shortens the iteration",
-               "x": 0.01, "font": {"size": 14}},
-        barmode="overlay",
-        height=220 * len(modes) + 80,
-        margin={"l": 60, "r": 20, "t": 70, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "xanchor": "right", "x": 1.0},
+        base_layout(
+            template=template,
+            title=f"{job.profile.network} on {workers} workers, {ps} PSs: overlap shortens the iteration",
+            barmode="overlay",
+            height=220 * len(modes) + 100,
+        )
     )
+    fig.update_layout(margin={"t": 100}, legend={"y": 1.06})
     fig.layout.annotations = annotations
     fig.layout.shapes = shapes
     fig.update_xaxes(title_text="time within the iteration (ms)", row=len(modes), col=1)
@@ -147,7 +176,14 @@ def ps_needed_table(job: Job, modes: Sequence[str] = MODES, threshold: float = 0
     return pd.DataFrame(rows, columns=["mode", "workers", "ps", "ratio", "speed", "best_speed"])
 
 
-def ratio_figure(job: Job, modes: Sequence[str] = MODES, workers: int | None = None, threshold: float = 0.97) -> go.Figure:
+def ratio_figure(
+    job: Job,
+    modes: Sequence[str] = MODES,
+    workers: int | None = None,
+    threshold: float = 0.97,
+    *,
+    template: str | None = TEMPLATE,
+) -> go.Figure:
     """How the overlap mode changes the best worker/PS ratio: speed vs PSs, and the PSs each worker count needs."""
     w_fixed = job.max_workers if workers is None else job.check_config(workers, 1)[0]
     fig = make_subplots(
@@ -167,19 +203,18 @@ def ratio_figure(job: Job, modes: Sequence[str] = MODES, workers: int | None = N
                       row=1, col=1)
         part = table[table["mode"] == mode]
         fig.add_trace(go.Scatter(x=part["workers"], y=part["ps"], mode="lines+markers", name=mode,
-                                 legendgroup=mode, showlegend=False, line={"color": colour, "shape": "hv", "dash": dash},
+                                 legendgroup=mode, showlegend=False,
+                                 line={"color": colour, "shape": "hv", "dash": dash},
                                  customdata=part[["ratio"]].to_numpy(),
                                  hovertemplate=f"{mode}: %{{x}} workers need %{{y}} PSs "
                                  "(ratio %{customdata[0]:.2f})<extra></extra>"),
                       row=1, col=2)
     fig.update_layout(
-        template="plotly_white",
-        title={"text": f"{job.profile.network}: overlap changes how many PSs a worker needs", "x": 0.01,
-               "font": {"size": 14}},
-        height=380,
-        margin={"l": 60, "r": 20, "t": 80, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.08, "xanchor": "right", "x": 1.0},
+        base_layout(
+            template=template, title=f"{job.profile.network}: overlap changes how many PSs a worker needs", height=400
+        )
     )
+    fig.update_layout(margin={"t": 100}, legend={"y": 1.12})
     fig.update_xaxes(title_text="parameter servers p", row=1, col=1)
     fig.update_yaxes(title_text="samples / s", row=1, col=1)
     fig.update_xaxes(title_text="workers w", row=1, col=2)

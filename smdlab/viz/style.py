@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
-
 # Every figure that reports a result of SMD says it comes from the reconstructed model.
 SMD_LABEL = "SMD (reconstructed model)"
 
@@ -26,9 +24,9 @@ ROLE_COLORS: dict[str, str] = {"workers": "#4C78A8", "ps": "#F58518"}
 
 RESOURCE_COLORS: dict[str, str] = {
     "gpu": "#54A24B",
-    "cpu": "#4C78A8",
+    "cpu": "#9D755D",
     "mem_gb": "#B279A2",
-    "bw_gbps": "#F58518",
+    "bw_gbps": "#72B7B2",
 }
 
 MODE_COLORS: dict[str, str] = {"sequential": "#E45756", "wfbp": "#4C78A8", "wfbp_prefetch": "#54A24B"}
@@ -58,12 +56,19 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def base_layout(title: str, **extra) -> go.Layout:
-    """The common layout: template, title, compact margins."""
-    return go.Layout(
-        template=TEMPLATE,
-        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
+def base_layout(title: str, template: str | None = TEMPLATE, **extra) -> dict:
+    """The common layout (a plain dict, cheap to apply): template, title, compact margins.
+
+    template: a plotly template name; None leaves the figure's template alone (the widgets pass
+    None: applying a template costs tens of milliseconds and theirs never changes).
+    """
+    out = dict(
+        title={"text": title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top", "yref": "container",
+               "font": {"size": 14}},
+        margin={"l": 60, "r": 20, "t": 80, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0.0},
         **extra,
     )
+    if template is not None:
+        out["template"] = template
+    return out

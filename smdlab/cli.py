@@ -1,0 +1,273 @@
+"""The ``smdlab`` command line: ``simulate`` one scenario, ``sweep`` a grid of them.
+
+Subcommands live in ``COMMANDS`` (name -> Command(help, add_arguments, run)); adding one is a
+function that declares its arguments, a function that runs it and returns an exit status, and
+one entry in that dict. Any ``SmdlabError`` becomes one line ``smdlab: error: ...`` on stderr
+and exit status 2; other exceptions propagate (a traceback, exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smdlab.errors import SmdlabError
+
+PROG = "smdlab"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (and exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help line, its arguments, and what it runs (returns the exit status)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _csv_list(kind: Callable[[str], Any]) -> Callable[[str], list]:
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
+        try:
+            return [kind(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+
+    return parse
+
+
+def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", metavar="FILE", help="scenario TOML (default: data/scenarios/default.toml)")
+    p.add_argument("--workload", metavar="{synthetic,philly,PATH}", 
+                   help="workload kind, or a CSV file (a trace or a job table)")
+    p.add_argument("--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)")
+    p.add_argument("--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run")
+    p.add_argument("--mode", help="timing-model overlap mode (sequential, wfbp, wfbp_prefetch)")
+    p.add_argument("--elastic", action="store_true", default=None, help="let policies resize running jobs")
+    p.add_argument("--delta", type=float, metavar="SECONDS", help="periodic decision interval (0: none)")
+    p.add_argument("--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise")
+
+
+def _scenario_from(args: argparse.Namespace, *, load: float | None = None, machines: int | None = None,
+                   seed: int | None = None):
+    """The scenario file (or the default) with the command-line overrides applied."""
+    from smdlab.workloads.scenario import WORKLOAD_KINDS, load_scenario
+
+    scenario = load_scenario(args.scenario)
+    workload: dict[str, Any] = {}
+    if args.workload is not None:
+        if args.workload in WORKLOAD_KINDS and args.workload != "csv":
+            workload["kind"] = args.workload
+        else:
+            workload.update(kind="csv", path=str(Path(args.workload).resolve()))
+    if args.jobs is not None:
+        workload["jobs"] = args.jobs
+    if load is not None:
+        workload["load"] = load
+    simulation = {k: getattr(args, k) for k in ("mode", "elastic", "delta", "unfit") if getattr(args, k) is not None}
+    fields: dict[str, Any] = {}
+    if args.policy is not None:
+        fields["policies"] = args.policy
+    if seed is not None:
+        fields["seed"] = seed
+    return scenario.with_changes(cluster={"machines": machines} if machines is not None else None,
+                                 workload=workload, simulation=simulation, **fields)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to file descriptor 1 (Python or C code) to stderr meanwhile."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (embedded use): Python-level redirect only
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _fmt_table(results: dict) -> str:
+    import pandas as pd
+
+    rows = []
+    for name, r in results.items():
+        s = r.summary
+        row = {
+            "policy": name, "completed": s["jobs_completed"], "skipped": s["jobs_skipped"],
+            "mean_jct_s": s["mean_jct"], "median_jct_s": s["median_jct"], "p95_jct_s": s["p95_jct"],
+            "p99_jct_s": s["p99_jct"], "makespan_s": s["makespan"],
+        }
+        row.update({f"util_{k}": v for k, v in s["utilization"].items()})
+        row["sched_s"] = s["scheduler_time_s"]
+        rows.append(row)
+    df = pd.DataFrame(rows).set_index("policy")
+    return df.to_string(float_format=lambda x: f"{x:.4g}" if abs(x) < 1 else f"{x:,.1f}")
+
+
+def _csv_text(df) -> str:
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    return buf.getvalue()
+
+
+# ---- simulate ------------------------------------------------------------------------------
+def _simulate_arguments(p: argparse.ArgumentParser) -> None:
+    _add_scenario_arguments(p)
+    p.add_argument("--machines", type=int, metavar="N", help="number of machines")
+    p.add_argument("--seed", type=int, metavar="S", help="workload seed")
+    p.add_argument("--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)")
+    p.add_argument("--json", action="store_true", help="print only JSON on stdout (keyed by policy)")
+    p.add_argument("--out", metavar="DIR", help="write per-job, history and utilisation CSVs here")
+    p.add_argument("--force", action="store_true", help="with --out: replace files smdlab did not write")
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from smdlab.sim.runner import run_policies, simulation_options
+
+    scenario = _scenario_from(args, load=args.load, machines=args.machines, seed=args.seed)
+    redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
+    with redirect:
+        cluster = scenario.build_cluster()
+        jobs = scenario.build_jobs(cluster)
+        results = run_policies(jobs, cluster, scenario.policies, policy_options=scenario.policy_options,
+                               **simulation_options(scenario))
+        if args.out:
+            from smdlab.sim.output import write_files
+
+            files = {}
+            for name, r in results.items():
+                files[f"jobs_{name}.csv"] = _csv_text(r.jobs)
+                files[f"history_{name}.csv"] = _csv_text(r.history)
+                files[f"utilization_{name}.csv"] = _csv_text(r.utilization)
+            import pandas as pd
+
+            files["summary.csv"] = _csv_text(pd.DataFrame([r.summary_row() for r in results.values()]))
+            write_files(args.out, files, force=args.force)
+    if args.json:
+        sys.stdout.write(json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2) + "\n")
+    else:
+        print(f"scenario {scenario.name!r}: {len(jobs)} jobs on {cluster!r}")
+        print(_fmt_table(results))
+        if args.out:
+            print(f"wrote per-job tables to {args.out}")
+    return 0
+
+
+# ---- sweep ---------------------------------------------------------------------------------
+def _sweep_arguments(p: argparse.ArgumentParser) -> None:
+    _add_scenario_arguments(p)
+    p.add_argument("--loads", type=_csv_list(float), metavar="X[,X...]", help="offered loads (default: the scenario's)")
+    p.add_argument("--seeds", type=_csv_list(int), metavar="S[,S...]", help="workload seeds (default: the scenario's)")
+    p.add_argument("--machines", type=_csv_list(int), metavar="N[,N...]", help="cluster sizes (default: the scenario's)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (default: a local cluster)")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes of the local cluster (default 2)")
+    p.add_argument("--serial", action="store_true", help="run the cells one after another in this process (no Dask)")
+    p.add_argument("--out", metavar="FILE", help="tidy CSV of the results (default: CSV on stdout)")
+    p.add_argument("--force", action="store_true", help="with --out: replace a file smdlab did not write")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from smdlab.sim.sweep import run_sweep
+
+    if args.serial and args.scheduler:
+        raise SmdlabError("give --serial or --scheduler, not both")
+    scenario = _scenario_from(args)
+    if args.out:
+        _check_writable(args.out, args.force)  # fail before a long sweep, not after it
+    with _stdout_to_stderr():
+        df = run_sweep(
+            scenario, loads=args.loads or [None], seeds=args.seeds, machines=args.machines,
+            scheduler=args.scheduler, workers=args.workers, serial=args.serial,
+            progress=False if args.no_progress else None,
+        )
+    text = _csv_text(df)
+    if args.out:
+        from smdlab.sim.output import write_file
+
+        write_file(args.out, text, force=args.force)
+        print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _check_writable(path: str, force: bool) -> None:
+    """Fail before a long sweep if its output file may not be replaced."""
+    from smdlab.sim.output import check_replaceable
+
+    check_replaceable(Path(path), force=force)
+
+
+# ---- reproduce (owned by smdlab.experiments.cli_reproduce) ----------------------------------
+def _reproduce_arguments(p: argparse.ArgumentParser) -> None:
+    from smdlab.experiments.cli_reproduce import add_arguments
+
+    add_arguments(p)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from smdlab.experiments.cli_reproduce import run
+
+    return run(args)
+
+
+COMMANDS: dict[str, Command] = {
+    "simulate": Command("simulate policies on one scenario and print their summary", _simulate_arguments, _simulate),
+    "sweep": Command("run a grid (policies x loads x seeds x cluster sizes) into one tidy CSV", _sweep_arguments, _sweep),
+    "reproduce": Command("regenerate the paper-style figures: PNG, SVG and the CSV of each figure's data",
+                         _reproduce_arguments, _reproduce),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand of ``COMMANDS``."""
+    parser = _Parser(prog=PROG, description="smdlab: scheduling DNN training jobs on shared clusters")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except SmdlabError as exc:
+        message = " ".join(str(exc).split())
+        sys.stderr.write(f"{PROG}: error: {message}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

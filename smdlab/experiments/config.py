@@ -1,0 +1,123 @@
+"""Sizes and seeds of the numerical experiments: one frozen configuration per level (full, quick, tiny).
+
+``full`` is what ``smdlab reproduce`` runs and what ``figures/`` holds; ``quick`` keeps every figure
+but fewer points and seeds (under 3 minutes on 2 cores); ``tiny`` is for tests and the notebooks
+(seconds). Every random draw comes from the seeds listed here, so a configuration names its results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from smdlab.errors import InvalidInput, check_choice
+
+# Fewer very large jobs than the synthetic default (which goes up to 32 GPUs), so that a batch of
+# jobs contends for the cluster and the choice of workers and PSs per job matters.
+# Pairs (GPU count, probability): a tuple, so configurations pickle into worker processes.
+BATCH_GPU_MIX: tuple[tuple[int, float], ...] = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Sizes of every experiment.
+
+    name: level name (full, quick, tiny).
+    seeds: workload seeds of the JCT sweeps (one simulation per seed, point and policy).
+    policies: policies compared (None: every registered policy).
+    n_jobs: jobs in the base batch.
+    machines: servers in the base cluster (each ``gpus_per_machine`` GPUs, 64 CPUs, 256 GB).
+    gpus_per_machine: GPUs per server.
+    task_bw_gbps: NIC bandwidth each worker and each PS reserves; a server's NIC is
+        ``nic_tasks`` times that (so bandwidth sweeps change speed, not packing).
+    nic_tasks: how many tasks' worth of bandwidth one server's NIC carries.
+    cap_factor: a job may use up to ``cap_factor`` times its requested workers and PSs.
+    gpu_mix: distribution of the jobs' requested GPU counts, as (GPU count, probability) pairs.
+    duration_median_s: median job duration at its request on an idle cluster.
+    mode: timing-model overlap mode.
+    jobs_values, machines_values, bandwidth_values, comm_scale_values: the sweep points.
+    gap_sizes: instance sizes (jobs) of the optimality-gap experiment; the cluster grows with them.
+    gap_seeds: instances per size.
+    gap_jobs_per_machine: jobs per server in the gap instances.
+    milp_time_limit: seconds the exact MILP may take per instance (it reports its status).
+    validation_seed: seed of the train/test split of the measured speeds (and of the fits' random starts).
+    validation_models: measured networks to validate on (None: all of them).
+    validation_test_fraction: share of each network's measurements held out.
+    """
+
+    name: str
+    seeds: tuple[int, ...]
+    policies: tuple[str, ...] | None = None
+    n_jobs: int = 24
+    machines: int = 4
+    gpus_per_machine: int = 8
+    task_bw_gbps: float = 10.0
+    nic_tasks: int = 10
+    cap_factor: float = 4.0
+    gpu_mix: tuple[tuple[int, float], ...] = BATCH_GPU_MIX
+    duration_median_s: float = 1800.0
+    mode: str = "wfbp"
+    jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
+    machines_values: tuple[int, ...] = (2, 3, 4, 6, 8, 12)
+    bandwidth_values: tuple[float, ...] = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0)
+    comm_scale_values: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+    gap_sizes: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64, 96)
+    gap_seeds: tuple[int, ...] = tuple(range(8))
+    gap_jobs_per_machine: int = 4
+    milp_time_limit: float = 60.0
+    validation_seed: int = 0
+    validation_models: tuple[str, ...] | None = None
+    validation_test_fraction: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            raise InvalidInput("seeds must list at least one seed")
+        for fname in ("jobs_values", "machines_values", "bandwidth_values", "comm_scale_values", "gap_sizes", "gap_seeds"):
+            if not getattr(self, fname):
+                raise InvalidInput(f"{fname} must list at least one value")
+        object.__setattr__(self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items()))
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        if self.policies is not None:
+            object.__setattr__(self, "policies", tuple(self.policies))
+
+    def replace(self, **changes) -> "ExperimentConfig":
+        """Copy with some fields changed."""
+        return replace(self, **changes)
+
+
+CONFIGS: dict[str, ExperimentConfig] = {
+    "full": ExperimentConfig(name="full", seeds=tuple(range(10))),
+    "quick": ExperimentConfig(
+        name="quick",
+        seeds=(0, 1, 2),
+        jobs_values=(8, 16, 32, 64),
+        machines_values=(2, 4, 8, 12),
+        bandwidth_values=(1.0, 5.0, 10.0, 50.0),
+        comm_scale_values=(0.25, 1.0, 4.0, 8.0),
+        gap_sizes=(4, 8, 16, 32),
+        gap_seeds=(0, 1, 2),
+        milp_time_limit=20.0,
+    ),
+    "tiny": ExperimentConfig(
+        name="tiny",
+        seeds=(0,),
+        policies=("fifo", "drf", "smd"),
+        n_jobs=6,
+        machines=2,
+        jobs_values=(4, 8),
+        machines_values=(1, 2),
+        bandwidth_values=(2.5, 10.0),
+        comm_scale_values=(0.5, 2.0),
+        gap_sizes=(3, 6),
+        gap_seeds=(0,),
+        gap_jobs_per_machine=3,
+        milp_time_limit=10.0,
+        validation_models=("resnext-110", "seq2seq"),  # the two fastest layered fits
+    ),
+}
+
+
+def get_config(config: str | ExperimentConfig) -> ExperimentConfig:
+    """The configuration named ``config`` (full, quick, tiny), or ``config`` itself."""
+    if isinstance(config, ExperimentConfig):
+        return config
+    return CONFIGS[check_choice("config", config, CONFIGS)]

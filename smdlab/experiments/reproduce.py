@@ -1,0 +1,304 @@
+"""``smdlab reproduce``: run every experiment, write each figure as PNG and SVG plus the CSV of its data.
+
+The output folder is guarded like every smdlab output (``smdlab.sim.output``): files are written
+atomically and recorded with their SHA-256 in ``.smdlab-manifest.json``; a file smdlab did not
+write, or one changed since, is never overwritten (``SmdlabError``; ``force`` overrides) and
+nothing is ever deleted. All images are exported by kaleido through one Chromium kept open for
+the whole run. CSV files hold no timings and are written with a fixed float format, so two runs
+of the same configuration write byte-identical CSVs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from smdlab.errors import InvalidInput, SmdlabError, check_int
+from smdlab.experiments.config import ExperimentConfig, get_config
+
+FORMATS = ("png", "svg", "pdf", "csv")
+IMAGE_FORMATS = ("png", "svg", "pdf")
+DEFAULT_FORMATS = ("png", "svg", "csv")
+CSV_FLOAT_FORMAT = "%.10g"  # 10 significant digits: stable across BLAS builds, exact enough to re-plot
+NOTEBOOK = "notebooks/05_paper_figures.ipynb"
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of the reproduction: how its data is computed and how it is drawn.
+
+    name: file stem of its PNG/SVG/CSV.
+    title: one-line description (EXPERIMENTS.md and ``--list``).
+    compute: (configuration, worker processes) -> tidy DataFrame (the CSV).
+    draw: DataFrame -> plotly figure.
+    """
+
+    name: str
+    title: str
+    compute: Callable[[ExperimentConfig, int], pd.DataFrame]
+    draw: Callable[[pd.DataFrame], object]
+
+
+def _jct(sweep: str) -> Callable[[ExperimentConfig, int], pd.DataFrame]:
+    def compute(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+        from smdlab.experiments.jct import jct_sweep
+
+        return jct_sweep(sweep, cfg, workers=workers)
+
+    return compute
+
+
+def _draw_jct(sweep: str) -> Callable[[pd.DataFrame], object]:
+    def draw(df: pd.DataFrame):
+        from smdlab.experiments.jct import SWEEPS
+        from smdlab.viz.experiments import jct_sweep_figure
+
+        # Axis settings from the sweep, not the frame's attrs: a frame read back from its CSV draws the same.
+        spec = SWEEPS[sweep]
+        return jct_sweep_figure(df, x=spec.column, x_title=spec.axis_title, log_x=spec.log_x, log_y=spec.log_y)
+
+    return draw
+
+
+def _gap(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.gap import optimality_gap
+
+    return optimality_gap(cfg, workers=workers)
+
+
+def _draw_gap(df: pd.DataFrame):
+    from smdlab.viz.experiments import gap_figure
+
+    return gap_figure(df)
+
+
+def _validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.validation import model_validation
+
+    return model_validation(cfg)
+
+
+def _draw_validation(df: pd.DataFrame):
+    from smdlab.viz.experiments import validation_figure
+
+    return validation_figure(df)
+
+
+FIGURES: dict[str, FigureSpec] = {
+    spec.name: spec
+    for spec in (
+        FigureSpec("jct_vs_jobs", "mean JCT of every policy vs the number of jobs in the batch", _jct("jobs"), _draw_jct("jobs")),
+        FigureSpec("jct_vs_cluster", "mean JCT of every policy vs the number of servers", _jct("machines"), _draw_jct("machines")),
+        FigureSpec("jct_vs_bandwidth", "mean JCT of every policy vs the NIC bandwidth per task", _jct("bandwidth"), _draw_jct("bandwidth")),
+        FigureSpec("jct_vs_comm_ratio", "mean JCT of every policy vs the per-layer communication/computation ratio",
+                   _jct("comm_scale"), _draw_jct("comm_scale")),
+        FigureSpec("optimality_gap", "gap of SMD to the exact MILP optimum and to the LP bound vs instance size",
+                   _gap, _draw_gap),
+        FigureSpec("model_validation", "layered model vs measured PS training speeds (held-out points)",
+                   _validation, _draw_validation),
+    )
+}
+
+
+def list_figures() -> list[str]:
+    """Names of the figures ``reproduce`` makes, in order."""
+    return list(FIGURES)
+
+
+def _names(only: Iterable[str] | None) -> list[str]:
+    if only is None:
+        return list(FIGURES)
+    names = list(dict.fromkeys(only))
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown or not names:
+        raise InvalidInput(f"figure must be among {', '.join(FIGURES)}; got {unknown[0] if unknown else 'none'!r}")
+    return names
+
+
+def _formats(formats: Iterable[str]) -> tuple[str, ...]:
+    fmts = tuple(dict.fromkeys(f.lower().lstrip(".") for f in formats))
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad or not fmts:
+        raise InvalidInput(f"formats must be among {', '.join(FORMATS)}; got {bad[0] if bad else 'none'!r}")
+    return fmts
+
+
+def run_experiment(name: str, config: str | ExperimentConfig = "quick", *, workers: int = 1) -> pd.DataFrame:
+    """The tidy DataFrame behind figure ``name`` (what its CSV holds)."""
+    spec = FIGURES[_names([name])[0]]
+    df = spec.compute(get_config(config), check_int("workers", workers, 1, 256))
+    df.attrs.setdefault("figure", name)
+    return df
+
+
+def make_figure(name: str, df: pd.DataFrame):
+    """The plotly figure ``name`` drawn from its DataFrame (as ``reproduce`` exports it)."""
+    return FIGURES[_names([name])[0]].draw(df)
+
+
+def figure(name: str, config: str | ExperimentConfig = "tiny", *, workers: int = 1):
+    """Compute and draw figure ``name``: returns (figure, DataFrame)."""
+    df = run_experiment(name, config, workers=workers)
+    return make_figure(name, df), df
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    """The CSV of ``df`` as written by ``reproduce``: no index, fixed float format, ``\\n`` line ends."""
+    clean = df.copy()
+    for col in clean.columns:
+        if pd.api.types.is_float_dtype(clean[col]):
+            # Round-off around zero (e.g. -6e-17 for a zero gap) would print as noise: write 0.
+            clean[col] = clean[col].mask(clean[col].abs() < 1e-12, 0.0)
+    buf = io.StringIO()
+    clean.to_csv(buf, index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+    return buf.getvalue().encode("utf-8")
+
+
+def find_chromium() -> str | None:
+    """The Chromium kaleido will use ($BROWSER_PATH, or one found on PATH), or None."""
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    try:
+        from choreographer.browsers.chromium import Chromium
+
+        found = Chromium.find_browser(skip_local=False)
+        if found:
+            return str(found)
+    except Exception:  # noqa: BLE001 - kaleido's helper is best effort; PATH is the fallback
+        pass
+    for exe in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(exe)
+        if path:
+            return path
+    return None
+
+
+class ImageExporter:
+    """Static export through one kaleido browser, kept open between ``start`` and ``stop`` (a context manager)."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+        self._started_here = False
+
+    def __enter__(self) -> "ImageExporter":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Open the browser (unless a kaleido server is already running, which is then reused)."""
+        if find_chromium() is None:
+            raise SmdlabError(
+                "static figure export needs a Chromium and none was found: install Debian's 'chromium' "
+                "(make system-deps) or set BROWSER_PATH, or write only CSV files (--formats csv)"
+            )
+        import kaleido
+
+        server = getattr(kaleido, "_global_server", None)
+        running = bool(server is not None and server.is_running())
+        if not running:
+            kaleido.start_sync_server(silence_warnings=True)
+            self._started_here = True
+
+    def stop(self) -> None:
+        """Close the browser if ``start`` opened it."""
+        if self._started_here:
+            import kaleido
+
+            kaleido.stop_sync_server(silence_warnings=True)
+            self._started_here = False
+
+    def render(self, fig, fmt: str) -> bytes:
+        """``fig`` as ``fmt`` (png, svg or pdf) bytes."""
+        import plotly.io as pio
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+            return pio.to_image(fig, format=fmt, scale=self.scale if fmt == "png" else None)
+
+
+def _log(msg: str) -> None:
+    print(f"smdlab reproduce: {msg}", file=sys.stderr, flush=True)
+
+
+def check_outputs(out: str | os.PathLike, names: Sequence[str], *, force: bool = False) -> None:
+    """Raise ``SmdlabError`` listing every file in ``names`` that may not be written into ``out``."""
+    from smdlab.sim.output import _read_manifest, check_replaceable
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise SmdlabError(f"output folder {str(folder)!r} exists and is not a folder")
+    manifest = _read_manifest(folder) if folder.is_dir() else {}
+    problems = []
+    for name in names:
+        path = folder / name
+        if path.exists() and not path.is_file():
+            problems.append(f"{name} (not a regular file)")
+            continue
+        try:
+            check_replaceable(path, force=force, manifest=manifest)
+        except SmdlabError:
+            problems.append(name)
+    if problems:
+        raise SmdlabError(
+            f"refusing to overwrite {len(problems)} file(s) in {str(folder)!r} that smdlab did not write "
+            f"(or that changed since): {', '.join(problems)}; move them away, choose another --out, or use --force"
+        )
+
+
+def reproduce(
+    out: str | os.PathLike = "figures",
+    config: str | ExperimentConfig = "full",
+    *,
+    only: Iterable[str] | None = None,
+    formats: Iterable[str] = DEFAULT_FORMATS,
+    force: bool = False,
+    workers: int | None = None,
+    log: Callable[[str], None] | None = _log,
+) -> list[Path]:
+    """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written."""
+    from smdlab.sim.output import write_files
+
+    cfg = get_config(config)
+    names = _names(only)
+    fmts = _formats(formats)
+    workers = check_int("workers", workers, 1, 256) if workers is not None else (1 if cfg.name == "tiny" else min(2, os.cpu_count() or 1))
+    say = log or (lambda _msg: None)
+    files = [f"{n}.{f}" for n in names for f in fmts]
+    check_outputs(out, files, force=force)  # before any work: a refusal costs nothing
+    images = [f for f in fmts if f in IMAGE_FORMATS]
+    exporter = ImageExporter()
+    if images and find_chromium() is None:
+        exporter.start()  # raises the explanatory SmdlabError now, not after the experiments
+    t_all = time.perf_counter()
+    written: list[Path] = []
+    frames: dict[str, pd.DataFrame] = {}
+    for k, name in enumerate(names, start=1):
+        t0 = time.perf_counter()
+        df = run_experiment(name, cfg, workers=workers)
+        frames[name] = df
+        if "csv" in fmts:
+            written += write_files(out, {f"{name}.csv": csv_bytes(df)}, force=force)
+        say(f"[{k}/{len(names)}] {name}: {len(df)} rows in {time.perf_counter() - t0:.1f} s")
+    if images:
+        t0 = time.perf_counter()
+        with exporter:
+            for name in names:
+                fig = make_figure(name, frames[name])
+                blobs = {f"{name}.{fmt}": exporter.render(fig, fmt) for fmt in images}
+                written += write_files(out, blobs, force=force)
+        say(f"exported {len(names) * len(images)} image(s) in {time.perf_counter() - t0:.1f} s")
+    say(f"wrote {len(written)} file(s) to {out} in {time.perf_counter() - t_all:.1f} s (config {cfg.name})")
+    return written

@@ -1,0 +1,272 @@
+"""Optimus: a fitted speed model per job and marginal-gain allocation of workers and PSs."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import nnls
+
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.job import BATCH_MODES, Job
+from smdlab.model.timing import MODES, iteration_time_table
+from smdlab.policies.base import ClusterState, Decision
+from smdlab.model.cluster import Cluster
+from smdlab.policies.common import dominant_share
+from smdlab.policies.stages import (
+    EPS, Target, assemble, consolidated_tasks, demands, queued_jobs, total_capacity,
+)
+
+# The "measured points" of a short profiling run: (workers, PSs) pairs, clipped to a job's caps.
+DEFAULT_PROFILE_POINTS: tuple[tuple[int, int], ...] = (
+    (1, 1), (2, 1), (1, 2), (2, 2), (4, 2), (2, 4), (4, 4), (8, 4), (4, 8), (8, 8),
+)
+COEFFICIENTS = ("a", "b", "c", "d", "e")
+
+
+def design_matrix(workers, ps, batch: float, batch_mode: str = "global") -> np.ndarray:
+    """Rows [cs, 1, w/p, w, p] of Optimus' form, cs = M/w (global batch) or m (per-worker batch)."""
+    check_choice("batch_mode", batch_mode, BATCH_MODES)
+    w = np.asarray(workers, dtype=float).reshape(-1)
+    p = np.asarray(ps, dtype=float).reshape(-1)
+    if w.shape != p.shape:
+        raise InvalidInput(f"workers and ps must have the same length, got {w.size} and {p.size}")
+    if np.any(w < 1) or np.any(p < 1):
+        raise InvalidInput("workers and ps must be >= 1 at every point")
+    cs = batch / w if batch_mode == "global" else np.full_like(w, float(batch))
+    return np.column_stack([cs, np.ones_like(w), w / p, w, p])
+
+
+@dataclass(frozen=True)
+class SpeedModel:
+    """Optimus' speed form f(p, w) = S(w) / (a*cs + b + c*w/p + d*w + e*p), coefficients >= 0.
+
+    coef: (a, b, c, d, e); the denominator is the iteration time in seconds.
+    batch: M (global mode: cs = M / w and S(w) = M) or m (per-worker mode: cs = m, S(w) = w * m).
+    batch_mode: ``global`` or ``per_worker``.
+    rel_error: mean relative error of the fitted iteration time at the profiling points.
+    """
+
+    coef: tuple[float, float, float, float, float]
+    batch: float
+    batch_mode: str = "global"
+    rel_error: float = 0.0
+
+    def iteration_time(self, workers, ps) -> np.ndarray:
+        """Predicted iteration time (s) at (workers, ps); array-valued."""
+        w, p = np.broadcast_arrays(np.asarray(workers, dtype=float), np.asarray(ps, dtype=float))
+        a, b, c, d, e = self.coef
+        cs = self.batch / w if self.batch_mode == "global" else self.batch
+        return np.maximum(a * cs + b + c * w / p + d * w + e * p, 1e-300)
+
+    def speed(self, workers, ps) -> np.ndarray:
+        """Predicted training speed (samples/s) at (workers, ps); array-valued."""
+        w = np.asarray(workers, dtype=float)
+        per_iter = self.batch if self.batch_mode == "global" else w * self.batch
+        return per_iter / self.iteration_time(workers, ps)
+
+
+def fit_speed_model(
+    workers: Sequence[int], ps: Sequence[int], tau: Sequence[float], batch: float,
+    batch_mode: str = "global", relative: bool = True,
+) -> SpeedModel:
+    """Fit Optimus' five coefficients to measured iteration times by non-negative least squares.
+
+    With ``relative`` the rows are scaled by 1 / tau, so the fit minimises relative errors (the
+    points span an order of magnitude in tau; an absolute fit would ignore the fast ones).
+    """
+    check_positive("batch", batch)
+    X = design_matrix(workers, ps, batch, batch_mode)
+    y = np.asarray(tau, dtype=float).reshape(-1)
+    if y.size != X.shape[0]:
+        raise InvalidInput(f"tau must have one value per point ({X.shape[0]}), got {y.size}")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise InvalidInput("tau must be finite and > 0 at every point")
+    scale = 1.0 / y if relative else np.ones_like(y)
+    # Columns are rescaled to unit norm so NNLS is well conditioned whatever the units.
+    A = X * scale[:, None]
+    norms = np.linalg.norm(A, axis=0)
+    norms[norms == 0] = 1.0
+    sol, _ = nnls(A / norms, y * scale)
+    coef = sol / norms
+    model = SpeedModel(tuple(float(c) for c in coef), float(batch), batch_mode)
+    err = float(np.mean(np.abs(model.iteration_time(X[:, 3], X[:, 4]) - y) / y))
+    return SpeedModel(model.coef, model.batch, batch_mode, err)
+
+
+def profile_points(job: Job, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS) -> list[tuple[int, int]]:
+    """The profiling points within the job's caps (clipped, de-duplicated, order kept)."""
+    out: list[tuple[int, int]] = []
+    for w, p in points:
+        pt = (min(int(w), job.max_workers), min(int(p), job.max_ps))
+        if pt not in out:
+            out.append(pt)
+    return out
+
+
+def profile_job(
+    job: Job, mode: str = "wfbp", points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS,
+    noise: float = 0.0, seed: int = 0,
+) -> SpeedModel:
+    """Optimus' model of ``job``, fitted to iteration times "measured" at ``points`` on the exact model.
+
+    noise: relative standard deviation of multiplicative Gaussian measurement noise (0: exact);
+    the noise is seeded by ``seed`` and the job's name, so it is the same in every run.
+    """
+    check_choice("mode", mode, MODES)
+    noise = check_positive("noise", noise, allow_zero=True)
+    pts = profile_points(job, points)
+    table = iteration_time_table([job], mode)[0]
+    tau = np.array([table[w - 1, p - 1] for w, p in pts])
+    if noise > 0:
+        rng = np.random.default_rng([seed, zlib.crc32(job.name.encode())])
+        tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
+    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    return fit_speed_model([w for w, _ in pts], [p for _, p in pts], tau, batch, job.batch_mode)
+
+
+class Optimus:
+    """Optimus (Peng et al., EuroSys 2018) in smdlab's parameter-server model.
+
+    Speed model: each job's iteration time is fitted to Optimus' form a*M/w + b + c*w/p + d*w +
+    e*p by non-negative least squares (``fit_speed_model``) on "measured" points: the exact
+    layered model's iteration times at a handful of (w, p) pairs (``DEFAULT_PROFILE_POINTS``,
+    clipped to the job's caps), optionally with seeded multiplicative noise (``noise``). Optimus
+    then schedules with the fitted model, never the exact one. In per-worker batch mode the term
+    a*M/w becomes a*m (the per-worker compute does not change with w).
+
+    Allocation (field.md): every job starts at 1 worker + 1 PS; then repeatedly add one worker or
+    one PS to the job whose addition saves the most remaining time, per unit of that task's
+    dominant resource share; stop when no addition helps or fits. Remaining time = remaining
+    samples / fitted speed; the saving is weighted by the job's weight (1 by default, the paper's
+    unweighted rule). Allocation works on pooled free capacity, as in the paper.
+
+    Placement (field.md): fewest servers, PSs and workers spread evenly over them
+    (``stages.spread_tasks``); if no even spread fits, tasks one by one (first fit); if even that
+    fails, the job loses the one task whose removal costs least predicted time and placement is
+    tried again (smd-model.md section 8); at (1, 1) and still unplaced, it waits.
+
+    Assumptions where the paper is silent:
+    - Admission to (1, 1) in arrival order while the pooled free capacity holds another (1, 1);
+      a job that does not fit is skipped, later smaller ones may still start.
+    - Jobs are placed in decreasing order of task count (first-fit decreasing), running jobs
+      (elastic mode) before queued ones so that a resize rarely turns into a preemption.
+    - Non-elastic (default): only queued jobs are allocated, in the free capacity; running jobs
+      keep their allocations. Elastic: Optimus' periodic re-allocation - all running and queued
+      jobs are allocated afresh (running jobs admitted first) in the free capacity plus what the
+      running jobs hold; a running job whose allocation is unchanged keeps its placement.
+    """
+
+    name = "optimus"
+
+    def __init__(self, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS, noise: float = 0.0, seed: int = 0):
+        pts = [(check_int("points[].workers", w, 1), check_int("points[].ps", p, 1)) for w, p in points]
+        if not pts:
+            raise InvalidInput("points must list at least one (workers, ps) pair")
+        self.points = tuple(pts)
+        self.noise = check_positive("noise", noise, allow_zero=True)
+        self.seed = int(seed)
+        self._models: dict[tuple, SpeedModel] = {}
+
+    def model(self, job: Job, mode: str) -> SpeedModel:
+        """The fitted speed model of ``job`` (profiled once per job kind and cached)."""
+        key = (job.profile, job.batch_mode, job.global_batch, job.per_worker_batch, job.worker_bw_bytes,
+               job.ps_bw_bytes, job.latency_s, job.max_workers, job.max_ps, mode,
+               job.name if self.noise > 0 else None)
+        if key not in self._models:
+            self._models[key] = profile_job(job, mode, self.points, self.noise, self.seed)
+        return self._models[key]
+
+    def allocate(
+        self, jobs: Sequence[Job], remaining: Sequence[float], free: np.ndarray, capacity: np.ndarray,
+        cluster: Cluster, mode: str,
+    ) -> list[tuple[int, int]]:
+        """Optimus' marginal-gain allocation on pooled ``free`` capacity; (0, 0) for a job not admitted.
+
+        Jobs are admitted to (1, 1) in the given order; ``capacity`` (the whole cluster's pooled
+        capacity) is the denominator of dominant shares.
+        """
+        n = len(jobs)
+        K = len(cluster.resources)
+        alpha = np.array([demands(j, cluster)[0] for j in jobs]).reshape(n, K)
+        gamma = np.array([demands(j, cluster)[1] for j in jobs]).reshape(n, K)
+        left = np.array(free, dtype=float, copy=True)
+        W = np.zeros(n, dtype=int)
+        P = np.zeros(n, dtype=int)
+        for i in range(n):
+            need = alpha[i] + gamma[i]
+            if np.all(left + EPS >= need):
+                W[i], P[i] = 1, 1
+                left -= need
+        models = [self.model(j, mode) for j in jobs]
+        rem = np.asarray(remaining, dtype=float) * np.array([j.weight for j in jobs])
+        du_w = np.array([dominant_share(a, capacity) for a in alpha])
+        du_p = np.array([dominant_share(g, capacity) for g in gamma])
+        wcap = np.array([j.max_workers for j in jobs])
+        pcap = np.array([j.max_ps for j in jobs])
+
+        def rtime(i: int, w: int, p: int) -> float:
+            return float(rem[i] / models[i].speed(w, p))
+
+        on = np.flatnonzero(W > 0)
+        gain_w = np.full(n, -np.inf)
+        gain_p = np.full(n, -np.inf)
+
+        def refresh(i: int) -> None:
+            now = rtime(i, W[i], P[i])
+            gain_w[i] = (now - rtime(i, W[i] + 1, P[i])) / du_w[i] if W[i] < wcap[i] else -np.inf
+            gain_p[i] = (now - rtime(i, W[i], P[i] + 1)) / du_p[i] if P[i] < pcap[i] else -np.inf
+
+        for i in on:
+            refresh(i)
+        while True:
+            fits_w = np.all(left[None] + EPS >= alpha, axis=1)
+            fits_p = np.all(left[None] + EPS >= gamma, axis=1)
+            gw = np.where(fits_w, gain_w, -np.inf)
+            gp = np.where(fits_p, gain_p, -np.inf)
+            iw, ip = int(np.argmax(gw)), int(np.argmax(gp))
+            best = max(gw[iw], gp[ip])
+            if not best > 0:
+                break
+            if gw[iw] >= gp[ip]:
+                W[iw] += 1
+                left -= alpha[iw]
+                refresh(iw)
+            else:
+                P[ip] += 1
+                left -= gamma[ip]
+                refresh(ip)
+        return list(zip(W.tolist(), P.tolist()))
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Marginal-gain allocation of the free capacity, then fewest-servers placement."""
+        cluster = state.cluster
+        queued = queued_jobs(state)
+        free = np.asarray(state.free, dtype=float).sum(axis=0)
+        entries: list[tuple[Job, float]] = []
+        if state.elastic:
+            for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
+                a, g = demands(r.job, cluster)
+                free = free + r.workers * a + r.ps * g
+                entries.append((r.job, r.remaining))
+        entries += [(q.job, q.remaining) for q in queued]
+        if not entries:
+            return Decision()
+        alloc = self.allocate([j for j, _ in entries], [rem for _, rem in entries], free,
+                              total_capacity(state), cluster, state.mode)
+        targets = [Target(j, w, p) for (j, _), (w, p) in zip(entries, alloc) if w > 0]
+        running = {r.job.name for r in state.running}
+        targets.sort(key=lambda t: (t.job.name not in running, -(t.workers + t.ps)))
+        rem_of = {j.name: rem for j, rem in entries}
+
+        def shrink(job: Job, w: int, p: int) -> tuple[int, int] | None:
+            m = self.model(job, state.mode)
+            options = [(w - 1, p)] if w > 1 else []
+            options += [(w, p - 1)] if p > 1 else []
+            if not options:
+                return None
+            return min(options, key=lambda c: (float(rem_of[job.name] / m.speed(*c)), -c[0]))
+
+        return assemble(state, targets, place=consolidated_tasks, shrink=shrink)

@@ -1,0 +1,75 @@
+"""Policy names -> classes, imported lazily (so listing policies never imports a solver).
+
+To register a policy, add one line to ``_BUILTIN``: ``"name": "module.path:ClassName"``. The class
+takes its options as keyword arguments and has a ``name`` attribute and ``decide(state)``.
+``register_policy`` does the same at run time (e.g. for a policy defined in a notebook).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from smdlab.errors import InvalidInput
+from smdlab.policies.base import Policy
+
+_BUILTIN: dict[str, str] = {
+    "fifo": "smdlab.policies.fifo:FIFO",
+    "srtf": "smdlab.policies.srtf:SRTF",
+    "drf": "smdlab.policies.drf:DRF",
+    "tetris": "smdlab.policies.tetris:Tetris",
+    "optimus": "smdlab.policies.optimus:Optimus",
+    "tiresias": "smdlab.policies.tiresias:Tiresias",
+    "smd": "smdlab.policies.smd:SMD",
+    "milp": "smdlab.policies.milp:MILP",
+}
+_EXTRA: dict[str, Any] = {}
+
+
+def register_policy(name: str, target: str | type) -> None:
+    """Register ``target`` (a class, or ``"module:Class"``) under ``name`` (replacing a previous one)."""
+    if not isinstance(name, str) or not name or "," in name or name != name.strip().lower():
+        raise InvalidInput(f"policy name must be a non-empty lower-case string without commas, got {name!r}")
+    _EXTRA[name] = target
+
+
+def list_policies() -> list[str]:
+    """Names of the registered policies (sorted)."""
+    return sorted({*_BUILTIN, *_EXTRA})
+
+
+def policy_class(name: str) -> type:
+    """The class registered under ``name``."""
+    target = _EXTRA.get(name, _BUILTIN.get(name))
+    if target is None:
+        raise InvalidInput(f"policy must be one of {', '.join(list_policies())}; got {name!r}")
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+    return target
+
+
+def get_policy(name: str, **options: Any) -> Policy:
+    """A fresh instance of the policy ``name`` with ``options``."""
+    cls = policy_class(name)
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        params = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
+        raise InvalidInput(
+            f"options of policy {name!r} must be among {', '.join(params) or '(none)'}; got {sorted(options)} ({exc})"
+        ) from None
+    return cls(**options)
+
+
+def available_policies() -> list[str]:
+    """Registered policies whose module imports here (skips ones whose code is not present)."""
+    out = []
+    for name in list_policies():
+        try:
+            policy_class(name)
+        except (ImportError, AttributeError):
+            continue
+        out.append(name)
+    return out

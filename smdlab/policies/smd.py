@@ -1,0 +1,123 @@
+"""SMD: outer job selection plus inner sum-of-ratios allocation at every decision point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from smdlab.errors import check_choice
+from smdlab.model.job import Job
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
+from smdlab.policies.stages import EPS, demands, queued_jobs, usage, with_remaining
+
+
+class SMD:
+    """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
+
+    What it follows: smd-model.md sections 6-8. At a decision point the jobs to allocate are
+    handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
+    Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
+    multiple-choice multi-dimensional knapsack per step, then placement on the machines by
+    first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
+    durations come from the exact layered model in the state's overlap mode.
+
+    - Non-elastic (default, section 7): the queued jobs share the free capacity of each machine;
+      running jobs keep their allocations.
+    - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
+      free capacity plus what the running jobs hold. A running job whose new allocation equals its
+      current one keeps its placement; the others are placed again (solve's placement stage, on
+      the capacity the kept jobs leave); a running job the solver leaves out, or that placement
+      cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
+      beyond re-solving; smdlab lets the solver's selection decide).
+    - When no queued job's (1, 1) fits the pooled free capacity, the decision is empty without a
+      solve (the solver could start nothing).
+    - A pooled cluster (no machines) is one virtual machine, index 0.
+
+    Options are passed to ``solve`` (``knapsack``, ``tol``, ``max_iter``, ``backend``,
+    ``time_limit``, ``bound``). The LP lower bound is off by default (``bound=False``): the policy
+    needs only the allocation, and the bound costs one more LP per decision. Results from this
+    policy are results of "the reconstructed SMD model".
+    """
+
+    name = "smd"
+    method = "smd"
+    _defaults: dict[str, Any] = {"bound": False}
+
+    def __init__(self, **options: Any):
+        from smdlab.solve.api import _OPTIONS
+
+        allowed = _OPTIONS[self.method]
+        for key in options:
+            check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
+        self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
+        self.last_solution = None  # the Solution of the latest decision (for inspection)
+
+    def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
+        from smdlab.solve import solve
+
+        cluster = state.cluster
+        arg = free if cluster.has_machines else free.sum(axis=0)
+        sol = solve(jobs, cluster, self.method, mode=state.mode, place=place and cluster.has_machines, free=arg,
+                    **self.options)
+        self.last_solution = sol
+        return sol
+
+    def _placements(self, jobs: list[Job], alloc: list[tuple[int, int]], state: ClusterState, free: np.ndarray, sol=None):
+        """Per job (workers, ps, Placement) or None, placing ``alloc`` on ``free`` (or taking solve's placement)."""
+        cluster = state.cluster
+        if not cluster.has_machines:  # one virtual machine: the pooled allocation fits it
+            return [(w, p, Placement(((0, w, p),))) if w > 0 else None for w, p in alloc]
+        if sol is not None and sol.placement is not None:
+            pr = sol.placement
+        else:
+            from smdlab.solve import place
+
+            pr = place(jobs, alloc, cluster, free, state.mode)
+        return [
+            (w, p, Placement(tuple((int(m), int(a), int(b)) for m, a, b in pl.tasks))) if w > 0 else None
+            for w, p, pl in zip(pr.workers, pr.ps, pr.placements)
+        ]
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Allocate (and place) by the reconstructed SMD model's solver."""
+        if state.elastic:
+            return self._decide_elastic(state)
+        free = np.asarray(state.free, dtype=float)
+        pooled = free.sum(axis=0) + EPS
+        queued = queued_jobs(state)
+        # When no queued job's (1, 1) fits the pooled free capacity the solver could start nothing:
+        # skip it (arrivals on a full cluster). Otherwise every queued job enters the instance,
+        # as the deferral horizon and selection depend on all of them.
+        if not any(np.all(sum(demands(q.job, state.cluster)) <= pooled) for q in queued):
+            return Decision()
+        jobs = [with_remaining(q) for q in queued]
+        sol = self._solve(jobs, state, free, place=True)
+        placed = self._placements(jobs, list(zip(sol.workers, sol.ps)), state, free, sol)
+        allocations = tuple(Allocation(j.name, *x) for j, x in zip(jobs, placed) if x is not None)
+        return Decision(allocations, note=sol.note)
+
+    def _decide_elastic(self, state: ClusterState) -> Decision:
+        cluster = state.cluster
+        n_m = state.free.shape[0]
+        held: dict[str, np.ndarray] = {}
+        active: list[RunningJob] = []
+        for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
+            held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), n_m)
+            if r.remaining > 0:
+                active.append(r)
+        entries = [*active, *queued_jobs(state)]
+        if not entries:
+            return Decision()
+        free_all = np.asarray(state.free, dtype=float) + sum((held[r.job.name] for r in active), np.zeros_like(state.free))
+        jobs = [with_remaining(e) for e in entries]
+        sol = self._solve(jobs, state, free_all, place=False)
+        current = {r.job.name: (r.workers, r.ps) for r in active}
+        keep = {j.name for j, w, p in zip(jobs, sol.workers, sol.ps) if current.get(j.name) == (w, p)}
+        free = free_all - sum((held[n] for n in keep), np.zeros_like(free_all))
+        todo = [(j, (w, p)) for j, w, p in zip(jobs, sol.workers, sol.ps) if j.name not in keep and w > 0]
+        placed = self._placements([j for j, _ in todo], [a for _, a in todo], state, free) if todo else []
+        allocations = tuple(Allocation(j.name, *x) for (j, _), x in zip(todo, placed) if x is not None)
+        started = {a.job for a in allocations}
+        preempt = tuple(r.job.name for r in active if r.job.name not in keep and r.job.name not in started)
+        return Decision(allocations, preempt, note=sol.note)

@@ -1,0 +1,148 @@
+"""What a simulation returns: per-job table, allocation history, utilisation over time, summary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+JOB_COLUMNS = (
+    "job", "network", "arrival", "start", "finish", "jct", "queueing_delay", "run_time", "workers", "ps",
+    "mean_workers", "mean_ps", "samples", "samples_done", "weight", "preemptions", "resizes", "status",
+)
+HISTORY_COLUMNS = ("job", "start", "end", "workers", "ps", "speed", "samples")
+DECISION_COLUMNS = ("time", "scheduler_s", "started", "preempted", "resized", "queued", "running")
+# Summary entries every consumer (CLI --json, sweeps) can rely on.
+SUMMARY_KEYS = (
+    "jobs", "jobs_completed", "jobs_skipped", "mean_jct", "median_jct", "p95_jct", "p99_jct",
+    "weighted_jct_total", "mean_queueing_delay", "makespan", "utilization", "scheduler_time_s",
+    "scheduler_time_per_decision_s", "scheduler_time_max_s", "decisions", "preemptions", "resizes",
+    "sim_wall_s",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """Outcome of one simulation run.
+
+    policy: name of the policy.
+    jobs: one row per job (columns ``JOB_COLUMNS``); times in seconds; ``workers``/``ps`` are the
+        first allocation, ``mean_workers``/``mean_ps`` the time-weighted means while running;
+        ``queueing_delay`` is the time spent waiting (JCT minus running time); ``status`` is
+        ``completed`` or ``skipped``.
+    history: one row per constant-allocation segment (job, start, end, workers, ps, speed, samples).
+    utilization: step function over time: from ``time`` to the next row, the fraction of the
+        pooled capacity in use per resource, and the numbers of running and queued jobs.
+    decisions: one row per call of the policy (time, scheduler seconds, started, preempted, resized,
+        queued and running after the decision).
+    summary: aggregate metrics (keys ``SUMMARY_KEYS``; ``utilization`` maps resource -> mean fraction).
+    skipped: names of jobs that fit on no machine (``unfit="skip"``).
+    """
+
+    policy: str
+    jobs: pd.DataFrame
+    history: pd.DataFrame
+    utilization: pd.DataFrame
+    decisions: pd.DataFrame
+    summary: Mapping[str, Any]
+    skipped: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain JSON-ready Python values (NaN -> None)."""
+        return _jsonable(dict(self.summary))
+
+    def summary_row(self) -> dict[str, Any]:
+        """The summary flattened to one row (``utilization`` -> ``util_<resource>`` columns)."""
+        row = {k: v for k, v in self.summary.items() if k != "utilization"}
+        row.update({f"util_{r}": v for r, v in self.summary["utilization"].items()})
+        return {"policy": self.policy, **row}
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else math.nan
+
+
+def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
+    """Assemble a SimResult from a finished simulator's bookkeeping."""
+    jobs = sim.jobs
+    rows = []
+    for j, rec in zip(jobs, sim.records):
+        done = rec.status == "completed"
+        jct = rec.finish - j.arrival if done else math.nan
+        rows.append((
+            j.name, j.profile.network, j.arrival, rec.first_start, rec.finish, jct,
+            jct - rec.run_time if done else math.nan, rec.run_time if done else math.nan,
+            rec.workers, rec.ps,
+            rec.worker_time / rec.run_time if rec.run_time > 0 else math.nan,
+            rec.ps_time / rec.run_time if rec.run_time > 0 else math.nan,
+            j.samples, rec.samples_done, j.weight, rec.preemptions, rec.resizes,
+            rec.status if rec.status in ("completed", "skipped") else "unfinished",
+        ))
+    job_df = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    history = pd.DataFrame(sim.history, columns=list(HISTORY_COLUMNS))
+    resources = list(sim.resources)
+    util = pd.DataFrame(util_rows, columns=["time", *resources, "running", "queued"])
+    cap = sim.pooled_capacity
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k, r in enumerate(resources):
+            util[r] = util[r] / cap[k] if cap[k] > 0 else math.nan
+    decisions = pd.DataFrame(sim.decisions, columns=list(DECISION_COLUMNS))
+    summary = summarize(job_df, util, decisions, resources)
+    summary["sim_wall_s"] = wall
+    return SimResult(sim.policy_name, job_df, history, util, decisions, summary, tuple(sim.skipped))
+
+
+def summarize(jobs: pd.DataFrame, util: pd.DataFrame, decisions: pd.DataFrame, resources: list[str]) -> dict[str, Any]:
+    """Aggregate metrics of one run (see ``SimResult.summary``)."""
+    done = jobs[jobs["status"] == "completed"]
+    jct = done["jct"].to_numpy(dtype=float)
+    if len(done):
+        t0 = float(jobs.loc[jobs["status"] != "skipped", "arrival"].min())
+        t_end = float(done["finish"].max())
+        makespan = t_end - t0
+    else:
+        t0 = t_end = makespan = math.nan
+    utilization = {}
+    if len(done) and makespan > 0 and len(util):
+        times = util["time"].to_numpy(dtype=float)
+        widths = np.diff(np.append(np.clip(times, t0, t_end), t_end))
+        for r in resources:
+            utilization[r] = float(np.nansum(util[r].to_numpy(dtype=float) * widths) / makespan)
+    else:
+        utilization = {r: math.nan for r in resources}
+    spent = decisions["scheduler_s"].to_numpy(dtype=float)
+    return {
+        "jobs": int(len(jobs)),
+        "jobs_completed": int(len(done)),
+        "jobs_skipped": int((jobs["status"] == "skipped").sum()),
+        "mean_jct": float(jct.mean()) if jct.size else math.nan,
+        "median_jct": _percentile(jct, 50),
+        "p95_jct": _percentile(jct, 95),
+        "p99_jct": _percentile(jct, 99),
+        "weighted_jct_total": float((done["weight"] * done["jct"]).sum()),
+        "mean_queueing_delay": float(done["queueing_delay"].mean()) if len(done) else math.nan,
+        "makespan": makespan,
+        "utilization": utilization,
+        "scheduler_time_s": float(spent.sum()),
+        "scheduler_time_per_decision_s": float(spent.mean()) if spent.size else 0.0,
+        "scheduler_time_max_s": float(spent.max()) if spent.size else 0.0,
+        "decisions": int(spent.size),
+        "preemptions": int(jobs["preemptions"].sum()),
+        "resizes": int(jobs["resizes"].sum()),
+    }

@@ -1,0 +1,41 @@
+"""Run several policies on one workload (a scenario), each on the same jobs and cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.policies.registry import get_policy
+from smdlab.sim.result import SimResult
+from smdlab.sim.simulator import simulate
+from smdlab.workloads.scenario import Scenario
+
+
+def run_policies(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policies: Sequence[str],
+    *,
+    policy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    **sim_options: Any,
+) -> dict[str, SimResult]:
+    """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name."""
+    options = policy_options or {}
+    instances = {name: get_policy(name, **dict(options.get(name, {}))) for name in policies}  # fail fast on names
+    return {name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()}
+
+
+def simulation_options(scenario: Scenario) -> dict[str, Any]:
+    """The scenario's simulator keyword arguments."""
+    s = scenario.simulation
+    return {"mode": s["mode"], "elastic": s["elastic"], "delta": s["delta"] or None, "unfit": s["unfit"]}
+
+
+def run_scenario(scenario: Scenario, policies: Sequence[str] | None = None) -> dict[str, SimResult]:
+    """Build the scenario's cluster and jobs and simulate its policies (or ``policies``)."""
+    cluster = scenario.build_cluster()
+    jobs = scenario.build_jobs(cluster)
+    return run_policies(jobs, cluster, policies or scenario.policies, policy_options=scenario.policy_options,
+                        **simulation_options(scenario))

@@ -1,0 +1,406 @@
+"""Event-driven simulation of a cluster under one policy, with exact (next-event) time.
+
+Events: job arrivals, job completions and, optionally, periodic decision points every ``delta``
+seconds. Between events every running job processes samples at the layered model's speed for its
+current allocation (``smdlab.model.timing.speed_table``), so its completion time is known exactly.
+At each event time the simulator first retires completed jobs, then admits arrivals, then asks the
+policy for a decision, validates it, checks every machine's capacity and applies it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.timing import MODES
+from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
+from smdlab.policies.common import TOL, capacity_matrix, first_fit, job_speeds, task_vectors
+from smdlab.sim.result import SimResult, build_result
+
+UNFIT = ("skip", "raise")
+
+
+class InvalidDecision(InvalidInput):
+    """A policy returned a decision the simulator cannot apply (unknown job, bad counts, ...)."""
+
+
+class CapacityExceeded(InvalidDecision):
+    """A policy's decision would put more on a machine than it has."""
+
+
+class Stalled(SmdlabError):
+    """The policy starts nothing on an idle cluster while jobs wait and nothing else can happen."""
+
+
+@dataclass
+class _Run:
+    """Mutable bookkeeping of one running job (the policy sees an immutable RunningJob)."""
+
+    job: Job
+    workers: int
+    ps: int
+    placement: Placement
+    rows: np.ndarray  # machine indices of the placement
+    usage: np.ndarray  # resources per machine in ``rows``
+    start: float  # time of the (last) start
+    seg_start: float  # start of the current constant-speed segment
+    rem0: float  # remaining samples at seg_start
+    att0: float  # attained GPU-seconds at seg_start
+    speed: float
+    gpus: float  # GPUs held (attained service rate)
+    finish: float
+    version: int
+
+
+@dataclass
+class _Record:
+    """Per-job outcome, filled as the simulation runs."""
+
+    index: int
+    first_start: float = math.nan
+    finish: float = math.nan
+    workers: int = 0
+    ps: int = 0
+    run_time: float = 0.0
+    worker_time: float = 0.0
+    ps_time: float = 0.0
+    preemptions: int = 0
+    resizes: int = 0
+    samples_done: float = 0.0
+    status: str = "pending"
+
+
+def _policy_from(policy: Policy | str) -> Policy:
+    if isinstance(policy, str):
+        from smdlab.policies.registry import get_policy
+
+        return get_policy(policy)
+    if not callable(getattr(policy, "decide", None)):
+        raise InvalidInput(f"policy must have a decide(state) method or be a registered name, got {policy!r}")
+    return policy
+
+
+def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
+    return first_fit(job, 1, 1, capacity, resources) is not None
+
+
+def simulate(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: Policy | str,
+    *,
+    mode: str = "wfbp",
+    elastic: bool = False,
+    delta: float | None = None,
+    unfit: str = "skip",
+    record_history: bool = True,
+) -> SimResult:
+    """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
+
+    mode: timing-model overlap mode. elastic: let the policy resize running jobs. delta: seconds
+    between periodic decision points (None: decide only at arrivals and completions). unfit: what
+    to do with a job that fits on no machine even at (1 worker, 1 PS): ``skip`` (warn and record
+    it) or ``raise`` (Infeasible). record_history: keep the allocation-history table
+    (turn off to save memory on very long runs; the summary is unaffected).
+    """
+    return _Simulator(jobs, cluster, policy, mode, elastic, delta, unfit, record_history).run()
+
+
+class _Simulator:
+    def __init__(self, jobs, cluster, policy, mode, elastic, delta, unfit, record_history):
+        if not isinstance(cluster, Cluster):
+            raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
+        jobs = list(jobs)
+        if not jobs:
+            raise InvalidInput("jobs must list at least one job, got 0")
+        for j in jobs:
+            if not isinstance(j, Job):
+                raise InvalidInput(f"jobs must be Job objects, got {type(j).__name__}")
+        names = [j.name for j in jobs]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InvalidInput(f"job names must be unique; {dup!r} appears more than once")
+        self.mode = check_choice("mode", mode, MODES)
+        self.elastic = bool(elastic)
+        self.delta = None if delta is None or delta == 0 else check_positive("delta", delta)
+        self.unfit = check_choice("unfit", unfit, UNFIT)
+        self.record_history = bool(record_history)
+        self.policy = _policy_from(policy)
+        self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
+        self.cluster = cluster
+        self.resources = cluster.resources
+        self.capacity = capacity_matrix(cluster)
+        self.free = self.capacity.copy()
+        self.pooled_capacity = self.capacity.sum(axis=0)
+        self.machine_names = [m.name for m in cluster.machines] or ["pool"]
+        self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
+        self.jobs = jobs
+        self.index = {j.name: i for i, j in enumerate(jobs)}
+        self.records = [_Record(i) for i in range(len(jobs))]
+
+    # ---- bookkeeping helpers -------------------------------------------------------------
+    def _close_segment(self, r: _Run, t: float, final: bool) -> float:
+        """End the current segment of ``r`` at ``t``; return the samples left."""
+        dt = t - r.seg_start
+        done = r.rem0 if final else min(r.rem0, r.speed * dt)
+        rec = self.records[self.index[r.job.name]]
+        rec.run_time += dt
+        rec.worker_time += r.workers * dt
+        rec.ps_time += r.ps * dt
+        rec.samples_done += done
+        if self.record_history and dt > 0:
+            self.history.append((r.job.name, r.seg_start, t, r.workers, r.ps, r.speed, done))
+        return r.rem0 - done
+
+    def _open(self, job: Job, workers: int, ps: int, placement: Placement, t: float, start: float,
+              remaining: float, attained: float) -> _Run:
+        wv, pv = task_vectors(job, self.resources)
+        per_machine: dict[int, np.ndarray] = {}
+        for m, w, p in placement.tasks:  # merged per machine, so that free[rows] += usage is exact
+            per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
+        rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
+        usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
+        speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+        self.version += 1
+        gpu_i = self.gpu_index
+        gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
+        r = _Run(job, workers, ps, placement, rows, usage, start, t, remaining, attained, speed, gpus,
+                 t + remaining / speed, self.version)
+        heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
+        return r
+
+    # ---- decision validation -------------------------------------------------------------
+    def _check_alloc(self, a, job: Job) -> None:
+        where = f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}"
+        for field, value, cap in (("workers", a.workers, job.max_workers), ("ps", a.ps, job.max_ps)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= cap:
+                raise InvalidDecision(f"{where}: {field} must be an integer in [1, {cap}], got {value!r}")
+        if not isinstance(a.placement, Placement):
+            raise InvalidDecision(f"{where}: placement must be a Placement, got {type(a.placement).__name__}")
+        n_machines = self.capacity.shape[0]
+        for task in a.placement.tasks:
+            if len(task) != 3:
+                raise InvalidDecision(f"{where}: placement tasks must be (machine, workers, ps), got {task!r}")
+            m, w, p = task
+            ok_int = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in task)
+            if not ok_int or not 0 <= m < n_machines or w < 0 or p < 0:
+                raise InvalidDecision(
+                    f"{where}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
+                    f"and workers, ps >= 0"
+                )
+        if (a.placement.workers, a.placement.ps) != (a.workers, a.ps):
+            raise InvalidDecision(
+                f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
+                f"the allocation says {a.workers} and {a.ps}"
+            )
+
+    def _apply(self, d: Decision) -> tuple[int, int, int]:
+        t = self.t
+        where = f"policy {self.policy_name!r} at t={t:g}"
+        if not isinstance(d, Decision):
+            raise InvalidDecision(f"{where}: decide() must return a Decision, got {type(d).__name__}")
+        preempt = list(d.preempt)
+        pset = set(preempt)
+        if len(pset) != len(preempt):
+            raise InvalidDecision(f"{where}: preempt lists a job twice: {preempt!r}")
+        for name in preempt:
+            if name not in self.running:
+                raise InvalidDecision(f"{where}: preempt names {name!r}, which is not running")
+        seen: set[str] = set()
+        starts, resizes = [], []
+        for a in d.allocations:
+            if a.job in seen:
+                raise InvalidDecision(f"{where}: job {a.job!r} has two allocations in one decision")
+            seen.add(a.job)
+            if a.job in self.queued or a.job in pset:
+                job = self.jobs[self.index[a.job]]
+                starts.append(a)
+            elif a.job in self.running:
+                if not self.elastic:
+                    raise InvalidDecision(
+                        f"{where}: allocation resizes running job {a.job!r}; resizing needs elastic=True"
+                    )
+                job = self.running[a.job].job
+                resizes.append(a)
+            else:
+                state = "finished" if a.job in self.index and self.records[self.index[a.job]].status == "completed" else (
+                    "not yet arrived" if a.job in self.index and self.records[self.index[a.job]].status == "pending"
+                    else "unknown")
+                raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
+            self._check_alloc(a, job)
+        # Capacity: release what preempted and resized jobs hold, then take every new placement.
+        free = self.free.copy()
+        for name in (*preempt, *(a.job for a in resizes if a.job not in pset)):
+            r = self.running[name]
+            free[r.rows] += r.usage
+        for a in (*starts, *resizes):
+            job = self.jobs[self.index[a.job]]
+            wv, pv = task_vectors(job, self.resources)
+            for m, w, p in a.placement.tasks:
+                free[m] -= w * wv + p * pv
+        over = free < -TOL * np.maximum(1.0, self.capacity)
+        if over.any():
+            m, k = (int(x) for x in np.argwhere(over)[0])
+            raise CapacityExceeded(
+                f"{where}: decision exceeds machine {self.machine_names[m]!r} (index {m}) capacity of "
+                f"{self.resources[k]} ({self.capacity[m, k]:g}) by {-free[m, k]:g}"
+            )
+        # Commit.
+        self.free = free
+        if preempt:
+            for name in preempt:
+                r = self.running.pop(name)
+                left = self._close_segment(r, t, final=False)
+                rec = self.records[self.index[name]]
+                rec.preemptions += 1
+                rec.status = "queued"
+                self.queued[name] = QueuedJob(r.job, left, r.att0 + r.gpus * (t - r.seg_start), t)
+            # Queue order is arrival order (ties by input position), also for re-queued jobs.
+            self.queued = dict(sorted(self.queued.items(), key=lambda kv: (kv[1].job.arrival, self.index[kv[0]])))
+        for a in resizes:
+            r = self.running.pop(a.job)
+            left = self._close_segment(r, t, final=False)
+            self.records[self.index[a.job]].resizes += 1
+            self.running[a.job] = self._open(r.job, a.workers, a.ps, a.placement, t, r.start, left,
+                                             r.att0 + r.gpus * (t - r.seg_start))
+        for a in starts:
+            q = self.queued.pop(a.job)
+            rec = self.records[self.index[a.job]]
+            if math.isnan(rec.first_start):
+                rec.first_start, rec.workers, rec.ps = t, a.workers, a.ps
+            rec.status = "running"
+            self.running[a.job] = self._open(q.job, a.workers, a.ps, a.placement, t, t, q.remaining, q.attained_service)
+        if preempt or starts:
+            self._queued_tuple = None
+        return len(starts), len(preempt), len(resizes)
+
+    # ---- the loop --------------------------------------------------------------------------
+    def _state(self) -> ClusterState:
+        t = self.t
+        if self._queued_tuple is None:
+            self._queued_tuple = tuple(self.queued.values())
+        running = tuple(
+            RunningJob(r.job, r.workers, r.ps, r.placement, r.start, max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
+                       r.att0 + r.gpus * (t - r.seg_start))
+            for r in self.running.values()
+        )
+        free = self.free.copy()
+        free.setflags(write=False)
+        return ClusterState(t, self.cluster, self._queued_tuple, running, free, self.mode, self.elastic)
+
+    def _screen_unfit(self) -> list[int]:
+        """Indices of jobs that can run at all; the rest are skipped or raise."""
+        ok, cache = [], {}
+        for i, j in enumerate(self.jobs):
+            wv, pv = task_vectors(j, self.resources)
+            key = (wv.tobytes(), pv.tobytes())
+            if key not in cache:
+                cache[key] = _fits_empty(j, self.capacity, self.resources)
+            if cache[key]:
+                ok.append(i)
+                continue
+            msg = (
+                f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
+                f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
+            )
+            if self.unfit == "raise":
+                raise Infeasible(msg)
+            warnings.warn(msg + "; skipped", stacklevel=3)
+            self.records[i].status = "skipped"
+            self.skipped.append(j.name)
+        return ok
+
+    def run(self) -> SimResult:
+        self.heap: list[tuple[float, int, int]] = []
+        self.running: dict[str, _Run] = {}
+        self.queued: dict[str, QueuedJob] = {}
+        self._queued_tuple: tuple[QueuedJob, ...] | None = ()
+        self.version = 0
+        self.history: list[tuple] = []
+        self.skipped: list[str] = []
+        self.decisions: list[tuple] = []
+        self.t = 0.0
+        if hasattr(self.policy, "reset"):
+            self.policy.reset()
+        order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
+        arrivals = [self.jobs[i].arrival for i in order]
+        n_arr = len(order)
+        k = 0
+        used = np.zeros(len(self.resources))
+        util_rows: list[tuple] = []
+        if n_arr:
+            util_rows.append((arrivals[0], *used, 0, 0))
+        next_tick = math.inf
+        idle_points = 0
+        wall0 = time.perf_counter()
+        while True:
+            t_arr = arrivals[k] if k < n_arr else math.inf
+            while self.heap and self._stale(self.heap[0]):
+                heapq.heappop(self.heap)
+            t_cmp = self.heap[0][0] if self.heap else math.inf
+            busy = bool(self.queued or self.running)
+            t_tick = next_tick if (self.delta is not None and busy) else math.inf
+            t = min(t_arr, t_cmp, t_tick)
+            if t == math.inf:
+                break
+            self.t = t
+            # Completions (every job whose finish is t, up to rounding).
+            limit = t + 1e-12 * max(1.0, abs(t))
+            while self.heap and self.heap[0][0] <= limit:
+                _, i, version = heapq.heappop(self.heap)
+                name = self.jobs[i].name
+                r = self.running.get(name)
+                if r is None or r.version != version:
+                    continue
+                del self.running[name]
+                self._close_segment(r, t, final=True)
+                self.free[r.rows] += r.usage
+                rec = self.records[i]
+                rec.finish, rec.status = t, "completed"
+            # Arrivals.
+            while k < n_arr and arrivals[k] <= t:
+                i = order[k]
+                j = self.jobs[i]
+                self.queued[j.name] = QueuedJob(j, j.samples, 0.0, j.arrival)
+                self.records[i].status = "queued"
+                self._queued_tuple = None
+                k += 1
+            if self.delta is not None:
+                next_tick = (math.floor(t / self.delta + 1e-9) + 1) * self.delta
+            # Decision.
+            if self.queued or (self.elastic and self.running):
+                state = self._state()
+                t0 = time.perf_counter()
+                decision = self.policy.decide(state)
+                spent = time.perf_counter() - t0
+                started, preempted, resized = self._apply(decision)
+                self.decisions.append((t, spent, started, preempted, resized, len(self.queued), len(self.running)))
+                if self.queued and not self.running and k >= n_arr:
+                    idle_points += 1
+                    if self.delta is None or idle_points > 2:
+                        raise Stalled(
+                            f"policy {self.policy_name!r} started no job on an idle cluster at t={t:g} while "
+                            f"{len(self.queued)} jobs wait (first: {next(iter(self.queued))!r}) and no arrival "
+                            f"is pending; it would wait forever"
+                        )
+                else:
+                    idle_points = 0
+            new_used = self.pooled_capacity - self.free.sum(axis=0)
+            if not np.array_equal(new_used, used) or not util_rows:
+                util_rows.append((t, *new_used, len(self.running), len(self.queued)))
+            used = new_used
+        wall = time.perf_counter() - wall0
+        return build_result(self, util_rows, wall)
+
+    def _stale(self, entry: tuple[float, int, int]) -> bool:
+        r = self.running.get(self.jobs[entry[1]].name)
+        return r is None or r.version != entry[2]

@@ -1,0 +1,217 @@
+"""``solve``: one entry point for every allocation method of the reconstructed SMD model."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from smdlab.errors import Infeasible, InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.solve.backends import BACKENDS
+from smdlab.solve.brute import brute_force
+from smdlab.solve.instance import Instance, build_instance, fits
+from smdlab.solve.knapsack import KNAPSACKS, knapsack_exact, knapsack_lp, knapsack_lp_round
+from smdlab.solve.placement import place as place_allocation
+from smdlab.solve.smd import SELECTIONS
+from smdlab.solve.smd import smd as smd_run
+from smdlab.solve.solution import Solution
+
+METHODS = ("smd", "milp", "lp", "lp_round", "brute")
+DEFAULT_KNAPSACK = "hull"
+DEFAULT_MILP_TIME_LIMIT = 60.0
+DEFAULT_MIP_GAP = 1e-6
+
+_OPTIONS = {
+    "milp": {"backend", "time_limit", "mip_gap"},
+    "lp": {"backend", "time_limit"},
+    "lp_round": {"backend", "time_limit"},
+    "smd": {"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound"},
+    "brute": set(),
+}
+
+
+def _capacity(cluster: Cluster, free) -> np.ndarray:
+    if free is None:
+        return cluster.capacity_vector
+    arr = np.asarray(free, dtype=float)
+    K = len(cluster.resources)
+    if cluster.has_machines and arr.shape == (len(cluster.machines), K):
+        return arr.sum(axis=0)
+    if arr.shape == (K,):
+        if cluster.has_machines:
+            raise InvalidInput(
+                f"free must be a (machines x resources) = ({len(cluster.machines)}, {K}) matrix for a cluster with machines, got shape {arr.shape}"
+            )
+        return arr
+    raise InvalidInput(f"free must have shape ({len(cluster.machines)}, {K}) or ({K},), got {arr.shape}")
+
+
+def _check_jobs_fit_cluster(inst: Instance, cluster: Cluster) -> None:
+    total = cluster.capacity_vector
+    too_big = ~fits(inst.base_use, total)
+    if too_big.any():
+        i = int(np.argmax(too_big))
+        r = int(np.argmax(inst.base_use[i] - total))
+        raise Infeasible(
+            f"job {inst.jobs[i].name!r} needs {inst.base_use[i][r]:g} {inst.resources[r]} at (1 worker, 1 PS), "
+            f"more than the whole cluster's {total[r]:g}"
+        )
+
+
+def solve(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    method: str = "smd",
+    *,
+    mode: str = "wfbp",
+    place: bool | None = None,
+    free: np.ndarray | None = None,
+    **options,
+) -> Solution:
+    """Allocate workers and PSs to ``jobs`` on ``cluster`` (free capacity ``free``) by ``method``.
+
+    method: smd (default), milp, lp, lp_round or brute; see docs/solver.md.
+    mode: timing overlap mode (sequential, wfbp, wfbp_prefetch).
+    place: place the allocation on machines (default: when the cluster has machines).
+    free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
+    options: backend (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
+        (hull|exact|lp_round|greedy), selection (smith|objective), tol, max_iter, bound (compute the
+        LP lower bound, default True).
+    """
+    t0 = time.perf_counter()
+    check_choice("method", method, METHODS)
+    unknown = set(options) - _OPTIONS[method]
+    if unknown:
+        allowed = ", ".join(sorted(_OPTIONS[method])) or "none"
+        raise InvalidInput(f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}")
+    backend = check_choice("backend", options.get("backend", "auto"), BACKENDS)
+    time_limit = options.get("time_limit", DEFAULT_MILP_TIME_LIMIT if method == "milp" else None)
+    if time_limit is not None:
+        time_limit = check_positive("time_limit", time_limit)
+    if place is None:
+        place = cluster.has_machines and method != "lp"
+    elif place and not cluster.has_machines:
+        raise InvalidInput("place=True needs a cluster with machines (this cluster is pooled)")
+    elif place and method == "lp":
+        raise InvalidInput("place=True does not apply to method 'lp' (its solution is fractional)")
+    capacity = _capacity(cluster, free)
+    inst = build_instance(jobs, cluster, capacity, mode)
+    _check_jobs_fit_cluster(inst, cluster)
+    defer = inst.defer_cost if inst.allow_defer else None
+
+    extra: dict = {}
+    notes: list[str] = []
+    if method == "milp":
+        mip_gap = options.get("mip_gap", DEFAULT_MIP_GAP)
+        mip_gap = check_positive("mip_gap", mip_gap, allow_zero=True)
+        r = knapsack_exact(
+            inst.cost, inst.alpha, inst.gamma, inst.capacity, defer,
+            backend=backend, time_limit=time_limit, mip_gap=mip_gap, mask=inst.pareto,
+        )  # fmt: skip
+        w, p, lower, status, backends = r.workers, r.ps, r.bound, r.status, [r.backend]
+        notes.append(r.note)
+        if status == "time_limit":
+            notes.append(f"MILP stopped at time_limit={time_limit:g} s: incumbent and bound reported")
+    elif method == "lp":
+        r = knapsack_lp(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+        frac = [[] for _ in range(inst.n)]
+        for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
+            if v > 1e-9:
+                frac[j].append((int(cw), int(cp), float(v)))
+        w = np.zeros(inst.n, dtype=int)
+        p = np.zeros(inst.n, dtype=int)
+        for j, entries in enumerate(frac):
+            share = sum(e[2] for e in entries)
+            if entries and (defer is None or share >= 0.5):
+                top = max(entries, key=lambda e: e[2])
+                w[j], p[j] = top[0], top[1]
+        extra["fractional"] = tuple(tuple(sorted(e)) for e in frac)
+        lower, status, backends = r.bound, "relaxation", [r.backend]
+        notes.append(r.note)
+        if r.fractional_jobs:
+            notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP")
+    elif method == "lp_round":
+        r = knapsack_lp_round(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+        w, p, lower, status, backends = r.workers, r.ps, r.bound, "heuristic", [r.backend]
+        extra["rounding_bound"] = r.rounding_bound
+        notes.append(r.note)
+        notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP, rounded (additive bound {r.rounding_bound:.6g})")
+    elif method == "smd":
+        knapsack = check_choice("knapsack", options.get("knapsack", DEFAULT_KNAPSACK), KNAPSACKS)
+        tol = check_positive("tol", options.get("tol", 1e-6))
+        max_iter = check_int("max_iter", options.get("max_iter", 30), 0, 10_000)
+        want_bound = options.get("bound", True)
+        if not isinstance(want_bound, bool):
+            raise InvalidInput(f"bound must be True or False, got {want_bound!r}")
+        selection = check_choice("selection", options.get("selection", "smith"), SELECTIONS)
+        s = smd_run(
+            inst, knapsack=knapsack, selection=selection, tol=tol, max_iter=max_iter, backend=backend, time_limit=time_limit
+        )
+        w, p = s.workers, s.ps
+        backends = list(s.ratio.backends) if s.ratio else []
+        notes.append(s.note)
+        if s.ratio:
+            notes.extend(s.ratio.notes)
+            extra.update(trace=s.ratio.trace, converged=s.ratio.converged)
+        extra["knapsack"] = knapsack
+        extra["selected"] = tuple(bool(x) for x in s.selected)
+        lower = -math.inf
+        if want_bound:
+            lb = knapsack_lp(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+            lower = lb.bound
+            backends.append(lb.backend)
+            notes.append(lb.note)
+        status = "heuristic"
+    else:  # brute
+        w, p, value = brute_force(inst)
+        lower, status, backends = value, "optimal", ["numpy"]
+
+    if method != "lp":
+        inst.check_allocation(w, p)  # a violated capacity is a bug here, never a user error
+    pooled_w, pooled_p = w.copy(), p.copy()
+    placement = None
+    if place:
+        free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
+        placement = place_allocation(inst.jobs, list(zip(w.tolist(), p.tolist())), cluster, free_m, mode)
+        w, p = np.array(placement.workers, dtype=int), np.array(placement.ps, dtype=int)
+        if placement.shrink_steps:
+            notes.append(f"placement shrank the allocation in {placement.shrink_steps} step(s)")
+    if method == "lp":
+        costs = inst.job_cost(w, p)
+        objective = r.objective
+    else:
+        costs = inst.job_cost(w, p)
+        objective = float(costs.sum())
+    durations = np.where(w > 0, inst.duration[np.arange(inst.n), np.maximum(w, 1) - 1, np.maximum(p, 1) - 1], np.nan)
+    lower = min(lower, objective)
+    gap = (objective - lower) / objective if objective > 0 and np.isfinite(lower) else math.nan
+    note = "; ".join(x for x in notes if x)
+    if "selected" not in extra:
+        extra["selected"] = tuple(bool(x) for x in pooled_w > 0)
+    return Solution(
+        method=method,
+        jobs=tuple(j.name for j in inst.jobs),
+        workers=tuple(int(x) for x in w),
+        ps=tuple(int(x) for x in p),
+        durations=tuple(float(x) for x in durations),
+        costs=tuple(float(x) for x in costs),
+        objective=float(objective),
+        lower_bound=float(lower),
+        gap=float(gap),
+        status=status,
+        backend=",".join(dict.fromkeys(backends)),
+        note=note,
+        fallback="fallback to HiGHS" in note,
+        wall_time_s=time.perf_counter() - t0,
+        horizon=inst.horizon,
+        mode=mode,
+        pooled_workers=tuple(int(x) for x in pooled_w),
+        pooled_ps=tuple(int(x) for x in pooled_p),
+        placement=placement,
+        shrink_steps=placement.shrink_steps if placement else 0,
+        **extra,
+    )

@@ -1,0 +1,193 @@
+"""One allocation problem (P) at a decision point: jobs, capacity, every configuration's cost and use.
+
+Objective (the same for every method, so they are comparable):
+    sum over started jobs   omega_i * d_i(w_i, p_i)
+  + sum over unstarted jobs omega_i * (H + d_i(1, 1))
+where H = max_j d_j(1, 1) over the jobs of the instance (the "deferral horizon"). A job left out
+now is charged as if it waited H and then ran on the smallest configuration: every started job
+of an optimal allocation runs at least as fast as on (1, 1), so by time H all capacity held by
+this round's jobs is free again. Jobs may stay unstarted only when the instance cannot give
+every job (1, 1); when it can, every job starts. See docs/solver.md ("Jobs that cannot start").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_choice
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.timing import MODES, duration_grid
+
+_FIT_RTOL = 1e-9  # capacity comparisons tolerate float round-off of summed demands
+
+
+def fits(use: np.ndarray, capacity: np.ndarray) -> np.ndarray | bool:
+    """Whether resource use (..., K) is within capacity (K,), with a round-off tolerance."""
+    return np.all(use <= capacity + _FIT_RTOL * np.maximum(1.0, np.abs(capacity)), axis=-1)
+
+
+def pareto_mask(obj: np.ndarray) -> np.ndarray:
+    """Configurations not dominated by a smaller one: obj < min over (w', p') <= (w, p), (w', p') != (w, p).
+
+    obj: (n, W, P) values to minimise, +inf where a configuration does not exist. A dominated
+    configuration uses at least the resources of the dominating one (demands are >= 0) at no
+    better objective, so removing it changes neither the MILP nor the LP optimum.
+    """
+    pm = np.minimum.accumulate(np.minimum.accumulate(obj, axis=1), axis=2)
+    n, W, P = obj.shape
+    left = np.full_like(obj, np.inf)
+    left[:, 1:, :] = pm[:, :-1, :]
+    down = np.full_like(obj, np.inf)
+    down[:, :, 1:] = pm[:, :, :-1]
+    return np.isfinite(obj) & (obj < np.minimum(left, down))
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """Arrays describing (P) for a set of jobs and a capacity vector.
+
+    jobs: the jobs, in order.
+    resources: resource type names (order of every vector).
+    capacity: (K,) capacity to allocate.
+    alpha: (n, K) demand of one worker of each job.
+    gamma: (n, K) demand of one PS of each job.
+    weight: (n,) omega_i.
+    duration: (n, W, P) exact durations d_i(w, p) (s), +inf beyond a job's caps.
+    speed: (n, W, P) speeds S_i(w, p) (samples/s), 0 beyond a job's caps.
+    mode: timing overlap mode the durations come from.
+    allow_defer: whether jobs may stay unstarted (only when not all fit at (1, 1)).
+    """
+
+    jobs: tuple[Job, ...]
+    resources: tuple[str, ...]
+    capacity: np.ndarray
+    alpha: np.ndarray
+    gamma: np.ndarray
+    weight: np.ndarray
+    duration: np.ndarray
+    speed: np.ndarray
+    mode: str
+    allow_defer: bool
+
+    @property
+    def n(self) -> int:
+        """Number of jobs."""
+        return len(self.jobs)
+
+    @property
+    def K(self) -> int:
+        """Number of resource types."""
+        return len(self.resources)
+
+    @cached_property
+    def cost(self) -> np.ndarray:
+        """(n, W, P) omega_i * d_i(w, p), +inf beyond caps."""
+        return self.weight[:, None, None] * self.duration
+
+    @cached_property
+    def base_use(self) -> np.ndarray:
+        """(n, K) resources of each job at (1, 1)."""
+        return self.alpha + self.gamma
+
+    @cached_property
+    def horizon(self) -> float:
+        """H = max_j d_j(1, 1): the wait charged to a job that is not started."""
+        return float(self.duration[:, 0, 0].max()) if self.n else 0.0
+
+    @cached_property
+    def defer_cost(self) -> np.ndarray:
+        """(n,) omega_i * (H + d_i(1, 1)): cost of leaving job i unstarted."""
+        return self.weight * (self.horizon + self.duration[:, 0, 0])
+
+    @cached_property
+    def scale(self) -> np.ndarray:
+        """(K,) normaliser of resources: the capacity (1 where it is 0)."""
+        return np.where(self.capacity > 0, self.capacity, 1.0)
+
+    @cached_property
+    def pareto(self) -> np.ndarray:
+        """(n, W, P) mask of configurations kept by dominance pruning of ``cost``."""
+        return pareto_mask(self.cost)
+
+    def use(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """(K,) total resources of an allocation (0 workers = not started)."""
+        w = np.asarray(workers, dtype=float)
+        p = np.asarray(ps, dtype=float)
+        return w @ self.alpha + p @ self.gamma
+
+    def job_cost(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """(n,) cost of each job under an allocation (deferral cost where not started)."""
+        w = np.asarray(workers, dtype=int)
+        p = np.asarray(ps, dtype=int)
+        started = w > 0
+        out = self.defer_cost.copy()
+        idx = np.flatnonzero(started)
+        out[idx] = self.cost[idx, w[idx] - 1, p[idx] - 1]
+        return out
+
+    def objective(self, workers: np.ndarray, ps: np.ndarray) -> float:
+        """The objective of an allocation evaluated with the exact durations."""
+        return float(self.job_cost(workers, ps).sum())
+
+    def check_allocation(self, workers: np.ndarray, ps: np.ndarray) -> None:
+        """Raise if an allocation breaks caps, capacity or the every-job-starts rule."""
+        w = np.asarray(workers, dtype=int)
+        p = np.asarray(ps, dtype=int)
+        caps_w = np.array([j.max_workers for j in self.jobs])
+        caps_p = np.array([j.max_ps for j in self.jobs])
+        if np.any((w > 0) != (p > 0)) or np.any(w > caps_w) or np.any(p > caps_p) or np.any(w < 0):
+            raise AssertionError("allocation outside the jobs' configuration ranges")
+        if not self.allow_defer and np.any(w == 0):
+            raise AssertionError("a job was left out although every job fits at (1, 1)")
+        if not fits(self.use(w, p), self.capacity):
+            raise AssertionError("allocation exceeds capacity")
+
+
+def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources."""
+    res = cluster.resources
+    known = set(res)
+    out = []
+    for field in ("worker_demand", "ps_demand"):
+        rows = []
+        for j in jobs:
+            d = getattr(j, field)  # validated (finite, >= 0) by Job; only the names need checking here
+            if not known.issuperset(d):
+                bad = next(r for r in d if r not in known)
+                raise InvalidInput(f"job {j.name!r} {field} has unknown resource {bad!r}; allowed: {', '.join(res)}")
+            rows.append([d.get(r, 0.0) for r in res])
+        out.append(np.array(rows, dtype=float).reshape(-1, len(res)))
+    return out[0], out[1]
+
+
+def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:
+    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
+    check_choice("mode", mode, MODES)
+    jobs = tuple(jobs)
+    if not jobs:
+        raise InvalidInput("jobs must contain at least one job, got 0")
+    if not all(isinstance(j, Job) for j in jobs):
+        bad = next(j for j in jobs if not isinstance(j, Job))
+        raise InvalidInput(f"jobs must be Job objects, got {type(bad).__name__}")
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"job names must be unique, got {dup!r} twice")
+    cap = np.asarray(capacity, dtype=float).reshape(-1)
+    if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
+        raise InvalidInput(
+            f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
+        )
+    alpha, gamma = demand_matrices(jobs, cluster)
+    dur = duration_grid(jobs, mode)
+    samples = np.array([j.samples for j in jobs], dtype=float)[:, None, None]
+    with np.errstate(divide="ignore"):
+        spd = samples / dur  # = speed_grid (0 beyond caps), without a second pass over the cache
+    weight = np.array([j.weight for j in jobs], dtype=float)
+    all_fit = bool(fits((alpha + gamma).sum(axis=0), cap))
+    return Instance(jobs, tuple(cluster.resources), cap, alpha, gamma, weight, dur, spd, mode, not all_fit)

@@ -1,0 +1,327 @@
+"""SMD: outer job selection (Smith's rule knapsack) and Jong's parametric sum-of-ratios iteration.
+
+The core, ``sum_of_ratios``, works on explicit tables so it can be tested on its own:
+    minimise sum_i N_i(c_i) / D_i(c_i)   over one configuration c_i = (w, p) per job,
+    subject to sum_i alpha_i w_i + gamma_i p_i <= capacity.
+For fixed parameters (beta, u) the subproblem SUB(beta, u) = min sum_i u_i (N_i - beta_i D_i) is a
+multiple-choice knapsack; Jong's method drives psi(beta, u) = (-N + beta D, -1 + u D) at the SUB
+solution to zero by damped Newton steps. With one job it is Dinkelbach's method.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.solve.backends import FlatModel, solve_flat
+from smdlab.solve.instance import Instance, pareto_mask
+from smdlab.solve.knapsack import (
+    KNAPSACKS,
+    HullKnapsack,
+    KnapsackResult,
+    knapsack_exact,
+    knapsack_greedy,
+    knapsack_lp_round,
+)
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One iteration of the parametric method.
+
+    iteration: 0 for the start point, then 1, 2, ...
+    psi_norm: ||psi|| at the accepted parameters, relative form (psi_i / N_i and u_i D_i - 1).
+    objective: true objective sum_i N_i / D_i of this iteration's allocation.
+    knapsack_time_s: seconds spent in knapsack solves during the iteration (Armijo trials included).
+    knapsack_solves: number of knapsack solves during the iteration.
+    step: accepted Newton step length (1 = full step; 0 for the start point).
+    beta, u: the parameters after the iteration.
+    """
+
+    iteration: int
+    psi_norm: float
+    objective: float
+    knapsack_time_s: float
+    knapsack_solves: int
+    step: float
+    beta: tuple[float, ...]
+    u: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RatioResult:
+    """Result of ``sum_of_ratios``: the best allocation seen and the iteration trace."""
+
+    workers: np.ndarray
+    ps: np.ndarray
+    objective: float
+    converged: bool
+    trace: tuple[IterationRecord, ...]
+    best_iteration: int
+    backends: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _values(table: np.ndarray, w: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return table[np.arange(len(w)), w - 1, p - 1]
+
+
+def sum_of_ratios(
+    numer: np.ndarray,
+    denom: np.ndarray,
+    alpha: np.ndarray,
+    gamma: np.ndarray,
+    capacity: np.ndarray,
+    *,
+    knapsack: str = "hull",
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+    tol: float = 1e-6,
+    max_iter: int = 30,
+    xi: float = 0.5,
+    eps: float = 0.1,
+    max_backtracks: int = 3,
+    patience: int = 3,
+    backend: str = "auto",
+    time_limit: float | None = None,
+    mask: np.ndarray | None = None,
+) -> RatioResult:
+    """Jong's damped-Newton parametric method for min sum_i N_i / D_i over configuration tables.
+
+    numer: (n,) constants or (n, W, P) table of N_i(w, p) > 0.
+    denom: (n, W, P) table of D_i(w, p) > 0; entries <= 0 or non-finite mark missing configurations.
+    alpha, gamma: (n, K) resource use of one worker / one PS; capacity: (K,).
+    knapsack: SUB solver, one of exact, lp_round, greedy.
+    start: starting allocation (w, p); default: (1, 1) for every job, then greedy on N / D.
+    tol: stop when ||psi|| (relative form) falls below it.
+    max_iter: largest number of Newton iterations.
+    xi, eps: Armijo parameters (step xi^j, sufficient decrease 1 - eps * xi^j).
+    max_backtracks: Armijo trials per iteration; none passing ends the iteration (SUB solutions cycle).
+    patience: stop after this many accepted iterations in a row that leave the allocation unchanged
+        (with discrete configurations psi then only shrinks geometrically; nothing new is found).
+    mask: (n, W, P) undominated configurations when N is constant (dominance by D alone), if known.
+    """
+    check_choice("knapsack", knapsack, KNAPSACKS)
+    check_positive("tol", tol)
+    check_int("max_iter", max_iter, 0, 10_000)
+    check_int("patience", patience, 1)
+    if not (0 < xi < 1) or not (0 < eps < 1):
+        raise InvalidInput(f"xi and eps must lie in (0, 1), got xi={xi!r}, eps={eps!r}")
+    denom = np.asarray(denom, dtype=float)
+    if denom.ndim != 3:
+        raise InvalidInput(f"denom must be an (n, W, P) table, got shape {denom.shape}")
+    valid = np.isfinite(denom) & (denom > 0)
+    if not valid[:, 0, 0].all():
+        raise InvalidInput("denom must be > 0 at (1, 1) for every job")
+    n = denom.shape[0]
+    numer = np.asarray(numer, dtype=float)
+    const_numer = numer.ndim == 1
+    N = np.broadcast_to(numer[:, None, None], denom.shape) if const_numer else numer
+    if N.shape != denom.shape or np.any(~(N[valid] > 0)):
+        raise InvalidInput("numer must be (n,) or shaped like denom, and > 0 wherever denom is valid")
+    D = np.where(valid, denom, np.nan)
+    ratio = np.where(valid, N / np.where(valid, D, 1.0), np.inf)
+    # With constant N the dominance structure of SUB is that of D alone: prune once.
+    fixed_mask = None
+    if const_numer:
+        fixed_mask = mask if mask is not None else pareto_mask(np.where(valid, -D, np.inf))
+    capacity = np.asarray(capacity, dtype=float)
+    hull = start_hull = None
+    if const_numer and knapsack == "hull":
+        tables = [np.where(valid, D, -np.inf)] + ([-ratio] if start is None else [])
+        hull, *rest = HullKnapsack.several(tables, fixed_mask, alpha, gamma, capacity)
+        start_hull = rest[0] if rest else None
+
+    knap_time = 0.0
+    knap_solves = 0
+    backends: dict[str, None] = {}
+    notes: dict[str, None] = {}
+
+    def sub(beta: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        nonlocal knap_time, knap_solves
+        t0 = time.perf_counter()
+        if hull is not None:  # profits lambda_i * D_i with lambda = u * beta: reuse the hulls of D
+            hw, hp = hull.solve(u * beta)
+            knap_time += time.perf_counter() - t0
+            knap_solves += 1
+            backends["numpy"] = None
+            return hw, hp
+        obj = np.where(valid, u[:, None, None] * (N - beta[:, None, None] * np.where(valid, D, 0.0)), np.inf)
+        # Each job takes exactly one configuration, so a per-job constant changes no decision; measured
+        # from (1, 1) the objective is the total gain, not a near-zero difference of large terms
+        # (which would make a relative MIP gap unreachable).
+        obj = obj - obj[:, :1, :1]
+        if knapsack == "exact":
+            r: KnapsackResult = knapsack_exact(
+                obj, alpha, gamma, capacity, backend=backend, time_limit=time_limit, mip_gap=1e-6, mask=fixed_mask,
+                warm_start=time_limit is not None,  # an incumbent only matters if a limit can stop the solve
+            )
+        elif knapsack == "lp_round":
+            r = knapsack_lp_round(obj, alpha, gamma, capacity, backend=backend, time_limit=time_limit, mask=fixed_mask)
+        elif knapsack == "hull":
+            hw, hp = HullKnapsack(-obj, pareto_mask(obj), alpha, gamma, capacity).solve(np.ones(n))
+            r = KnapsackResult(hw, hp, float("nan"), -np.inf, "heuristic", "numpy")
+        else:
+            r = knapsack_greedy(obj, alpha, gamma, capacity)
+        knap_time += time.perf_counter() - t0
+        knap_solves += 1
+        backends[r.backend] = None
+        if r.note:
+            notes[r.note] = None
+        return r.workers, r.ps
+
+    # flat copies: one ``take`` per lookup in the loop below
+    W, P = D.shape[1:]
+    base_index = np.arange(n) * (W * P) - P - 1
+    Nf, Df, Rf = np.ravel(N), D.ravel(), ratio.ravel()
+
+    def psi_of(beta, u, w, p):
+        k = base_index + w * P + p
+        Nx, Dx = Nf.take(k), Df.take(k)
+        return np.concatenate([(beta * Dx - Nx) / Nx, u * Dx - 1.0]), Nx, Dx
+
+    def true_obj(w, p) -> float:
+        return float(Rf.take(base_index + w * P + p).sum())
+
+    if start is None:
+        t0 = time.perf_counter()
+        if start_hull is not None:  # marginal gains of N / D itself, by the same hull greedy
+            w, p = start_hull.solve(np.ones(n))
+        elif knapsack == "hull":
+            w, p = HullKnapsack(-ratio, pareto_mask(ratio), alpha, gamma, capacity).solve(np.ones(n))
+        else:
+            g = knapsack_greedy(ratio, alpha, gamma, capacity)
+            w, p = g.workers, g.ps
+        knap_time += time.perf_counter() - t0
+        knap_solves += 1
+    else:
+        w, p = np.asarray(start[0], dtype=int), np.asarray(start[1], dtype=int)
+    Nx, Dx = _values(N, w, p), _values(D, w, p)
+    beta, u = Nx / Dx, 1.0 / Dx
+    best = (true_obj(w, p), w, p, 0)
+    # The start point's own SUB solution defines psi at (beta0, u0).
+    w, p = sub(beta, u)
+    psi, Nx, Dx = psi_of(beta, u, w, p)
+    norm = float(np.linalg.norm(psi))
+    obj_now = true_obj(w, p)
+    if obj_now < best[0]:
+        best = (obj_now, w, p, 0)
+    trace = [IterationRecord(0, norm, obj_now, knap_time, knap_solves, 0.0, tuple(beta), tuple(u))]
+    converged = norm < tol
+    unchanged = 0
+    for k in range(1, max_iter + 1):
+        if converged:
+            break
+        knap_time, knap_solves = 0.0, 0
+        d_beta, d_u = Nx / Dx - beta, 1.0 / Dx - u  # Newton direction (Jacobian diag(D(x), D(x)))
+        step = 1.0
+        accepted = None
+        for _ in range(max_backtracks + 1):
+            b2, u2 = beta + step * d_beta, u + step * d_u
+            w2, p2 = sub(b2, u2)
+            psi2, N2, D2 = psi_of(b2, u2, w2, p2)
+            n2 = float(np.linalg.norm(psi2))
+            o2 = true_obj(w2, p2)
+            if o2 < best[0]:
+                best = (o2, w2, p2, k)
+            if n2 <= (1 - eps * step) * norm:
+                accepted = (b2, u2, w2, p2, N2, D2, n2, o2)
+                break
+            step *= xi
+        if accepted is None:
+            # no sufficient decrease: the discrete SUB solutions cycle; keep the best iterate
+            trace.append(IterationRecord(k, n2, o2, knap_time, knap_solves, 0.0, tuple(beta), tuple(u)))
+            break
+        same = np.array_equal(accepted[2], w) and np.array_equal(accepted[3], p)
+        beta, u, w, p, Nx, Dx, norm, obj_now = accepted
+        trace.append(IterationRecord(k, norm, obj_now, knap_time, knap_solves, step, tuple(beta), tuple(u)))
+        converged = norm < tol
+        unchanged = unchanged + 1 if same else 0
+        if unchanged >= patience:
+            break
+    return RatioResult(best[1], best[2], best[0], converged, tuple(trace), best[3], tuple(backends), tuple(notes))
+
+
+SELECTIONS = ("smith", "objective")
+
+
+def select_jobs(
+    inst: Instance, *, rule: str = "smith", backend: str = "auto", time_limit: float | None = None
+) -> tuple[np.ndarray, str]:
+    """Outer selection (6.3): which jobs start, by a 0/1 knapsack over their (1, 1) demands.
+
+    rule: ``smith`` (the specification: profit omega_i / d_i(1, 1), weighted shortest first) or
+        ``objective`` (profit = what starting the job at (1, 1) saves in the solve objective,
+        omega_i * H: the selection the MILP's objective rewards).
+    Returns (mask of selected jobs, note). Every job is selected when all fit at (1, 1).
+    """
+    check_choice("selection", rule, SELECTIONS)
+    if not inst.allow_defer:
+        return np.ones(inst.n, dtype=bool), ""
+    if rule == "smith":
+        profit = inst.weight / inst.duration[:, 0, 0]
+    else:
+        profit = inst.defer_cost - inst.cost[:, 0, 0]
+    fit_alone = np.all(inst.base_use <= inst.capacity + 1e-9 * np.maximum(1, inst.capacity), axis=1)
+    idx = np.flatnonzero(fit_alone)
+    chosen = np.zeros(inst.n, dtype=bool)
+    if idx.size == 0:
+        return chosen, "no job fits at (1, 1) in the capacity"
+    # normalise so the objective has a sane scale for the MILP tolerances
+    scale = profit[idx].max()
+    model = FlatModel(-profit[idx] / scale, inst.base_use[idx], np.arange(idx.size), idx.size, inst.capacity, eq=False)
+    res = solve_flat(model, integral=True, backend=backend, time_limit=time_limit, mip_gap=1e-9)
+    chosen[idx[res.x > 0.5]] = True
+    note = res.note
+    if res.status != "optimal":
+        note = (note + "; " if note else "") + "outer selection stopped at its time limit"
+    return chosen, note
+
+
+@dataclass(frozen=True)
+class SmdResult:
+    """Allocation of all jobs by SMD, with selection and iteration details."""
+
+    workers: np.ndarray
+    ps: np.ndarray
+    selected: np.ndarray
+    ratio: RatioResult | None
+    note: str
+
+
+def smd(
+    inst: Instance,
+    *,
+    knapsack: str = "hull",
+    selection: str = "smith",
+    tol: float = 1e-6,
+    max_iter: int = 30,
+    backend: str = "auto",
+    time_limit: float | None = None,
+) -> SmdResult:
+    """SMD on an instance: select the jobs to start, then Jong's iteration on their speeds."""
+    selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
+    w = np.zeros(inst.n, dtype=int)
+    p = np.zeros(inst.n, dtype=int)
+    idx = np.flatnonzero(selected)
+    if idx.size == 0:
+        return SmdResult(w, p, selected, None, note)
+    numer = inst.weight[idx] * np.array([inst.jobs[i].samples for i in idx])
+    r = sum_of_ratios(
+        numer,
+        inst.speed[idx],
+        inst.alpha[idx],
+        inst.gamma[idx],
+        inst.capacity,
+        knapsack=knapsack,
+        tol=tol,
+        max_iter=max_iter,
+        backend=backend,
+        time_limit=time_limit,
+        mask=inst.pareto[idx],  # cost = omega W / S per job: the same dominance as the speeds
+    )
+    w[idx] = r.workers
+    p[idx] = r.ps
+    return SmdResult(w, p, selected, r, note)

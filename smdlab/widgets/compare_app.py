@@ -1,0 +1,223 @@
+"""Policies side by side: simulate each chosen policy on one workload and compare JCTs and utilisation.
+
+Every simulation runs on the background thread (a busy indicator shows which policy is running);
+the controls stay responsive, and results of a request overtaken by a newer one are dropped.
+Results are cached per (workload, policy), so re-selecting a policy costs nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from typing import Any
+
+import ipywidgets as widgets
+
+from smdlab.errors import InvalidInput, SmdlabError, check_int, check_positive
+from smdlab.policies.registry import available_policies, get_policy
+from smdlab.sim import SimResult, simulate
+from smdlab.viz.sim import jct_cdf_figure, policy_summary_figure, utilisation_figure
+from smdlab.viz.style import policy_label
+from smdlab.widgets.live import Background, Superseded, figure_widget, sync_figure
+from smdlab.workloads.scenario import Scenario, load_scenario
+
+# Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
+DEFAULT_POLICIES: tuple[str, ...] = ("fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd")
+_STYLE = {"description_width": "90px"}
+_WIDTH = "300px"
+
+
+class Compare(widgets.HBox):
+    """The policy comparison app: controls on the left; JCT CDFs, JCT summary and utilisation on the right.
+
+    Controls (attributes): ``policies``, ``load``, ``machines``, ``n_jobs``, ``seed``, ``detail``
+    (the policy whose utilisation is drawn). ``results`` maps policy name -> SimResult of the
+    current workload; ``wait()`` blocks until the simulations are done and drawn.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | None = None,
+        *,
+        policies: tuple[str, ...] | None = None,
+        n_jobs: int = 40,
+        machines: int = 4,
+        load: float | None = None,
+    ) -> None:
+        self.scenario = scenario or load_scenario()
+        known = available_policies()
+        chosen = tuple(policies) if policies is not None else tuple(p for p in DEFAULT_POLICIES if p in known)
+        for p in chosen:
+            if p not in known:
+                raise InvalidInput(f"policies must be among {', '.join(known)}; got {p!r}")
+        if not chosen:
+            raise InvalidInput("policies must name at least one policy, got none")
+        load = float(self.scenario.workload.get("load", 1.0)) if load is None else check_positive("load", load)
+        self._lock = threading.RLock()
+        self.background = Background("simulating", lock=self._lock)
+        self._cache: dict[tuple[str, str], SimResult] = {}
+        self._syncing = False
+        self.results: dict[str, SimResult] = {}
+        self.last_run_s = 0.0
+
+        self.policies = widgets.SelectMultiple(options=known, value=chosen, rows=min(8, len(known)),
+                                               description="policies", style=_STYLE,
+                                               layout=widgets.Layout(width=_WIDTH))
+        self.load = widgets.FloatSlider(load, min=0.25, max=3.0, step=0.05, description="offered load",
+                                        continuous_update=False, style=_STYLE, layout=widgets.Layout(width=_WIDTH))
+        self.machines = widgets.IntSlider(check_int("machines", machines, 1, 64), min=1, max=32,
+                                          description="machines", continuous_update=False, style=_STYLE,
+                                          layout=widgets.Layout(width=_WIDTH))
+        self.n_jobs = widgets.IntSlider(check_int("n_jobs", n_jobs, 1, 1000), min=10, max=200, step=10,
+                                        description="jobs", continuous_update=False, style=_STYLE,
+                                        layout=widgets.Layout(width=_WIDTH))
+        self.seed = widgets.BoundedIntText(self.scenario.seed, min=0, max=10**6, description="seed", style=_STYLE,
+                                           layout=widgets.Layout(width=_WIDTH))
+        self.detail = widgets.Dropdown(options=self._detail_options(chosen), value=chosen[-1],
+                                       description="utilisation of", style=_STYLE, layout=widgets.Layout(width=_WIDTH))
+        self.table = widgets.HTML()
+        self.status = widgets.HTML()
+
+        # First results are computed before anything is displayed, so the figures start with
+        # their final data (Voila shows a FigureWidget's data as of its first display).
+        sc = self._current_scenario()
+        cluster = sc.build_cluster()
+        workload = (sc.build_jobs(cluster), cluster)
+        first = {p: self._simulate(p, sc, workload) for p in chosen}
+        self.results = first
+        self.cdf_fig = figure_widget(jct_cdf_figure(first))
+        self.summary_fig = figure_widget(policy_summary_figure(first))
+        self.util_fig = figure_widget(utilisation_figure(first[self.detail.value]))
+        self._show_table()
+
+        controls = widgets.VBox(
+            [widgets.HTML("<b>Workload</b>"), self.load, self.machines, self.n_jobs, self.seed,
+             widgets.HTML("<b>Policies</b>"), self.policies, self.detail],
+            layout=widgets.Layout(width="320px", flex="0 0 320px"),
+        )
+        outputs = widgets.VBox(
+            [widgets.HBox([self.status, self.background.busy]), self.cdf_fig, self.summary_fig, self.table,
+             self.util_fig],
+            layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
+        )
+        super().__init__([controls, outputs], layout=widgets.Layout(width="100%"))
+        for c in (self.load, self.machines, self.n_jobs, self.seed, self.policies):
+            c.observe(lambda change: self._on_change(), names="value")
+        self.detail.observe(lambda change: self._on_detail(), names="value")
+
+    # ---- workload -------------------------------------------------------------------------------
+    def _current_scenario(self) -> Scenario:
+        return self.scenario.with_changes(
+            cluster={"machines": int(self.machines.value)},
+            workload={"jobs": int(self.n_jobs.value), "load": float(self.load.value)},
+            seed=int(self.seed.value),
+        )
+
+    def _key(self, sc: Scenario) -> str:
+        return repr((sc.cluster["machines"], sc.workload["jobs"], round(float(sc.workload["load"]), 6), sc.seed))
+
+    def _simulate(self, policy: str, sc: Scenario, workload: tuple) -> SimResult:
+        key = (self._key(sc), policy)
+        if key not in self._cache:
+            jobs, cluster = workload
+            sim = sc.simulation
+            opts = dict(sc.policy_options.get(policy, {}))
+            self._cache[key] = simulate(
+                jobs, cluster, get_policy(policy, **opts), mode=sim["mode"], elastic=sim["elastic"],
+                delta=sim["delta"] or None, unfit=sim["unfit"],
+            )
+        return self._cache[key]
+
+    @staticmethod
+    def _detail_options(policies) -> list[tuple[str, str]]:
+        return [(policy_label(p), p) for p in policies]
+
+    # ---- events ---------------------------------------------------------------------------------
+    def _on_change(self) -> None:
+        if self._syncing:
+            return
+        chosen = tuple(self.policies.value)
+        if not chosen:
+            self.status.value = '<span style="color:#c00">choose at least one policy</span>'
+            return
+        self._syncing = True
+        try:
+            keep = self.detail.value if self.detail.value in chosen else chosen[-1]
+            self.detail.options = self._detail_options(chosen)
+            self.detail.value = keep
+        finally:
+            self._syncing = False
+        try:
+            sc = self._current_scenario()
+        except SmdlabError as exc:
+            self.status.value = f'<span style="color:#c00">{html.escape(str(exc))}</span>'
+            return
+        key = self._key(sc)
+        with self._lock:
+            self.status.value = ""
+
+            def work(still_wanted) -> dict[str, SimResult]:
+                t0 = time.perf_counter()
+                cluster = sc.build_cluster()
+                workload = (sc.build_jobs(cluster), cluster)
+                out = {}
+                for k, p in enumerate(chosen, start=1):
+                    if not still_wanted():
+                        raise Superseded
+                    if (key, p) not in self._cache:
+                        self.background.show(f"simulating {policy_label(p)} ({k}/{len(chosen)})")
+                    out[p] = self._simulate(p, sc, workload)
+                self.last_run_s = time.perf_counter() - t0
+                return out
+
+            self.background.submit("simulate", work, self._apply, "simulating", cancellable=True)
+
+    def _apply(self, results: dict[str, SimResult]) -> None:
+        self.results = results
+        sync_figure(self.cdf_fig, jct_cdf_figure(results, template=None))
+        sync_figure(self.summary_fig, policy_summary_figure(results, template=None))
+        if self.detail.value in results:
+            sync_figure(self.util_fig, utilisation_figure(results[self.detail.value], template=None))
+        self._show_table()
+
+    def _on_detail(self) -> None:
+        if self._syncing:
+            return
+        with self._lock:
+            if self.detail.value in self.results:
+                sync_figure(self.util_fig, utilisation_figure(self.results[self.detail.value], template=None))
+
+    def _show_table(self) -> None:
+        rows = []
+        for p, r in self.results.items():
+            s = r.summary
+            util = s["utilization"].get("gpu", float("nan"))
+            rows.append(
+                f"<tr><td>{html.escape(policy_label(p))}</td><td>{s['jobs_completed']}</td>"
+                f"<td>{s['mean_jct'] / 3600:.2f}</td><td>{s['p95_jct'] / 3600:.2f}</td>"
+                f"<td>{s['makespan'] / 3600:.2f}</td><td>{util:.0%}</td>"
+                f"<td>{s['scheduler_time_s']:.2f}</td></tr>"
+            )
+        self.table.value = (
+            '<table style="border-collapse:collapse" cellpadding="4"><tr><th>policy</th><th>done</th>'
+            "<th>mean JCT (h)</th><th>p95 JCT (h)</th><th>makespan (h)</th><th>GPU util.</th>"
+            "<th>scheduler (s)</th></tr>" + "".join(rows) + "</table>"
+        )
+
+    # ---- for tests and notebooks ------------------------------------------------------------------
+    def wait(self, timeout: float | None = 120.0) -> bool:
+        """Block until the simulations of the last change have finished and been drawn."""
+        return self.background.wait(timeout)
+
+    def close(self) -> None:
+        """Stop the background thread and close the widgets."""
+        background = getattr(self, "background", None)  # absent when __init__ failed early
+        if background is not None:
+            background.close()
+        super().close()
+
+
+def compare(scenario: Scenario | None = None, **options: Any) -> Compare:
+    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load."""
+    return Compare(scenario, **options)

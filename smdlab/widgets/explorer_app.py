@@ -1,0 +1,390 @@
+"""The live explorer: change the cluster, the job mix, the layer profiles or the model and watch the
+allocation, one job's per-layer timeline and the JCT bounds follow.
+
+Fast path (runs in the control's callback): build the instance, solve it with the chosen fast method
+(SMD of the reconstructed model, whose result carries the LP lower bound, or LP + rounding), redraw
+three FigureWidgets in place. Slow path (a background thread, with a busy indicator): the exact
+MILP under a short time limit; a result that arrives after the controls changed again is dropped.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+import time
+from typing import Any
+
+import ipywidgets as widgets
+
+from smdlab.errors import SmdlabError, check_positive
+from smdlab.model.job import BATCH_MODES
+from smdlab.model.profiles import list_profiles
+from smdlab.model.timing import MODES
+from smdlab.solve import solve
+from smdlab.solve.solution import Solution
+from smdlab.viz.model import timeline_spec
+from smdlab.viz.solution import allocation_spec, bounds_spec
+from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
+from smdlab.widgets.live import Background, figure_widget, sync_figure
+from smdlab.widgets.scenario import (
+    DEVICES,
+    MACHINE_SHAPES,
+    ExplorerSettings,
+    build_cluster,
+    build_jobs,
+    default_settings,
+)
+
+# Methods offered by the method control: (label, method). ``milp`` shows LP + rounding at once and
+# replaces it with the exact allocation when the background solve ends.
+METHOD_CHOICES: tuple[tuple[str, str], ...] = (
+    (SMD_LABEL, "smd"),
+    ("LP + rounding", "lp_round"),
+    ("exact MILP (background)", "milp"),
+)
+_FAST_FOR = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
+DEFAULT_MILP_TIME_LIMIT = 5.0
+_CONTROL_WIDTH = "300px"
+
+
+def _slider_layout() -> widgets.Layout:
+    return widgets.Layout(width=_CONTROL_WIDTH)
+
+
+class Explorer(widgets.HBox):
+    """The explorer app: controls on the left, allocation, JCT bounds and one job's timeline on the right.
+
+    Every control is an attribute (``machines``, ``shape``, ``bandwidth``, ``profiles``, ``n_jobs``,
+    ``seed``, ``focus``, ``device``, ``compute_scale``, ``param_scale``, ``comm_ratio``, ``mode``,
+    ``batch``, ``method``, ``exact``); setting a control's ``value`` from Python updates the
+    outputs exactly as a click does. ``wait()`` blocks until background work is done.
+    """
+
+    def __init__(
+        self,
+        settings: ExplorerSettings | None = None,
+        *,
+        milp_time_limit: float = DEFAULT_MILP_TIME_LIMIT,
+        run_exact: bool = True,
+    ) -> None:
+        self.settings = settings or default_settings()
+        self.milp_time_limit = check_positive("milp_time_limit", milp_time_limit)
+        self._lock = threading.RLock()
+        self.background = Background(f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock)
+        self._syncing = False  # True while the app itself sets control values (no refresh then)
+        self._exact_cache: dict[str, Solution | str] = {}
+        self.solution: Solution | None = None  # the allocation shown
+        self.exact_solution: Solution | None = None  # the exact MILP of the current problem, once known
+        self.error: str | None = None
+        self.last_update_s: float = 0.0  # seconds the last control change took (solve + redraw)
+        self.last_timings: dict[str, float] = {}
+        self.updates = 0
+        self._build_controls()
+        self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
+        self.solution = first = self._solve_fast()
+        # The first exact solve runs here, not in the background: the figures are then displayed
+        # with their final data (Voila shows a FigureWidget's data as of its first display).
+        exact = None
+        if run_exact or self.settings.method == "milp":
+            exact = self._solve_exact(self._jobs, self._cluster, self.settings.mode, self.milp_time_limit)
+            self._exact_cache[self._problem_key()] = exact
+        if isinstance(exact, Solution):
+            self.exact_solution = exact
+        shown = exact if isinstance(exact, Solution) and self.settings.method == "milp" else first
+        # The three FigureWidgets are created here once; every later change updates them in place.
+        self.allocation_fig = figure_widget(allocation_spec(shown, self._jobs, self._cluster))
+        self.timeline_fig = figure_widget(self._timeline(shown))
+        self.bounds_fig = figure_widget(
+            bounds_spec(first, self.exact_solution, exact_note=exact if isinstance(exact, str) else "not run")
+        )
+        self.status = widgets.HTML()
+        outputs = widgets.VBox(
+            [widgets.HBox([self.status, self.background.busy]), self.allocation_fig, self.bounds_fig,
+             self.timeline_fig],
+            layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
+        )
+        super().__init__([self.controls, outputs], layout=widgets.Layout(width="100%"))
+        self.exact.value = run_exact  # before observers: no refresh yet
+        self._observe()
+        self._show_status()
+
+    # ---- controls -------------------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        s = self.settings
+        style = {"description_width": "110px"}
+        self.machines = widgets.IntSlider(s.machines, min=1, max=32, description="machines", style=style,
+                                          continuous_update=False, layout=_slider_layout())
+        self.shape = widgets.Dropdown(options=list(MACHINE_SHAPES), value=s.shape, description="machine",
+                                      style=style, layout=_slider_layout())
+        self.bandwidth = widgets.FloatLogSlider(s.bandwidth_gbps, base=10, min=0, max=2.5, step=0.05,
+                                                description="task NIC (Gbps)", style=style, readout_format=".3g",
+                                                continuous_update=False, layout=_slider_layout())
+        self.profiles = widgets.SelectMultiple(options=list_profiles(), value=s.profiles, rows=6,
+                                               description="networks", style=style, layout=_slider_layout())
+        self.n_jobs = widgets.IntSlider(s.n_jobs, min=1, max=24, description="jobs", style=style,
+                                        continuous_update=False, layout=_slider_layout())
+        self.seed = widgets.BoundedIntText(s.seed, min=0, max=10**6, description="seed", style=style,
+                                           layout=_slider_layout())
+        self.focus = widgets.Dropdown(options=self._focus_options(s), value=s.focus, description="job",
+                                      style=style, layout=_slider_layout())
+        edit = s.edit_for(s.network_of(s.focus))
+        self.device = widgets.ToggleButtons(options=list(DEVICES), value=edit.device, description="device",
+                                            style={**style, "button_width": "80px"})
+        log2 = dict(base=2, min=-3, max=3, step=0.25, readout_format=".3g", continuous_update=False, style=style,
+                    layout=_slider_layout())
+        self.compute_scale = widgets.FloatLogSlider(edit.compute, description="compute ×", **log2)
+        self.param_scale = widgets.FloatLogSlider(edit.params, description="parameters ×", **log2)
+        self.comm_ratio = widgets.FloatLogSlider(edit.comm_ratio, description="comm/comp ×", **log2)
+        self.mode = widgets.Dropdown(options=list(MODES), value=s.mode, description="overlap", style=style,
+                                     layout=_slider_layout())
+        self.batch = widgets.ToggleButtons(options=list(BATCH_MODES), value=s.batch, description="batch",
+                                           style={**style, "button_width": "80px"})
+        self.method = widgets.Dropdown(options=list(METHOD_CHOICES), value=s.method, description="method",
+                                       style=style, layout=_slider_layout())
+        self.exact = widgets.Checkbox(True, description="exact MILP in the background", indent=False)
+        self._edit_note = widgets.HTML()
+        self._update_edit_note()
+
+        def section(title: str, *children: widgets.Widget) -> widgets.VBox:
+            return widgets.VBox([widgets.HTML(f"<b>{title}</b>"), *children])
+
+        self.controls = widgets.VBox(
+            [
+                section("Cluster", self.machines, self.shape, self.bandwidth),
+                section("Job mix", self.profiles, self.n_jobs, self.seed),
+                section("Layer profile", self.focus, self._edit_note, self.device, self.compute_scale,
+                        self.param_scale, self.comm_ratio),
+                section("Model and solver", self.mode, self.batch, self.method, self.exact),
+            ],
+            layout=widgets.Layout(width="330px", flex="0 0 330px"),
+        )
+
+    @staticmethod
+    def _focus_options(s: ExplorerSettings) -> list[tuple[str, int]]:
+        return [(name, i) for i, name in enumerate(s.job_names())]
+
+    def _update_edit_note(self) -> None:
+        net = self.settings.network_of(self.settings.focus)
+        self._edit_note.value = (
+            f'<span style="font-size:90%">edits apply to every <code>{html.escape(net)}</code> job</span>'
+        )
+
+    def _observe(self) -> None:
+        handlers = {
+            "cluster": (self.machines, self.shape, self.bandwidth),
+            "jobs": (self.profiles, self.n_jobs, self.seed),
+            "edit": (self.device, self.compute_scale, self.param_scale, self.comm_ratio),
+            "model": (self.mode, self.batch, self.method),
+        }
+        for group, controls in handlers.items():
+            for c in controls:
+                c.observe(lambda change, g=group: self._on_change(g), names="value")
+        self.focus.observe(lambda change: self._on_focus(), names="value")
+        self.exact.observe(lambda change: self._on_exact(), names="value")
+
+    def _read_settings(self, group: str) -> ExplorerSettings:
+        s = self.settings
+        if group == "cluster":
+            return s.replace(machines=self.machines.value, shape=self.shape.value,
+                             bandwidth_gbps=float(self.bandwidth.value))
+        if group == "jobs":
+            profiles = tuple(self.profiles.value) or s.profiles  # an empty selection keeps the old mix
+            n = self.n_jobs.value
+            return s.replace(profiles=profiles, n_jobs=n, seed=int(self.seed.value), focus=min(s.focus, n - 1))
+        if group == "edit":
+            return s.with_edit(s.network_of(s.focus), device=self.device.value,
+                               compute=float(self.compute_scale.value), params=float(self.param_scale.value),
+                               comm_ratio=float(self.comm_ratio.value))
+        return s.replace(mode=self.mode.value, batch=self.batch.value, method=self.method.value)
+
+    def _on_change(self, group: str) -> None:
+        if self._syncing:
+            return
+        try:
+            new = self._read_settings(group)
+        except SmdlabError as exc:
+            self._show_error(str(exc))
+            return
+        self.settings = new
+        if group == "jobs":
+            self._sync_focus_controls()
+        self.refresh()
+
+    def _on_focus(self) -> None:
+        if self._syncing:
+            return
+        self.settings = self.settings.replace(focus=int(self.focus.value))
+        self._sync_edit_controls()
+        self.refresh(timeline_only=True)
+
+    def _on_exact(self) -> None:
+        with self._lock:
+            self._queue_exact()
+
+    def _sync_focus_controls(self) -> None:
+        self._syncing = True
+        try:
+            self.focus.options = self._focus_options(self.settings)
+            self.focus.value = self.settings.focus
+            if tuple(self.profiles.value) != self.settings.profiles:
+                self.profiles.value = self.settings.profiles
+        finally:
+            self._syncing = False
+        self._sync_edit_controls()
+
+    def _sync_edit_controls(self) -> None:
+        edit = self.settings.edit_for(self.settings.network_of(self.settings.focus))
+        self._syncing = True
+        try:
+            self.device.value = edit.device
+            self.compute_scale.value = edit.compute
+            self.param_scale.value = edit.params
+            self.comm_ratio.value = edit.comm_ratio
+        finally:
+            self._syncing = False
+        self._update_edit_note()
+
+    # ---- computation ----------------------------------------------------------------------------
+    def _problem_key(self) -> str:
+        # Everything that changes the allocation problem (not the focus job, not the method).
+        return repr(self.settings.replace(focus=0, method="smd"))
+
+    def _solve_fast(self) -> Solution:
+        method = _FAST_FOR[self.settings.method]
+        return solve(self._jobs, self._cluster, method, mode=self.settings.mode)
+
+    def _timeline(self, sol: Solution, template: str | None = TEMPLATE):
+        i = self.settings.focus
+        job = self._jobs[i]
+        w, p = sol.workers[i], sol.ps[i]
+        if w == 0:
+            return timeline_spec(job, 1, 1, self.settings.mode, template=template,
+                                   title=f"{job.name} is not started now; its iteration on 1 worker, 1 PS")
+        return timeline_spec(job, w, p, self.settings.mode, template=template,
+                               title=f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), "
+                               f"{self.settings.mode}")
+
+    def refresh(self, timeline_only: bool = False) -> None:
+        """Recompute the fast path for the current settings and redraw; queue the exact MILP if enabled."""
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                if not timeline_only or self.solution is None:
+                    self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
+                    self.solution = self._solve_fast()
+                    t1 = time.perf_counter()
+                    self.exact_solution = None
+                    self._draw_solution(self.solution)
+                    self._queue_exact()
+                else:
+                    t1 = time.perf_counter()
+                    sync_figure(self.timeline_fig, self._timeline(self.shown_solution, None))
+                self.error = None
+            except SmdlabError as exc:
+                self._show_error(str(exc))
+                return
+            t2 = time.perf_counter()
+            self.last_update_s = t2 - t0
+            self.last_timings = {"solve_s": t1 - t0, "draw_s": t2 - t1}
+            self.updates += 1
+            self._show_status()
+
+    def _draw_solution(self, sol: Solution, exact: Solution | None = None, exact_note: str | None = None) -> None:
+        sync_figure(self.allocation_fig, allocation_spec(sol, self._jobs, self._cluster, template=None))
+        sync_figure(self.timeline_fig, self._timeline(sol, None))
+        sync_figure(self.bounds_fig, bounds_spec(sol, exact, exact_note=exact_note, template=None))
+
+    def _queue_exact(self) -> None:
+        key = self._problem_key()
+        cached = self._exact_cache.get(key)
+        wanted = self.exact.value or self.settings.method == "milp"
+        if isinstance(cached, Solution):
+            self._apply_exact(cached, key)
+            return
+        if not wanted:
+            self.background.submit("exact", lambda: None, lambda r: None)  # supersede any running request
+            sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note=cached or "not run", template=None))
+            return
+        sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note="solving…", template=None))
+        jobs, cluster, mode, limit = self._jobs, self._cluster, self.settings.mode, self.milp_time_limit
+        self.background.submit(
+            "exact", lambda: self._solve_exact(jobs, cluster, mode, limit), lambda r: self._apply_exact(r, key)
+        )
+
+    @staticmethod
+    def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
+        """The exact MILP under ``limit`` seconds, or the reason it failed (shown in the bounds figure)."""
+        try:
+            return solve(jobs, cluster, "milp", mode=mode, time_limit=limit)
+        except SmdlabError as exc:
+            return f"failed: {exc}"
+
+    def _apply_exact(self, result: Solution | str, key: str) -> None:
+        self._exact_cache[key] = result
+        if len(self._exact_cache) > 64:
+            self._exact_cache.pop(next(iter(self._exact_cache)))
+        if isinstance(result, str):
+            sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note=result, template=None))
+            return
+        self.exact_solution = result
+        if self.settings.method == "milp":
+            sync_figure(self.allocation_fig, allocation_spec(result, self._jobs, self._cluster, template=None))
+            sync_figure(self.timeline_fig, self._timeline(result, None))
+        sync_figure(self.bounds_fig, bounds_spec(self.solution, result, template=None))
+        self._show_status()
+
+    @property
+    def shown_solution(self) -> Solution | None:
+        """The allocation drawn: the exact MILP's when it is the chosen method and has arrived, else the fast one."""
+        if self.settings.method == "milp" and self.exact_solution is not None:
+            return self.exact_solution
+        return self.solution
+
+    # ---- status ---------------------------------------------------------------------------------
+    def _show_status(self) -> None:
+        sol = self.solution
+        if sol is None:
+            return
+        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
+        parts = [
+            f"<b>{html.escape(method_label(sol.method))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs started, "
+            f"Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in {sol.wall_time_s * 1e3:.0f} ms",
+        ]
+        ex = self.exact_solution
+        if ex is not None:
+            tag = "optimal" if ex.status == "optimal" else "time limit, not proven optimal"
+            parts.append(
+                f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
+            )
+        parts.append(f"update {self.last_update_s * 1e3:.0f} ms")
+        self.status.value = "<br>".join(parts)
+
+    def _show_error(self, message: str) -> None:
+        self.error = message
+        self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
+
+    # ---- for tests and notebooks ------------------------------------------------------------------
+    def wait(self, timeout: float | None = 60.0) -> bool:
+        """Block until background work (the exact MILP) has finished and been drawn."""
+        return self.background.wait(timeout)
+
+    def close(self) -> None:
+        """Stop the background thread and close the widgets."""
+        background = getattr(self, "background", None)  # absent when __init__ failed early
+        if background is not None:
+            background.close()
+        super().close()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The data currently drawn: y values of every trace of each figure (tests compare these)."""
+        return {
+            "allocation": [tuple(tr.y) if tr.y is not None else () for tr in self.allocation_fig.data],
+            "timeline": [tuple(tr.x) if tr.x is not None else () for tr in self.timeline_fig.data],
+            "bounds": [tuple(tr.y) if tr.y is not None else () for tr in self.bounds_fig.data],
+        }
+
+
+def explorer(settings: ExplorerSettings | None = None, **options: Any) -> Explorer:
+    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact."""
+    return Explorer(settings, **options)

@@ -1,0 +1,245 @@
+"""Scenario files (TOML): a cluster, a workload, the policies to compare and a seed.
+
+Layout (every key optional except where noted; defaults in ``Scenario``)::
+
+    name = "default"
+    seed = 1                        # seeds the workload draws
+    policies = ["fifo", "srtf"]     # registered policy names (or one comma-separated string)
+
+    [cluster]                       # homogeneous machines
+    machines = 16
+    gpu = 8
+    cpu = 64
+    mem_gb = 256
+    bw_gbps = 100
+
+    [workload]
+    kind = "synthetic"              # synthetic | philly | csv
+    jobs = 200                      # synthetic: how many; philly/csv: the first N (optional)
+    load = 0.8                      # synthetic: offered load; philly: rescale arrivals to it
+    # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s
+    # philly:    path, window_s, vc, rate_scale, networks, mix
+    # csv:       path (a trace or a job table); relative paths are relative to this file
+    cap_factor = 1.0
+    device = "v100"
+
+    [simulation]
+    mode = "wfbp"                   # timing-model overlap mode
+    elastic = false
+    delta = 0                       # seconds between periodic decisions; 0: none
+    unfit = "skip"                  # skip | raise
+
+    [policy_options.NAME]           # keyword options of policy NAME
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.timing import MODES
+from smdlab.paths import data_dir
+
+WORKLOAD_KINDS = ("synthetic", "philly", "csv")
+_TOP_KEYS = ("name", "seed", "policies", "cluster", "workload", "simulation", "policy_options", "description")
+_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
+_SIM_KEYS = ("mode", "elastic", "delta", "unfit")
+_COMMON_WL = ("kind", "jobs", "load", "networks", "mix", "cap_factor", "device", "load_resource")
+_WL_KEYS = {
+    "synthetic": (*_COMMON_WL, "gpu_mix", "duration_median_s", "duration_sigma", "duration_range_s"),
+    "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+}
+
+
+def default_scenario_path() -> Path:
+    """The bundled default scenario, ``data/scenarios/default.toml``."""
+    return data_dir() / "scenarios" / "default.toml"
+
+
+def _frozen(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A cluster, a workload, policies and a seed: everything one comparison run needs.
+
+    name, description: labels.
+    seed: seeds the workload's random draws.
+    cluster: homogeneous machine spec (keys machines, gpu, cpu, mem_gb, bw_gbps).
+    workload: workload spec (``kind`` plus that kind's options, see the module docstring).
+    policies: registered policy names to run.
+    policy_options: per policy, keyword options for its constructor.
+    simulation: simulator options (mode, elastic, delta, unfit).
+    base_dir: folder that relative workload paths are resolved against.
+    """
+
+    name: str = "default"
+    description: str = ""
+    seed: int = 1
+    policies: tuple[str, ...] = ("fifo", "srtf")
+    cluster: Mapping[str, Any] = field(
+        default_factory=lambda: _frozen({"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100})
+    )
+    workload: Mapping[str, Any] = field(default_factory=lambda: _frozen({"kind": "synthetic", "jobs": 200, "load": 0.8}))
+    simulation: Mapping[str, Any] = field(
+        default_factory=lambda: _frozen({"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip"})
+    )
+    policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
+    base_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "description", str(self.description))
+        object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
+        object.__setattr__(self, "policies", _policy_list(self.policies))
+        object.__setattr__(self, "cluster", _frozen(_check_cluster(self.cluster)))
+        object.__setattr__(self, "workload", _frozen(_check_workload(self.workload)))
+        object.__setattr__(self, "simulation", _frozen(_check_simulation(self.simulation)))
+        opts = self.policy_options
+        if not isinstance(opts, Mapping) or not all(isinstance(v, Mapping) for v in opts.values()):
+            raise InvalidInput(f"policy_options must map policy names to tables of options, got {opts!r}")
+        object.__setattr__(self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()}))
+
+    def with_changes(self, *, cluster: Mapping[str, Any] | None = None, workload: Mapping[str, Any] | None = None,
+                     simulation: Mapping[str, Any] | None = None, **fields: Any) -> "Scenario":
+        """Copy with fields replaced and the given cluster/workload/simulation keys updated."""
+        changes = dict(fields)
+        if cluster:
+            changes["cluster"] = {**self.cluster, **cluster}
+        if workload:
+            # A new kind keeps only the job count and job shape; a synthetic load would silently
+            # rescale a trace's arrivals, so a load must be given again for the new kind.
+            base = self.workload if workload.get("kind", self.workload["kind"]) == self.workload["kind"] else {
+                k: v for k, v in self.workload.items() if k in ("jobs", "cap_factor", "device")}
+            changes["workload"] = {**base, **workload}
+        if simulation:
+            changes["simulation"] = {**self.simulation, **simulation}
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain (picklable, TOML-shaped) form; ``Scenario(**d)`` rebuilds it."""
+        plain = lambda m: {k: (plain(v) if isinstance(v, Mapping) else v) for k, v in m.items()}  # noqa: E731
+        return {
+            "name": self.name, "description": self.description, "seed": self.seed, "policies": list(self.policies),
+            "cluster": plain(self.cluster), "workload": plain(self.workload), "simulation": plain(self.simulation),
+            "policy_options": plain(self.policy_options), "base_dir": self.base_dir,
+        }
+
+    def build_cluster(self) -> Cluster:
+        """The scenario's cluster."""
+        c = self.cluster
+        return Cluster.homogeneous(c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"])
+
+    def build_jobs(self, cluster: Cluster | None = None) -> list[Job]:
+        """The scenario's jobs (seeded by ``seed``)."""
+        from smdlab.workloads.synthetic import synthetic
+        from smdlab.workloads.trace import load_csv, load_philly
+
+        cluster = cluster or self.build_cluster()
+        w = dict(self.workload)
+        kind = w.pop("kind")
+        mode = self.simulation["mode"]
+        jobs = w.pop("jobs", None)
+        if kind == "synthetic":
+            if jobs is None:
+                raise InvalidInput("workload.jobs must be given for a synthetic workload")
+            if "duration_range_s" in w:
+                w["duration_range_s"] = tuple(w["duration_range_s"])
+            return synthetic(jobs, cluster, seed=self.seed, mode=mode, **w)
+        path = w.pop("path", None)
+        if path is not None:
+            path = Path(path)
+            if not path.is_absolute() and self.base_dir is not None:
+                path = self.base_dir / path
+        if "window_s" in w:
+            w["window_s"] = tuple(w["window_s"])
+        if kind == "philly":
+            return load_philly(path, first=jobs, cluster=cluster, seed=self.seed, mode=mode, **w)
+        if path is None:
+            raise InvalidInput("workload.path must be given for a csv workload")
+        return load_csv(path, first=jobs, cluster=cluster if w.get("load") is not None else None, seed=self.seed,
+                        mode=mode, **w)
+
+
+def _policy_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [p.strip() for p in value.split(",")]
+    if not isinstance(value, Sequence) or not value or not all(isinstance(p, str) and p for p in value):
+        raise InvalidInput(f"policies must be a non-empty list of policy names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise InvalidInput(f"policies must not repeat a name, got {list(value)}")
+    return tuple(value)
+
+
+def _unknown(section: str, d: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    extra = [k for k in d if k not in allowed]
+    if extra:
+        raise InvalidInput(f"{section} has unknown key {extra[0]!r}; allowed: {', '.join(allowed)}")
+
+
+def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(c, Mapping):
+        raise InvalidInput(f"cluster must be a table, got {c!r}")
+    _unknown("cluster", c, _CLUSTER_KEYS)
+    out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
+    out["machines"] = check_int("cluster.machines", out["machines"], 1)
+    for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):
+        out[k] = check_positive(f"cluster.{k}", out[k], allow_zero=k != "bw_gbps")
+    return out
+
+
+def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(w, Mapping):
+        raise InvalidInput(f"workload must be a table, got {w!r}")
+    out = dict(w)
+    kind = check_choice("workload.kind", out.setdefault("kind", "synthetic"), WORKLOAD_KINDS)
+    _unknown(f"workload (kind {kind!r})", out, _WL_KEYS[kind])
+    if out.get("jobs") is not None:
+        out["jobs"] = check_int("workload.jobs", out["jobs"], 1)
+    if out.get("load") is not None:
+        out["load"] = check_positive("workload.load", out["load"])
+    return out
+
+
+def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(s, Mapping):
+        raise InvalidInput(f"simulation must be a table, got {s!r}")
+    _unknown("simulation", s, _SIM_KEYS)
+    out = {"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip", **s}
+    check_choice("simulation.mode", out["mode"], MODES)
+    if not isinstance(out["elastic"], bool):
+        raise InvalidInput(f"simulation.elastic must be true or false, got {out['elastic']!r}")
+    out["delta"] = check_positive("simulation.delta", out["delta"], allow_zero=True)
+    check_choice("simulation.unfit", out["unfit"], ("skip", "raise"))
+    return out
+
+
+def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
+    """Read and validate a scenario file (default: the bundled default scenario)."""
+    p = Path(path) if path is not None else default_scenario_path()
+    if not p.is_file():
+        raise InvalidInput(f"scenario file not found: {str(p)!r}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
+        raise InvalidInput(f"{p}: malformed TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{p}: not a UTF-8 text file ({exc})") from None
+    _unknown(f"{p}", data, _TOP_KEYS)
+    kwargs = {k: data[k] for k in ("name", "description", "seed", "policies", "cluster", "workload", "simulation", "policy_options")
+              if k in data}
+    kwargs.setdefault("name", p.stem)
+    try:
+        return Scenario(**kwargs, base_dir=p.parent)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{p}: {exc}") from None

@@ -1,0 +1,114 @@
+"""Synthetic workloads: Poisson arrivals at a given offered load, a documented job mix.
+
+Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed``):
+- network: drawn from ``networks`` (default: every bundled profile) with ``mix`` weights
+  (default uniform);
+- request n (GPUs = workers = PSs at the reference allocation): drawn from ``gpu_mix``, default
+  ``DEFAULT_GPU_MIX``, then clipped to the most bundles an empty cluster holds;
+- reference duration d (seconds at (n, n)): log-normal with median ``duration_median_s``
+  (default 1,800 s) and shape ``duration_sigma`` (default 1.2, so a mean of about 3,700 s),
+  clipped to ``duration_range_s`` (default 60 s .. 2 days); the job's samples are d times its
+  speed at (n, n), so on an idle cluster with n bundles it takes exactly d;
+- arrivals: a Poisson process whose rate gives the requested offered load (``base`` module
+  docstring: the bottleneck resource's offered demand over its pooled capacity); the first job
+  arrives at 0 and the arrival times are scaled so that the realised rate (N - 1) / span is the
+  target rate exactly (so ``offered_load`` of the result returns ``load``).
+The default GPU mix has more multi-GPU jobs than Philly (where 93% use one GPU), so that the
+choice of workers and PSs matters; pass ``gpu_mix`` to change it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_int, check_positive
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.profiles import LayerProfile
+from smdlab.workloads.base import (
+    MAX_CAP,
+    calibrated_jobs,
+    demand_seconds,
+    demand_vectors,
+    mix_probabilities,
+    rate_for_load,
+    resolve_networks,
+)
+
+DEFAULT_GPU_MIX: Mapping[int, float] = {1: 0.5, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.06, 32: 0.02}
+
+
+def cluster_bundle_limit(
+    cluster: Cluster, worker_demand: Mapping[str, float] | None = None, ps_demand: Mapping[str, float] | None = None
+) -> int:
+    """Most whole worker+PS bundles (worker and PS on one machine) an empty ``cluster`` holds."""
+    wd, pd_ = demand_vectors(worker_demand, ps_demand)
+    bundle = cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand")
+    caps = cluster.machine_matrix if cluster.has_machines else cluster.capacity_vector[None, :]
+    pos = bundle > 0
+    per_machine = np.floor(caps[:, pos] / bundle[pos] + 1e-9).min(axis=1)
+    return int(min(per_machine.sum(), MAX_CAP))
+
+
+def _gpu_mix(gpu_mix: Mapping[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    mix = dict(DEFAULT_GPU_MIX if gpu_mix is None else gpu_mix)
+    if not mix:
+        raise InvalidInput("gpu_mix must give at least one GPU count")
+    sizes = np.array([check_int("gpu_mix GPU count", int(k) if str(k).isdigit() else k, 1, MAX_CAP) for k in mix])
+    w = np.array([check_positive(f"gpu_mix[{k}]", v, allow_zero=True) for k, v in mix.items()])
+    if w.sum() <= 0:
+        raise InvalidInput(f"gpu_mix must give some GPU count a positive weight, got {mix}")
+    return sizes, w / w.sum()
+
+
+def synthetic(
+    n_jobs: int,
+    cluster: Cluster,
+    *,
+    load: float = 0.8,
+    seed: int = 0,
+    networks: Sequence[str | LayerProfile] | None = None,
+    mix: Mapping[str, float] | None = None,
+    gpu_mix: Mapping[int, float] | None = None,
+    duration_median_s: float = 1800.0,
+    duration_sigma: float = 1.2,
+    duration_range_s: tuple[float, float] = (60.0, 2 * 86400.0),
+    cap_factor: float = 1.0,
+    load_resource: str | None = None,
+    mode: str = "wfbp",
+    device: str = "v100",
+    worker_demand: Mapping[str, float] | None = None,
+    ps_demand: Mapping[str, float] | None = None,
+) -> list[Job]:
+    """``n_jobs`` jobs with Poisson arrivals offering ``load`` to ``cluster`` (module docstring)."""
+    n = check_int("n_jobs", n_jobs, 1)
+    check_positive("load", load)
+    seed = check_int("seed", seed, 0)
+    check_positive("duration_median_s", duration_median_s)
+    check_positive("duration_sigma", duration_sigma, allow_zero=True)
+    lo, hi = (check_positive("duration_range_s[0]", duration_range_s[0]),
+              check_positive("duration_range_s[1]", duration_range_s[1]))
+    if lo > hi:
+        raise InvalidInput(f"duration_range_s must be (low, high) with low <= high, got {duration_range_s!r}")
+    nets = resolve_networks(networks, device)
+    probs = mix_probabilities(nets, mix)
+    sizes, size_p = _gpu_mix(gpu_mix)
+    rng = np.random.default_rng(seed)
+    net_index = rng.choice(len(nets), size=n, p=probs)
+    limit = cluster_bundle_limit(cluster, worker_demand, ps_demand)
+    if limit < 1:
+        raise InvalidInput(f"cluster cannot hold even one worker+PS bundle of the default demands: {cluster!r}")
+    requests = np.minimum(rng.choice(sizes, size=n, p=size_p), limit)
+    durations = np.clip(rng.lognormal(np.log(duration_median_s), duration_sigma, size=n), lo, hi)
+    demand = demand_seconds(requests, durations, cluster, worker_demand, ps_demand)
+    rate = rate_for_load(load, demand, cluster, load_resource)
+    gaps = rng.exponential(1.0 / rate, size=n)
+    arrivals = np.cumsum(gaps) - gaps[0]
+    if n >= 2 and arrivals[-1] > 0:
+        arrivals *= (n - 1) / rate / arrivals[-1]  # realised rate (N-1)/span equals the target exactly
+    width = len(str(n - 1))
+    names = [f"j{i:0{width}d}" for i in range(n)]
+    return calibrated_jobs(names, arrivals, requests, durations, net_index, nets, cap_factor=cap_factor, mode=mode,
+                           worker_demand=worker_demand, ps_demand=ps_demand)

@@ -1,0 +1,275 @@
+"""Trace loaders: the Philly trace (or any trace in its format) and plain job tables.
+
+Philly format: columns ``timestamp`` (date-time, or seconds as a number), ``duration`` (s, > 0)
+and ``num_gpus`` (integer >= 1); other columns are kept only for filtering (``cluster``, Philly's
+virtual cluster id). Each job gets:
+- arrival: its timestamp minus the first selected job's timestamp, divided by ``rate_scale``
+  (or rescaled so that the offered load on ``cluster`` equals ``load``);
+- request n = num_gpus: n workers and, by the PS count rule, n PSs (one PS per worker: the
+  bundle of the classic baselines, so a bundle policy on an idle cluster gives the job exactly
+  its trace allocation);
+- a network drawn from ``networks`` with ``mix`` weights, one draw per trace row in file order
+  (seeded), so a job keeps its network whatever window or prefix is selected;
+- samples = duration * speed(n, n) under the layered model: at its trace allocation the job
+  takes its trace duration;
+- caps max_workers = max_ps = ceil(n * cap_factor) (default: the request).
+Rows are sorted by timestamp (stable) unless ``on_unsorted="raise"``; the shipped Philly file is
+not in time order.
+
+Job-table format: columns ``network``, ``arrival`` (s), ``samples``; optional ``name``,
+``max_workers`` (default 16), ``max_ps`` (default max_workers), ``weight`` (default 1),
+``global_batch`` (default: the network's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.profiles import LayerProfile
+from smdlab.paths import data_dir
+from smdlab.workloads.base import (
+    MAX_CAP,
+    calibrated_jobs,
+    demand_seconds,
+    demand_vectors,
+    empirical_rate,
+    load_from_rate,
+    mix_probabilities,
+    resolve_networks,
+)
+
+TRACE_COLUMNS = ("timestamp", "duration", "num_gpus")
+JOB_TABLE_COLUMNS = ("network", "arrival", "samples")
+UNSORTED = ("sort", "raise")
+
+
+def philly_path() -> Path:
+    """The bundled Philly trace (``data/traces/philly.csv``)."""
+    return data_dir() / "traces" / "philly.csv"
+
+
+def _read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInput(f"workload file not found: {str(p)!r}")
+    try:
+        df = pd.read_csv(p)
+    except pd.errors.EmptyDataError:
+        raise InvalidInput(f"{p}: the workload is empty (no header, no rows)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{p}: not a readable CSV file ({exc})") from None
+    if df.empty:
+        raise InvalidInput(f"{p}: the workload is empty (a header but no rows)")
+    return df
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InvalidInput(
+            f"{path}: missing column(s) {', '.join(missing)}; the file has {', '.join(map(str, df.columns))}"
+        )
+
+
+def _bad_row(path: Path, df: pd.DataFrame, mask: np.ndarray, column: str, rule: str) -> None:
+    if mask.any():
+        i = int(np.flatnonzero(mask)[0])
+        raise InvalidInput(
+            f"{path}: column {column!r} must be {rule}; line {i + 2} has {df[column].iloc[i]!r}"
+        )
+
+
+def _numeric(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
+    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    _bad_row(path, df, ~np.isfinite(values), column, "a finite number")
+    return values
+
+
+def _integers(df: pd.DataFrame, column: str, path: Path, lo: int, hi: int) -> np.ndarray:
+    values = _numeric(df, column, path)
+    _bad_row(path, df, (values != np.round(values)) | (values < lo) | (values > hi), column, f"an integer in [{lo}, {hi}]")
+    return values.astype(np.int64)
+
+
+def _seconds(df: pd.DataFrame, path: Path) -> np.ndarray:
+    col = df["timestamp"]
+    numeric = pd.to_numeric(col, errors="coerce")
+    if numeric.notna().all():
+        return numeric.to_numpy(dtype=float)
+    stamps = pd.to_datetime(col, errors="coerce", format="mixed")
+    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp", "a date-time or a number of seconds")
+    ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return (ns - ns.min()) / 1e9
+
+
+def _order(t: np.ndarray, path: Path, on_unsorted: str) -> np.ndarray:
+    check_choice("on_unsorted", on_unsorted, UNSORTED)
+    back = np.flatnonzero(np.diff(t) < 0)
+    if back.size and on_unsorted == "raise":
+        i = int(back[0]) + 1
+        raise InvalidInput(
+            f"{path}: rows must be in time order (on_unsorted='raise'); line {i + 2} is earlier than line {i + 1}"
+        )
+    return np.argsort(t, kind="stable")
+
+
+@lru_cache(maxsize=8)
+def _parsed_trace(path: str, mtime: float, on_unsorted: str) -> pd.DataFrame:
+    """The validated trace, sorted by time: row (file order), t (s from the earliest), duration, gpus, vc."""
+    p = Path(path)
+    df = _read_csv(p)
+    _require(df, TRACE_COLUMNS, p)
+    t = _seconds(df, p)
+    duration = _numeric(df, "duration", p)
+    _bad_row(p, df, duration <= 0, "duration", "> 0 seconds")
+    gpus = _integers(df, "num_gpus", p, 1, MAX_CAP)
+    order = _order(t, p, on_unsorted)
+    vc = df["cluster"].astype(str).to_numpy() if "cluster" in df.columns else np.full(len(df), "")
+    out = pd.DataFrame({"row": np.arange(len(df)), "t": t - t.min(), "duration": duration, "gpus": gpus, "vc": vc})
+    return out.iloc[order].reset_index(drop=True)
+
+
+def load_philly(
+    path: str | os.PathLike | None = None,
+    *,
+    first: int | None = None,
+    window_s: tuple[float, float] | None = None,
+    vc: str | Sequence[str] | None = None,
+    rate_scale: float = 1.0,
+    load: float | None = None,
+    cluster: Cluster | None = None,
+    load_resource: str | None = None,
+    networks: Sequence[str | LayerProfile] | None = None,
+    mix: Mapping[str, float] | None = None,
+    seed: int = 0,
+    cap_factor: float = 1.0,
+    mode: str = "wfbp",
+    device: str = "v100",
+    on_unsorted: str = "sort",
+    worker_demand: Mapping[str, float] | None = None,
+    ps_demand: Mapping[str, float] | None = None,
+) -> list[Job]:
+    """Jobs from a Philly-format trace (module docstring); default: the bundled Philly trace.
+
+    first: keep the first N jobs (after the other filters). window_s: keep jobs whose timestamp,
+    in seconds after the trace's earliest, lies in [start, end). vc: keep these virtual clusters.
+    rate_scale: divide inter-arrival times by this (2 = twice the arrival rate). load: instead,
+    scale arrivals so that the offered load on ``cluster`` is ``load``.
+    """
+    p = Path(path) if path is not None else philly_path()
+    if not p.is_file():
+        raise InvalidInput(f"workload file not found: {str(p)!r}")
+    trace = _parsed_trace(str(p.resolve()), p.stat().st_mtime, check_choice("on_unsorted", on_unsorted, UNSORTED))
+    seed = check_int("seed", seed, 0)
+    nets = resolve_networks(networks, device)
+    # One draw per file row, so a job keeps its network whatever subset is selected.
+    net_of_row = np.random.default_rng(seed).choice(len(nets), size=len(trace), p=mix_probabilities(nets, mix))
+    sel = trace
+    if vc is not None:
+        wanted = [vc] if isinstance(vc, str) else list(vc)
+        sel = sel[sel["vc"].isin(wanted)]
+        if sel.empty:
+            raise InvalidInput(f"vc must name virtual clusters of the trace; none of {wanted} has jobs")
+    if window_s is not None:
+        if len(window_s) != 2:
+            raise InvalidInput(f"window_s must be (start, end) in seconds, got {window_s!r}")
+        start = check_positive("window_s[0]", window_s[0], allow_zero=True)
+        end = check_positive("window_s[1]", window_s[1], allow_inf=True)
+        if end <= start:
+            raise InvalidInput(f"window_s must have start < end, got {window_s!r}")
+        sel = sel[(sel["t"] >= start) & (sel["t"] < end)]
+    if first is not None:
+        sel = sel.iloc[: check_int("first", first, 1)]
+    if sel.empty:
+        raise InvalidInput(f"{p}: the selection (window_s={window_s!r}, vc={vc!r}) holds no job: the workload is empty")
+    t = sel["t"].to_numpy()
+    arrivals = t - t[0]
+    requests = sel["gpus"].to_numpy()
+    durations = sel["duration"].to_numpy()
+    if load is not None:
+        if rate_scale != 1.0:
+            raise InvalidInput(f"give rate_scale or load, not both (got rate_scale={rate_scale!r}, load={load!r})")
+        if cluster is None:
+            raise InvalidInput("load needs a cluster (the offered load is relative to its capacity)")
+        check_positive("load", load)
+        natural = load_from_rate(empirical_rate(arrivals), demand_seconds(requests, durations, cluster,
+                                 worker_demand, ps_demand), cluster, load_resource)
+        rate_scale = load / natural
+    arrivals = arrivals / check_positive("rate_scale", rate_scale)
+    names = [f"philly{r:05d}" for r in sel["row"]]
+    return calibrated_jobs(names, arrivals, requests, durations, net_of_row[sel["row"].to_numpy()], nets,
+                           cap_factor=cap_factor, mode=mode, worker_demand=worker_demand, ps_demand=ps_demand)
+
+
+def load_job_table(
+    path: str | os.PathLike,
+    *,
+    first: int | None = None,
+    device: str = "v100",
+    on_unsorted: str = "sort",
+    worker_demand: Mapping[str, float] | None = None,
+    ps_demand: Mapping[str, float] | None = None,
+) -> list[Job]:
+    """Jobs from a CSV with columns network, arrival, samples (+ optional name, caps, weight, batch).
+
+    first: keep the N earliest jobs.
+    """
+    p = Path(path)
+    df = _read_csv(p)
+    _require(df, JOB_TABLE_COLUMNS, p)
+    arrival = _numeric(df, "arrival", p)
+    _bad_row(p, df, arrival < 0, "arrival", ">= 0 seconds")
+    samples = _numeric(df, "samples", p)
+    _bad_row(p, df, samples <= 0, "samples", "> 0")
+    max_w = _integers(df, "max_workers", p, 1, MAX_CAP) if "max_workers" in df.columns else np.full(len(df), 16)
+    max_p = _integers(df, "max_ps", p, 1, MAX_CAP) if "max_ps" in df.columns else max_w
+    weight = _numeric(df, "weight", p) if "weight" in df.columns else np.ones(len(df))
+    _bad_row(p, df, weight <= 0, "weight", "> 0")
+    batch = _integers(df, "global_batch", p, 1, 2**31) if "global_batch" in df.columns else None
+    names = df["name"].astype(str).to_numpy() if "name" in df.columns else np.array([f"j{i}" for i in range(len(df))])
+    nets = {n.name: n for n in resolve_networks(sorted(set(df["network"].astype(str))), device)}
+    order = _order(arrival, p, on_unsorted)
+    wd, pd_ = demand_vectors(worker_demand, ps_demand)
+    jobs = []
+    for i in order:
+        net = nets[str(df["network"].iloc[i])]
+        jobs.append(Job(str(names[i]), net.profile, float(samples[i]),
+                        int(batch[i]) if batch is not None else net.global_batch, wd, pd_,
+                        arrival=float(arrival[i]), weight=float(weight[i]),
+                        max_workers=int(max_w[i]), max_ps=int(max_p[i])))
+    if len({j.name for j in jobs}) != len(jobs):
+        raise InvalidInput(f"{p}: column 'name' must hold unique job names")
+    return jobs if first is None else jobs[: check_int("first", first, 1)]
+
+
+def load_csv(path: str | os.PathLike, **options) -> list[Job]:
+    """Jobs from a CSV in either format, told apart by its columns (module docstring)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInput(f"workload file not found: {str(p)!r}")
+    try:
+        header = pd.read_csv(p, nrows=0).columns
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        header = _read_csv(p).columns  # raises the precise error
+    if all(c in header for c in TRACE_COLUMNS):
+        return load_philly(p, **options)
+    if all(c in header for c in JOB_TABLE_COLUMNS):
+        allowed = {"first", "device", "on_unsorted", "worker_demand", "ps_demand"}
+        context = {"seed", "mode", "cluster", "networks", "mix", "cap_factor"}  # meaningless for a job table
+        extra = sorted(k for k, v in options.items() if k not in allowed | context and v is not None)
+        if extra:
+            raise InvalidInput(f"{p}: option(s) {', '.join(extra)} apply to traces only, not to a job table")
+        return load_job_table(p, **{k: v for k, v in options.items() if k in allowed})
+    raise InvalidInput(
+        f"{p}: columns must include either {', '.join(TRACE_COLUMNS)} (a trace) or "
+        f"{', '.join(JOB_TABLE_COLUMNS)} (a job table); the file has {', '.join(map(str, header))}"
+    )

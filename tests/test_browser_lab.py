@@ -1,0 +1,243 @@
+"""A real browser: the explorer notebook in JupyterLab and as a Voila dashboard, driven by headless Chromium.
+
+Each test starts its own server on loopback (JupyterLab with a token; Voila), in a temporary
+Jupyter config/data/runtime folder and on a copy of the notebook (so autosave never touches the
+repository), opens the page with Python Playwright on Debian's chromium, moves a slider with the
+keyboard and checks that a plot's data changed. Screenshots go to ``test-artifacts/``.
+Skipped only when no ``chromium`` is on PATH (CI installs it with tools/system-deps.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+EXPLORER = Path("/tmp/proto/03_explorer.ipynb")  # DEV
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = shutil.which("chromium")
+# Flags from docs/toolchain notes: headless Debian chromium as root, no network side traffic.
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+SERVER_START_S = 90
+RUN_ALL_S = 150
+CHANGE_S = 30
+
+# The trace data (x, y, base, z, values, text) of every plot in the output that holds the first slider
+# (the explorer app, not the policy comparison below it), as one string: equal strings, unchanged plots.
+PLOT_STATE_JS = """() => {
+    const handle = document.querySelector('.widget-slider .noUi-handle');
+    const scope = (handle && handle.closest('.jp-OutputArea-output')) || document;
+    return JSON.stringify(Array.from(scope.querySelectorAll('.js-plotly-plot')).map(
+        g => (g.data || []).map(t => [t.x, t.y, t.base, t.z, t.values, t.text])));
+}"""
+
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not on PATH (install it with tools/system-deps.sh)", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _jupyter_env(tmp: Path) -> dict[str, str]:
+    """Environment with every Jupyter folder inside ``tmp``, and JupyterLab's news/update pop-ups off."""
+    env = dict(os.environ)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
+        (tmp / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(tmp / sub)
+    notif = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+    notif.mkdir(parents=True, exist_ok=True)
+    (notif / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env.pop("JUPYTER_TOKEN", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}; log:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"server not ready at {url} after {timeout} s; log:\n{log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the server we started and everything in its process group (its kernels)."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # kernels left behind by a slow shutdown
+    except ProcessLookupError:
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=10)
+
+
+def _start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as fh:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.fixture
+def notebook_copy(tmp_path: Path) -> Path:
+    """The explorer notebook copied into a fresh served folder."""
+    assert EXPLORER.exists(), f"{EXPLORER} is missing"
+    root = tmp_path / "root"
+    root.mkdir()
+    return Path(shutil.copy(EXPLORER, root / EXPLORER.name))
+
+
+@pytest.fixture
+def lab_server(tmp_path: Path, notebook_copy: Path) -> Iterator[tuple[str, str]]:
+    """A JupyterLab server on loopback with a random token: yields (base URL, token)."""
+    port, token = _free_port(), secrets.token_hex(16)
+    log = tmp_path / "jupyterlab.log"
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+        f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={notebook_copy.parent}",
+        "--ServerApp.port_retries=0",
+    ]
+    proc = _start(cmd, notebook_copy.parent, _jupyter_env(tmp_path / "jupyter"), log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(f"{base}/api/status?token={token}", proc, log, SERVER_START_S)
+        yield base, token
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture
+def voila_server(tmp_path: Path, notebook_copy: Path) -> Iterator[str]:
+    """Voila serving the explorer notebook as a dashboard on loopback: yields its URL."""
+    port = _free_port()
+    log = tmp_path / "voila.log"
+    cmd = [
+        sys.executable, "-m", "voila", str(notebook_copy), "--no-browser", f"--port={port}",
+        "--Voila.ip=127.0.0.1", "--ServerApp.port_retries=0",
+    ]
+    proc = _start(cmd, notebook_copy.parent, _jupyter_env(tmp_path / "jupyter"), log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(f"{base}/voila/static/voila.js", proc, log, SERVER_START_S)
+        yield base
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture
+def page():
+    """A fresh page in headless Debian chromium (closed, with its browser, afterwards)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            pg.on("pageerror", lambda exc: errors.append(str(exc)))
+            pg.js_errors = errors  # type: ignore[attr-defined]
+            yield pg
+        finally:
+            browser.close()
+
+
+def _plot_state(pg) -> str:
+    return pg.evaluate(PLOT_STATE_JS)
+
+
+def _move_slider_and_wait(pg, shot_prefix: str) -> tuple[str, str]:
+    """Press ArrowRight on a slider handle (ArrowLeft if at its maximum); return the plot state before and after."""
+    pg.wait_for_function(f"() => ({PLOT_STATE_JS})() !== '[]'", timeout=RUN_ALL_S * 1000)
+    # Let the first round of background updates land: the plot state stops changing for a second.
+    before, stable_since = _plot_state(pg), time.monotonic()
+    deadline = time.monotonic() + CHANGE_S
+    while time.monotonic() - stable_since < 1.5 and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = _plot_state(pg)
+        if now != before:
+            before, stable_since = now, time.monotonic()
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-before.png"), full_page=True)
+
+    handle = pg.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+    handle.focus()
+    pg.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+    pg.wait_for_function(f"(b) => ({PLOT_STATE_JS})() !== b", arg=before, timeout=CHANGE_S * 1000)
+    time.sleep(1.0)  # let the rest of the update (other plots, busy indicator) finish for the screenshot
+    pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-after.png"), full_page=True)
+    return before, _plot_state(pg)
+
+
+def test_lab_run_all_then_slider_changes_plot(lab_server, page):
+    """JupyterLab: open the explorer, Run All, move a slider with the keyboard, the plot follows."""
+    base, token = lab_server
+    page.goto(f"{base}/lab/tree/{EXPLORER.name}?token={token}", timeout=SERVER_START_S * 1000)
+    page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=SERVER_START_S * 1000)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # Done when every code cell shows an execution count and the kernel is idle again.
+    page.wait_for_function(
+        """() => {
+            const prompts = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'));
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""",
+        timeout=RUN_ALL_S * 1000,
+    )
+    page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=RUN_ALL_S * 1000)
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+    assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
+    page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
+    before, after = _move_slider_and_wait(page, "lab-explorer")
+    assert before != after
+    assert (ARTIFACTS / "lab-explorer-after.png").stat().st_size > 10_000
+
+
+def test_voila_dashboard_slider_changes_plot(voila_server, page):
+    """Voila: the explorer renders as a dashboard; a keyboard slider move changes the plot."""
+    page.goto(voila_server + "/", timeout=RUN_ALL_S * 1000)
+    page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
+    tracebacks = [t for t in page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+                  if "Traceback" in t]
+    assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
+    before, after = _move_slider_and_wait(page, "voila-explorer")
+    assert before != after
+    assert (ARTIFACTS / "voila-explorer-after.png").stat().st_size > 10_000

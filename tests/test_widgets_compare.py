@@ -1,0 +1,65 @@
+"""The policy comparison app driven from Python: simulations run in the background and redraw the figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smdlab import InvalidInput
+from smdlab.viz.style import SMD_LABEL
+from smdlab.widgets import compare
+
+
+@pytest.fixture(scope="module")
+def app():
+    a = compare(policies=("fifo", "srtf", "smd"), n_jobs=12, machines=2)
+    yield a
+    a.close()
+
+
+def _cdf(a):
+    return [np.asarray(tr.x, dtype=float) for tr in a.cdf_fig.data]
+
+
+def test_starts_with_every_policy_drawn(app):
+    assert [tr.name for tr in app.cdf_fig.data] == ["fifo", "srtf", SMD_LABEL]
+    assert set(app.results) == {"fifo", "srtf", "smd"}
+    for tr, r in zip(app.cdf_fig.data, app.results.values()):
+        assert len(tr.x) == r.summary["jobs_completed"]
+    assert "mean JCT" in app.table.value
+
+
+@pytest.mark.parametrize("control, value", [("load", 2.5), ("machines", 1), ("n_jobs", 20), ("seed", 4)])
+def test_workload_controls_rerun_the_simulations(app, control, value):
+    widget = getattr(app, control)
+    old, before, summary = widget.value, _cdf(app), app.summary_fig.data[0].y
+    widget.value = value
+    assert app.wait(120) and not app.background.errors
+    after = _cdf(app)
+    assert any(len(a) != len(b) or not np.allclose(a, b) for a, b in zip(before, after))
+    assert tuple(app.summary_fig.data[0].y) != tuple(summary)
+    widget.value = old
+    app.wait(120)
+
+
+def test_policy_selection_adds_and_removes_curves(app):
+    cdf = app.cdf_fig
+    app.policies.value = ("fifo",)
+    assert app.wait(120)
+    assert app.cdf_fig is cdf and [tr.name for tr in cdf.data] == ["fifo"]
+    assert app.detail.value == "fifo"
+    app.policies.value = ("fifo", "srtf", "smd")
+    assert app.wait(120)
+    assert len(cdf.data) == 3
+
+
+def test_detail_picks_the_utilisation_shown(app):
+    app.detail.value = "srtf"
+    assert "srtf" in app.util_fig.layout.title.text
+    app.detail.value = "smd"
+    assert SMD_LABEL in app.util_fig.layout.title.text
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(InvalidInput, match="policies"):
+        compare(policies=("nope",), n_jobs=10)

@@ -1,0 +1,198 @@
+"""The explorer app driven from Python: every control changes what the figures show."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smdlab import InvalidInput, iteration_time
+from smdlab.widgets import explorer
+from smdlab.widgets.scenario import ExplorerSettings, ProfileEdit, build_cluster, build_jobs, default_settings
+
+SMALL = ExplorerSettings(machines=2, n_jobs=4, max_tasks=6)
+
+
+@pytest.fixture(scope="module")
+def app():
+    a = explorer(SMALL, milp_time_limit=5)
+    assert a.wait(30)
+    yield a
+    a.close()
+
+
+def _changed(before, after, key):
+    return before[key] != after[key]
+
+
+@pytest.mark.parametrize(
+    "control, value",
+    [
+        ("machines", 1),
+        ("shape", "2 GPU · 16 CPU · 64 GB"),
+        ("bandwidth", 40.0),
+        ("n_jobs", 6),
+        ("profiles", ("vgg16", "alexnet")),
+        ("seed", 5),
+        ("compute_scale", 4.0),
+        ("param_scale", 0.25),
+        ("comm_ratio", 8.0),
+        ("device", "a100"),
+        ("mode", "sequential"),
+        ("batch", "per_worker"),
+        ("method", "lp_round"),
+    ],
+)
+def test_every_control_changes_the_figures(app, control, value):
+    widget = getattr(app, control)
+    old = widget.value
+    before = app.snapshot()
+    updates = app.updates
+    try:
+        widget.value = value
+        assert app.wait(30) and app.error is None and not app.background.errors
+        after = app.snapshot()
+        assert app.updates == updates + 1
+        if control == "method":  # the same optimum, found by another method: labels change
+            assert "LP + rounding" in app.allocation_fig.layout.title.text
+            assert "LP + rounding" in app.bounds_fig.data[0].x
+            return
+        # Bounds always move with the problem; the chosen job's timeline moves with everything
+        # except controls that only reshuffle capacity.
+        assert _changed(before, after, "bounds") or _changed(before, after, "allocation")
+        if control in ("compute_scale", "param_scale", "comm_ratio", "device", "mode", "batch", "bandwidth"):
+            assert _changed(before, after, "timeline")
+    finally:
+        widget.value = old
+        app.wait(30)
+
+
+def test_first_display_already_shows_the_exact_optimum():
+    a = explorer(SMALL)
+    assert not a.background.running and a.exact_solution is not None
+    assert a.bounds_fig.data[0].y[-1] == pytest.approx(a.exact_solution.objective)
+    a.close()
+
+
+def test_figures_are_updated_in_place(app):
+    figs = (app.allocation_fig, app.timeline_fig, app.bounds_fig)
+    traces = app.bounds_fig.data[0]
+    app.machines.value = 1
+    app.wait(30)
+    assert (app.allocation_fig, app.timeline_fig, app.bounds_fig) == figs
+    assert app.bounds_fig.data[0] is traces
+    app.machines.value = SMALL.machines
+    app.wait(30)
+
+
+def test_focus_redraws_only_the_timeline(app):
+    before = app.snapshot()
+    solution = app.solution
+    app.focus.value = 2
+    after = app.snapshot()
+    assert app.solution is solution
+    assert before["allocation"] == after["allocation"] and before["bounds"] == after["bounds"]
+    assert before["timeline"] != after["timeline"]
+    job = build_jobs(app.settings)[2]
+    w, p = solution.workers[2], solution.ps[2]
+    tau = iteration_time(job, max(w, 1), max(p, 1), app.settings.mode) * 1e3
+    assert app.timeline_fig.layout.shapes[1].x0 == pytest.approx(tau)
+    app.focus.value = 0
+
+
+def test_profile_edits_follow_the_focused_network(app):
+    app.focus.value = 1
+    net = app.settings.network_of(1)
+    app.compute_scale.value = 2.0
+    assert app.settings.edit_for(net) == ProfileEdit(compute=2.0)
+    app.focus.value = 0  # another network: its own (identity) edit is shown
+    assert app.compute_scale.value == 1.0 and app.settings.network_of(0) != net
+    app.focus.value = 1
+    assert app.compute_scale.value == 2.0
+    app.compute_scale.value = 1.0
+    app.focus.value = 0
+    assert app.settings.edits == {}
+    app.wait(30)
+
+
+def test_exact_milp_arrives_in_the_background(app):
+    app.seed.value = 11
+    assert app.wait(30)
+    ex = app.exact_solution
+    assert ex is not None and ex.method == "milp"
+    lower, achieved, exact = app.bounds_fig.data[0].y
+    assert exact == pytest.approx(ex.objective) and lower <= exact + 1e-6 <= achieved + 2e-6
+    assert app.background.busy.value == ""
+    app.seed.value = SMALL.seed
+    app.wait(30)
+
+
+def test_stale_exact_results_are_discarded(app):
+    for machines in (1, 2, 1, 2, 1):
+        app.machines.value = machines
+    assert app.wait(60)
+    jobs, cluster = build_jobs(app.settings), build_cluster(app.settings)
+    from smdlab.solve import solve
+
+    assert app.exact_solution.objective == pytest.approx(solve(jobs, cluster, "milp").objective, rel=1e-6)
+    assert app.bounds_fig.data[0].y[-1] == pytest.approx(app.exact_solution.objective)
+    app.machines.value = SMALL.machines
+    app.wait(30)
+
+
+def test_milp_method_draws_the_exact_allocation_when_it_arrives(app):
+    app.method.value = "milp"
+    assert app.wait(30)
+    np.testing.assert_array_equal(app.allocation_fig.data[0].y, app.exact_solution.workers)
+    assert app.shown_solution is app.exact_solution
+    app.focus.value = 1  # the timeline follows the allocation drawn
+    w, p = app.exact_solution.workers[1], app.exact_solution.ps[1]
+    assert f"({w} workers, {p} PSs)" in app.timeline_fig.layout.title.text
+    app.focus.value = 0
+    app.method.value = "smd"
+    app.wait(30)
+
+
+def test_turning_exact_off_marks_the_optimum_as_not_run(app):
+    app.exact.value = False
+    app.bandwidth.value = 17.0
+    assert app.wait(30)
+    assert app.bounds_fig.data[0].text[-1] == "not run" and app.exact_solution is None
+    app.exact.value = True
+    app.bandwidth.value = SMALL.bandwidth_gbps
+    app.wait(30)
+
+
+def test_default_scenario_updates_quickly_enough_to_report():
+    a = explorer(run_exact=False)
+    a.machines.value = 5
+    assert a.error is None and a.last_update_s > 0 and set(a.last_timings) == {"solve_s", "draw_s"}
+    assert "update" in a.status.value
+    a.close()
+
+
+def test_settings_validate_and_name_the_field():
+    with pytest.raises(InvalidInput, match="machines"):
+        ExplorerSettings(machines=0)
+    with pytest.raises(InvalidInput, match="profiles"):
+        ExplorerSettings(profiles=("nope",))
+    with pytest.raises(InvalidInput, match="focus"):
+        ExplorerSettings(n_jobs=2, focus=2)
+    with pytest.raises(InvalidInput, match="device"):
+        ProfileEdit(device="tpu")
+    with pytest.raises(InvalidInput, match="comm_ratio"):
+        ProfileEdit(comm_ratio=0)
+
+
+def test_comm_ratio_keeps_the_geometric_mean():
+    s = default_settings()
+    base = build_jobs(s)[0].profile
+    edited = build_jobs(s.with_edit(s.network_of(0), comm_ratio=4.0))[0].profile
+    np.testing.assert_allclose(edited.param_bytes, base.param_bytes * 2)
+    np.testing.assert_allclose(edited.forward_s, base.forward_s / 2)
+
+
+def test_job_sizes_do_not_depend_on_edits():
+    s = default_settings()
+    a = [j.samples for j in build_jobs(s)]
+    b = [j.samples for j in build_jobs(s.with_edit("vgg16", compute=3.0).replace(bandwidth_gbps=40.0))]
+    assert a == b

@@ -1,0 +1,78 @@
+"""Synthetic workloads: seeded, at the requested offered load, calibrated durations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smdlab import Cluster, InvalidInput, LayerProfile, speed
+from smdlab.workloads import DEFAULT_GPU_MIX, cluster_bundle_limit, offered_load, synthetic
+
+NETS = ["resnet50", "alexnet", "bert_base"]
+
+
+def test_same_seed_same_jobs_other_seed_other_jobs():
+    cl = Cluster.homogeneous(4)
+    a = synthetic(40, cl, seed=7, networks=NETS)
+    b = synthetic(40, cl, seed=7, networks=NETS)
+    c = synthetic(40, cl, seed=8, networks=NETS)
+    key = lambda jobs: [(j.name, j.profile.network, j.samples, j.arrival, j.max_workers) for j in jobs]  # noqa: E731
+    assert key(a) == key(b)
+    assert key(a) != key(c)
+
+
+@pytest.mark.parametrize("load", [0.3, 1.0, 2.5])
+def test_offered_load_is_the_requested_one(load):
+    cl = Cluster.homogeneous(8)
+    jobs = synthetic(50, cl, load=load, seed=1, networks=NETS)
+    assert offered_load(jobs, cl) == pytest.approx(load, rel=1e-9)
+    per = offered_load(jobs, cl, per_resource=True)
+    assert max(per.values()) == pytest.approx(load, rel=1e-9)
+    # The defaults make the NIC (20 of 100 Gbps per bundle) the bottleneck, GPUs at 8/5 of that less.
+    assert per["bw_gbps"] == pytest.approx(load) and per["gpu"] == pytest.approx(load * 5 / 8)
+    assert offered_load(jobs, cl, resource="gpu") == pytest.approx(per["gpu"])
+
+
+def test_arrivals_sizes_and_calibration():
+    cl = Cluster.homogeneous(2)  # holds 10 bundles: 16- and 32-GPU draws are clipped to 10
+    jobs = synthetic(300, cl, seed=2, networks=NETS, duration_range_s=(60, 86400))
+    arrivals = np.array([j.arrival for j in jobs])
+    assert arrivals[0] == 0 and np.all(np.diff(arrivals) >= 0)
+    n = np.array([j.max_workers for j in jobs])
+    assert set(n) <= set(DEFAULT_GPU_MIX) | {cluster_bundle_limit(cl)} and n.max() == 10
+    assert all(j.max_ps == j.max_workers for j in jobs)
+    durations = np.array([j.samples / speed(j, j.max_workers, j.max_ps) for j in jobs])
+    assert durations.min() >= 60 - 1e-6 and durations.max() <= 86400 + 1e-6
+    assert 600 < np.median(durations) < 5400  # log-normal with a median of 1,800 s
+    assert {j.profile.network for j in jobs} == set(NETS)
+
+
+def test_mix_cap_factor_and_custom_profiles():
+    cl = Cluster.homogeneous(2)
+    only = synthetic(30, cl, seed=1, networks=NETS, mix={"alexnet": 1.0})
+    assert {j.profile.network for j in only} == {"alexnet"}
+    wide = synthetic(30, cl, seed=1, networks=NETS, cap_factor=2.0)
+    base = synthetic(30, cl, seed=1, networks=NETS)
+    assert [j.max_workers for j in wide] == [min(2 * j.max_workers, 1024) for j in base]
+    f = np.full(2, 1e-4)
+    tiny = LayerProfile(["x", "y"], f, 2 * f, np.full(2, 1e6), network="tiny")
+    jobs = synthetic(5, cl, seed=1, networks=[tiny], gpu_mix={1: 1.0})
+    assert {j.profile.network for j in jobs} == {"tiny"} and all(j.max_workers == 1 for j in jobs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"load": -1}, "load"),
+        ({"networks": ["nope"]}, "network must be one of"),
+        ({"mix": {"nope": 1}}, "mix names network"),
+        ({"gpu_mix": {0: 1.0}}, "gpu_mix GPU count"),
+        ({"duration_range_s": (100, 10)}, "duration_range_s"),
+        ({"cap_factor": 0.5}, "cap_factor"),
+    ],
+)
+def test_bad_arguments(kwargs, text):
+    args = {"n_jobs": 5, "cluster": Cluster.homogeneous(2), "networks": NETS, **kwargs}
+    with pytest.raises(InvalidInput, match=text):
+        synthetic(args.pop("n_jobs"), args.pop("cluster"), **args)
