@@ -6,7 +6,8 @@ import numpy as np
 
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState, Placement, QueuedJob, RunningJob
-from smdlab.policies.common import capacity_matrix, task_vectors
+from smdlab.solve.instance import task_vectors
+from smdlab.solve.placement import capacity_matrix
 
 
 def profile(layers: int = 3, scale: float = 1.0) -> LayerProfile:

@@ -28,7 +28,7 @@ import pytest
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
-EXPLORER = Path("/tmp/proto/03_explorer.ipynb")  # DEV
+EXPLORER = REPO / "notebooks" / "03_explorer.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium")
 # Flags from docs/toolchain notes: headless Debian chromium as root, no network side traffic.
@@ -181,27 +181,50 @@ def _plot_state(pg) -> str:
     return pg.evaluate(PLOT_STATE_JS)
 
 
-def _move_slider_and_wait(pg, shot_prefix: str) -> tuple[str, str]:
-    """Press ArrowRight on a slider handle (ArrowLeft if at its maximum); return the plot state before and after."""
-    pg.wait_for_function(f"() => ({PLOT_STATE_JS})() !== '[]'", timeout=RUN_ALL_S * 1000)
-    # Let the first round of background updates land: the plot state stops changing for a second.
-    before, stable_since = _plot_state(pg), time.monotonic()
-    deadline = time.monotonic() + CHANGE_S
-    while time.monotonic() - stable_since < 1.5 and time.monotonic() < deadline:
+def _settle(pg, state_js: str, quiet_s: float = 2.0, limit_s: float = CHANGE_S) -> str:
+    """Wait until ``state_js`` returns the same value for ``quiet_s`` (at most ``limit_s``); return it."""
+    last, since = pg.evaluate(state_js), time.monotonic()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
         time.sleep(0.25)
-        now = _plot_state(pg)
-        if now != before:
-            before, stable_since = now, time.monotonic()
+        now = pg.evaluate(state_js)
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+# Everything the page shows that background work could still change: every plot and every text output.
+PAGE_STATE_JS = """() => JSON.stringify([
+    Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g.data || []).map(t => [t.x, t.y])),
+    Array.from(document.querySelectorAll('.widget-html-content, .widget-label')).map(e => e.textContent)])"""
+
+
+def _move_slider_and_wait(pg, shot_prefix: str) -> tuple[str, str]:
+    """Press ArrowRight on the first slider (ArrowLeft at its maximum); return the explorer's plot state before and after."""
     ARTIFACTS.mkdir(exist_ok=True)
+    pg.wait_for_function(f"() => ({PLOT_STATE_JS})() !== '[]'", timeout=RUN_ALL_S * 1000)
+    # Let the first round of background work (exact MILP, the policy comparison) land first.
+    _settle(pg, PAGE_STATE_JS)
+    before = _plot_state(pg)
     pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-before.png"), full_page=True)
 
     handle = pg.locator(".widget-slider .noUi-handle").first
     handle.scroll_into_view_if_needed()
-    at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+    value = handle.get_attribute("aria-valuenow")
+    key = "ArrowLeft" if value == handle.get_attribute("aria-valuemax") else "ArrowRight"
     handle.focus()
-    pg.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-    pg.wait_for_function(f"(b) => ({PLOT_STATE_JS})() !== b", arg=before, timeout=CHANGE_S * 1000)
-    time.sleep(1.0)  # let the rest of the update (other plots, busy indicator) finish for the screenshot
+    pg.keyboard.press(key)
+    try:
+        pg.wait_for_function("(v) => document.querySelector('.widget-slider .noUi-handle')"
+                             ".getAttribute('aria-valuenow') !== v", arg=value, timeout=5000)
+        pg.wait_for_function(f"(b) => ({PLOT_STATE_JS})() !== b", arg=before, timeout=CHANGE_S * 1000)
+    except Exception:
+        pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-failed.png"), full_page=True)
+        raise AssertionError(
+            f"{key} on the first slider (value {value} -> {handle.get_attribute('aria-valuenow')}) "
+            f"did not change the explorer's plots within {CHANGE_S} s; page errors: {pg.js_errors[:3]}"
+        ) from None
+    _settle(pg, PLOT_STATE_JS, quiet_s=1.0)  # the rest of the update, for the screenshot
     pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-after.png"), full_page=True)
     return before, _plot_state(pg)
 
@@ -234,6 +257,8 @@ def test_lab_run_all_then_slider_changes_plot(lab_server, page):
 def test_voila_dashboard_slider_changes_plot(voila_server, page):
     """Voila: the explorer renders as a dashboard; a keyboard slider move changes the plot."""
     page.goto(voila_server + "/", timeout=RUN_ALL_S * 1000)
+    # Voila removes its "Running ..." spinner once every cell has run.
+    page.wait_for_selector("#loading", state="detached", timeout=RUN_ALL_S * 1000)
     page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
     tracebacks = [t for t in page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
                   if "Traceback" in t]

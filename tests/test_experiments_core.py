@@ -117,8 +117,8 @@ def test_jct_figure_has_one_trace_per_policy_and_smd_label():
     fig = jct_sweep_figure(df)
     names = [t.name for t in fig.data]
     assert len(names) == len(policies_of(TINY))
-    assert names[-1] == SMD_LABEL  # drawn on top
-    smd = fig.data[-1]
+    assert names[0] == SMD_LABEL  # drawn first, wide, under the baselines
+    smd = fig.data[0]
     expected = df[df["policy"] == "smd"].groupby("n_jobs")["mean_jct_s"].mean().to_numpy() / 3600
     assert np.allclose(smd.y, expected)
     with pytest.raises(InvalidInput, match="lacks column"):

@@ -84,7 +84,7 @@ def test_cluster_validation():
         Cluster((Machine("m", {"tpu": 4}),))
     with pytest.raises(InvalidInput, match=r"capacity\['gpu'\] must be >= 0"):
         Cluster((Machine("m", {"gpu": -1}),))
-    with pytest.raises(InvalidInput, match=r"machines must be an integer in >= 1"):
+    with pytest.raises(InvalidInput, match=r"machines must be an integer in \[1, 100000\], got 0"):
         Cluster.homogeneous(0)
     with pytest.raises(InvalidInput, match="gpu must be >= 0 and finite"):
         Cluster.homogeneous(2, gpu=math.inf)

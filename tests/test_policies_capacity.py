@@ -8,7 +8,7 @@ import pytest
 from _policy_cases import queued, running
 from smdlab import Cluster, Machine
 from smdlab.policies.base import ClusterState
-from smdlab.policies.common import capacity_matrix, first_fit
+from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.policies.registry import get_policy
 from smdlab.policies.stages import apply_decision
 from smdlab.sim import simulate

@@ -10,7 +10,8 @@ from smdlab import InvalidInput, Job, LayerProfile, iteration_time
 from smdlab.policies.optimus import (
     DEFAULT_PROFILE_POINTS, Optimus, SpeedModel, design_matrix, fit_speed_model, profile_job,
 )
-from smdlab.policies.stages import apply_decision, spread_tasks
+from smdlab.policies.stages import apply_decision
+from smdlab.solve.placement import spread_tasks
 
 
 def test_nnls_recovers_coefficients_of_its_own_form():

@@ -9,7 +9,8 @@ from _policy_cases import alloc_of, cluster, job, queued, running, state
 from smdlab import Cluster, InvalidInput
 from smdlab.policies.milp import MILP
 from smdlab.policies.smd import SMD
-from smdlab.policies.stages import apply_decision, demands, usage, with_remaining
+from smdlab.policies.stages import apply_decision, demands, with_remaining
+from smdlab.solve.placement import usage
 from smdlab.solve import solve
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from smdlab import Cluster, Infeasible, Job, LayerProfile, Machine, speed
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
-from smdlab.policies.common import capacity_matrix, first_fit, placement_usage
+from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.policies.fifo import FIFO
 from smdlab.policies.srtf import SRTF
 from smdlab.sim import CapacityExceeded, InvalidDecision, Stalled, simulate

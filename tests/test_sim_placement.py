@@ -1,4 +1,4 @@
-"""Shared stages of the bundle policies (smdlab.policies.common) and SRTF's incremental order."""
+"""Shared stages of the bundle policies (smdlab.policies.stages, smdlab.solve.placement) and SRTF's incremental order."""
 
 from __future__ import annotations
 
@@ -10,15 +10,8 @@ import pytest
 
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState, Decision
-from smdlab.policies.common import (
-    admit_bundles,
-    capacity_matrix,
-    first_fit,
-    job_speeds,
-    max_allocation,
-    max_bundles,
-    placement_usage,
-)
+from smdlab.policies.stages import admit_bundles, job_speeds, max_allocation, max_bundles
+from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.sim import simulate
 from smdlab.workloads import synthetic
 

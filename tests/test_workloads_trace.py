@@ -118,5 +118,5 @@ def test_job_table_and_format_detection(tmp_path):
     bad = _write(tmp_path, "network,arrival,samples\nalexnet,0,-1\n", "bad.csv")
     with pytest.raises(InvalidInput, match="'samples' must be > 0; line 2"):
         load_job_table(bad)
-    with pytest.raises(InvalidInput, match="network must be one of"):
+    with pytest.raises(InvalidInput, match="'network' must be one of .*; line 2 has 'nope'"):
         load_job_table(_write(tmp_path, "network,arrival,samples\nnope,0,1\n", "n.csv"))

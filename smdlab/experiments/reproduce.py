@@ -28,7 +28,7 @@ from smdlab.experiments.config import ExperimentConfig, get_config
 FORMATS = ("png", "svg", "pdf", "csv")
 IMAGE_FORMATS = ("png", "svg", "pdf")
 DEFAULT_FORMATS = ("png", "svg", "csv")
-CSV_FLOAT_FORMAT = "%.10g"  # 10 significant digits: stable across BLAS builds, exact enough to re-plot
+CSV_FLOAT_FORMAT = "%.7g"  # 7 significant digits: exact enough to re-plot, small files, stable to last-bit round-off
 NOTEBOOK = "notebooks/05_paper_figures.ipynb"
 
 
@@ -145,7 +145,7 @@ def make_figure(name: str, df: pd.DataFrame):
     return FIGURES[_names([name])[0]].draw(df)
 
 
-def figure(name: str, config: str | ExperimentConfig = "tiny", *, workers: int = 1):
+def figure(name: str, config: str | ExperimentConfig = "quick", *, workers: int = 1):
     """Compute and draw figure ``name``: returns (figure, DataFrame)."""
     df = run_experiment(name, config, workers=workers)
     return make_figure(name, df), df
@@ -235,12 +235,11 @@ def _log(msg: str) -> None:
 
 def check_outputs(out: str | os.PathLike, names: Sequence[str], *, force: bool = False) -> None:
     """Raise ``SmdlabError`` listing every file in ``names`` that may not be written into ``out``."""
-    from smdlab.sim.output import _read_manifest, check_replaceable
+    from smdlab.sim.output import check_replaceable
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise SmdlabError(f"output folder {str(folder)!r} exists and is not a folder")
-    manifest = _read_manifest(folder) if folder.is_dir() else {}
     problems = []
     for name in names:
         path = folder / name
@@ -248,7 +247,7 @@ def check_outputs(out: str | os.PathLike, names: Sequence[str], *, force: bool =
             problems.append(f"{name} (not a regular file)")
             continue
         try:
-            check_replaceable(path, force=force, manifest=manifest)
+            check_replaceable(path, force=force)
         except SmdlabError:
             problems.append(name)
     if problems:

@@ -11,9 +11,12 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_int, check_positive
 
 DEFAULT_RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem_gb", "bw_gbps")
+MAX_MACHINES = 100_000  # a bound on generated clusters: building 10^5 machines takes about a second
 
 
 def _frozen_amounts(field: str, amounts: Mapping[str, float], resources: Sequence[str]) -> Mapping[str, float]:
+    if not isinstance(amounts, Mapping):
+        raise InvalidInput(f"{field} must be a mapping from resource name to amount, got {amounts!r}")
     unknown = [r for r in amounts if r not in resources]
     if unknown:
         raise InvalidInput(f"{field} has unknown resource {unknown[0]!r}; allowed: {', '.join(resources)}")
@@ -42,13 +45,22 @@ class Cluster:
     pooled_capacity: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
-        res = tuple(self.resources)
-        if not res or len(set(res)) != len(res):
-            raise InvalidInput(f"resources must be distinct names, at least one; got {res!r}")
+        res = tuple(self.resources) if not isinstance(self.resources, str) else ()
+        if not res or len(set(res)) != len(res) or not all(isinstance(r, str) and r for r in res):
+            raise InvalidInput(f"resources must be distinct names, at least one; got {self.resources!r}")
         object.__setattr__(self, "resources", res)
-        machines = tuple(
-            Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res)) for m in self.machines
-        )
+        try:
+            given = tuple(self.machines)
+        except TypeError:
+            raise InvalidInput(f"machines must be a sequence of Machine objects, got {self.machines!r}") from None
+        bad = [m for m in given if not isinstance(m, Machine)]
+        if bad:
+            raise InvalidInput(f"machines must be Machine objects, got {bad[0]!r}")
+        names = [m.name for m in given]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InvalidInput(f"machine names must be unique; {dup!r} appears more than once")
+        machines = tuple(Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res)) for m in given)
         object.__setattr__(self, "machines", machines)
         if self.pooled_capacity is not None:
             if machines:
@@ -89,7 +101,7 @@ class Cluster:
         cls, machines: int, gpu: float = 8, cpu: float = 64, mem_gb: float = 256, bw_gbps: float = 100
     ) -> "Cluster":
         """``machines`` identical servers with the given capacities."""
-        n = check_int("machines", machines, 1)
+        n = check_int("machines", machines, 1, MAX_MACHINES)
         cap = {"gpu": gpu, "cpu": cpu, "mem_gb": mem_gb, "bw_gbps": bw_gbps}
         for k, v in cap.items():
             check_positive(k, v, allow_zero=True)

@@ -16,13 +16,16 @@ BYTES_PER_PARAM = 4  # fp32 parameters and gradients
 
 
 def _frozen_array(field_name: str, values: Sequence[float], n: int) -> np.ndarray:
-    arr = np.array(values, dtype=float).reshape(-1)
+    try:
+        arr = np.array(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{field_name} must be a sequence of numbers, one per layer; got {values!r}") from None
     if arr.size != n:
         raise InvalidInput(f"{field_name} must have one entry per layer ({n}), got {arr.size}")
     bad = ~np.isfinite(arr) | (arr < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InvalidInput(f"{field_name}[{i}] must be finite and >= 0, got {arr[i]!r}")
+        raise InvalidInput(f"{field_name}[{i}] must be finite and >= 0, got {float(arr[i])!r}")
     arr.setflags(write=False)
     return arr
 
@@ -50,6 +53,8 @@ class LayerProfile:
     kinds: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
+        if isinstance(self.names, str) or not hasattr(self.names, "__iter__"):
+            raise InvalidInput(f"names must be a sequence of layer names, got {self.names!r}")
         names = tuple(str(n) for n in self.names)
         if not names:
             raise InvalidInput("names must list at least one layer, got 0")
@@ -116,6 +121,10 @@ class LayerProfile:
     @classmethod
     def load(cls, name: str, device: str = "v100") -> "LayerProfile":
         """Load the bundled profile ``name`` with times for ``device``."""
+        from smdlab.model.devices import get_device
+
+        check_choice("profile", name, list_profiles())  # before the cache: a list is not hashable
+        get_device(device)
         return _load(name, device)
 
 

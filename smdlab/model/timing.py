@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import check_choice
+from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 
 MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
@@ -224,6 +224,24 @@ def _evaluate(jobs: Sequence[Job], w: np.ndarray, p: np.ndarray, mode: str, trac
     return _KERNELS[mode](_Batch(jobs, w, p, track))
 
 
+def _check_jobs(jobs: Sequence[Job]) -> list[Job]:
+    """``jobs`` as a list, every item a Job, or InvalidInput."""
+    try:
+        out = list(jobs)
+    except TypeError:
+        raise InvalidInput(f"jobs must be a sequence of Job objects, got {jobs!r}") from None
+    for j in out:
+        if not isinstance(j, Job):
+            raise InvalidInput(f"jobs must be Job objects, got {type(j).__name__}")
+    return out
+
+
+def _check_job(job: Job) -> Job:
+    if not isinstance(job, Job):
+        raise InvalidInput(f"job must be a Job, got {type(job).__name__}")
+    return job
+
+
 def _key(job: Job, mode: str) -> tuple:
     return (
         job.profile, job.batch_mode, job.global_batch, job.per_worker_batch, job.worker_bw_bytes,
@@ -234,6 +252,7 @@ def _key(job: Job, mode: str) -> tuple:
 def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]:
     """Per job, its (max_workers x max_ps) table of iteration times tau[w-1, p-1] (cached)."""
     check_choice("mode", mode, MODES)
+    jobs = _check_jobs(jobs)
     keys = [_key(j, mode) for j in jobs]
     missing = {}
     for k, j in zip(keys, jobs):
@@ -260,6 +279,9 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
 
 def iteration_time_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     """Iteration times of all jobs on a common grid (J x W x P); inf beyond a job's caps."""
+    jobs = _check_jobs(jobs)
+    if not jobs:
+        raise InvalidInput("jobs must list at least one job, got 0")
     tables = iteration_time_table(jobs, mode)
     wmax = max(j.max_workers for j in jobs)
     pmax = max(j.max_ps for j in jobs)
@@ -275,13 +297,14 @@ def _samples_per_iteration(job: Job, workers: np.ndarray | int) -> np.ndarray | 
 
 def speed_table(job: Job, mode: str = "wfbp") -> np.ndarray:
     """Training speed (samples/s) on every (w, p) within the job's caps, as a W x P array."""
-    tau = iteration_time_table([job], mode)[0]
+    tau = iteration_time_table([_check_job(job)], mode)[0]
     w = np.arange(1, job.max_workers + 1)[:, None]
     return _samples_per_iteration(job, w) / tau
 
 
 def speed_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     """Speeds of all jobs on a common grid (J x W x P); 0 beyond a job's caps."""
+    jobs = _check_jobs(jobs)
     tau = iteration_time_grid(jobs, mode)
     w = np.arange(1, tau.shape[1] + 1)[None, :, None]
     M = np.array([j.global_batch if j.batch_mode == "global" else 0 for j in jobs], dtype=float)
@@ -292,6 +315,7 @@ def speed_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
 
 def duration_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     """Durations (s) of all jobs on a common grid (J x W x P); inf beyond a job's caps."""
+    jobs = _check_jobs(jobs)
     samples = np.array([j.samples for j in jobs])[:, None, None]
     with np.errstate(divide="ignore"):
         return samples / speed_grid(jobs, mode)
@@ -299,23 +323,25 @@ def duration_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
 
 def iteration_time(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
     """Time of one training iteration (s) of ``job`` on ``workers`` workers and ``ps`` PSs."""
-    w, p = job.check_config(workers, ps)
+    w, p = _check_job(job).check_config(workers, ps)
     return float(iteration_time_table([job], mode)[0][w - 1, p - 1])
 
 
 def speed(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
     """Training speed in samples per second."""
-    return float(_samples_per_iteration(job, workers)) / iteration_time(job, workers, ps, mode)
+    tau = iteration_time(job, workers, ps, mode)  # validates job and configuration first
+    return float(_samples_per_iteration(job, workers)) / tau
 
 
 def duration(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
     """Time (s) to process the job's remaining samples at this allocation."""
-    return job.samples / speed(job, workers, ps, mode)
+    v = speed(job, workers, ps, mode)
+    return job.samples / v
 
 
 def active_piece(job: Job, workers: int, ps: int, mode: str = "wfbp") -> ActivePiece:
     """Coefficients of the critical path that sets tau at (workers, ps)."""
-    w, p = job.check_config(workers, ps)
+    w, p = _check_job(job).check_config(workers, ps)
     t = _evaluate([job], np.array([[float(w)]]), np.array([[float(p)]]), mode, track=True)[:, 0, 0]
     cs = job.global_batch / w if job.batch_mode == "global" else float(job.per_worker_batch)
     return ActivePiece(compute=float(t[1]), ps_comm=float(t[2]), const=float(t[3]), compute_scale=cs, ratio=w / p)
@@ -326,7 +352,7 @@ def layer_timeline(job: Job, workers: int, ps: int, mode: str = "wfbp"):
     import pandas as pd
 
     check_choice("mode", mode, ("sequential", "wfbp"))
-    w, p = job.check_config(workers, ps)
+    w, p = _check_job(job).check_config(workers, ps)
     t = _Batch([job], np.array([[float(w)]]), np.array([[float(p)]]), track=False)
     L = job.profile.layers
     f = job.profile.forward_s * t.cs[0, 0]

@@ -1,5 +1,7 @@
 """The one interface every scheduling policy implements, and the immutable state it receives.
 
+``Placement`` is the solver's (``smdlab.solve.placement.Placement``), re-exported here.
+
 A policy never owns the simulation loop: the simulator calls ``decide(state)`` at each decision
 point and applies the returned ``Decision`` (after checking it against every machine's capacity).
 """
@@ -13,28 +15,9 @@ import numpy as np
 
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.solve.placement import Placement  # the one Placement class (re-exported for policies)
 
-
-@dataclass(frozen=True)
-class Placement:
-    """Where one job's tasks run: (machine index, workers there, PSs there) per machine used."""
-
-    tasks: tuple[tuple[int, int, int], ...]
-
-    @property
-    def workers(self) -> int:
-        """Total workers placed."""
-        return sum(t[1] for t in self.tasks)
-
-    @property
-    def ps(self) -> int:
-        """Total PSs placed."""
-        return sum(t[2] for t in self.tasks)
-
-    @property
-    def machines(self) -> tuple[int, ...]:
-        """Indices of the machines used."""
-        return tuple(t[0] for t in self.tasks)
+__all__ = ["Allocation", "ClusterState", "Decision", "Placement", "Policy", "QueuedJob", "RunningJob"]
 
 
 @dataclass(frozen=True)

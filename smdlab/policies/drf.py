@@ -7,7 +7,8 @@ import heapq
 import numpy as np
 
 from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import Packer, demands, queued_jobs, total_capacity
+from smdlab.policies.stages import demands, queued_jobs, total_capacity
+from smdlab.solve.placement import Ledger
 
 
 class DRF:
@@ -38,7 +39,7 @@ class DRF:
         cluster = state.cluster
         cap = total_capacity(state)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
-        packer = Packer(state.free)
+        packer = Ledger(state.free)
         # entry: [job, workers, ps, alpha, gamma, was_running]
         entries = []
         for q in queued_jobs(state):

@@ -6,13 +6,13 @@ before looking at the next job; stop at the first job that gets no bundle at all
 bundles up to min(max_workers, max_ps), then single workers up to max_workers once the job holds
 max_ps PSs (the convention the other bundle baselines share). Assumptions where the rule is silent: a job starts with fewer bundles than its cap
 when no more fit (no gang scheduling); running jobs are never resized or preempted; placement is
-first-fit decreasing (``smdlab.policies.common.first_fit``).
+first-fit decreasing (``smdlab.solve.placement.first_fit``).
 """
 
 from __future__ import annotations
 
 from smdlab.policies.base import ClusterState, Decision
-from smdlab.policies.common import admit_bundles
+from smdlab.policies.stages import admit_bundles
 
 
 class FIFO:

@@ -12,12 +12,10 @@ from scipy.optimize import nnls
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.job import BATCH_MODES, Job
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import ClusterState, Decision
 from smdlab.model.cluster import Cluster
-from smdlab.policies.common import dominant_share
-from smdlab.policies.stages import (
-    EPS, Target, assemble, consolidated_tasks, demands, queued_jobs, total_capacity,
-)
+from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
+from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
 # The "measured points" of a short profiling run: (workers, PSs) pairs, clipped to a job's caps.
 DEFAULT_PROFILE_POINTS: tuple[tuple[int, int], ...] = (
@@ -144,7 +142,7 @@ class Optimus:
     unweighted rule). Allocation works on pooled free capacity, as in the paper.
 
     Placement (field.md): fewest servers, PSs and workers spread evenly over them
-    (``stages.spread_tasks``); if no even spread fits, tasks one by one (first fit); if even that
+    (``smdlab.solve.placement.spread_tasks``); if no even spread fits, tasks one by one (first fit); if even that
     fails, the job loses the one task whose removal costs least predicted time and placement is
     tried again (smd-model.md section 8); at (1, 1) and still unplaced, it waits.
 
@@ -162,12 +160,15 @@ class Optimus:
     name = "optimus"
 
     def __init__(self, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS, noise: float = 0.0, seed: int = 0):
+        if isinstance(points, (str, bytes)) or not isinstance(points, Sequence) or not all(
+                isinstance(pt, Sequence) and not isinstance(pt, str) and len(pt) == 2 for pt in points):
+            raise InvalidInput(f"points must be a list of (workers, ps) pairs, got {points!r}")
         pts = [(check_int("points[].workers", w, 1), check_int("points[].ps", p, 1)) for w, p in points]
         if not pts:
             raise InvalidInput("points must list at least one (workers, ps) pair")
         self.points = tuple(pts)
         self.noise = check_positive("noise", noise, allow_zero=True)
-        self.seed = int(seed)
+        self.seed = check_int("seed", seed, 0)
         self._models: dict[tuple, SpeedModel] = {}
 
     def model(self, job: Job, mode: str) -> SpeedModel:
@@ -197,7 +198,7 @@ class Optimus:
         P = np.zeros(n, dtype=int)
         for i in range(n):
             need = alpha[i] + gamma[i]
-            if np.all(left + EPS >= need):
+            if np.all(left + TOL >= need):
                 W[i], P[i] = 1, 1
                 left -= need
         models = [self.model(j, mode) for j in jobs]
@@ -222,8 +223,8 @@ class Optimus:
         for i in on:
             refresh(i)
         while True:
-            fits_w = np.all(left[None] + EPS >= alpha, axis=1)
-            fits_p = np.all(left[None] + EPS >= gamma, axis=1)
+            fits_w = np.all(left[None] + TOL >= alpha, axis=1)
+            fits_p = np.all(left[None] + TOL >= gamma, axis=1)
             gw = np.where(fits_w, gain_w, -np.inf)
             gp = np.where(fits_p, gain_p, -np.inf)
             iw, ip = int(np.argmax(gw)), int(np.argmax(gp))

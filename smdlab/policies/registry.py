@@ -60,7 +60,10 @@ def get_policy(name: str, **options: Any) -> Policy:
         raise InvalidInput(
             f"options of policy {name!r} must be among {', '.join(params) or '(none)'}; got {sorted(options)} ({exc})"
         ) from None
-    return cls(**options)
+    try:
+        return cls(**options)
+    except InvalidInput as exc:  # say which policy the bad option belongs to
+        raise InvalidInput(f"policy {name!r}: {exc}") from None
 
 
 def available_policies() -> list[str]:

@@ -9,7 +9,9 @@ import numpy as np
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
-from smdlab.policies.stages import EPS, demands, queued_jobs, usage, with_remaining
+from smdlab.policies.stages import demands, queued_jobs, with_remaining
+from smdlab.solve.instance import demand_matrices
+from smdlab.solve.placement import TOL, usage
 
 
 class SMD:
@@ -45,9 +47,9 @@ class SMD:
     _defaults: dict[str, Any] = {"bound": False}
 
     def __init__(self, **options: Any):
-        from smdlab.solve.api import _OPTIONS
+        from smdlab.solve import SOLVE_OPTIONS
 
-        allowed = _OPTIONS[self.method]
+        allowed = SOLVE_OPTIONS[self.method]
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
@@ -74,22 +76,22 @@ class SMD:
             from smdlab.solve import place
 
             pr = place(jobs, alloc, cluster, free, state.mode)
-        return [
-            (w, p, Placement(tuple((int(m), int(a), int(b)) for m, a, b in pl.tasks))) if w > 0 else None
-            for w, p, pl in zip(pr.workers, pr.ps, pr.placements)
-        ]
+        return [(w, p, pl) if w > 0 else None for w, p, pl in zip(pr.workers, pr.ps, pr.placements)]
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
         if state.elastic:
             return self._decide_elastic(state)
         free = np.asarray(state.free, dtype=float)
-        pooled = free.sum(axis=0) + EPS
+        pooled = free.sum(axis=0) + TOL
         queued = queued_jobs(state)
         # When no queued job's (1, 1) fits the pooled free capacity the solver could start nothing:
         # skip it (arrivals on a full cluster). Otherwise every queued job enters the instance,
         # as the deferral horizon and selection depend on all of them.
-        if not any(np.all(sum(demands(q.job, state.cluster)) <= pooled) for q in queued):
+        if not queued:
+            return Decision()
+        alpha, gamma = demand_matrices([q.job for q in queued], state.cluster)
+        if not np.all(alpha + gamma <= pooled, axis=1).any():
             return Decision()
         jobs = [with_remaining(q) for q in queued]
         sol = self._solve(jobs, state, free, place=True)

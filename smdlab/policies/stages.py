@@ -1,10 +1,17 @@
-"""Shared stages of the baseline policies: demand vectors, per-machine packing, placement rules and
-the assembly of a Decision from target allocations (admission order -> allocation -> placement).
+"""Stages the baseline policies share (Blox-style): admission order -> allocation -> placement -> decision.
 
-Complements ``smdlab.policies.common`` (demand vectors, speeds, first-fit placement of a whole
-job), which it reuses: the policies here need a ledger they can fill one task at a time, an
-even-spread placement rule and elastic re-placement. Every policy here plans against a private
-copy of the free capacity per machine, so whatever it returns fits every machine by construction; ``apply_decision`` re-checks that (tests use it).
+- Admission order: ``queued_jobs`` (arrival order); policies sort it their own way.
+- Allocation: bundles (one worker plus one PS, the unit of the classic PS-setting baselines):
+  ``bundle_cap``, ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
+  policy's own rule producing ``Target`` allocations.
+- Placement: the rules of ``smdlab.solve.placement`` (``first_fit``, ``local``, ``spread``,
+  ``consolidated``; ``Ledger`` for one task at a time); ``assemble`` places targets with a rule,
+  shrinking one task at a time where they do not fit.
+- Decision: ``assemble`` returns it; ``apply_decision`` re-checks one against every machine
+  (tests use it).
+
+Every policy plans against a private copy of the free capacity per machine, so whatever it
+returns fits every machine by construction.
 """
 
 from __future__ import annotations
@@ -14,15 +21,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import Infeasible, InvalidInput
+from smdlab.errors import Infeasible, InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.timing import speed_table
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob, RunningJob
-from smdlab.policies.common import task_vectors
+from smdlab.solve.instance import task_vectors
+from smdlab.solve.placement import RULES, TOL, PlaceRule, consolidated_tasks, first_fit, placement_usage, usage
 
-EPS = 1e-9  # slack on capacity comparisons (amounts are sums of floats)
+_SPEEDS_MAX = 200_000
 
-Tasks = tuple[tuple[int, int, int], ...]
+_SPEEDS: dict[tuple[int, str], tuple[Job, np.ndarray]] = {}
+
+
+def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
+    """The job's speed table (samples/s, W x P, read-only), cached per job object and mode."""
+    key = (id(job), mode)
+    hit = _SPEEDS.get(key)
+    if hit is not None and hit[0] is job:
+        return hit[1]
+    table = speed_table(job, mode)
+    table.setflags(write=False)
+    if len(_SPEEDS) >= _SPEEDS_MAX:
+        _SPEEDS.clear()
+    _SPEEDS[key] = (job, table)
+    return table
 
 
 def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
@@ -30,118 +53,97 @@ def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     return task_vectors(job, cluster.resources)
 
 
-def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray, machines: int) -> np.ndarray:
-    """Resources held per machine by ``tasks`` ((machine, workers, ps) triples) as a (machines x K) array."""
-    out = np.zeros((machines, len(alpha)))
-    for m, w, p in tasks:
-        out[m] += w * alpha + p * gamma
-    return out
+def queued_jobs(state: ClusterState) -> list[QueuedJob]:
+    """Queued jobs with work left, in arrival order (ties by name)."""
+    return sorted((q for q in state.queued if q.remaining > 0), key=lambda q: (q.job.arrival, q.job.name))
 
 
-class Packer:
-    """A private per-machine free-capacity ledger on which a policy places tasks one at a time.
+def with_remaining(entry: QueuedJob | RunningJob) -> Job:
+    """The entry's job with ``samples`` set to its remaining work (what solvers and time estimates use)."""
+    job = entry.job
+    return job if entry.remaining == job.samples else job.replace(samples=entry.remaining)
 
-    free: (machines x resources) free capacity (copied).
-    Tasks already held by running jobs can be recorded with ``preload`` (no capacity is taken)
-    so that locality preferences see them and ``placement`` returns the job's whole placement.
+
+def total_capacity(state: ClusterState) -> np.ndarray:
+    """Pooled capacity of the whole cluster (free or not): the denominator of dominant shares."""
+    return state.cluster.capacity_vector.astype(float)
+
+
+# ---- allocation by bundles ------------------------------------------------------------------
+
+
+def _largest(feasible, hi: int) -> tuple[int, Placement | None]:
+    """Largest n in [0, hi] with feasible(n) not None (feasibility monotone in n), and its value."""
+    if hi <= 0:
+        return 0, None
+    best = feasible(hi)
+    if best is not None:
+        return hi, best
+    lo, found = 0, None
+    while lo < hi - 1:
+        mid = (lo + hi) // 2
+        pl = feasible(mid)
+        if pl is None:
+            hi = mid
+        else:
+            lo, found = mid, pl
+    return lo, found
+
+
+def max_bundles(job: Job, free: np.ndarray, resources: Sequence[str], cap: int) -> tuple[int, Placement | None]:
+    """Largest n <= cap such that n bundles of ``job`` fit first-fit, with their placement."""
+    wv, pv = task_vectors(job, resources)
+    bundle = wv + pv
+    pooled = free.sum(axis=0)
+    pos = bundle > 0
+    hi = cap
+    if pos.any():
+        hi = min(cap, int(np.floor(((pooled[pos] + TOL * np.maximum(1.0, bundle[pos])) / bundle[pos]).min())))
+    # First-fit feasibility is monotone in n (fewer tasks leave a superset of room): binary search.
+    return _largest(lambda n: first_fit(job, n, n, free, resources), hi)
+
+
+def max_allocation(job: Job, free: np.ndarray, resources: Sequence[str]) -> tuple[int, int, Placement | None]:
+    """Most (workers, ps, placement) a job gets by bundles; (0, 0, None) if not one bundle fits.
+
+    Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
+    to ``max_workers`` (the bundle convention of the classic baselines).
     """
-
-    def __init__(self, free: np.ndarray):
-        self.free = np.array(free, dtype=float, copy=True)
-        if self.free.ndim != 2:
-            raise InvalidInput(f"free must be a (machines x resources) array, got shape {self.free.shape}")
-        self._tasks: dict[str, dict[int, list[int]]] = {}
-
-    @property
-    def machines(self) -> int:
-        """Number of machines in the ledger."""
-        return self.free.shape[0]
-
-    def fits_mask(self, demand: np.ndarray) -> np.ndarray:
-        """Boolean per machine: does one task of ``demand`` fit there now?"""
-        return np.all(self.free + EPS >= demand, axis=1)
-
-    def preload(self, job: str, tasks: Iterable[tuple[int, int, int]]) -> None:
-        """Record tasks a job already holds (their capacity is not in ``free``)."""
-        slot = self._tasks.setdefault(job, {})
-        for m, w, p in tasks:
-            cur = slot.setdefault(int(m), [0, 0])
-            cur[0] += int(w)
-            cur[1] += int(p)
-
-    def add_task(self, job: str, kind: str, demand: np.ndarray) -> int | None:
-        """Place one task (``kind`` 'worker' or 'ps') of ``job``: a machine it already uses, else first fit.
-
-        Returns the machine index, or None when the task fits nowhere.
-        """
-        mask = self.fits_mask(demand)
-        if not mask.any():
-            return None
-        used = self._tasks.get(job, {})
-        # Locality first (fewer machines per job), then first fit (keeps whole machines free).
-        candidates = [m for m in sorted(used, key=lambda m: -sum(used[m])) if mask[m]]
-        m = candidates[0] if candidates else int(np.flatnonzero(mask)[0])
-        self.put_task(job, kind, m, demand)
-        return m
-
-    def remove_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
-        """Undo ``add_task``: take one task of ``kind`` of ``job`` off ``machine``."""
-        slot = self._tasks[job][machine]
-        slot[0 if kind == "worker" else 1] -= 1
-        self.free[machine] += demand
-
-    def put_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
-        """Place one task of ``job`` on a chosen ``machine`` (raises Infeasible if it does not fit)."""
-        if np.any(self.free[machine] + EPS < demand):
-            raise Infeasible(f"job {job!r}: a {kind} does not fit on machine {machine}")
-        self.free[machine] -= demand
-        slot = self._tasks.setdefault(job, {}).setdefault(machine, [0, 0])
-        slot[0 if kind == "worker" else 1] += 1
-
-    def tasks(self, job: str) -> Tasks:
-        """The job's recorded tasks as sorted (machine, workers, ps) triples."""
-        return tuple((m, w, p) for m, (w, p) in sorted(self._tasks.get(job, {}).items()) if w or p)
-
-    def placement(self, job: str) -> Placement:
-        """The job's recorded tasks as a Placement."""
-        return Placement(self.tasks(job))
+    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.max_ps))
+    if n == 0 or n < job.max_ps or job.max_workers <= n:
+        return n, n, placement
+    k, extra = _largest(lambda k: first_fit(job, n + k, n, free, resources), job.max_workers - n)
+    return (n + k, n, extra) if k else (n, n, placement)
 
 
-def spread_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
-    """Fewest machines holding the job with workers and PSs spread evenly over them (Optimus' rule).
+def bundle_cap(job: Job) -> int:
+    """Most bundles a job may hold: min(max_workers, max_ps)."""
+    return min(job.max_workers, job.max_ps)
 
-    Machines are ranked by how many worker+PS pairs of this job they can still hold (most first);
-    for k = 1, 2, ... the top k machines get workers // k (+1 for the first workers % k) and PSs
-    // k (+1 for the *last* ps % k, so remainders do not pile on one machine). The first k at
-    which every share fits wins; None if none does.
+
+def admit_bundles(
+    order: Iterable[QueuedJob], state: ClusterState, *, stop_at_first_unfit: bool = True, note: str = ""
+) -> Decision:
+    """Give each job in ``order`` as much as fits by bundles (``max_allocation``) before the next job.
+
+    With ``stop_at_first_unfit`` the pass ends at the first job that gets no bundle (FIFO's
+    head-of-line rule); otherwise that job is passed over.
     """
-    n = free.shape[0]
-    pair = alpha + gamma
-    with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(pair > 0, (free + EPS) / np.where(pair > 0, pair, 1.0), np.inf).min(axis=1)
-    order = sorted(range(n), key=lambda m: (-room[m], m))
-    for k in range(1, min(n, max(workers, ps)) + 1):
-        chosen = order[:k]
-        ws = [workers // k + (1 if i < workers % k else 0) for i in range(k)]
-        ps_ = [ps // k + (1 if i >= k - ps % k else 0) for i in range(k)]
-        if all(np.all(free[m] + EPS >= w * alpha + p * gamma) for m, w, p in zip(chosen, ws, ps_)):
-            return tuple(sorted((m, w, p) for m, w, p in zip(chosen, ws, ps_) if w or p))
-    return None
+    free = np.array(state.free, dtype=float)
+    resources = state.cluster.resources
+    allocations = []
+    for q in order:
+        w, p, placement = max_allocation(q.job, free, resources)
+        if w == 0:
+            if stop_at_first_unfit:
+                break
+            continue
+        free -= placement_usage(q.job, placement, free.shape[0], resources)
+        allocations.append(Allocation(q.job.name, w, p, placement))
+    return Decision(tuple(allocations), note=note)
 
 
-def first_fit_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
-    """Tasks placed one by one (workers first), each on a machine the job already uses, else first fit."""
-    packer = Packer(free)
-    for kind, count, demand in (("worker", workers, alpha), ("ps", ps, gamma)):
-        for _ in range(count):
-            if packer.add_task("_", kind, demand) is None:
-                return None
-    return packer.tasks("_")
-
-
-def consolidated_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
-    """Even spread over the fewest machines; if no even spread fits, tasks one by one (first fit)."""
-    return spread_tasks(free, workers, ps, alpha, gamma) or first_fit_tasks(free, workers, ps, alpha, gamma)
+# ---- decision assembly ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,6 @@ class Target:
     ps: int
 
 
-PlaceFn = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], "Tasks | None"]
 ShrinkFn = Callable[[Job, int, int], "tuple[int, int] | None"]
 
 
@@ -170,7 +171,7 @@ def assemble(
     state: ClusterState,
     targets: Sequence[Target],
     *,
-    place: PlaceFn = consolidated_tasks,
+    place: PlaceRule | str = consolidated_tasks,
     shrink: ShrinkFn = default_shrink,
     note: str = "",
 ) -> Decision:
@@ -182,8 +183,10 @@ def assemble(
     preempted. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
     smd-model.md section 8); a job that cannot be placed even at (1, 1) waits (a running one is
-    preempted).
+    preempted). ``place`` is a placement rule or its name in ``smdlab.solve.placement.RULES``.
     """
+    if isinstance(place, str):
+        place = RULES[check_choice("place", place, tuple(RULES))]
     cluster = state.cluster
     running = {r.job.name: r for r in state.running}
     wanted = {t.job.name: t for t in targets}
@@ -257,26 +260,10 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                 f"{alloc.placement.ps} PSs, allocation says {alloc.workers} and {alloc.ps}"
             )
         free -= usage(alloc.placement.tasks, *demands(job, cluster), free.shape[0])
-    over = free < -EPS * np.maximum(1.0, np.abs(np.asarray(state.free)))
+    over = free < -TOL * np.maximum(1.0, np.abs(np.asarray(state.free)))
     if over.any():
         m, k = np.argwhere(over)[0]
         raise Infeasible(
             f"decision exceeds machine {m} capacity of {cluster.resources[k]} by {-free[m, k]:g}"
         )
     return free
-
-
-def queued_jobs(state: ClusterState) -> list[QueuedJob]:
-    """Queued jobs with work left, in arrival order (ties by name)."""
-    return sorted((q for q in state.queued if q.remaining > 0), key=lambda q: (q.job.arrival, q.job.name))
-
-
-def with_remaining(entry: QueuedJob | RunningJob) -> Job:
-    """The entry's job with ``samples`` set to its remaining work (what solvers and time estimates use)."""
-    job = entry.job
-    return job if entry.remaining == job.samples else job.replace(samples=entry.remaining)
-
-
-def total_capacity(state: ClusterState) -> np.ndarray:
-    """Pooled capacity of the whole cluster (free or not): the denominator of dominant shares."""
-    return state.cluster.capacity_vector.astype(float)

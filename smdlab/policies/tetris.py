@@ -6,8 +6,8 @@ import numpy as np
 
 from smdlab.errors import check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.common import capacity_matrix, job_speeds
-from smdlab.policies.stages import EPS, Packer, demands, queued_jobs
+from smdlab.policies.stages import demands, job_speeds, queued_jobs
+from smdlab.solve.placement import TOL, Ledger, capacity_matrix
 
 
 class Tetris:
@@ -44,7 +44,7 @@ class Tetris:
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the (job, machines) of best blended score, until none fits."""
         cluster = state.cluster
-        packer = Packer(state.free)
+        packer = Ledger(state.free)
         cap = capacity_matrix(cluster)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
         jobs, ws, ps, remaining = [], [], [], []
@@ -70,16 +70,16 @@ class Tetris:
             free_n = free * inv
             # worker alignment and fit, J x M
             a_w = alpha @ (free_n * inv).T
-            fit_w = np.all(free[None] + EPS >= alpha[:, None], axis=2)
+            fit_w = np.all(free[None] + TOL >= alpha[:, None], axis=2)
             a_w = np.where(fit_w, a_w, -np.inf)
             mw = np.argmax(a_w, axis=1)
             ok = active & fit_w[rows, mw]
             need_ps = np.array([p < j.max_ps for j, p in zip(jobs, ps)])
             # PS alignment on the capacity left once the worker sits on mw
             a_p = gamma @ (free_n * inv).T
-            fit_p = np.all(free[None] + EPS >= gamma[:, None], axis=2)
+            fit_p = np.all(free[None] + TOL >= gamma[:, None], axis=2)
             left = free[mw] - alpha  # J x K: machine mw after the worker
-            fit_p[rows, mw] = np.all(left + EPS >= gamma, axis=1)
+            fit_p[rows, mw] = np.all(left + TOL >= gamma, axis=1)
             a_p[rows, mw] = np.einsum("jk,jk->j", left * inv[mw] ** 2, gamma)
             a_p = np.where(fit_p, a_p, -np.inf)
             mp = np.argmax(a_p, axis=1)

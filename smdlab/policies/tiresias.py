@@ -10,10 +10,10 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
 from smdlab.model.cluster import Cluster
-from smdlab.policies.common import capacity_matrix
-from smdlab.policies.stages import EPS, consolidated_tasks, demands, usage
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.stages import demands
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 DEFAULT_THRESHOLDS: tuple[float, ...] = (3600.0,)  # GPU-seconds: two queues, as in Tiresias' public simulator example
 DEFAULT_STARVE_MULTIPLE = 8.0  # assumed: promote after waiting 8x the time the job has run
@@ -69,6 +69,8 @@ class Tiresias:
         ps_per_worker: float = 1.0,
         preemption: bool = True,
     ):
+        if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence):
+            raise InvalidInput(f"thresholds must be a list of attained-service limits (GPU-seconds), got {thresholds!r}")
         th = [check_positive(f"thresholds[{i}]", t) for i, t in enumerate(thresholds)]
         if any(b <= a for a, b in zip(th, th[1:])):
             raise InvalidInput(f"thresholds must be strictly ascending, got {tuple(thresholds)!r}")
@@ -76,6 +78,8 @@ class Tiresias:
         self.starve_multiple = check_positive("starve_multiple", starve_multiple, allow_inf=True)
         self.max_workers = None if max_workers is None else check_int("max_workers", max_workers, 1)
         self.ps_per_worker = check_positive("ps_per_worker", ps_per_worker)
+        if not isinstance(preemption, (bool, np.bool_)):
+            raise InvalidInput(f"preemption must be True or False, got {preemption!r}")
         self.preemption = bool(preemption)
         self._base: dict[str, float] = {}  # service already attained when the job was promoted
         self._requests: dict[tuple[int, int], tuple] = {}
@@ -153,7 +157,7 @@ class Tiresias:
                 pool = pool + needs[-1]
         admitted = []
         for (key, kind, e), need in zip(items, needs):
-            if np.all(pool + EPS >= need):
+            if np.all(pool + TOL >= need):
                 pool = pool - need
                 admitted.append((key, kind, e))
         admitted_running = {e.job.name for _, kind, e in admitted if kind == 0}

@@ -23,6 +23,8 @@ SUMMARY_KEYS = (
     "scheduler_time_per_decision_s", "scheduler_time_max_s", "decisions", "preemptions", "resizes",
     "sim_wall_s",
 )
+# Summary entries that are wall-clock measurements: they differ between two runs of the same input.
+TIMING_KEYS = ("scheduler_time_s", "scheduler_time_per_decision_s", "scheduler_time_max_s", "sim_wall_s")
 
 
 @dataclass(frozen=True, eq=False)

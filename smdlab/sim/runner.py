@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.policies.registry import get_policy
+from smdlab.policies.registry import get_policy, list_policies
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate
 from smdlab.workloads.scenario import Scenario
@@ -23,6 +24,11 @@ def run_policies(
 ) -> dict[str, SimResult]:
     """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name."""
     options = policy_options or {}
+    if not isinstance(options, Mapping):
+        raise InvalidInput(f"policy_options must map policy names to options, got {options!r}")
+    unknown = [name for name in options if name not in list_policies()]
+    if unknown:  # options for an unknown policy are a typo, not something to ignore
+        raise InvalidInput(f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())}")
     instances = {name: get_policy(name, **dict(options.get(name, {}))) for name in policies}  # fail fast on names
     return {name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()}
 

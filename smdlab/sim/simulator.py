@@ -23,7 +23,9 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
 from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
-from smdlab.policies.common import TOL, capacity_matrix, first_fit, job_speeds, task_vectors
+from smdlab.policies.stages import job_speeds
+from smdlab.solve.instance import task_vectors
+from smdlab.solve.placement import TOL, capacity_matrix, first_fit
 from smdlab.sim.result import SimResult, build_result
 
 UNFIT = ("skip", "raise")
@@ -119,7 +121,10 @@ class _Simulator:
     def __init__(self, jobs, cluster, policy, mode, elastic, delta, unfit, record_history):
         if not isinstance(cluster, Cluster):
             raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
-        jobs = list(jobs)
+        try:
+            jobs = list(jobs)
+        except TypeError:
+            raise InvalidInput(f"jobs must be a sequence of Job objects, got {jobs!r}") from None
         if not jobs:
             raise InvalidInput("jobs must list at least one job, got 0")
         for j in jobs:

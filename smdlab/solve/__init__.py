@@ -1,19 +1,48 @@
 """The solve layer: exact MILP, LP bound and rounding, SMD (sum-of-ratios decomposition), placement.
 
 Imports only ``smdlab.model`` and ``smdlab.errors``; policies and the simulator build on it.
+Names are loaded on first use, so that importing ``smdlab.solve.placement`` (every policy does)
+does not import the solver back-ends.
 """
 
-from smdlab.solve.api import DEFAULT_KNAPSACK, METHODS, solve
-from smdlab.solve.backends import BACKENDS, GUROBI_SIZE_LIMIT
-from smdlab.solve.brute import BRUTE_MAX_COMBINATIONS
-from smdlab.solve.instance import Instance, build_instance
-from smdlab.solve.knapsack import KNAPSACKS
-from smdlab.solve.placement import Placement, PlacementResult, place
-from smdlab.solve.smd import SELECTIONS, IterationRecord, RatioResult, select_jobs, sum_of_ratios
-from smdlab.solve.solution import Solution
+from __future__ import annotations
 
-__all__ = [
-    "BACKENDS", "BRUTE_MAX_COMBINATIONS", "DEFAULT_KNAPSACK", "GUROBI_SIZE_LIMIT", "Instance", "IterationRecord",
-    "KNAPSACKS", "METHODS", "Placement", "PlacementResult", "RatioResult", "SELECTIONS", "Solution", "build_instance", "place",
-    "select_jobs", "solve", "sum_of_ratios",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "DEFAULT_KNAPSACK": "api", "METHODS": "api", "SOLVE_OPTIONS": "api", "solve": "api",
+    "BACKENDS": "backends", "GUROBI_SIZE_LIMIT": "backends",
+    "BRUTE_MAX_COMBINATIONS": "brute",
+    "Instance": "instance", "build_instance": "instance", "demand_matrices": "instance", "task_vectors": "instance",
+    "KNAPSACKS": "knapsack",
+    "Placement": "placement", "PlacementResult": "placement", "place": "placement", "RULES": "placement",
+    "SELECTIONS": "smd", "IterationRecord": "smd", "RatioResult": "smd", "select_jobs": "smd", "sum_of_ratios": "smd",
+    "Solution": "solution",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smdlab.solve' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"smdlab.solve.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # static tools see the real names
+    from smdlab.solve.api import DEFAULT_KNAPSACK, METHODS, SOLVE_OPTIONS, solve
+    from smdlab.solve.backends import BACKENDS, GUROBI_SIZE_LIMIT
+    from smdlab.solve.brute import BRUTE_MAX_COMBINATIONS
+    from smdlab.solve.instance import Instance, build_instance, demand_matrices, task_vectors
+    from smdlab.solve.knapsack import KNAPSACKS
+    from smdlab.solve.placement import RULES, Placement, PlacementResult, place
+    from smdlab.solve.smd import SELECTIONS, IterationRecord, RatioResult, select_jobs, sum_of_ratios
+    from smdlab.solve.solution import Solution

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -25,13 +26,14 @@ DEFAULT_KNAPSACK = "hull"
 DEFAULT_MILP_TIME_LIMIT = 60.0
 DEFAULT_MIP_GAP = 1e-6
 
-_OPTIONS = {
-    "milp": {"backend", "time_limit", "mip_gap"},
-    "lp": {"backend", "time_limit"},
-    "lp_round": {"backend", "time_limit"},
-    "smd": {"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound"},
-    "brute": set(),
-}
+SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType({
+    "milp": frozenset({"backend", "time_limit", "mip_gap"}),
+    "lp": frozenset({"backend", "time_limit"}),
+    "lp_round": frozenset({"backend", "time_limit"}),
+    "smd": frozenset({"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound"}),
+    "brute": frozenset(),
+})
+"""The keyword options ``solve`` accepts for each method (read-only)."""
 
 
 def _capacity(cluster: Cluster, free) -> np.ndarray:
@@ -84,9 +86,9 @@ def solve(
     """
     t0 = time.perf_counter()
     check_choice("method", method, METHODS)
-    unknown = set(options) - _OPTIONS[method]
+    unknown = set(options) - SOLVE_OPTIONS[method]
     if unknown:
-        allowed = ", ".join(sorted(_OPTIONS[method])) or "none"
+        allowed = ", ".join(sorted(SOLVE_OPTIONS[method])) or "none"
         raise InvalidInput(f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}")
     backend = check_choice("backend", options.get("backend", "auto"), BACKENDS)
     time_limit = options.get("time_limit", DEFAULT_MILP_TIME_LIMIT if method == "milp" else None)

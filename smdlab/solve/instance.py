@@ -148,21 +148,42 @@ class Instance:
             raise AssertionError("allocation exceeds capacity")
 
 
+_VECTORS: dict[tuple[int, tuple[str, ...]], tuple[Job, np.ndarray, np.ndarray]] = {}
+_VECTORS_MAX = 200_000
+
+
+def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(worker demand, PS demand) of ``job`` as vectors over ``resources`` (cached per job object, read-only)."""
+    key = (id(job), tuple(resources))
+    hit = _VECTORS.get(key)
+    if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
+        return hit[1], hit[2]
+    known = set(resources)
+    for field in ("worker_demand", "ps_demand"):
+        d = getattr(job, field)  # validated (finite, >= 0) by Job; only the names need checking here
+        if not known.issuperset(d):
+            bad = next(r for r in d if r not in known)
+            raise InvalidInput(
+                f"job {job.name!r} {field} has unknown resource {bad!r}; allowed: {', '.join(resources)}"
+            )
+    wv = np.array([job.worker_demand.get(r, 0.0) for r in resources], dtype=float)
+    pv = np.array([job.ps_demand.get(r, 0.0) for r in resources], dtype=float)
+    wv.setflags(write=False)
+    pv.setflags(write=False)
+    if len(_VECTORS) >= _VECTORS_MAX:
+        _VECTORS.clear()
+    _VECTORS[key] = (job, wv, pv)
+    return wv, pv
+
+
 def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources."""
     res = cluster.resources
-    known = set(res)
-    out = []
-    for field in ("worker_demand", "ps_demand"):
-        rows = []
-        for j in jobs:
-            d = getattr(j, field)  # validated (finite, >= 0) by Job; only the names need checking here
-            if not known.issuperset(d):
-                bad = next(r for r in d if r not in known)
-                raise InvalidInput(f"job {j.name!r} {field} has unknown resource {bad!r}; allowed: {', '.join(res)}")
-            rows.append([d.get(r, 0.0) for r in res])
-        out.append(np.array(rows, dtype=float).reshape(-1, len(res)))
-    return out[0], out[1]
+    K = len(res)
+    if not jobs:
+        return np.zeros((0, K)), np.zeros((0, K))
+    pairs = [task_vectors(j, res) for j in jobs]
+    return np.array([a for a, _ in pairs]).reshape(-1, K), np.array([g for _, g in pairs]).reshape(-1, K)
 
 
 def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:

@@ -312,6 +312,17 @@ def knapsack_greedy(obj, alpha, gamma, capacity, defer=None, *, start_w=None, st
 KNAPSACKS = ("exact", "lp_round", "greedy", "hull")
 
 
+def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
+    """First column where any resource row of ``cum`` (K x m) exceeds ``cap`` (K x 1); m if none."""
+    first = cum.shape[1]
+    for r in range(cum.shape[0]):
+        row = cum[r, :first] > cap[r, 0]
+        k = int(row.argmax()) if first else 0
+        if first and row[k]:
+            first = k
+    return first
+
+
 def _hull_segments(value, mask, alpha, gamma, scale):
     """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order."""
     n, W, P = value.shape
@@ -447,8 +458,7 @@ class HullKnapsack:
         cap = (self.capacity + self.tol)[:, None]
         # resources x segments, so cumulative sums run along contiguous rows
         cum = self.base[:, None] + np.cumsum(self.seg_duse_t[:, order], axis=1)
-        bad = (cum > cap).any(axis=0)
-        first = int(np.argmax(bad)) if bad.any() else len(order)
+        first = _first_over(cum, cap)
         self._apply(order[:first], w, p)
         if first < len(order):
             # The rest, with the sequential rule (take a segment if it fits, else close its job) done
@@ -459,7 +469,10 @@ class HullKnapsack:
             rank = self.seg_rank
             while rest.size:
                 d = self.seg_duse_t[:, rest]
-                fail = (used + d > cap).any(axis=0)
+                slack = cap - used
+                fail = d[0] > slack[0]
+                for r in range(1, d.shape[0]):  # row by row: contiguous and cheap
+                    fail |= d[r] > slack[r]
                 if fail.any():
                     # close each failing job from its first failing segment (in hull order) onwards
                     cut = np.full(self.n, np.iinfo(np.int64).max)
@@ -469,8 +482,7 @@ class HullKnapsack:
                     if not rest.size:
                         break
                 cum = used + np.cumsum(d, axis=1)
-                bad = (cum > cap).any(axis=0)
-                stop = int(np.argmax(bad)) if bad.any() else len(rest)
+                stop = _first_over(cum, cap)
                 self._apply(rest[:stop], w, p)
                 if stop == len(rest):
                     break

@@ -1,4 +1,24 @@
-"""Placement of a pooled allocation onto machines (specification section 8).
+"""Placement: where the tasks (workers and PSs) of jobs go on the machines of a cluster.
+
+The one placement stage of smdlab; the solver, every policy and the simulator use it. Everything
+works on a (machines x resources) matrix of free capacity and per-task demand vectors (a worker
+needs ``alpha``, a PS ``gamma``). Placement does not change a job's speed in the model (every
+task reserves its own NIC share), so it matters only for capacity.
+
+Rules for one job's (workers, PSs), each ``rule(free, workers, ps, alpha, gamma) -> tasks or None``
+(``RULES``):
+
+- ``first_fit``: first-fit decreasing on the dominant resource (smd-model.md section 8): the
+  task type with the larger dominant share of the pooled free capacity goes first, each task on
+  the lowest-index machine it fits on (FIFO, SRTF, the simulator's fit check).
+- ``local``: workers by first fit, then each PS on a machine already holding most of the job's
+  tasks, else first fit: the rule of ``Ledger.add_task`` for a whole job at once.
+- ``spread``: Optimus' rule: the fewest machines, workers and PSs spread evenly over them.
+- ``consolidated``: ``spread``, else ``local`` (Optimus, Tiresias).
+
+``Ledger`` places tasks one at a time on a private copy of the free capacity (DRF's and Tetris'
+progressive filling). ``place`` puts a pooled allocation of many jobs on the machines by
+first-fit decreasing and shrinks it where it does not fit (the solver, SMD; section 8):
 
 Tasks (the PSs and the workers of every job) are placed by first-fit decreasing on their
 dominant resource share (max_r demand_r / cluster capacity_r). Identical tasks of one job are
@@ -13,25 +33,30 @@ unstarted, charged the deferral cost of docs/solver.md. Every removal is one shr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int
+from smdlab.errors import Infeasible, InvalidInput, check_int
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import duration_grid
-from smdlab.solve.instance import demand_matrices
+from smdlab.solve.instance import demand_matrices, task_vectors
 
-_TOL = 1e-9
+# Slack on capacity comparisons (relative to the demand where it exceeds 1): amounts are sums of
+# user floats (e.g. 0.1 CPU).
+TOL = 1e-9
+_UNBOUNDED = 2**40  # tasks that demand nothing: 'any number' without int64 overflow in sums
+
+Tasks = tuple[tuple[int, int, int], ...]
 
 
 @dataclass(frozen=True)
 class Placement:
     """Where one job's tasks run: (machine index, workers there, PSs there) per machine used."""
 
-    tasks: tuple[tuple[int, int, int], ...]
+    tasks: Tasks
 
     @property
     def workers(self) -> int:
@@ -71,13 +96,245 @@ class PlacementResult:
         return len(self.placements)
 
 
-def _fit_counts(free: np.ndarray, d: np.ndarray, inv: np.ndarray, need: int) -> np.ndarray:
-    """How many tasks of demand d fit on each machine (at most ``need``)."""
-    pos = d > 0
+# ---- capacity arithmetic --------------------------------------------------------------------
+
+
+def capacity_matrix(cluster: Cluster) -> np.ndarray:
+    """Per-machine capacities (machines x resources); a pooled cluster is one virtual machine."""
+    if cluster.has_machines:
+        return cluster.machine_matrix.astype(float)
+    return cluster.capacity_vector.astype(float)[None, :]
+
+
+def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """How many tasks of ``demand`` fit on each machine of ``free`` (an int array per machine)."""
+    pos = demand > 0
     if not pos.any():
-        return np.full(free.shape[0], need)
-    q = np.floor((free[:, pos] + _TOL) * inv[pos]).min(axis=1)
-    return np.clip(q, 0, need).astype(int)
+        return np.full(free.shape[0], _UNBOUNDED, dtype=np.int64)
+    d = demand[pos]
+    counts = np.floor((free[:, pos] + TOL * np.maximum(1.0, d)) / d).min(axis=1)
+    return np.maximum(counts, 0).astype(np.int64)
+
+
+def fill(free: np.ndarray, demand: np.ndarray, n: int, order: np.ndarray | None = None) -> np.ndarray | None:
+    """Place ``n`` tasks of ``demand`` filling machines in ``order`` (default: index order); per-machine counts, or None.
+
+    On success the demand placed is subtracted from ``free`` in place; on failure ``free`` is unchanged.
+    """
+    if n <= 0:
+        return np.zeros(free.shape[0], dtype=np.int64)
+    counts = fit_counts(free, demand)
+    c = counts if order is None else counts[order]
+    before = np.cumsum(c) - c
+    if c.size == 0 or before[-1] + c[-1] < n:
+        return None
+    take = np.clip(n - before, 0, c)
+    if order is not None:
+        take, ordered = np.zeros_like(counts), take
+        take[order] = ordered
+    free -= take[:, None] * demand[None, :]
+    return take
+
+
+def dominant_share(demand: np.ndarray, capacity: np.ndarray) -> float:
+    """Largest share of any resource that ``demand`` takes of ``capacity``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(capacity > 0, demand / capacity, np.where(demand > 0, np.inf, 0.0))
+    return float(share.max())
+
+
+def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray, machines: int) -> np.ndarray:
+    """Resources held per machine by ``tasks`` ((machine, workers, ps) triples) as a (machines x K) array."""
+    out = np.zeros((machines, len(alpha)))
+    for m, w, p in tasks:
+        out[m] += w * alpha + p * gamma
+    return out
+
+
+def placement_usage(job: Job, placement: Placement, machines: int, resources: Sequence[str]) -> np.ndarray:
+    """Resources a job's placement takes on each machine (machines x resources)."""
+    return usage(placement.tasks, *task_vectors(job, resources), machines)
+
+
+def _tasks(w_take: np.ndarray, p_take: np.ndarray) -> Tasks:
+    used = np.flatnonzero(w_take + p_take)
+    return tuple(zip(used.tolist(), w_take[used].tolist(), p_take[used].tolist()))
+
+
+# ---- rules for one job ----------------------------------------------------------------------
+
+
+def first_fit_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+    """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits."""
+    pooled = free.sum(axis=0)
+    if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
+        return None  # cannot fit even pooled: skip the per-machine pass
+    work = free.copy()
+    workers_first = dominant_share(alpha, pooled) >= dominant_share(gamma, pooled)
+    order = ((alpha, workers), (gamma, ps)) if workers_first else ((gamma, ps), (alpha, workers))
+    takes = []
+    for demand, n in order:
+        take = fill(work, demand, n)
+        if take is None:
+            return None
+        takes.append(take)
+    w_take, p_take = takes if workers_first else takes[::-1]
+    return _tasks(w_take, p_take)
+
+
+def local_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+    """Workers by first fit, then PSs on the machines holding most of the job's workers, then first fit.
+
+    The same tasks as ``Ledger.add_task`` called for each worker and then each PS of the job
+    (locality first, then first fit), computed per machine instead of per task.
+    """
+    work = free.copy()
+    w_take = fill(work, alpha, workers)
+    if w_take is None:
+        return None
+    used = np.flatnonzero(w_take)
+    rest = np.flatnonzero(w_take == 0)
+    order = np.concatenate([used[np.argsort(-w_take[used], kind="stable")], rest])
+    p_take = fill(work, gamma, ps, order)
+    if p_take is None:
+        return None
+    return _tasks(w_take, p_take)
+
+
+def spread_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+    """Fewest machines holding the job with workers and PSs spread evenly over them (Optimus' rule).
+
+    Machines are ranked by how many worker+PS pairs of this job they can still hold (most first);
+    for k = 1, 2, ... the top k machines get workers // k (+1 for the first workers % k) and PSs
+    // k (+1 for the *last* ps % k, so remainders do not pile on one machine). The first k at
+    which every share fits wins; None if none does.
+    """
+    n = free.shape[0]
+    pair = alpha + gamma
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(pair > 0, (free + TOL) / np.where(pair > 0, pair, 1.0), np.inf).min(axis=1)
+    order = np.lexsort((np.arange(n), -room))
+    for k in range(1, min(n, max(workers, ps)) + 1):
+        chosen = order[:k]
+        i = np.arange(k)
+        ws = workers // k + (i < workers % k)
+        ps_ = ps // k + (i >= k - ps % k)
+        need = ws[:, None] * alpha + ps_[:, None] * gamma
+        if np.all(free[chosen] + TOL >= need):
+            keep = (ws > 0) | (ps_ > 0)
+            return tuple(sorted(zip(chosen[keep].tolist(), ws[keep].tolist(), ps_[keep].tolist())))
+    return None
+
+
+def consolidated_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+    """Even spread over the fewest machines (``spread``); if no even spread fits, ``local``."""
+    return spread_tasks(free, workers, ps, alpha, gamma) or local_tasks(free, workers, ps, alpha, gamma)
+
+
+PlaceRule = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], "Tasks | None"]
+
+RULES: dict[str, PlaceRule] = {
+    "first_fit": first_fit_tasks,
+    "local": local_tasks,
+    "spread": spread_tasks,
+    "consolidated": consolidated_tasks,
+}
+
+
+def first_fit(
+    job: Job, workers: int, ps: int, free: np.ndarray, resources: Sequence[str], *, commit: bool = False
+) -> Placement | None:
+    """Place ``workers`` workers and ``ps`` PSs of ``job`` by first-fit decreasing; None if they do not fit.
+
+    With ``commit`` the placed demand is subtracted from ``free`` in place.
+    """
+    alpha, gamma = task_vectors(job, resources)
+    tasks = first_fit_tasks(free, workers, ps, alpha, gamma)
+    if tasks is None:
+        return None
+    if commit:
+        free -= usage(tasks, alpha, gamma, free.shape[0])
+    return Placement(tasks)
+
+
+# ---- one task at a time ---------------------------------------------------------------------
+
+
+class Ledger:
+    """A private per-machine free-capacity ledger on which a policy places tasks one at a time.
+
+    free: (machines x resources) free capacity (copied).
+    Tasks already held by running jobs can be recorded with ``preload`` (no capacity is taken)
+    so that locality sees them and ``placement`` returns the job's whole placement.
+    """
+
+    def __init__(self, free: np.ndarray):
+        self.free = np.array(free, dtype=float, copy=True)
+        if self.free.ndim != 2:
+            raise InvalidInput(f"free must be a (machines x resources) array, got shape {self.free.shape}")
+        self._tasks: dict[str, dict[int, list[int]]] = {}
+
+    @property
+    def machines(self) -> int:
+        """Number of machines in the ledger."""
+        return self.free.shape[0]
+
+    def fits_mask(self, demand: np.ndarray) -> np.ndarray:
+        """Boolean per machine: does one task of ``demand`` fit there now?"""
+        return np.all(self.free + TOL * np.maximum(1.0, demand) >= demand, axis=1)
+
+    def preload(self, job: str, tasks: Iterable[tuple[int, int, int]]) -> None:
+        """Record tasks a job already holds (their capacity is not in ``free``)."""
+        slot = self._tasks.setdefault(job, {})
+        for m, w, p in tasks:
+            cur = slot.setdefault(int(m), [0, 0])
+            cur[0] += int(w)
+            cur[1] += int(p)
+
+    def add_task(self, job: str, kind: str, demand: np.ndarray) -> int | None:
+        """Place one task (``kind`` 'worker' or 'ps') of ``job``: a machine it already uses, else first fit.
+
+        Among the machines the job uses, the one holding most of its tasks (then the one used
+        first). Returns the machine index, or None when the task fits nowhere.
+        """
+        used = self._tasks.get(job)
+        if used:
+            # Locality first (fewer machines per job): check the job's own machines before the rest.
+            for m in sorted(used, key=lambda m: -sum(used[m])):
+                if np.all(self.free[m] + TOL * np.maximum(1.0, demand) >= demand):
+                    self.put_task(job, kind, m, demand)
+                    return m
+        mask = self.fits_mask(demand)
+        if not mask.any():
+            return None
+        m = int(mask.argmax())  # first fit keeps whole machines free
+        self.put_task(job, kind, m, demand)
+        return m
+
+    def remove_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
+        """Undo ``add_task``: take one task of ``kind`` of ``job`` off ``machine``."""
+        slot = self._tasks[job][machine]
+        slot[0 if kind == "worker" else 1] -= 1
+        self.free[machine] += demand
+
+    def put_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
+        """Place one task of ``job`` on a chosen ``machine`` (raises Infeasible if it does not fit)."""
+        if np.any(self.free[machine] + TOL * np.maximum(1.0, demand) < demand):
+            raise Infeasible(f"job {job!r}: a {kind} does not fit on machine {machine}")
+        self.free[machine] -= demand
+        slot = self._tasks.setdefault(job, {}).setdefault(machine, [0, 0])
+        slot[0 if kind == "worker" else 1] += 1
+
+    def tasks(self, job: str) -> Tasks:
+        """The job's recorded tasks as sorted (machine, workers, ps) triples."""
+        return tuple((m, w, p) for m, (w, p) in sorted(self._tasks.get(job, {}).items()) if w or p)
+
+    def placement(self, job: str) -> Placement:
+        """The job's recorded tasks as a Placement."""
+        return Placement(self.tasks(job))
+
+
+# ---- many jobs, with shrinking (the solver's placement) ------------------------------------
 
 
 def _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i_fail, kind_fail):
@@ -125,27 +382,32 @@ def place(
     cluster: Cluster,
     free: np.ndarray | None = None,
     mode: str = "wfbp",
+    *,
+    costs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> PlacementResult:
-    """Place each job's (workers, ps) on the machines of ``cluster`` (free capacity ``free``), shrinking if needed."""
+    """Place each job's (workers, ps) on the machines of ``cluster`` (free capacity ``free``), shrinking if needed.
+
+    costs: (omega * d as (n, W, P), deferral cost (n,)) of these jobs when already computed (the
+    solver passes its instance's); by default they are computed from the timing model in
+    ``mode`` the first time a shrink needs them.
+    """
     jobs = tuple(jobs)
     if not cluster.has_machines:
         raise InvalidInput("cluster must have machines to place on (a pooled cluster has none)")
     if len(alloc) != len(jobs):
         raise InvalidInput(f"alloc must have one (workers, ps) pair per job ({len(jobs)}), got {len(alloc)}")
-    w = np.zeros(len(jobs), dtype=int)
-    p = np.zeros(len(jobs), dtype=int)
-    for i, (job, a) in enumerate(zip(jobs, alloc)):
-        wi, pi = int(a[0]), int(a[1])
-        if (wi, pi) != (0, 0):
-            check_int(f"alloc[{i}] workers of job {job.name!r}", a[0], 1, job.max_workers)
-            check_int(f"alloc[{i}] ps of job {job.name!r}", a[1], 1, job.max_ps)
-        w[i], p[i] = wi, pi
+    n = len(jobs)
+    pairs = np.array([(int(a[0]), int(a[1])) for a in alloc], dtype=int).reshape(n, 2)
+    w, p = pairs[:, 0].copy(), pairs[:, 1].copy()
+    for i in np.flatnonzero((w != 0) | (p != 0)).tolist():  # a job left out is (0, 0); the others need valid counts
+        check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", alloc[i][0], 1, jobs[i].max_workers)
+        check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", alloc[i][1], 1, jobs[i].max_ps)
     full = cluster.machine_matrix
     if free is None:
-        free0 = full.copy()
+        free0 = full.astype(float)
     else:
         free0 = np.array(free, dtype=float)
-        if free0.shape != full.shape or np.any(~np.isfinite(free0)) or np.any(free0 < -_TOL):
+        if free0.shape != full.shape or np.any(~np.isfinite(free0)) or np.any(free0 < -TOL):
             raise InvalidInput(f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free0.shape}")
     total = full.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
@@ -154,32 +416,35 @@ def place(
     key_p = (pd / scale).max(axis=1) if jobs else np.zeros(0)
     norm_w = (wd / scale).sum(axis=1)
     norm_p = (pd / scale).sum(axis=1)
-    shrunk = np.zeros(len(jobs), dtype=int)
+    shrunk = np.zeros(n, dtype=int)
     steps = 0
-    cost = defer = None
-    for i in np.flatnonzero(w > 0):
-        # a task that fits on no machine even before anything is placed can never run: unstart its job
-        if not (np.all(wd[i] <= free0 + _TOL, axis=1).any() and np.all(pd[i] <= free0 + _TOL, axis=1).any()):
-            shrunk[i] += w[i] + p[i]
-            w[i] = p[i] = 0
-            steps += 1
-    n, H = len(jobs), full.shape[0]
+    live = np.flatnonzero(w > 0)
+    # a task that fits on no machine even before anything is placed can never run: unstart its job
+    fits_w = np.all(wd[live, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
+    fits_p = np.all(pd[live, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
+    never = live[~(fits_w & fits_p)]
+    shrunk[never] += w[never] + p[never]
+    w[never] = p[never] = 0
+    steps += never.size
+    cost, defer = costs if costs is not None else (None, None)
+    H = full.shape[0]
     free_now = free0.copy()
     placed = np.zeros((n, H, 2), dtype=int)  # tasks per job, machine, kind (0 workers, 1 PSs)
     demand = (wd, pd)
     target = [w, p]
-    groups = [(key_p[i], i, 1) for i in range(n) if p[i] > 0] + [(key_w[i], i, 0) for i in range(n) if w[i] > 0]
+    gp, gw = np.flatnonzero(p > 0), np.flatnonzero(w > 0)
     # decreasing dominant share; PS groups before worker groups on ties, then job order
-    groups.sort(key=lambda g: (-g[0], -g[2], g[1]))
-    with np.errstate(divide="ignore"):
-        inv = (np.where(wd > 0, 1.0 / np.where(wd > 0, wd, 1.0), 0.0), np.where(pd > 0, 1.0 / np.where(pd > 0, pd, 1.0), 0.0))
-    for _, i, kind in groups:
+    g_key = np.concatenate([key_p[gp], key_w[gw]])
+    g_job = np.concatenate([gp, gw])
+    g_kind = np.concatenate([np.ones(gp.size, dtype=int), np.zeros(gw.size, dtype=int)])
+    for g in np.lexsort((g_job, -g_kind, -g_key)):
+        i, kind = int(g_job[g]), int(g_kind[g])
         d = demand[kind][i]
         while True:
             need = int(target[kind][i] - placed[i, :, kind].sum())
             if need <= 0:
                 break
-            counts = _fit_counts(free_now, d, inv[kind][i], need)
+            counts = fit_counts(free_now, d)
             before = np.cumsum(counts) - counts
             take = np.clip(need - before, 0, counts)
             used = np.flatnonzero(take)
@@ -193,13 +458,13 @@ def place(
                 weight = np.array([j.weight for j in jobs])
                 cost = weight[:, None, None] * dur
                 defer = weight * (dur[:, 0, 0].max() + dur[:, 0, 0])
-            blocking = (d[None, :] > free_now + _TOL).any(axis=0)  # resources the task lacked somewhere
+            blocking = (d[None, :] > free_now + TOL).any(axis=0)  # resources the task lacked somewhere
             j, new_w, new_p = _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i, kind)
             for k, new in ((0, new_w), (1, new_p)):
                 surplus = int(placed[j, :, k].sum() - new)
                 while surplus > 0:  # the task removed was already placed: free it where it helps most
                     hosts = np.flatnonzero(placed[j, :, k])
-                    helps = hosts[np.all(free_now[hosts] + demand[k][j] + _TOL >= d, axis=1)]
+                    helps = hosts[np.all(free_now[hosts] + demand[k][j] + TOL >= d, axis=1)]
                     h = int(helps[0]) if helps.size else int(hosts[-1])
                     placed[j, h, k] -= 1
                     free_now[h] += demand[k][j]
@@ -207,10 +472,11 @@ def place(
             shrunk[j] += (w[j] - new_w) + (p[j] - new_p)
             w[j], p[j] = new_w, new_p
             steps += 1
-    placements = tuple(
-        Placement(tuple((int(h), int(placed[i, h, 0]), int(placed[i, h, 1])) for h in np.flatnonzero(placed[i].sum(axis=1))))
-        for i in range(n)
-    )
+    rows: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    for i, h in zip(*np.nonzero(placed.sum(axis=2))):  # row-major: machines ascending per job
+        rows[i].append((int(h), int(placed[i, h, 0]), int(placed[i, h, 1])))
+    empty = Placement(())
+    placements = tuple(Placement(tuple(r)) if r else empty for r in rows)
     left = free_now
     left.setflags(write=False)
-    return PlacementResult(placements, tuple(int(x) for x in w), tuple(int(x) for x in p), steps, tuple(int(x) for x in shrunk), left)
+    return PlacementResult(placements, tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left)

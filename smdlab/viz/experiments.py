@@ -25,6 +25,9 @@ _POLICY_COLORS = {
     "optimus": "#F58518", "milp": "#54A24B", "smd": "#E45756",
 }
 _DASHES = {"fifo": "dot", "srtf": "dot", "drf": "dash", "tetris": "dash", "tiresias": "dot", "optimus": "dashdot"}
+# Distinct markers: policies with equal results draw on top of each other, and the markers still tell them apart.
+_SYMBOLS_BY_POLICY = {"fifo": "circle", "srtf": "square", "drf": "triangle-up", "tetris": "triangle-down",
+                      "tiresias": "x", "optimus": "star", "milp": "cross", "smd": "diamond"}
 
 
 def policy_color(policy: str) -> str:
@@ -75,8 +78,8 @@ def jct_sweep_figure(
     _require(df, [x, y, "policy"], "df")
     stats = summarise(df, x, y)
     policies = list(dict.fromkeys(stats["policy"]))
-    # SMD last, so it is drawn on top of the baselines.
-    policies.sort(key=lambda p: p == "smd")
+    # SMD first and wide, the baselines thin on top of it: a baseline equal to SMD stays visible.
+    policies.sort(key=lambda p: p != "smd")
     fig = go.Figure()
     for pol in policies:
         s = stats[stats["policy"] == pol]
@@ -85,8 +88,9 @@ def jct_sweep_figure(
         fig.add_trace(go.Scatter(
             x=s[x].to_numpy(), y=s["mean"].to_numpy() / HOUR, name=label, mode="lines+markers",
             error_y={"type": "data", "array": s["sem"].to_numpy() / HOUR, "visible": True, "thickness": 1, "width": 3},
-            line={"color": policy_color(pol), "width": 3.5 if is_smd else 1.8, "dash": _DASHES.get(pol, "solid")},
-            marker={"size": 9 if is_smd else 6, "symbol": "diamond" if is_smd else "circle"},
+            line={"color": policy_color(pol), "width": 5 if is_smd else 1.6, "dash": _DASHES.get(pol, "solid")},
+            marker={"size": 11 if is_smd else 7, "symbol": _SYMBOLS_BY_POLICY.get(pol, "circle")},
+            opacity=0.85 if is_smd else 1.0,
             customdata=s["count"].to_numpy(),
             hovertemplate=f"{label}<br>{x} = %{{x}}<br>mean JCT %{{y:.2f}} h (%{{customdata}} seeds)<extra></extra>",
         ))

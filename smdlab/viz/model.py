@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from smdlab.errors import InvalidInput, check_choice, check_int
+from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES, iteration_time, layer_timeline, speed_table
 from smdlab.viz.style import TEMPLATE, MODE_COLORS, PHASE_COLORS, base_layout

@@ -54,6 +54,7 @@ class Compare(widgets.HBox):
         if not chosen:
             raise InvalidInput("policies must name at least one policy, got none")
         load = float(self.scenario.workload.get("load", 1.0)) if load is None else check_positive("load", load)
+        machines, n_jobs = check_int("machines", machines, 1, 256), check_int("n_jobs", n_jobs, 1, 2000)
         self._lock = threading.RLock()
         self.background = Background("simulating", lock=self._lock)
         self._cache: dict[tuple[str, str], SimResult] = {}
@@ -64,12 +65,12 @@ class Compare(widgets.HBox):
         self.policies = widgets.SelectMultiple(options=known, value=chosen, rows=min(8, len(known)),
                                                description="policies", style=_STYLE,
                                                layout=widgets.Layout(width=_WIDTH))
-        self.load = widgets.FloatSlider(load, min=0.25, max=3.0, step=0.05, description="offered load",
+        self.load = widgets.FloatSlider(load, min=min(0.25, load), max=max(3.0, load), step=0.05, description="offered load",
                                         continuous_update=False, style=_STYLE, layout=widgets.Layout(width=_WIDTH))
-        self.machines = widgets.IntSlider(check_int("machines", machines, 1, 64), min=1, max=32,
+        self.machines = widgets.IntSlider(machines, min=1, max=max(32, machines),
                                           description="machines", continuous_update=False, style=_STYLE,
                                           layout=widgets.Layout(width=_WIDTH))
-        self.n_jobs = widgets.IntSlider(check_int("n_jobs", n_jobs, 1, 1000), min=10, max=200, step=10,
+        self.n_jobs = widgets.IntSlider(n_jobs, min=min(10, n_jobs), max=max(200, n_jobs), step=5,
                                         description="jobs", continuous_update=False, style=_STYLE,
                                         layout=widgets.Layout(width=_WIDTH))
         self.seed = widgets.BoundedIntText(self.scenario.seed, min=0, max=10**6, description="seed", style=_STYLE,

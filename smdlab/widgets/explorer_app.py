@@ -113,7 +113,7 @@ class Explorer(widgets.HBox):
     def _build_controls(self) -> None:
         s = self.settings
         style = {"description_width": "110px"}
-        self.machines = widgets.IntSlider(s.machines, min=1, max=32, description="machines", style=style,
+        self.machines = widgets.IntSlider(s.machines, min=1, max=max(32, s.machines), description="machines", style=style,
                                           continuous_update=False, layout=_slider_layout())
         self.shape = widgets.Dropdown(options=list(MACHINE_SHAPES), value=s.shape, description="machine",
                                       style=style, layout=_slider_layout())
@@ -122,7 +122,7 @@ class Explorer(widgets.HBox):
                                                 continuous_update=False, layout=_slider_layout())
         self.profiles = widgets.SelectMultiple(options=list_profiles(), value=s.profiles, rows=6,
                                                description="networks", style=style, layout=_slider_layout())
-        self.n_jobs = widgets.IntSlider(s.n_jobs, min=1, max=24, description="jobs", style=style,
+        self.n_jobs = widgets.IntSlider(s.n_jobs, min=1, max=max(24, s.n_jobs), description="jobs", style=style,
                                         continuous_update=False, layout=_slider_layout())
         self.seed = widgets.BoundedIntText(s.seed, min=0, max=10**6, description="seed", style=style,
                                            layout=_slider_layout())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,10 @@ def resolve_networks(networks: Sequence[str | LayerProfile] | None, device: str 
     elif isinstance(networks, (str, LayerProfile)):
         items = [networks]
     else:
-        items = list(networks)
+        try:
+            items = list(networks)
+        except TypeError:
+            raise InvalidInput(f"networks must be a network name or a list of names/profiles, got {networks!r}") from None
     if not items:
         raise InvalidInput("networks must name at least one network, got none")
     out = []
@@ -60,10 +64,19 @@ def resolve_networks(networks: Sequence[str | LayerProfile] | None, device: str 
     return out
 
 
+def seconds_pair(field: str, value: Any) -> tuple[Any, Any]:
+    """``value`` as a 2-tuple (start, end), or InvalidInput (the values are checked by the caller)."""
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise InvalidInput(f"{field} must be a pair (start, end) in seconds, got {value!r}")
+    return tuple(value)
+
+
 def mix_probabilities(nets: Sequence[Network], mix: Mapping[str, float] | None) -> np.ndarray:
     """Probabilities of drawing each network: ``mix`` weights (normalised), or uniform."""
     if mix is None:
         return np.full(len(nets), 1.0 / len(nets))
+    if not isinstance(mix, Mapping):
+        raise InvalidInput(f"mix must map network names to weights, got {mix!r}")
     names = [n.name for n in nets]
     unknown = [k for k in mix if k not in names]
     if unknown:
@@ -115,7 +128,11 @@ def calibrated_jobs(
         if key not in speeds:
             probe = Job("probe", net.profile, 1.0, net.global_batch, wd, pd_, max_workers=int(cap), max_ps=int(cap))
             speeds[key] = float(speed_table(probe, mode)[n - 1, n - 1])
-        jobs.append(Job(str(name), net.profile, float(d) * speeds[key], net.global_batch, wd, pd_,
+        samples = float(d) * speeds[key]
+        if not 0 < samples < np.inf:
+            raise InvalidInput(f"job {str(name)!r}: duration {float(d)!r} s at {int(n)} GPUs gives {samples!r} samples; "
+                               "a duration must give a finite, positive amount of work")
+        jobs.append(Job(str(name), net.profile, samples, net.global_batch, wd, pd_,
                         arrival=float(a), max_workers=int(cap), max_ps=int(cap)))
     return jobs
 
@@ -143,7 +160,11 @@ def rate_for_load(load: float, demand: np.ndarray, cluster: Cluster, resource: s
     unit = load_from_rate(1.0, demand, cluster, resource)
     if not unit > 0:
         raise InvalidInput("the jobs demand none of the load resource, so no arrival rate gives that load")
-    return load / unit
+    rate = load / unit
+    if not 0 < rate < np.inf:
+        raise InvalidInput(f"load {load!r} needs an arrival rate of {rate!r} jobs/s for these job sizes; "
+                           "job durations or the load are out of range")
+    return rate
 
 
 def empirical_rate(arrivals: np.ndarray) -> float:

@@ -43,10 +43,14 @@ from types import MappingProxyType
 from typing import Any
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.model.cluster import Cluster
+from smdlab.model.cluster import DEFAULT_RESOURCES, MAX_MACHINES, Cluster
+from smdlab.model.devices import DEVICES
 from smdlab.model.job import Job
+from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
+from smdlab.workloads.base import seconds_pair
+from smdlab.workloads.synthetic import MAX_JOBS
 
 WORKLOAD_KINDS = ("synthetic", "philly", "csv")
 _TOP_KEYS = ("name", "seed", "policies", "cluster", "workload", "simulation", "policy_options", "description")
@@ -57,6 +61,12 @@ _WL_KEYS = {
     "synthetic": (*_COMMON_WL, "gpu_mix", "duration_median_s", "duration_sigma", "duration_range_s"),
     "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+}
+# The shape of each optional workload key (its value range is checked where the jobs are built).
+_WL_SHAPES = {
+    "networks": "names", "vc": "names", "mix": "weights", "gpu_mix": "weights", "duration_range_s": "pair",
+    "window_s": "pair", "path": "text", "device": "text", "load_resource": "text", "on_unsorted": "text",
+    "cap_factor": "number", "duration_median_s": "number", "duration_sigma": "number", "rate_scale": "number",
 }
 
 
@@ -192,7 +202,7 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInput(f"cluster must be a table, got {c!r}")
     _unknown("cluster", c, _CLUSTER_KEYS)
     out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
-    out["machines"] = check_int("cluster.machines", out["machines"], 1)
+    out["machines"] = check_int("cluster.machines", out["machines"], 1, MAX_MACHINES)
     for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):
         out[k] = check_positive(f"cluster.{k}", out[k], allow_zero=k != "bw_gbps")
     return out
@@ -205,10 +215,39 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
     kind = check_choice("workload.kind", out.setdefault("kind", "synthetic"), WORKLOAD_KINDS)
     _unknown(f"workload (kind {kind!r})", out, _WL_KEYS[kind])
     if out.get("jobs") is not None:
-        out["jobs"] = check_int("workload.jobs", out["jobs"], 1)
+        out["jobs"] = check_int("workload.jobs", out["jobs"], 1, MAX_JOBS)
     if out.get("load") is not None:
         out["load"] = check_positive("workload.load", out["load"])
+    for key, value in out.items():
+        if value is not None and key in _WL_SHAPES:
+            _check_shape(f"workload.{key}", value, _WL_SHAPES[key])
+    if isinstance(out.get("networks"), (str, list, tuple)):
+        for name in [out["networks"]] if isinstance(out["networks"], str) else out["networks"]:
+            check_choice("workload.networks", name, list_profiles())
+    for key, allowed in (("device", sorted(DEVICES)), ("load_resource", DEFAULT_RESOURCES), ("on_unsorted", ("sort", "raise"))):
+        if out.get(key) is not None:
+            check_choice(f"workload.{key}", out[key], allowed)
     return out
+
+
+def _check_shape(field: str, value: Any, shape: str) -> None:
+    """Raise unless ``value`` has ``shape``: text, number, names, weights (a table of numbers) or pair."""
+    if shape == "text" and not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {value!r}")
+    if shape == "number":
+        check_positive(field, value, allow_zero=True)
+    if shape == "names":
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+            raise InvalidInput(f"{field} must be a name or a non-empty list of names, got {value!r}")
+    if shape == "weights":
+        if not isinstance(value, Mapping) or not value:
+            raise InvalidInput(f"{field} must be a table of name = weight, got {value!r}")
+        for k, v in value.items():
+            check_positive(f"{field}[{k!r}]", v, allow_zero=True)
+    if shape == "pair":
+        for i, v in enumerate(seconds_pair(field, value)):
+            check_positive(f"{field}[{i}]", v, allow_zero=True, allow_inf=True)
 
 
 def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,6 +265,8 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
 
 def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
     """Read and validate a scenario file (default: the bundled default scenario)."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"scenario must be a file path, got {path!r}")
     p = Path(path) if path is not None else default_scenario_path()
     if not p.is_file():
         raise InvalidInput(f"scenario file not found: {str(p)!r}")
@@ -235,6 +276,8 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
         raise InvalidInput(f"{p}: malformed TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{p}: not a UTF-8 text file ({exc})") from None
+    except OSError as exc:
+        raise InvalidInput(f"{p}: cannot read the scenario file ({exc.strerror or exc})") from None
     _unknown(f"{p}", data, _TOP_KEYS)
     kwargs = {k: data[k] for k in ("name", "description", "seed", "policies", "cluster", "workload", "simulation", "policy_options")
               if k in data}

@@ -35,9 +35,11 @@ from smdlab.workloads.base import (
     mix_probabilities,
     rate_for_load,
     resolve_networks,
+    seconds_pair,
 )
 
 DEFAULT_GPU_MIX: Mapping[int, float] = {1: 0.5, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.06, 32: 0.02}
+MAX_JOBS = 1_000_000  # a bound on generated workloads (far beyond what a simulation of them can run)
 
 
 def cluster_bundle_limit(
@@ -53,6 +55,8 @@ def cluster_bundle_limit(
 
 
 def _gpu_mix(gpu_mix: Mapping[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    if gpu_mix is not None and not isinstance(gpu_mix, Mapping):
+        raise InvalidInput(f"gpu_mix must map GPU counts to weights, got {gpu_mix!r}")
     mix = dict(DEFAULT_GPU_MIX if gpu_mix is None else gpu_mix)
     if not mix:
         raise InvalidInput("gpu_mix must give at least one GPU count")
@@ -83,11 +87,14 @@ def synthetic(
     ps_demand: Mapping[str, float] | None = None,
 ) -> list[Job]:
     """``n_jobs`` jobs with Poisson arrivals offering ``load`` to ``cluster`` (module docstring)."""
-    n = check_int("n_jobs", n_jobs, 1)
+    n = check_int("n_jobs", n_jobs, 1, MAX_JOBS)
+    if not isinstance(cluster, Cluster):
+        raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
     check_positive("load", load)
     seed = check_int("seed", seed, 0)
     check_positive("duration_median_s", duration_median_s)
     check_positive("duration_sigma", duration_sigma, allow_zero=True)
+    duration_range_s = seconds_pair("duration_range_s", duration_range_s)
     lo, hi = (check_positive("duration_range_s[0]", duration_range_s[0]),
               check_positive("duration_range_s[1]", duration_range_s[1]))
     if lo > hi:

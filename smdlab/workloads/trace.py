@@ -34,7 +34,7 @@ import pandas as pd
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.profiles import LayerProfile
+from smdlab.model.profiles import LayerProfile, list_profiles
 from smdlab.paths import data_dir
 from smdlab.workloads.base import (
     MAX_CAP,
@@ -45,6 +45,7 @@ from smdlab.workloads.base import (
     load_from_rate,
     mix_probabilities,
     resolve_networks,
+    seconds_pair,
 )
 
 TRACE_COLUMNS = ("timestamp", "duration", "num_gpus")
@@ -57,16 +58,26 @@ def philly_path() -> Path:
     return data_dir() / "traces" / "philly.csv"
 
 
-def _read_csv(path: str | os.PathLike) -> pd.DataFrame:
+def _as_path(path: str | os.PathLike, field: str = "path") -> Path:
+    """``path`` as an existing file's Path, or InvalidInput."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"{field} must be a file path, got {path!r}")
     p = Path(path)
     if not p.is_file():
         raise InvalidInput(f"workload file not found: {str(p)!r}")
+    return p
+
+
+def _read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    p = _as_path(path)
     try:
         df = pd.read_csv(p)
     except pd.errors.EmptyDataError:
         raise InvalidInput(f"{p}: the workload is empty (no header, no rows)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{p}: not a readable CSV file ({exc})") from None
+    except OSError as exc:
+        raise InvalidInput(f"{p}: cannot read the workload file ({exc.strerror or exc})") from None
     if df.empty:
         raise InvalidInput(f"{p}: the workload is empty (a header but no rows)")
     return df
@@ -83,9 +94,9 @@ def _require(df: pd.DataFrame, columns: Sequence[str], path: Path) -> None:
 def _bad_row(path: Path, df: pd.DataFrame, mask: np.ndarray, column: str, rule: str) -> None:
     if mask.any():
         i = int(np.flatnonzero(mask)[0])
-        raise InvalidInput(
-            f"{path}: column {column!r} must be {rule}; line {i + 2} has {df[column].iloc[i]!r}"
-        )
+        value = df[column].iloc[i]
+        value = value.item() if isinstance(value, np.generic) else value  # 1.5, not np.float64(1.5)
+        raise InvalidInput(f"{path}: column {column!r} must be {rule}; line {i + 2} has {value!r}")
 
 
 def _numeric(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
@@ -104,11 +115,16 @@ def _seconds(df: pd.DataFrame, path: Path) -> np.ndarray:
     col = df["timestamp"]
     numeric = pd.to_numeric(col, errors="coerce")
     if numeric.notna().all():
-        return numeric.to_numpy(dtype=float)
-    stamps = pd.to_datetime(col, errors="coerce", format="mixed")
-    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp", "a date-time or a number of seconds")
-    ns = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-    return (ns - ns.min()) / 1e9
+        t = numeric.to_numpy(dtype=float)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _bad_row(path, df, ~np.isfinite(t - t.min()), "timestamp", "a finite number of seconds (spanning a finite time)")
+        return t
+    # utc=True: date-times with different offsets (or none) are put on one clock instead of refused by pandas.
+    stamps = pd.to_datetime(col, errors="coerce", format="mixed", utc=True)
+    _bad_row(path, df, (stamps.isna() & numeric.isna()).to_numpy(), "timestamp", "a date-time or a number of seconds")
+    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp", "a date-time like the other rows (not a mix with plain numbers)")
+    when = stamps.dt.tz_localize(None).to_numpy()  # in pandas' own unit: no silent overflow of far dates
+    return (when - when.min()) / np.timedelta64(1, "s")
 
 
 def _order(t: np.ndarray, path: Path, on_unsorted: str) -> np.ndarray:
@@ -123,7 +139,7 @@ def _order(t: np.ndarray, path: Path, on_unsorted: str) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def _parsed_trace(path: str, mtime: float, on_unsorted: str) -> pd.DataFrame:
+def _parsed_trace(path: str, mtime_ns: int, size: int, on_unsorted: str) -> pd.DataFrame:
     """The validated trace, sorted by time: row (file order), t (s from the earliest), duration, gpus, vc."""
     p = Path(path)
     df = _read_csv(p)
@@ -165,23 +181,24 @@ def load_philly(
     rate_scale: divide inter-arrival times by this (2 = twice the arrival rate). load: instead,
     scale arrivals so that the offered load on ``cluster`` is ``load``.
     """
-    p = Path(path) if path is not None else philly_path()
-    if not p.is_file():
-        raise InvalidInput(f"workload file not found: {str(p)!r}")
-    trace = _parsed_trace(str(p.resolve()), p.stat().st_mtime, check_choice("on_unsorted", on_unsorted, UNSORTED))
+    p = _as_path(path) if path is not None else philly_path()
+    st = p.stat()
+    # Keyed by modification time and size: a file rewritten in place is parsed again.
+    trace = _parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, check_choice("on_unsorted", on_unsorted, UNSORTED))
     seed = check_int("seed", seed, 0)
     nets = resolve_networks(networks, device)
     # One draw per file row, so a job keeps its network whatever subset is selected.
     net_of_row = np.random.default_rng(seed).choice(len(nets), size=len(trace), p=mix_probabilities(nets, mix))
     sel = trace
     if vc is not None:
-        wanted = [vc] if isinstance(vc, str) else list(vc)
+        wanted = [vc] if isinstance(vc, str) else list(vc) if isinstance(vc, (list, tuple)) else None
+        if wanted is None or not all(isinstance(v, str) for v in wanted):
+            raise InvalidInput(f"vc must be a virtual-cluster name or a list of names, got {vc!r}")
         sel = sel[sel["vc"].isin(wanted)]
         if sel.empty:
             raise InvalidInput(f"vc must name virtual clusters of the trace; none of {wanted} has jobs")
     if window_s is not None:
-        if len(window_s) != 2:
-            raise InvalidInput(f"window_s must be (start, end) in seconds, got {window_s!r}")
+        window_s = seconds_pair("window_s", window_s)
         start = check_positive("window_s[0]", window_s[0], allow_zero=True)
         end = check_positive("window_s[1]", window_s[1], allow_inf=True)
         if end <= start:
@@ -223,7 +240,7 @@ def load_job_table(
 
     first: keep the N earliest jobs.
     """
-    p = Path(path)
+    p = _as_path(path)
     df = _read_csv(p)
     _require(df, JOB_TABLE_COLUMNS, p)
     arrival = _numeric(df, "arrival", p)
@@ -236,12 +253,14 @@ def load_job_table(
     _bad_row(p, df, weight <= 0, "weight", "> 0")
     batch = _integers(df, "global_batch", p, 1, 2**31) if "global_batch" in df.columns else None
     names = df["name"].astype(str).to_numpy() if "name" in df.columns else np.array([f"j{i}" for i in range(len(df))])
-    nets = {n.name: n for n in resolve_networks(sorted(set(df["network"].astype(str))), device)}
+    network = df["network"].map(lambda v: v.strip() if isinstance(v, str) else "").to_numpy(dtype=object)
+    _bad_row(p, df, ~np.isin(network, list_profiles()), "network", f"one of {', '.join(list_profiles())}")
+    nets = {n.name: n for n in resolve_networks(sorted(set(network)), device)}
     order = _order(arrival, p, on_unsorted)
     wd, pd_ = demand_vectors(worker_demand, ps_demand)
     jobs = []
     for i in order:
-        net = nets[str(df["network"].iloc[i])]
+        net = nets[network[i]]
         jobs.append(Job(str(names[i]), net.profile, float(samples[i]),
                         int(batch[i]) if batch is not None else net.global_batch, wd, pd_,
                         arrival=float(arrival[i]), weight=float(weight[i]),
@@ -253,12 +272,10 @@ def load_job_table(
 
 def load_csv(path: str | os.PathLike, **options) -> list[Job]:
     """Jobs from a CSV in either format, told apart by its columns (module docstring)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidInput(f"workload file not found: {str(p)!r}")
+    p = _as_path(path)
     try:
         header = pd.read_csv(p, nrows=0).columns
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError):
         header = _read_csv(p).columns  # raises the precise error
     if all(c in header for c in TRACE_COLUMNS):
         return load_philly(p, **options)
