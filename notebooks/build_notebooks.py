@@ -263,7 +263,7 @@ the limit without proving optimality. Results of a change that was overtaken by 
 discarded. `make dashboard` serves this notebook as a Voila dashboard.
 """),
     code("""
-from smdlab.widgets import compare, explorer
+from smdlab.widgets import explorer
 
 app = explorer()
 app
@@ -274,18 +274,17 @@ The app can be driven from Python as well: every control is an attribute (`app.m
 slider, and `app.wait()` blocks until the background MILP is done. The allocation shown:
 """),
     code("""
-app.solution.to_frame()
+app.shown_solution.to_frame()
 """),
     md("""
 ## Policies side by side
 
-The same workload (the default scenario's synthetic job mix, scaled down to stay interactive)
-scheduled by each policy; load, cluster size and job count are controls. Every simulation runs
-in the background; the table lists mean and 95th-percentile JCT, makespan and GPU utilisation.
-"""),
-    code("""
-policies = compare(n_jobs=30, machines=4)
-policies
+`smdlab.widgets.compare()` is the companion app: one workload (the default scenario's synthetic
+job mix, scaled down to stay interactive) scheduled by each policy, with load, cluster size and
+job count as controls, every simulation on a background thread, JCT distributions, a summary
+table and utilisation over time. Run `compare()` in a cell of its own to open it; notebook 4
+compares the policies on the full scenarios. (It is not opened here: each plotly FigureWidget
+carries plotly.js with it, so this dashboard stays at the explorer's three.)
 """),
 ])
 

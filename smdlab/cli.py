@@ -3,7 +3,8 @@
 Subcommands live in ``COMMANDS`` (name -> Command(help, add_arguments, run)); adding one is a
 function that declares its arguments, a function that runs it and returns an exit status, and
 one entry in that dict. Any ``SmdlabError`` becomes one line ``smdlab: error: ...`` on stderr
-and exit status 2; other exceptions propagate (a traceback, exit status 1).
+and exit status 2; other exceptions propagate (a traceback, exit status 1). Warnings (e.g. a
+job skipped because it fits on no machine) are one line ``smdlab: warning: ...`` each.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import io
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,15 +268,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line ``smdlab: warning: ...`` on stderr (not Python's two-line form)."""
+    sys.stderr.write(f"{PROG}: warning: {' '.join(str(message).split())}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args._run(args) or 0)
-    except SmdlabError as exc:
-        message = " ".join(str(exc).split())
-        sys.stderr.write(f"{PROG}: error: {message}\n")
-        return 2
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return int(args._run(args) or 0)
+        except SmdlabError as exc:
+            message = " ".join(str(exc).split())
+            sys.stderr.write(f"{PROG}: error: {message}\n")
+            return 2
 
 
 if __name__ == "__main__":

@@ -254,15 +254,30 @@ def test_lab_run_all_then_slider_changes_plot(lab_server, page):
     assert (ARTIFACTS / "lab-explorer-after.png").stat().st_size > 10_000
 
 
+ANYWIDGET_TIMEOUT = "[anywidget] Failed to initialize model"
+
+
 def test_voila_dashboard_slider_changes_plot(voila_server, page):
-    """Voila: the explorer renders as a dashboard; a keyboard slider move changes the plot."""
-    page.goto(voila_server + "/", timeout=RUN_ALL_S * 1000)
-    # Voila removes its "Running ..." spinner once every cell has run.
-    page.wait_for_selector("#loading", state="detached", timeout=RUN_ALL_S * 1000)
-    page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
-    tracebacks = [t for t in page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
-                  if "Traceback" in t]
-    assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
-    before, after = _move_slider_and_wait(page, "voila-explorer")
+    """Voila: the explorer renders as a dashboard; a keyboard slider move changes the plot.
+
+    anywidget gives each FigureWidget 2 s to initialise in the page; on a loaded machine that can
+    run out (the page logs ANYWIDGET_TIMEOUT and that figure no longer follows the kernel). Only
+    then is the dashboard loaded once more (a fresh kernel); any other failure fails at once.
+    """
+    for attempt in (1, 2):
+        page.js_errors.clear()
+        page.goto(voila_server + "/", timeout=RUN_ALL_S * 1000)
+        # Voila removes its "Running ..." spinner once every cell has run.
+        page.wait_for_selector("#loading", state="detached", timeout=RUN_ALL_S * 1000)
+        page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
+        tracebacks = [t for t in page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+                      if "Traceback" in t]
+        assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
+        try:
+            before, after = _move_slider_and_wait(page, "voila-explorer")
+            break
+        except AssertionError:
+            if attempt == 2 or not any(ANYWIDGET_TIMEOUT in e for e in page.js_errors):
+                raise
     assert before != after
     assert (ARTIFACTS / "voila-explorer-after.png").stat().st_size > 10_000

@@ -10,7 +10,8 @@ import pytest
 
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState, Decision
-from smdlab.policies.stages import admit_bundles, job_speeds, max_allocation, max_bundles
+from smdlab.policies.stages import admit_bundles, max_allocation, max_bundles
+from smdlab.solve.instance import job_speeds
 from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.sim import simulate
 from smdlab.workloads import synthetic

@@ -60,7 +60,9 @@ class Cluster:
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise InvalidInput(f"machine names must be unique; {dup!r} appears more than once")
-        machines = tuple(Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res)) for m in given)
+        machines = tuple(
+            Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res)) for m in given
+        )
         object.__setattr__(self, "machines", machines)
         if self.pooled_capacity is not None:
             if machines:

@@ -15,6 +15,7 @@ tau = max_l (D_l + f_l + ... + f_L).
 from __future__ import annotations
 
 from collections.abc import Sequence
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ _PREFETCH_PREEMPTIVE = True
 _CHUNK_ELEMENTS = 2_000_000  # bound on jobs x grid points per vectorised pass (memory)
 _CACHE: dict[tuple, np.ndarray] = {}
 _CACHE_MAX = 8192
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -254,10 +256,14 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
     check_choice("mode", mode, MODES)
     jobs = _check_jobs(jobs)
     keys = [_key(j, mode) for j in jobs]
-    missing = {}
-    for k, j in zip(keys, jobs):
-        if k not in _CACHE and k not in missing:
-            missing[k] = j
+    found: dict[tuple, np.ndarray] = {}
+    missing: dict[tuple, Job] = {}
+    with _CACHE_LOCK:  # the widgets solve on a background thread too
+        for k, j in zip(keys, jobs):
+            if k in _CACHE:
+                found[k] = _CACHE[k]
+            elif k not in missing:
+                missing[k] = j
     if missing:
         todo = list(missing.items())
         wmax = max(j.max_workers for _, j in todo)
@@ -271,10 +277,13 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
             for (k, j), row in zip(chunk, tau):
                 table = row.reshape(wmax, pmax)[: j.max_workers, : j.max_ps].copy()
                 table.setflags(write=False)
+                found[k] = table
+        with _CACHE_LOCK:
+            for k in missing:
                 if len(_CACHE) >= _CACHE_MAX:
                     _CACHE.pop(next(iter(_CACHE)))
-                _CACHE[k] = table
-    return [_CACHE[k] for k in keys]
+                _CACHE[k] = found[k]
+    return [found[k] for k in keys]
 
 
 def iteration_time_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:

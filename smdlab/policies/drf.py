@@ -7,8 +7,9 @@ import heapq
 import numpy as np
 
 from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import demands, queued_jobs, total_capacity
-from smdlab.solve.placement import Ledger
+from smdlab.policies.stages import queued_jobs, total_capacity
+from smdlab.solve.instance import demand_matrices
+from smdlab.solve.placement import TOL, Ledger
 
 
 class DRF:
@@ -40,14 +41,25 @@ class DRF:
         cap = total_capacity(state)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
         packer = Ledger(state.free)
-        # entry: [job, workers, ps, alpha, gamma, was_running]
-        entries = []
-        for q in queued_jobs(state):
-            entries.append([q.job, 0, 0, *demands(q.job, cluster), False])
-        if state.elastic:
-            for r in state.running:
-                packer.preload(r.job.name, r.placement.tasks)
-                entries.append([r.job, r.workers, r.ps, *demands(r.job, cluster), True])
+        queued = queued_jobs(state)
+        running = list(state.running) if state.elastic else []
+        for r in running:
+            packer.preload(r.job.name, r.placement.tasks)
+        jobs = [q.job for q in queued] + [r.job for r in running]
+        if not jobs:
+            return Decision()
+        alpha, gamma = demand_matrices(jobs, cluster)
+        ws = np.array([0] * len(queued) + [r.workers for r in running], dtype=int)
+        ps = np.array([0] * len(queued) + [r.ps for r in running], dtype=int)
+        # A job whose next bundle fits on no machine now never gets one in this decision (free
+        # capacity only shrinks while filling): leave it out before the filling (long queues).
+        free = packer.free
+        fit_w = np.all(free[None] + TOL * np.maximum(1.0, alpha)[:, None] >= alpha[:, None], axis=2).any(axis=1)
+        fit_p = np.all(free[None] + TOL * np.maximum(1.0, gamma)[:, None] >= gamma[:, None], axis=2).any(axis=1)
+        caps = np.array([(j.max_workers, j.max_ps) for j in jobs], dtype=int).reshape(-1, 2)
+        hopeful = (ws < caps[:, 0]) & fit_w & (fit_p | (ps >= caps[:, 1]))
+        # entry: [job, workers, ps, alpha, gamma]
+        entries = [[jobs[i], int(ws[i]), int(ps[i]), alpha[i], gamma[i]] for i in np.flatnonzero(hopeful).tolist()]
         start = {e[0].name: (e[1], e[2]) for e in entries}
 
         def share(e) -> float:

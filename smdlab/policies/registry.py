@@ -41,7 +41,7 @@ def list_policies() -> list[str]:
 
 def policy_class(name: str) -> type:
     """The class registered under ``name``."""
-    target = _EXTRA.get(name, _BUILTIN.get(name))
+    target = _EXTRA.get(name, _BUILTIN.get(name)) if isinstance(name, str) else None
     if target is None:
         raise InvalidInput(f"policy must be one of {', '.join(list_policies())}; got {name!r}")
     if isinstance(target, str):
@@ -50,7 +50,7 @@ def policy_class(name: str) -> type:
     return target
 
 
-def get_policy(name: str, **options: Any) -> Policy:
+def get_policy(name: str, /, **options: Any) -> Policy:
     """A fresh instance of the policy ``name`` with ``options``."""
     cls = policy_class(name)
     try:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import bisect
 
 from smdlab.policies.base import ClusterState, Decision, QueuedJob
-from smdlab.policies.stages import admit_bundles, job_speeds
+from smdlab.policies.stages import admit_bundles
+from smdlab.solve.instance import job_speeds
 
 
 def remaining_time_at_minimum(q: QueuedJob, mode: str) -> float:

@@ -24,29 +24,9 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.timing import speed_table
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob, RunningJob
 from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import RULES, TOL, PlaceRule, consolidated_tasks, first_fit, placement_usage, usage
-
-_SPEEDS_MAX = 200_000
-
-_SPEEDS: dict[tuple[int, str], tuple[Job, np.ndarray]] = {}
-
-
-def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
-    """The job's speed table (samples/s, W x P, read-only), cached per job object and mode."""
-    key = (id(job), mode)
-    hit = _SPEEDS.get(key)
-    if hit is not None and hit[0] is job:
-        return hit[1]
-    table = speed_table(job, mode)
-    table.setflags(write=False)
-    if len(_SPEEDS) >= _SPEEDS_MAX:
-        _SPEEDS.clear()
-    _SPEEDS[key] = (job, table)
-    return table
-
 
 def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources`` (cached, read-only)."""
@@ -55,7 +35,15 @@ def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
 
 def queued_jobs(state: ClusterState) -> list[QueuedJob]:
     """Queued jobs with work left, in arrival order (ties by name)."""
-    return sorted((q for q in state.queued if q.remaining > 0), key=lambda q: (q.job.arrival, q.job.name))
+    queued = state.queued
+    # The simulator's queue is already in arrival order: check that cheaply before sorting.
+    arrival = np.array([q.job.arrival for q in queued], dtype=float)
+    remaining = np.array([q.remaining for q in queued], dtype=float)
+    if np.all(remaining > 0) and np.all(arrival[1:] >= arrival[:-1]):
+        ties = np.flatnonzero(arrival[1:] == arrival[:-1]).tolist()
+        if all(queued[i].job.name < queued[i + 1].job.name for i in ties):
+            return list(queued)
+    return sorted((q for q in queued if q.remaining > 0), key=lambda q: (q.job.arrival, q.job.name))
 
 
 def with_remaining(entry: QueuedJob | RunningJob) -> Job:

@@ -6,7 +6,8 @@ import numpy as np
 
 from smdlab.errors import check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import demands, job_speeds, queued_jobs
+from smdlab.policies.stages import demands, queued_jobs
+from smdlab.solve.instance import job_speeds
 from smdlab.solve.placement import TOL, Ledger, capacity_matrix
 
 

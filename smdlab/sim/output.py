@@ -1,8 +1,10 @@
 """Writing result files safely: atomic replace, and never over a file smdlab did not write.
 
 Each output folder keeps ``.smdlab-manifest.json``: file name -> SHA-256 of the content smdlab
-wrote. An existing file may be replaced only if the manifest lists it with its current hash
-(smdlab wrote it and nobody changed it since), or with ``force``.
+wrote (a list of hashes while a file is being replaced). An existing file may be replaced only if
+the manifest lists it with its current hash (smdlab wrote it and nobody changed it since), or with
+``force``. The new hash is recorded before each file is replaced, so a run interrupted anywhere
+leaves every file it wrote recognisable as smdlab's and a rerun can replace it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def _hashes(entry: object) -> list[str]:
+    """The hashes a manifest entry accepts (a hash, or a list of them while a write is under way)."""
+    if isinstance(entry, str):
+        return [entry]
+    return [h for h in entry if isinstance(h, str)] if isinstance(entry, list) else []
+
+
 def check_replaceable(path: Path, *, force: bool = False, manifest: dict[str, str] | None = None) -> None:
     """Raise unless ``path`` is absent, or smdlab wrote it and it is unchanged, or ``force``."""
     if force or not path.exists():
@@ -58,7 +67,7 @@ def check_replaceable(path: Path, *, force: bool = False, manifest: dict[str, st
     if manifest is None:
         manifest = read_manifest(path.parent)
     try:
-        if path.is_file() and manifest.get(path.name) == _sha(path.read_bytes()):
+        if path.is_file() and _sha(path.read_bytes()) in _hashes(manifest.get(path.name)):
             return
     except OSError as exc:
         raise SmdlabError(f"cannot read {str(path)!r} to check it may be replaced: {exc.strerror or exc}") from exc
@@ -82,16 +91,24 @@ def write_files(folder: str | os.PathLike, files: Mapping[str, str | bytes], *, 
         if Path(name).name != name or name == MANIFEST:
             raise SmdlabError(f"output file name must be a plain file name, got {name!r}")
         check_replaceable(out / name, force=force, manifest=manifest)
+    def save(where: Path) -> None:
+        try:
+            atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+            if where != out / MANIFEST:
+                atomic_write(where, blobs[where.name])
+        except OSError as exc:
+            raise SmdlabError(f"cannot write {str(where)!r}: {exc.strerror or exc}") from exc
+
     written = []
     for name, data in blobs.items():
-        try:
-            atomic_write(out / name, data)
-            manifest[name] = _sha(data)
-            # Recorded as soon as it exists: a run interrupted before the next file can still replace it.
-            atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
-        except OSError as exc:
-            raise SmdlabError(f"cannot write {str(out / name)!r}: {exc.strerror or exc}") from exc
+        digest = _sha(data)
+        # The new hash goes into the manifest before the file changes, next to the old one: whether
+        # an interruption comes before, during or after the rename, the file holds a listed hash.
+        manifest[name] = [*dict.fromkeys([*_hashes(manifest.get(name)), digest])]
+        save(out / name)
+        manifest[name] = digest
         written.append(out / name)
+    save(out / MANIFEST)  # every entry down to the one hash each file now holds
     return written
 
 

@@ -23,8 +23,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
 from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
-from smdlab.policies.stages import job_speeds
-from smdlab.solve.instance import task_vectors
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, first_fit
 from smdlab.sim.result import SimResult, build_result
 

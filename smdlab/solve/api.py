@@ -178,7 +178,8 @@ def solve(
     placement = None
     if place:
         free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
-        placement = place_allocation(inst.jobs, list(zip(w.tolist(), p.tolist())), cluster, free_m, mode)
+        placement = place_allocation(inst.jobs, np.column_stack([w, p]), cluster, free_m, mode,
+                                     demands=(inst.alpha, inst.gamma))
         w, p = np.array(placement.workers, dtype=int), np.array(placement.ps, dtype=int)
         if placement.shrink_steps:
             notes.append(f"placement shrank the allocation in {placement.shrink_steps} step(s)")
@@ -188,19 +189,19 @@ def solve(
     else:
         costs = inst.job_cost(w, p)
         objective = float(costs.sum())
-    durations = np.where(w > 0, inst.duration[np.arange(inst.n), np.maximum(w, 1) - 1, np.maximum(p, 1) - 1], np.nan)
+    durations = inst.durations_at(w, p)
     lower = min(lower, objective)
     gap = (objective - lower) / objective if objective > 0 and np.isfinite(lower) else math.nan
     note = "; ".join(x for x in notes if x)
     if "selected" not in extra:
-        extra["selected"] = tuple(bool(x) for x in pooled_w > 0)
+        extra["selected"] = tuple((np.asarray(pooled_w) > 0).tolist())
     return Solution(
         method=method,
         jobs=tuple(j.name for j in inst.jobs),
-        workers=tuple(int(x) for x in w),
-        ps=tuple(int(x) for x in p),
-        durations=tuple(float(x) for x in durations),
-        costs=tuple(float(x) for x in costs),
+        workers=tuple(np.asarray(w, dtype=int).tolist()),
+        ps=tuple(np.asarray(p, dtype=int).tolist()),
+        durations=tuple(np.asarray(durations, dtype=float).tolist()),
+        costs=tuple(np.asarray(costs, dtype=float).tolist()),
         objective=float(objective),
         lower_bound=float(lower),
         gap=float(gap),
@@ -211,8 +212,8 @@ def solve(
         wall_time_s=time.perf_counter() - t0,
         horizon=inst.horizon,
         mode=mode,
-        pooled_workers=tuple(int(x) for x in pooled_w),
-        pooled_ps=tuple(int(x) for x in pooled_p),
+        pooled_workers=tuple(np.asarray(pooled_w, dtype=int).tolist()),
+        pooled_ps=tuple(np.asarray(pooled_p, dtype=int).tolist()),
         placement=placement,
         shrink_steps=placement.shrink_steps if placement else 0,
         **extra,

@@ -13,7 +13,7 @@ every job (1, 1); when it can, every job starts. See docs/solver.md ("Jobs that 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -21,9 +21,10 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.timing import MODES, duration_grid
+from smdlab.model.timing import MODES, speed_table
 
 _FIT_RTOL = 1e-9  # capacity comparisons tolerate float round-off of summed demands
+_CACHE_MAX = 200_000  # entries of the per-job caches below (cleared when full)
 
 
 def fits(use: np.ndarray, capacity: np.ndarray) -> np.ndarray | bool:
@@ -57,10 +58,13 @@ class Instance:
     alpha: (n, K) demand of one worker of each job.
     gamma: (n, K) demand of one PS of each job.
     weight: (n,) omega_i.
-    duration: (n, W, P) exact durations d_i(w, p) (s), +inf beyond a job's caps.
-    speed: (n, W, P) speeds S_i(w, p) (samples/s), 0 beyond a job's caps.
-    mode: timing overlap mode the durations come from.
+    tables: per job, its speed table S_i(w, p) (samples/s, max_workers x max_ps; ``job_speeds``).
+    mode: timing overlap mode the speeds come from.
     allow_defer: whether jobs may stay unstarted (only when not all fit at (1, 1)).
+
+    The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use;
+    what concerns (1, 1) only (``base_duration``, ``horizon``, ``defer_cost``) needs no grid, so
+    an instance of many jobs of which few are allocated (SMD's selection) stays cheap.
     """
 
     jobs: tuple[Job, ...]
@@ -69,10 +73,9 @@ class Instance:
     alpha: np.ndarray
     gamma: np.ndarray
     weight: np.ndarray
-    duration: np.ndarray
-    speed: np.ndarray
-    mode: str
-    allow_defer: bool
+    tables: tuple[np.ndarray, ...] = field(repr=False)
+    mode: str = "wfbp"
+    allow_defer: bool = False
 
     @property
     def n(self) -> int:
@@ -85,9 +88,38 @@ class Instance:
         return len(self.resources)
 
     @cached_property
+    def samples(self) -> np.ndarray:
+        """(n,) samples each job processes."""
+        return np.array([j.samples for j in self.jobs], dtype=float)
+
+    @cached_property
+    def duration(self) -> np.ndarray:
+        """(n, W, P) exact durations d_i(w, p) (s), +inf beyond a job's caps."""
+        W = max((t.shape[0] for t in self.tables), default=0)
+        P = max((t.shape[1] for t in self.tables), default=0)
+        grid = np.zeros((self.n, W, P))  # speed 0 beyond a job's caps
+        for i, t in enumerate(self.tables):
+            grid[i, : t.shape[0], : t.shape[1]] = t
+        with np.errstate(divide="ignore"):
+            return self.samples[:, None, None] / grid
+
+    @cached_property
+    def speed(self) -> np.ndarray:
+        """(n, W, P) speeds S_i(w, p) (samples/s), 0 beyond a job's caps."""
+        with np.errstate(divide="ignore"):
+            return self.samples[:, None, None] / self.duration  # what the durations imply, to the last bit
+
+    @cached_property
     def cost(self) -> np.ndarray:
         """(n, W, P) omega_i * d_i(w, p), +inf beyond caps."""
         return self.weight[:, None, None] * self.duration
+
+    @cached_property
+    def base_duration(self) -> np.ndarray:
+        """(n,) d_i(1, 1), without building the grids."""
+        if "duration" in self.__dict__:
+            return self.duration[:, 0, 0]
+        return self.samples / np.array([t[0, 0] for t in self.tables], dtype=float)
 
     @cached_property
     def base_use(self) -> np.ndarray:
@@ -97,12 +129,12 @@ class Instance:
     @cached_property
     def horizon(self) -> float:
         """H = max_j d_j(1, 1): the wait charged to a job that is not started."""
-        return float(self.duration[:, 0, 0].max()) if self.n else 0.0
+        return float(self.base_duration.max()) if self.n else 0.0
 
     @cached_property
     def defer_cost(self) -> np.ndarray:
         """(n,) omega_i * (H + d_i(1, 1)): cost of leaving job i unstarted."""
-        return self.weight * (self.horizon + self.duration[:, 0, 0])
+        return self.weight * (self.horizon + self.base_duration)
 
     @cached_property
     def scale(self) -> np.ndarray:
@@ -114,6 +146,23 @@ class Instance:
         """(n, W, P) mask of configurations kept by dominance pruning of ``cost``."""
         return pareto_mask(self.cost)
 
+    def subset(self, idx: Sequence[int] | np.ndarray) -> Instance:
+        """The instance of the jobs ``idx`` only (same capacity, mode and deferral rule; grids cropped to their caps)."""
+        idx = np.asarray(idx, dtype=int)
+        jobs = tuple(self.jobs[i] for i in idx)
+        tables = tuple(self.tables[i] for i in idx)
+        return Instance(jobs, self.resources, self.capacity, self.alpha[idx], self.gamma[idx], self.weight[idx],
+                        tables, self.mode, self.allow_defer)
+
+    def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """(n,) d_i(w_i, p_i) of an allocation; nan where a job is not started."""
+        w = np.asarray(workers, dtype=int)
+        p = np.asarray(ps, dtype=int)
+        out = np.full(self.n, np.nan)
+        idx = np.flatnonzero(w > 0)
+        out[idx] = configuration_durations([self.tables[i] for i in idx], self.samples[idx], w[idx], p[idx])
+        return out
+
     def use(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(K,) total resources of an allocation (0 workers = not started)."""
         w = np.asarray(workers, dtype=float)
@@ -122,13 +171,8 @@ class Instance:
 
     def job_cost(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(n,) cost of each job under an allocation (deferral cost where not started)."""
-        w = np.asarray(workers, dtype=int)
-        p = np.asarray(ps, dtype=int)
-        started = w > 0
-        out = self.defer_cost.copy()
-        idx = np.flatnonzero(started)
-        out[idx] = self.cost[idx, w[idx] - 1, p[idx] - 1]
-        return out
+        started = np.asarray(workers, dtype=int) > 0
+        return np.where(started, self.weight * self.durations_at(workers, ps), self.defer_cost)
 
     def objective(self, workers: np.ndarray, ps: np.ndarray) -> float:
         """The objective of an allocation evaluated with the exact durations."""
@@ -138,8 +182,8 @@ class Instance:
         """Raise if an allocation breaks caps, capacity or the every-job-starts rule."""
         w = np.asarray(workers, dtype=int)
         p = np.asarray(ps, dtype=int)
-        caps_w = np.array([j.max_workers for j in self.jobs])
-        caps_p = np.array([j.max_ps for j in self.jobs])
+        caps_w = np.array([t.shape[0] for t in self.tables], dtype=int)
+        caps_p = np.array([t.shape[1] for t in self.tables], dtype=int)
         if np.any((w > 0) != (p > 0)) or np.any(w > caps_w) or np.any(p > caps_p) or np.any(w < 0):
             raise AssertionError("allocation outside the jobs' configuration ranges")
         if not self.allow_defer and np.any(w == 0):
@@ -148,16 +192,36 @@ class Instance:
             raise AssertionError("allocation exceeds capacity")
 
 
-_VECTORS: dict[tuple[int, tuple[str, ...]], tuple[Job, np.ndarray, np.ndarray]] = {}
-_VECTORS_MAX = 200_000
+_SPEEDS: dict[str, dict[int, tuple[Job, np.ndarray]]] = {}  # mode -> id(job) -> (job, table)
 
 
-def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(worker demand, PS demand) of ``job`` as vectors over ``resources`` (cached per job object, read-only)."""
-    key = (id(job), tuple(resources))
-    hit = _VECTORS.get(key)
+def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
+    """The job's speed table (samples/s, max_workers x max_ps, read-only), cached per job object and mode."""
+    cache = _SPEEDS.get(mode)
+    if cache is None:
+        cache = _SPEEDS[check_choice("mode", mode, MODES)] = {}
+    hit = cache.get(id(job))
     if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
-        return hit[1], hit[2]
+        return hit[1]
+    table = speed_table(job, mode)
+    table.setflags(write=False)
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[id(job)] = (job, table)
+    return table
+
+
+_ROWS: dict[tuple[str, ...], dict[int, tuple[Job, np.ndarray]]] = {}  # resources -> id(job) -> (job, row)
+
+
+def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
+    """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row, cached per job object."""
+    cache = _ROWS.get(resources)
+    if cache is None:
+        cache = _ROWS[resources] = {}
+    hit = cache.get(id(job))
+    if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
+        return hit[1]
     known = set(resources)
     for field in ("worker_demand", "ps_demand"):
         d = getattr(job, field)  # validated (finite, >= 0) by Job; only the names need checking here
@@ -166,24 +230,44 @@ def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.nda
             raise InvalidInput(
                 f"job {job.name!r} {field} has unknown resource {bad!r}; allowed: {', '.join(resources)}"
             )
-    wv = np.array([job.worker_demand.get(r, 0.0) for r in resources], dtype=float)
-    pv = np.array([job.ps_demand.get(r, 0.0) for r in resources], dtype=float)
-    wv.setflags(write=False)
-    pv.setflags(write=False)
-    if len(_VECTORS) >= _VECTORS_MAX:
-        _VECTORS.clear()
-    _VECTORS[key] = (job, wv, pv)
-    return wv, pv
+    row = np.array([job.worker_demand.get(r, 0.0) for r in resources] + [job.ps_demand.get(r, 0.0) for r in resources],
+                   dtype=float)
+    row.setflags(write=False)
+    if len(cache) >= _CACHE_MAX:
+        cache.clear()
+    cache[id(job)] = (job, row)
+    return row
+
+
+def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(worker demand, PS demand) of ``job`` as vectors over ``resources`` (cached per job object, read-only)."""
+    resources = tuple(resources)
+    row = _demand_row(job, resources)
+    K = len(resources)
+    return row[:K], row[K:]
 
 
 def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources."""
-    res = cluster.resources
+    res = tuple(cluster.resources)
     K = len(res)
-    if not jobs:
+    if not len(jobs):
         return np.zeros((0, K)), np.zeros((0, K))
-    pairs = [task_vectors(j, res) for j in jobs]
-    return np.array([a for a, _ in pairs]).reshape(-1, K), np.array([g for _, g in pairs]).reshape(-1, K)
+    cache = _ROWS.get(res, {})
+    rows = []
+    for j in jobs:
+        hit = cache.get(id(j))
+        rows.append(hit[1] if hit is not None and hit[0] is j else _demand_row(j, res))
+    both = np.array(rows)
+    return both[:, :K], both[:, K:]
+
+
+def configuration_durations(tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps) -> np.ndarray:
+    """d_k = samples_k / S_k(w_k, p_k) (s): durations at one configuration per speed table."""
+    out = np.empty(len(tables))
+    for k, (t, w, p) in enumerate(zip(tables, np.asarray(workers).tolist(), np.asarray(ps).tolist())):
+        out[k] = samples[k] / t[w - 1, p - 1]
+    return out
 
 
 def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:
@@ -192,7 +276,7 @@ def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, 
     jobs = tuple(jobs)
     if not jobs:
         raise InvalidInput("jobs must contain at least one job, got 0")
-    if not all(isinstance(j, Job) for j in jobs):
+    if not set(map(type, jobs)) <= {Job} and not all(isinstance(j, Job) for j in jobs):
         bad = next(j for j in jobs if not isinstance(j, Job))
         raise InvalidInput(f"jobs must be Job objects, got {type(bad).__name__}")
     names = [j.name for j in jobs]
@@ -205,10 +289,11 @@ def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, 
             f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
         )
     alpha, gamma = demand_matrices(jobs, cluster)
-    dur = duration_grid(jobs, mode)
-    samples = np.array([j.samples for j in jobs], dtype=float)[:, None, None]
-    with np.errstate(divide="ignore"):
-        spd = samples / dur  # = speed_grid (0 beyond caps), without a second pass over the cache
+    cache = _SPEEDS.get(mode, {})  # per job object: a queue seen before costs look-ups only
+    tables = []
+    for j in jobs:
+        hit = cache.get(id(j))
+        tables.append(hit[1] if hit is not None and hit[0] is j else job_speeds(j, mode))
     weight = np.array([j.weight for j in jobs], dtype=float)
     all_fit = bool(fits((alpha + gamma).sum(axis=0), cap))
-    return Instance(jobs, tuple(cluster.resources), cap, alpha, gamma, weight, dur, spd, mode, not all_fit)
+    return Instance(jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, not all_fit)

@@ -33,6 +33,7 @@ unstarted, charged the deferral cost of docs/solver.md. Every removal is one shr
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -41,8 +42,7 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, check_int
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.timing import duration_grid
-from smdlab.solve.instance import demand_matrices, task_vectors
+from smdlab.solve.instance import configuration_durations, demand_matrices, job_speeds, task_vectors
 
 # Slack on capacity comparisons (relative to the demand where it exceeds 1): amounts are sums of
 # user floats (e.g. 0.1 CPU).
@@ -337,7 +337,23 @@ class Ledger:
 # ---- many jobs, with shrinking (the solver's placement) ------------------------------------
 
 
-def _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i_fail, kind_fail):
+class _Costs:
+    """omega_i * d_i(w, p) of the jobs being placed, looked up on demand (a shrink is rare)."""
+
+    def __init__(self, jobs: Sequence[Job], mode: str):
+        self.tables = [job_speeds(j, mode) for j in jobs]
+        self.samples = np.array([j.samples for j in jobs], dtype=float)
+        self.weight = np.array([j.weight for j in jobs], dtype=float)
+        base = self.samples / np.array([t[0, 0] for t in self.tables], dtype=float)
+        self.defer = self.weight * (base.max() + base)  # as Instance.defer_cost
+
+    def at(self, idx: np.ndarray, w: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """Cost of jobs ``idx`` at (w, p)."""
+        d = configuration_durations([self.tables[i] for i in idx.tolist()], self.samples[idx], w, p)
+        return self.weight[idx] * d
+
+
+def _cheapest_shrink(w, p, costs: _Costs, wd, pd, norm_w, norm_p, blocking, i_fail, kind_fail):
     """(job, new workers, new ps): the one-task removal with the smallest loss per freed resource.
 
     Candidates remove a worker (w > 1), a PS (p > 1), or a whole job at (1, 1); only tasks that
@@ -346,12 +362,12 @@ def _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i_fail
     """
     jobs = np.flatnonzero(w > 0)
     wj, pj = w[jobs], p[jobs]
-    here = cost[jobs, wj - 1, pj - 1]
+    here = costs.at(jobs, wj, pj)
     big = np.inf
-    loss_w = np.where(wj > 1, cost[jobs, np.maximum(wj - 2, 0), pj - 1] - here, big)
-    loss_p = np.where(pj > 1, cost[jobs, wj - 1, np.maximum(pj - 2, 0)] - here, big)
+    loss_w = np.where(wj > 1, costs.at(jobs, np.maximum(wj - 1, 1), pj) - here, big)
+    loss_p = np.where(pj > 1, costs.at(jobs, wj, np.maximum(pj - 1, 1)) - here, big)
     unit = (wj == 1) & (pj == 1)
-    loss_u = np.where(unit, defer[jobs] - here, big)
+    loss_u = np.where(unit, costs.defer[jobs] - here, big)
     use_w = (wd[jobs] > 0) @ blocking > 0
     use_p = (pd[jobs] > 0) @ blocking > 0
     use_u = use_w | use_p
@@ -378,18 +394,17 @@ def _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i_fail
 
 def place(
     jobs: Sequence[Job],
-    alloc: Sequence[tuple[int, int]],
+    alloc: Sequence[tuple[int, int]] | np.ndarray,
     cluster: Cluster,
     free: np.ndarray | None = None,
     mode: str = "wfbp",
     *,
-    costs: tuple[np.ndarray, np.ndarray] | None = None,
+    demands: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> PlacementResult:
     """Place each job's (workers, ps) on the machines of ``cluster`` (free capacity ``free``), shrinking if needed.
 
-    costs: (omega * d as (n, W, P), deferral cost (n,)) of these jobs when already computed (the
-    solver passes its instance's); by default they are computed from the timing model in
-    ``mode`` the first time a shrink needs them.
+    mode: timing overlap mode of the durations a shrink compares. demands: the jobs' (alpha,
+    gamma) over ``cluster.resources`` when already built (the solver passes its instance's).
     """
     jobs = tuple(jobs)
     if not cluster.has_machines:
@@ -397,7 +412,10 @@ def place(
     if len(alloc) != len(jobs):
         raise InvalidInput(f"alloc must have one (workers, ps) pair per job ({len(jobs)}), got {len(alloc)}")
     n = len(jobs)
-    pairs = np.array([(int(a[0]), int(a[1])) for a in alloc], dtype=int).reshape(n, 2)
+    if isinstance(alloc, np.ndarray) and alloc.dtype.kind in "iu" and alloc.shape == (n, 2):
+        pairs = alloc.astype(int)
+    else:
+        pairs = np.array([(int(a[0]), int(a[1])) for a in alloc], dtype=int).reshape(n, 2)
     w, p = pairs[:, 0].copy(), pairs[:, 1].copy()
     for i in np.flatnonzero((w != 0) | (p != 0)).tolist():  # a job left out is (0, 0); the others need valid counts
         check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", alloc[i][0], 1, jobs[i].max_workers)
@@ -411,7 +429,7 @@ def place(
             raise InvalidInput(f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free0.shape}")
     total = full.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
-    wd, pd = demand_matrices(jobs, cluster)
+    wd, pd = demand_matrices(jobs, cluster) if demands is None else demands
     key_w = (wd / scale).max(axis=1) if jobs else np.zeros(0)
     key_p = (pd / scale).max(axis=1) if jobs else np.zeros(0)
     norm_w = (wd / scale).sum(axis=1)
@@ -426,7 +444,7 @@ def place(
     shrunk[never] += w[never] + p[never]
     w[never] = p[never] = 0
     steps += never.size
-    cost, defer = costs if costs is not None else (None, None)
+    costs = None
     H = full.shape[0]
     free_now = free0.copy()
     placed = np.zeros((n, H, 2), dtype=int)  # tasks per job, machine, kind (0 workers, 1 PSs)
@@ -453,13 +471,10 @@ def place(
             if take.sum() == need:
                 break
             # Not all fit: remove one task (the smallest loss per freed resource) and retry the rest.
-            if cost is None:  # only a shrink needs the timing model
-                dur = duration_grid(jobs, mode)
-                weight = np.array([j.weight for j in jobs])
-                cost = weight[:, None, None] * dur
-                defer = weight * (dur[:, 0, 0].max() + dur[:, 0, 0])
+            if costs is None:  # only a shrink needs the timing model
+                costs = _Costs(jobs, mode)
             blocking = (d[None, :] > free_now + TOL).any(axis=0)  # resources the task lacked somewhere
-            j, new_w, new_p = _cheapest_shrink(w, p, cost, defer, wd, pd, norm_w, norm_p, blocking, i, kind)
+            j, new_w, new_p = _cheapest_shrink(w, p, costs, wd, pd, norm_w, norm_p, blocking, i, kind)
             for k, new in ((0, new_w), (1, new_p)):
                 surplus = int(placed[j, :, k].sum() - new)
                 while surplus > 0:  # the task removed was already placed: free it where it helps most
@@ -472,11 +487,11 @@ def place(
             shrunk[j] += (w[j] - new_w) + (p[j] - new_p)
             w[j], p[j] = new_w, new_p
             steps += 1
-    rows: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-    for i, h in zip(*np.nonzero(placed.sum(axis=2))):  # row-major: machines ascending per job
-        rows[i].append((int(h), int(placed[i, h, 0]), int(placed[i, h, 1])))
-    empty = Placement(())
-    placements = tuple(Placement(tuple(r)) if r else empty for r in rows)
+    placements = [Placement(())] * n
+    jobs_i, hosts = np.nonzero(placed.sum(axis=2))  # row-major: machines ascending per job
+    tasks = zip(hosts.tolist(), placed[jobs_i, hosts, 0].tolist(), placed[jobs_i, hosts, 1].tolist())
+    for i, grp in itertools.groupby(zip(jobs_i.tolist(), tasks), key=lambda x: x[0]):
+        placements[i] = Placement(tuple(t for _, t in grp))
     left = free_now
     left.setflags(write=False)
-    return PlacementResult(placements, tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left)
+    return PlacementResult(tuple(placements), tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left)

@@ -17,7 +17,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.solve.backends import FlatModel, solve_flat
-from smdlab.solve.instance import Instance, pareto_mask
+from smdlab.solve.instance import Instance, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
     HullKnapsack,
@@ -247,6 +247,29 @@ def sum_of_ratios(
 SELECTIONS = ("smith", "objective")
 
 
+def _most_profitable_per_demand(idx: np.ndarray, profit: np.ndarray, use: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """The candidates ``idx`` that an optimal selection needs: per distinct (1, 1) demand, the most profitable ones that fit together.
+
+    Jobs with equal demand are interchangeable in the knapsack, so an optimal selection takes the
+    most profitable of them (ties: the earlier job), and at most as many as fit in ``capacity``
+    at once; the rest can be dropped without changing the optimum. Long queues of look-alike
+    jobs (traces) shrink to a handful of candidates.
+    """
+    u = use[idx]
+    # by demand (columns), then profit (desc), then job: equal demands end up next to each other
+    order = np.lexsort((idx, -profit[idx], *u.T[::-1]))
+    us = u[order]
+    new = np.r_[True, np.any(us[1:] != us[:-1], axis=1)]
+    first = np.flatnonzero(new)
+    rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
+    pos = u > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(pos, np.floor((capacity + 1e-9 * np.maximum(1, capacity)) / np.where(pos, u, 1.0)), np.inf)
+    limit = per.min(axis=1)  # how many of the job's demand fit at once (inf for a job that needs nothing)
+    keep = rank < limit[order]
+    return np.sort(idx[order[keep]])
+
+
 def select_jobs(
     inst: Instance, *, rule: str = "smith", backend: str = "auto", time_limit: float | None = None
 ) -> tuple[np.ndarray, str]:
@@ -261,14 +284,18 @@ def select_jobs(
     if not inst.allow_defer:
         return np.ones(inst.n, dtype=bool), ""
     if rule == "smith":
-        profit = inst.weight / inst.duration[:, 0, 0]
+        profit = inst.weight / inst.base_duration
     else:
-        profit = inst.defer_cost - inst.cost[:, 0, 0]
+        profit = inst.defer_cost - inst.weight * inst.base_duration
     fit_alone = np.all(inst.base_use <= inst.capacity + 1e-9 * np.maximum(1, inst.capacity), axis=1)
     idx = np.flatnonzero(fit_alone)
     chosen = np.zeros(inst.n, dtype=bool)
     if idx.size == 0:
         return chosen, "no job fits at (1, 1) in the capacity"
+    idx = _most_profitable_per_demand(idx, profit, inst.base_use, inst.capacity)
+    if fits(inst.base_use[idx].sum(axis=0), inst.capacity):  # profits are > 0: take every candidate
+        chosen[idx] = True
+        return chosen, ""
     # normalise so the objective has a sane scale for the MILP tolerances
     scale = profit[idx].max()
     model = FlatModel(-profit[idx] / scale, inst.base_use[idx], np.arange(idx.size), idx.size, inst.capacity, eq=False)
@@ -308,19 +335,20 @@ def smd(
     idx = np.flatnonzero(selected)
     if idx.size == 0:
         return SmdResult(w, p, selected, None, note)
-    numer = inst.weight[idx] * np.array([inst.jobs[i].samples for i in idx])
+    sub = inst.subset(idx)  # grids of the selected jobs only (cropped to their caps)
+    numer = sub.weight * sub.samples
     r = sum_of_ratios(
         numer,
-        inst.speed[idx],
-        inst.alpha[idx],
-        inst.gamma[idx],
+        sub.speed,
+        sub.alpha,
+        sub.gamma,
         inst.capacity,
         knapsack=knapsack,
         tol=tol,
         max_iter=max_iter,
         backend=backend,
         time_limit=time_limit,
-        mask=inst.pareto[idx],  # cost = omega W / S per job: the same dominance as the speeds
+        mask=sub.pareto,  # cost = omega W / S per job: the same dominance as the speeds
     )
     w[idx] = r.workers
     p[idx] = r.ps

@@ -224,7 +224,8 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("networks"), (str, list, tuple)):
         for name in [out["networks"]] if isinstance(out["networks"], str) else out["networks"]:
             check_choice("workload.networks", name, list_profiles())
-    for key, allowed in (("device", sorted(DEVICES)), ("load_resource", DEFAULT_RESOURCES), ("on_unsorted", ("sort", "raise"))):
+    choices = {"device": sorted(DEVICES), "load_resource": DEFAULT_RESOURCES, "on_unsorted": ("sort", "raise")}
+    for key, allowed in choices.items():
         if out.get(key) is not None:
             check_choice(f"workload.{key}", out[key], allowed)
     return out

@@ -1,7 +1,8 @@
 """Trace loaders: the Philly trace (or any trace in its format) and plain job tables.
 
-Philly format: columns ``timestamp`` (date-time, or seconds as a number), ``duration`` (s, > 0)
-and ``num_gpus`` (integer >= 1); other columns are kept only for filtering (``cluster``, Philly's
+Philly format: columns ``timestamp`` (date-time, or seconds as a number; date-times with a UTC
+offset are converted to UTC, those without are read as UTC), ``duration`` (s, > 0) and
+``num_gpus`` (integer >= 1); other columns are kept only for filtering (``cluster``, Philly's
 virtual cluster id). Each job gets:
 - arrival: its timestamp minus the first selected job's timestamp, divided by ``rate_scale``
   (or rescaled so that the offered load on ``cluster`` equals ``load``);
@@ -117,12 +118,14 @@ def _seconds(df: pd.DataFrame, path: Path) -> np.ndarray:
     if numeric.notna().all():
         t = numeric.to_numpy(dtype=float)
         with np.errstate(invalid="ignore", over="ignore"):
-            _bad_row(path, df, ~np.isfinite(t - t.min()), "timestamp", "a finite number of seconds (spanning a finite time)")
+            span = ~np.isfinite(t - t.min())
+        _bad_row(path, df, span, "timestamp", "a finite number of seconds (spanning a finite time)")
         return t
     # utc=True: date-times with different offsets (or none) are put on one clock instead of refused by pandas.
     stamps = pd.to_datetime(col, errors="coerce", format="mixed", utc=True)
     _bad_row(path, df, (stamps.isna() & numeric.isna()).to_numpy(), "timestamp", "a date-time or a number of seconds")
-    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp", "a date-time like the other rows (not a mix with plain numbers)")
+    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp",
+             "a date-time like the other rows (not a mix with plain numbers)")
     when = stamps.dt.tz_localize(None).to_numpy()  # in pandas' own unit: no silent overflow of far dates
     return (when - when.min()) / np.timedelta64(1, "s")
 
@@ -184,7 +187,8 @@ def load_philly(
     p = _as_path(path) if path is not None else philly_path()
     st = p.stat()
     # Keyed by modification time and size: a file rewritten in place is parsed again.
-    trace = _parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, check_choice("on_unsorted", on_unsorted, UNSORTED))
+    on_unsorted = check_choice("on_unsorted", on_unsorted, UNSORTED)
+    trace = _parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, on_unsorted)
     seed = check_int("seed", seed, 0)
     nets = resolve_networks(networks, device)
     # One draw per file row, so a job keeps its network whatever subset is selected.
