@@ -69,7 +69,8 @@ def _jupyter_env(tmp: Path) -> dict[str, str]:
         env[var] = str(tmp / sub)
     notif = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     notif.mkdir(parents=True, exist_ok=True)
-    (notif / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    settings = {"fetchNews": "false", "checkForUpdates": False}
+    (notif / "notification.jupyterlab-settings").write_text(json.dumps(settings))
     env.pop("JUPYTER_TOKEN", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -200,7 +201,7 @@ PAGE_STATE_JS = """() => JSON.stringify([
 
 
 def _move_slider_and_wait(pg, shot_prefix: str) -> tuple[str, str]:
-    """Press ArrowRight on the first slider (ArrowLeft at its maximum); return the explorer's plot state before and after."""
+    """Press ArrowRight on the first slider (ArrowLeft at its maximum); return the plot state before and after."""
     ARTIFACTS.mkdir(exist_ok=True)
     pg.wait_for_function(f"() => ({PLOT_STATE_JS})() !== '[]'", timeout=RUN_ALL_S * 1000)
     # Let the first round of background work (exact MILP, the policy comparison) land first.

@@ -150,3 +150,17 @@ def test_validation_points_reproduce_holdout_report():
     assert "MAPE" in fig.layout.annotations[0].text
     with pytest.raises(InvalidInput, match="validation_models"):
         model_validation(TINY.replace(validation_models=("nope",)))
+
+
+def test_comm_scale_k_equals_bandwidth_over_k():
+    """In the model a push takes bytes / bandwidth (no latency): k times the bytes is 1/k the bandwidth."""
+    from smdlab.experiments.jct import _point
+
+    policies = ("fifo", "smd")
+    for k in (4.0, 0.5):
+        comm = _point((TINY, "comm_scale", k, 0, policies))
+        bw = _point((TINY, "bandwidth", TINY.task_bw_gbps / k, 0, policies))
+        for a, b in zip(comm, bw):
+            assert a["policy"] == b["policy"]
+            assert a["mean_jct_s"] == pytest.approx(b["mean_jct_s"], rel=1e-9)
+            assert a["comm_comp_ratio"] == pytest.approx(b["comm_comp_ratio"], rel=1e-12)

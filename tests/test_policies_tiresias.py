@@ -76,3 +76,29 @@ def test_request_shrinks_to_what_the_cluster_can_hold_and_bad_options_raise():
         Tiresias(thresholds=(10.0, 5.0))
     with pytest.raises(InvalidInput, match="starve_multiple"):
         Tiresias(starve_multiple=0)
+
+
+def test_request_follows_the_jobs_requested_workers():
+    cl = cluster(2)  # 8 GPUs
+    asked = job("asked", max_workers=8, max_ps=8, requested_workers=2)
+    unset = job("unset", max_workers=8, max_ps=8)
+    assert Tiresias().request(asked, cl) == (2, 2)  # the request, not the cap
+    assert Tiresias().request(unset, cl) == (8, 8)  # no request: the cap
+    assert Tiresias(max_workers=1).request(asked, cl) == (1, 1)  # the policy's cap still applies
+    d = Tiresias().decide(state(cl, [queued(asked)]))
+    assert alloc_of(d, "asked") == (2, 2)
+
+
+def test_requested_workers_is_validated_and_set_by_the_workloads():
+    with pytest.raises(InvalidInput, match=r"requested_workers must be an integer in \[1, 4\], got 5"):
+        job("j", max_workers=4, requested_workers=5)
+    with pytest.raises(InvalidInput, match="requested_workers must be an integer"):
+        job("j", requested_workers=1.5)
+    from smdlab import Cluster
+    from smdlab.workloads import load_philly, synthetic
+
+    philly = load_philly(first=50, seed=1, cap_factor=2.0)
+    for jobs in (philly, synthetic(40, Cluster.homogeneous(4), seed=2, cap_factor=2.0)):
+        # the request (trace GPU count / reference allocation), not the cap of twice that
+        assert all(j.max_workers == 2 * j.requested_workers for j in jobs)
+        assert len({j.requested_workers for j in jobs}) > 1

@@ -26,7 +26,7 @@ from smdlab import Cluster, Infeasible, InvalidInput, Job, LayerProfile, Machine
 from smdlab.cli import main
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
-from smdlab.solve import solve
+from smdlab.solve import place, solve
 from smdlab.testing import random_job
 from smdlab.workloads import load_csv, load_job_table, load_philly, load_scenario, synthetic
 
@@ -317,3 +317,59 @@ def test_a_trace_rewritten_in_place_is_read_again(tmp_path):
     p.write_text(_trace("0,60,1\n10,60,1\n20,60,1"))
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # same modification time: only the size differs
     assert len(first) == 2 and len(load_philly(p)) == 3
+
+
+# smdlab/solve is still being written by the solver helper: its gaps are recorded here, not fixed.
+_SOLVE_GAPS = [
+    ("solve(jobs=5)", lambda jobs, cl, mc: solve(5, cl), "TypeError: 'int' object is not iterable"),
+    ("solve(cluster=None)", lambda jobs, cl, mc: solve(jobs, None), "AttributeError: no attribute 'has_machines'"),
+    ("solve(free='x')", lambda jobs, cl, mc: solve(jobs, cl, free="x"), "ValueError: could not convert string to float"),
+    ("place(jobs=5)", lambda jobs, cl, mc: place(5, [(1, 1)], mc), "TypeError: 'int' object is not iterable"),
+    ("place(alloc='ab')", lambda jobs, cl, mc: place(jobs, "ab", mc), "ValueError: invalid literal for int()"),
+]
+
+
+@pytest.mark.parametrize("call", _SOLVE_GAPS, ids=[g[0] for g in _SOLVE_GAPS])
+@pytest.mark.xfail(strict=True, raises=(TypeError, ValueError, AttributeError),
+                   reason="smdlab/solve/api.py solve() and smdlab/solve/placement.py place() do not check the type of "
+                          "jobs, cluster, free and alloc before using them (a raw TypeError/ValueError/AttributeError)")
+def test_solver_arguments_of_the_wrong_type_raise_invalid_input(call):
+    rng = np.random.default_rng(0)
+    jobs = [random_job(rng, name="a"), random_job(rng, name="b")]
+    with pytest.raises(InvalidInput):
+        call[1](jobs, Cluster.pooled(gpu=8, cpu=64, mem_gb=256, bw_gbps=100), Cluster.homogeneous(2))
+
+def _table_rows() -> list[str]:
+    """The table of docs/reliability.md: each case's library and CLI message, as this code gives them."""
+    import contextlib
+    import io
+    import tempfile
+
+    rows = ["| Input | Library: exception and message | `smdlab simulate` (exit 2), stderr |", "|---|---|---|"]
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            _write(d, case.files)
+            lib = cli = "(no such form)"
+            if case.library is not None:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        case.library(d)
+                    lib = "NO ERROR"
+                except SmdlabError as exc:
+                    lib = f"{type(exc).__name__}: {exc}"
+            if case.argv is not None:
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rc = main(["simulate", *(a.replace("{d}", str(d)) for a in case.argv)])
+                cli = f"{err.getvalue().strip()}" if rc == 2 else f"EXIT {rc}"
+            clean = lambda text: " ".join(text.replace(str(d), "DIR").split()).replace("|", "\\|")  # noqa: E731
+            short = lambda text: clean(text) if len(clean(text)) <= 200 else clean(text)[:197] + "..."  # noqa: E731
+            rows.append(f"| {case.id} | `{short(lib)}` | `{short(cli)}` |")
+    return rows
+
+
+if __name__ == "__main__":  # python tests/test_reliability_inputs.py > table.md
+    print("\n".join(_table_rows()))

@@ -38,8 +38,8 @@ def test_csvs_are_byte_identical_across_runs(tiny_csv_run, tmp_path):
     # A second run in a fresh process (another hash seed), through the installed entry point's module.
     again = tmp_path / "again"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    proc = subprocess.run([sys.executable, "-m", "smdlab.cli", "reproduce", "--tiny", "--formats", "csv", "--out", str(again)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    cmd = [sys.executable, "-m", "smdlab.cli", "reproduce", "--tiny", "--formats", "csv", "--out", str(again)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     for name in list_figures():
         assert (again / f"{name}.csv").read_bytes() == (tiny_csv_run / f"{name}.csv").read_bytes(), name

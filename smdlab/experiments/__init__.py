@@ -15,7 +15,15 @@ from smdlab.experiments.jct import (
     jct_vs_comm_ratio,
     jct_vs_jobs,
 )
-from smdlab.experiments.reproduce import FIGURES, csv_bytes, figure, list_figures, make_figure, reproduce, run_experiment
+from smdlab.experiments.reproduce import (
+    FIGURES,
+    csv_bytes,
+    figure,
+    list_figures,
+    make_figure,
+    reproduce,
+    run_experiment,
+)
 from smdlab.experiments.validation import model_validation
 
 __all__ = [

@@ -21,7 +21,8 @@ def _csv_names(text: str) -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of ``smdlab reproduce``."""
     level = p.add_mutually_exclusive_group()
-    level.add_argument("--quick", action="store_true", help="fewer sweep points and seeds (every figure; minutes)")
+    level.add_argument("--quick", action="store_true",
+                       help="fewer sweep points and seeds (every figure, in about a minute on 2 cores)")
     # Seconds-long sizes for the test suite; not a documented level.
     level.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", metavar="DIR", default="figures", help="output folder (default: figures)")
@@ -29,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", type=_csv_names, metavar="NAME[,NAME...]", help="make only these figures (see --list)")
     p.add_argument("--formats", type=_csv_names, metavar="FMT[,FMT...]", default=["png", "svg", "csv"],
                    help="files per figure among png, svg, pdf, csv (default: png,svg,csv)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes for the experiments (default: 2, tiny: 1)")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes for the experiments (default: up to 2)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
 
 

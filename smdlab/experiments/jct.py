@@ -46,10 +46,8 @@ SWEEPS: dict[str, Sweep] = {
     "machines": Sweep("machines", "machines", "servers in the cluster", "machines_values", False, False),
     # Bandwidth and communication volume change JCT by orders of magnitude: both axes logarithmic.
     "bandwidth": Sweep("bandwidth", "bw_gbps", "NIC bandwidth per task (Gbps)", "bandwidth_values", True, True),
-    "comm_scale": Sweep(
-        "comm_scale", "comm_scale", "per-layer communication/computation ratio (× bundled profiles)", "comm_scale_values",
-        True, True,
-    ),
+    "comm_scale": Sweep("comm_scale", "comm_scale", "per-layer communication/computation ratio (× bundled profiles)",
+                        "comm_scale_values", True, True),
 }
 
 # Columns of every JCT sweep frame after the sweep's own x column; no timing columns, so two runs

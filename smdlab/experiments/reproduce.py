@@ -96,9 +96,12 @@ def _draw_validation(df: pd.DataFrame):
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
-        FigureSpec("jct_vs_jobs", "mean JCT of every policy vs the number of jobs in the batch", _jct("jobs"), _draw_jct("jobs")),
-        FigureSpec("jct_vs_cluster", "mean JCT of every policy vs the number of servers", _jct("machines"), _draw_jct("machines")),
-        FigureSpec("jct_vs_bandwidth", "mean JCT of every policy vs the NIC bandwidth per task", _jct("bandwidth"), _draw_jct("bandwidth")),
+        FigureSpec("jct_vs_jobs", "mean JCT of every policy vs the number of jobs in the batch",
+                   _jct("jobs"), _draw_jct("jobs")),
+        FigureSpec("jct_vs_cluster", "mean JCT of every policy vs the number of servers",
+                   _jct("machines"), _draw_jct("machines")),
+        FigureSpec("jct_vs_bandwidth", "mean JCT of every policy vs the NIC bandwidth per task",
+                   _jct("bandwidth"), _draw_jct("bandwidth")),
         FigureSpec("jct_vs_comm_ratio", "mean JCT of every policy vs the per-layer communication/computation ratio",
                    _jct("comm_scale"), _draw_jct("comm_scale")),
         FigureSpec("optimality_gap", "gap of SMD to the exact MILP optimum and to the LP bound vs instance size",
@@ -273,7 +276,9 @@ def reproduce(
     cfg = get_config(config)
     names = _names(only)
     fmts = _formats(formats)
-    workers = check_int("workers", workers, 1, 256) if workers is not None else (1 if cfg.name == "tiny" else min(2, os.cpu_count() or 1))
+    if workers is None:
+        workers = 1 if cfg.name == "tiny" else min(2, os.cpu_count() or 1)
+    workers = check_int("workers", workers, 1, 256)
     say = log or (lambda _msg: None)
     files = [f"{n}.{f}" for n in names for f in fmts]
     check_outputs(out, files, force=force)  # before any work: a refusal costs nothing

@@ -55,8 +55,10 @@ def batch_jobs(config: ExperimentConfig, seed: int, n_jobs: int | None = None) -
 def with_bandwidth(jobs: Sequence[Job], bw_gbps: float) -> list[Job]:
     """The same jobs with every worker and PS reserving ``bw_gbps`` of NIC bandwidth."""
     check_positive("bw_gbps", bw_gbps)
-    return [j.replace(worker_demand={**j.worker_demand, "bw_gbps": bw_gbps}, ps_demand={**j.ps_demand, "bw_gbps": bw_gbps})
-            for j in jobs]
+    return [
+        j.replace(worker_demand={**j.worker_demand, "bw_gbps": bw_gbps}, ps_demand={**j.ps_demand, "bw_gbps": bw_gbps})
+        for j in jobs
+    ]
 
 
 def with_comm_scale(jobs: Sequence[Job], scale: float) -> list[Job]:

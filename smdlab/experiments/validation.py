@@ -27,7 +27,8 @@ def validation_data(config: ExperimentConfig) -> pd.DataFrame:
     if config.validation_models is not None:
         unknown = sorted(set(config.validation_models) - set(df["model"]))
         if unknown:
-            raise InvalidInput(f"validation_models must be among {', '.join(sorted(set(df['model'])))}; got {unknown[0]!r}")
+            known = ", ".join(sorted(set(df["model"])))
+            raise InvalidInput(f"validation_models must be among {known}; got {unknown[0]!r}")
         df = df[df["model"].isin(config.validation_models)]
     return df[df["total_speed"] > 0]
 

@@ -48,6 +48,7 @@ class Cluster:
         res = tuple(self.resources) if not isinstance(self.resources, str) else ()
         if not res or len(set(res)) != len(res) or not all(isinstance(r, str) and r for r in res):
             raise InvalidInput(f"resources must be distinct names, at least one; got {self.resources!r}")
+        res = tuple(str(r) for r in res)  # plain str (numpy's str_ would show in every message)
         object.__setattr__(self, "resources", res)
         try:
             given = tuple(self.machines)

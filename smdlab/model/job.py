@@ -42,6 +42,8 @@ class Job:
     batch_mode: ``global`` (M split over workers) or ``per_worker`` (m samples per worker).
     per_worker_batch: m, required in ``per_worker`` mode.
     latency_s: per-message latency added to every push and pull.
+    requested_workers: workers the user asked for (trace GPU count); request-driven policies use
+        it (e.g. Tiresias). None: not given (such policies fall back to ``max_workers``).
     """
 
     name: str
@@ -57,6 +59,7 @@ class Job:
     batch_mode: str = "global"
     per_worker_batch: int | None = None
     latency_s: float = 0.0
+    requested_workers: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -76,6 +79,9 @@ class Job:
         elif self.per_worker_batch is not None:
             raise InvalidInput("per_worker_batch must be None when batch_mode is 'global'")
         object.__setattr__(self, "latency_s", check_positive("latency_s", self.latency_s, allow_zero=True))
+        if self.requested_workers is not None:
+            object.__setattr__(self, "requested_workers",
+                               check_int("requested_workers", self.requested_workers, 1, self.max_workers))
 
     @property
     def worker_bw_bytes(self) -> float:

@@ -8,8 +8,8 @@ import numpy as np
 
 from smdlab.policies.base import Allocation, ClusterState, Decision
 from smdlab.policies.stages import queued_jobs, total_capacity
-from smdlab.solve.instance import demand_matrices
-from smdlab.solve.placement import TOL, Ledger
+from smdlab.solve.instance import demand_kinds, demand_matrices
+from smdlab.solve.placement import Ledger
 
 
 class DRF:
@@ -40,60 +40,75 @@ class DRF:
         cluster = state.cluster
         cap = total_capacity(state)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
-        packer = Ledger(state.free)
+        ledger = Ledger(state.free)
         queued = queued_jobs(state)
         running = list(state.running) if state.elastic else []
         for r in running:
-            packer.preload(r.job.name, r.placement.tasks)
+            ledger.preload(r.job.name, r.placement.tasks)
         jobs = [q.job for q in queued] + [r.job for r in running]
         if not jobs:
             return Decision()
         alpha, gamma = demand_matrices(jobs, cluster)
-        ws = np.array([0] * len(queued) + [r.workers for r in running], dtype=int)
-        ps = np.array([0] * len(queued) + [r.ps for r in running], dtype=int)
-        # A job whose next bundle fits on no machine now never gets one in this decision (free
-        # capacity only shrinks while filling): leave it out before the filling (long queues).
-        free = packer.free
-        fit_w = np.all(free[None] + TOL * np.maximum(1.0, alpha)[:, None] >= alpha[:, None], axis=2).any(axis=1)
-        fit_p = np.all(free[None] + TOL * np.maximum(1.0, gamma)[:, None] >= gamma[:, None], axis=2).any(axis=1)
-        caps = np.array([(j.max_workers, j.max_ps) for j in jobs], dtype=int).reshape(-1, 2)
-        hopeful = (ws < caps[:, 0]) & fit_w & (fit_p | (ps >= caps[:, 1]))
-        # entry: [job, workers, ps, alpha, gamma]
-        entries = [[jobs[i], int(ws[i]), int(ps[i]), alpha[i], gamma[i]] for i in np.flatnonzero(hopeful).tolist()]
-        start = {e[0].name: (e[1], e[2]) for e in entries}
+        kind = demand_kinds(alpha, gamma).tolist()
+        w = [0] * len(queued) + [r.workers for r in running]
+        p = [0] * len(queued) + [r.ps for r in running]
+        start = list(zip(w, p))
+        names = [j.name for j in jobs]
+        arrival = [j.arrival for j in jobs]
+        max_w = [j.max_workers for j in jobs]
+        max_p = [j.max_ps for j in jobs]
 
-        def share(e) -> float:
-            return float(((e[1] * e[3] + e[2] * e[4]) * inv).max())
+        def share(i: int) -> float:
+            return float(((w[i] * alpha[i] + p[i] * gamma[i]) * inv).max())
 
-        heap = [(share(e) if e[1] else 0.0, e[0].arrival, i) for i, e in enumerate(entries)]
+        # First bundles that fit nowhere, by demand kind: free capacity only shrinks during the
+        # filling and a first bundle is placed by plain first fit, so every later job still at
+        # (0, 0) with the same demands is skipped without a search (long queues).
+        dead = [False] * (max(kind) + 1)
+
+        def bundle(i: int) -> bool:
+            """Give job i one more bundle if it fits (and it is under its caps)."""
+            if w[i] >= max_w[i] or (w[i] == 0 and dead[kind[i]]):
+                return False
+            name, add_ps = names[i], p[i] < max_p[i]
+            mw = ledger.add_task(name, "worker", alpha[i])
+            if mw is None or (add_ps and ledger.add_task(name, "ps", gamma[i]) is None):
+                if mw is not None:
+                    ledger.remove_task(name, "worker", mw, alpha[i])
+                if w[i] == 0:
+                    dead[kind[i]] = True
+                return False
+            w[i] += 1
+            p[i] += 1 if add_ps else 0
+            return True
+
+        # The filling pops the smallest (share, arrival, index). Jobs at share 0 (every queued
+        # job) come first, in (arrival, index) order, each as long as its share stays 0; the
+        # rest go through a heap.
+        heap = []
+        zero = []
+        for i in range(len(jobs)):
+            s0 = share(i) if w[i] else 0.0
+            if s0 == 0.0:
+                zero.append((arrival[i], i))
+            else:
+                heap.append((s0, arrival[i], i))
+        if running:
+            zero.sort()
+        for _, i in zero:
+            while bundle(i):
+                s1 = share(i)
+                if s1 > 0.0:
+                    heap.append((s1, arrival[i], i))
+                    break
         heapq.heapify(heap)
-        # First bundles that fit nowhere, by demand: free capacity only shrinks during the filling
-        # and a first bundle is placed by plain first fit, so every later job still at (0, 0) with
-        # the same demands is skipped without a search (long queues).
-        failed: set[tuple] = set()
         while heap:
             _, _, i = heapq.heappop(heap)
-            e = entries[i]
-            job, w, p, alpha, gamma = e[:5]
-            if w >= job.max_workers:
-                continue
-            name = job.name
-            add_ps = p < job.max_ps
-            kind = (alpha.tobytes(), gamma.tobytes()) if w == 0 else None
-            if kind is not None and kind in failed:
-                continue
-            mw = packer.add_task(name, "worker", alpha)
-            if mw is None or (add_ps and packer.add_task(name, "ps", gamma) is None):
-                if mw is not None:
-                    packer.remove_task(name, "worker", mw, alpha)
-                if kind is not None:
-                    failed.add(kind)
-                continue
-            e[1], e[2] = w + 1, p + (1 if add_ps else 0)
-            heapq.heappush(heap, (share(e), job.arrival, i))
+            if bundle(i):
+                heapq.heappush(heap, (share(i), arrival[i], i))
         allocations = tuple(
-            Allocation(e[0].name, e[1], e[2], packer.placement(e[0].name))
-            for e in entries
-            if e[1] > 0 and (e[1], e[2]) != start[e[0].name]
+            Allocation(names[i], w[i], p[i], ledger.placement(names[i]))
+            for i in range(len(jobs))
+            if w[i] > 0 and (w[i], p[i]) != start[i]
         )
         return Decision(allocations)

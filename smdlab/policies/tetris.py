@@ -6,8 +6,8 @@ import numpy as np
 
 from smdlab.errors import check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import demands, queued_jobs
-from smdlab.solve.instance import job_speeds
+from smdlab.policies.stages import queued_jobs
+from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, Ledger, capacity_matrix
 
 
@@ -48,9 +48,10 @@ class Tetris:
         packer = Ledger(state.free)
         cap = capacity_matrix(cluster)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
-        jobs, ws, ps, remaining = [], [], [], []
-        for q in queued_jobs(state):
-            jobs.append(q.job), ws.append(0), ps.append(0), remaining.append(q.remaining)
+        queued = queued_jobs(state)
+        jobs = [q.job for q in queued]
+        remaining = [q.remaining for q in queued]
+        ws, ps = [0] * len(jobs), [0] * len(jobs)
         if state.elastic:
             for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
                 packer.preload(r.job.name, r.placement.tasks)
@@ -59,36 +60,43 @@ class Tetris:
             return Decision()
         n = len(jobs)
         start = list(zip(ws, ps))
-        dv = [demands(j, cluster) for j in jobs]
-        alpha = np.array([d[0] for d in dv])
-        gamma = np.array([d[1] for d in dv])
-        work = np.array([rem / job_speeds(j, state.mode)[0, 0] for j, rem in zip(jobs, remaining)])
+        alpha, gamma = demand_matrices(jobs, cluster)
+        # Everything per machine depends on a job only through its demands: compute it once per
+        # demand kind (traces have a handful) and look it up per job.
+        kind = demand_kinds(alpha, gamma)
+        _, first_of = np.unique(kind, return_index=True)  # a job of each kind 0..U-1
+        A, G = alpha[first_of], gamma[first_of]
+        urows = np.arange(first_of.size)
+        work = np.asarray(remaining, dtype=float) / base_speeds(jobs, state.mode)
         arrival_rank = np.argsort(np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable")
-        active = np.array([w < j.max_workers for j, w in zip(jobs, ws)])
-        rows = np.arange(n)
+        w_arr = np.array(ws, dtype=int)
+        p_arr = np.array(ps, dtype=int)
+        max_w = np.array([j.max_workers for j in jobs], dtype=int)
+        max_p = np.array([j.max_ps for j in jobs], dtype=int)
+        active = w_arr < max_w
         while active.any():
             free = packer.free
             free_n = free * inv
-            # worker alignment and fit, J x M
-            a_w = alpha @ (free_n * inv).T
-            fit_w = np.all(free[None] + TOL >= alpha[:, None], axis=2)
+            # worker alignment and fit, kinds x machines
+            a_w = A @ (free_n * inv).T
+            fit_w = np.all(free[None] + TOL >= A[:, None], axis=2)
             a_w = np.where(fit_w, a_w, -np.inf)
-            mw = np.argmax(a_w, axis=1)
-            ok = active & fit_w[rows, mw]
-            need_ps = np.array([p < j.max_ps for j, p in zip(jobs, ps)])
+            mw_u = np.argmax(a_w, axis=1)
             # PS alignment on the capacity left once the worker sits on mw
-            a_p = gamma @ (free_n * inv).T
-            fit_p = np.all(free[None] + TOL >= gamma[:, None], axis=2)
-            left = free[mw] - alpha  # J x K: machine mw after the worker
-            fit_p[rows, mw] = np.all(left + TOL >= gamma, axis=1)
-            a_p[rows, mw] = np.einsum("jk,jk->j", left * inv[mw] ** 2, gamma)
+            a_p = G @ (free_n * inv).T
+            fit_p = np.all(free[None] + TOL >= G[:, None], axis=2)
+            left = free[mw_u] - A  # U x K: machine mw after the worker
+            fit_p[urows, mw_u] = np.all(left + TOL >= G, axis=1)
+            a_p[urows, mw_u] = np.einsum("jk,jk->j", left * inv[mw_u] ** 2, G)
             a_p = np.where(fit_p, a_p, -np.inf)
-            mp = np.argmax(a_p, axis=1)
-            ok &= ~need_ps | fit_p[rows, mp]
+            mp_u = np.argmax(a_p, axis=1)
+            mw, mp = mw_u[kind], mp_u[kind]
+            need_ps = p_arr < max_p
+            ok = active & fit_w[urows, mw_u][kind] & (~need_ps | fit_p[urows, mp_u][kind])
             active &= ok  # a bundle that fits nowhere now fits nowhere later in this decision
             if not ok.any():
                 break
-            align = a_w[rows, mw] + np.where(need_ps, a_p[rows, mp], 0.0)
+            align = a_w[urows, mw_u][kind] + np.where(need_ps, a_p[urows, mp_u][kind], 0.0)
             pref = work[ok].min() / np.maximum(work, 1e-300)
             mean_pref = pref[ok].mean()
             eps = self.weight * align[ok].mean() / mean_pref if mean_pref > 0 else 0.0
@@ -98,12 +106,13 @@ class Tetris:
             i = int(tied[np.argmin(arrival_rank[tied])])
             name = jobs[i].name
             packer.put_task(name, "worker", int(mw[i]), alpha[i])
-            ws[i] += 1
+            w_arr[i] += 1
             if need_ps[i]:
                 packer.put_task(name, "ps", int(mp[i]), gamma[i])
-                ps[i] += 1
-            if ws[i] >= jobs[i].max_workers:
+                p_arr[i] += 1
+            if w_arr[i] >= max_w[i]:
                 active[i] = False
+        ws, ps = w_arr.tolist(), p_arr.tolist()
         allocations = tuple(
             Allocation(j.name, w, p, packer.placement(j.name))
             for j, w, p, s in zip(jobs, ws, ps, start)

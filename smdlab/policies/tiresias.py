@@ -36,12 +36,12 @@ class Tiresias:
       promoted to queue 0: its service is counted from the promotion on (assumed default 8; the
       paper leaves the knob to the operator). Executed time = attained GPU-seconds / requested
       GPUs (Tiresias always runs a job on its requested GPUs).
-    - Requested allocation (the paper's jobs ask for a GPU count; smdlab's jobs have caps):
-      workers = min(job.max_workers, max_workers) (``max_workers`` None: no extra cap), and
-      PSs = clamp(ceil(workers * ps_per_worker), 1, job.max_ps) with ps_per_worker = 1.0 by
-      default (assumed: one PS per worker, the bundle convention of the other classic baselines
-      and the synthetic workloads' reference allocation (n, n)). With the workloads' default
-      cap_factor = 1, max_workers is the job's requested GPU count. GPUs = workers x the worker's GPU demand. A
+    - Requested allocation (the paper's jobs ask for a GPU count): workers = the job's
+      ``requested_workers`` (the trace's or workload's GPU count; ``max_workers`` when the job
+      gives none), capped by ``max_workers`` of the policy (None: no extra cap), and PSs =
+      clamp(ceil(workers * ps_per_worker), 1, job.max_ps) with ps_per_worker = 1.0 by default
+      (assumed: one PS per worker, the bundle convention of the other classic baselines and the
+      workloads' reference allocation (n, n)). GPUs = workers x the worker's GPU demand. A
       request the whole empty cluster cannot hold is lowered to the most workers it can (else
       the job would wait forever).
     - FIFO within a queue is by arrival time (ties by name).
@@ -93,7 +93,8 @@ class Tiresias:
 
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
         """The (workers, PSs) Tiresias runs ``job`` on (within what the empty ``cluster`` could hold)."""
-        w = job.max_workers if self.max_workers is None else min(job.max_workers, self.max_workers)
+        w = job.requested_workers if job.requested_workers is not None else job.max_workers
+        w = w if self.max_workers is None else min(w, self.max_workers)
         if cluster is None:
             return w, self._ps_for(job, w)
         key = (id(job), id(cluster))

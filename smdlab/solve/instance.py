@@ -262,6 +262,29 @@ def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, 
     return both[:, :K], both[:, K:]
 
 
+def base_speeds(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
+    """(n,) S_i(1, 1), each job's speed (samples/s) on one worker and one PS (cached per job object)."""
+    cache = _SPEEDS.get(mode, {})
+    out = []
+    for j in jobs:
+        hit = cache.get(id(j))
+        out.append((hit[1] if hit is not None and hit[0] is j else job_speeds(j, mode))[0, 0])
+    return np.array(out, dtype=float)
+
+
+def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """(n,) small integers, equal for jobs with equal (worker, PS) demand vectors."""
+    rows = np.hstack([alpha, gamma])
+    if rows.shape[0] == 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort(rows.T[::-1])
+    srt = rows[order]
+    new = np.r_[True, np.any(srt[1:] != srt[:-1], axis=1)]
+    out = np.empty(rows.shape[0], dtype=int)
+    out[order] = np.cumsum(new) - 1
+    return out
+
+
 def configuration_durations(tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps) -> np.ndarray:
     """d_k = samples_k / S_k(w_k, p_k) (s): durations at one configuration per speed table."""
     out = np.empty(len(tables))

@@ -103,7 +103,7 @@ def jct_sweep_figure(
         title or f"{metric.split(' (')[0]} vs {xt}",
         xaxis={"title": {"text": xt}, "type": "log" if log else "linear",
                "tickvals": sorted(set(stats[x].tolist())) if log else None},
-        yaxis={"title": {"text": metric}, "type": "log"} if logy else {"title": {"text": metric}, "rangemode": "tozero"},
+        yaxis={"title": {"text": metric}, **({"type": "log"} if logy else {"rangemode": "tozero"})},
         height=460, width=780,
     ))
     return fig
@@ -176,8 +176,9 @@ def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figur
                 hovertemplate=f"{model}: %{{customdata[0]}} workers, %{{customdata[1]}} PSs<br>measured %{{x:.1f}}, "
                               "predicted %{y:.1f} (%{customdata[2]:+.1f}%)<extra></extra>",
             ), row=1, col=col)
-        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"color": "#888", "dash": "dash", "width": 1},
-                                 showlegend=False, hoverinfo="skip"), row=1, col=col)
+        diagonal = go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", showlegend=False, hoverinfo="skip",
+                              line={"color": "#888", "dash": "dash", "width": 1})
+        fig.add_trace(diagonal, row=1, col=col)
         fig.update_xaxes(title_text="measured speed (samples/s)", type="log", range=[np.log10(lo), np.log10(hi)],
                          row=1, col=col)
         fig.update_yaxes(title_text="predicted speed (samples/s)", type="log", range=[np.log10(lo), np.log10(hi)],

@@ -109,7 +109,8 @@ def calibrated_jobs(
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
 
-    samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor).
+    samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor);
+    requested_workers = n_i (the request, which the caps always admit).
     """
     check_choice("mode", mode, MODES)
     check_positive("cap_factor", cap_factor)
@@ -133,7 +134,7 @@ def calibrated_jobs(
             raise InvalidInput(f"job {str(name)!r}: duration {float(d)!r} s at {int(n)} GPUs gives {samples!r} samples; "
                                "a duration must give a finite, positive amount of work")
         jobs.append(Job(str(name), net.profile, samples, net.global_batch, wd, pd_,
-                        arrival=float(a), max_workers=int(cap), max_ps=int(cap)))
+                        arrival=float(a), max_workers=int(cap), max_ps=int(cap), requested_workers=int(min(n, cap))))
     return jobs
 
 

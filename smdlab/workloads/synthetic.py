@@ -3,8 +3,9 @@
 Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed``):
 - network: drawn from ``networks`` (default: every bundled profile) with ``mix`` weights
   (default uniform);
-- request n (GPUs = workers = PSs at the reference allocation): drawn from ``gpu_mix``, default
-  ``DEFAULT_GPU_MIX``, then clipped to the most bundles an empty cluster holds;
+- request n (GPUs = workers = PSs at the reference allocation, used for the load; the job's
+  ``requested_workers``): drawn from ``gpu_mix``, default ``DEFAULT_GPU_MIX``, then clipped to
+  the most bundles an empty cluster holds;
 - reference duration d (seconds at (n, n)): log-normal with median ``duration_median_s``
   (default 1,800 s) and shape ``duration_sigma`` (default 1.2, so a mean of about 3,700 s),
   clipped to ``duration_range_s`` (default 60 s .. 2 days); the job's samples are d times its

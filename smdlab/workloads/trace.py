@@ -6,9 +6,9 @@ offset are converted to UTC, those without are read as UTC), ``duration`` (s, > 
 virtual cluster id). Each job gets:
 - arrival: its timestamp minus the first selected job's timestamp, divided by ``rate_scale``
   (or rescaled so that the offered load on ``cluster`` equals ``load``);
-- request n = num_gpus: n workers and, by the PS count rule, n PSs (one PS per worker: the
-  bundle of the classic baselines, so a bundle policy on an idle cluster gives the job exactly
-  its trace allocation);
+- request n = num_gpus (the job's ``requested_workers``, within its caps): n workers and, by
+  the PS count rule, n PSs (one PS per worker: the bundle of the classic baselines, so a bundle
+  policy on an idle cluster gives the job exactly its trace allocation);
 - a network drawn from ``networks`` with ``mix`` weights, one draw per trace row in file order
   (seeded), so a job keeps its network whatever window or prefix is selected;
 - samples = duration * speed(n, n) under the layered model: at its trace allocation the job
