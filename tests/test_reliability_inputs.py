@@ -26,6 +26,8 @@ from smdlab import Cluster, Infeasible, InvalidInput, Job, LayerProfile, Machine
 from smdlab.cli import main
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
+from smdlab.sim.output import write_files
+from smdlab.sim.runner import run_policies
 from smdlab.solve import place, solve
 from smdlab.testing import random_job
 from smdlab.workloads import load_csv, load_job_table, load_philly, load_scenario, synthetic
@@ -148,7 +150,9 @@ CASES = [
          files={"s.toml": '[workload]\ndevice = "tpu"\n'}),
     Case("unknown policy", lambda d: get_policy("fifo2"), r"policy must be one of drf, fifo, .*; got 'fifo2'",
          ["--jobs", "4", "--policy", "fifo2"], r"policy must be one of drf, fifo, .*; got 'fifo2'"),
-    Case("options of an unknown policy", None, "",
+    Case("options of an unknown policy", lambda d: run_policies([_job()], Cluster.homogeneous(1), ["fifo"],
+                                                                policy_options={"smdd": {"tol": 1e-3}}),
+         r"policy_options names policy 'smdd'; allowed: drf, fifo",
          ["--scenario", "{d}/s.toml", *SMALL], r"policy_options names policy 'smdd'; allowed: drf, fifo",
          files={"s.toml": "[policy_options.smdd]\ntol = 1e-3\n"}),
     Case("bad policy option", lambda d: get_policy("optimus", points=5), r"policy 'optimus': points must be a list of \(workers, ps\) pairs, got 5",
@@ -218,8 +222,10 @@ CASES = [
          ["--workload", "{d}/nope.csv"], r"workload file not found: '.*nope.csv'"),
     Case("missing scenario file", lambda d: load_scenario(d / "nope.toml"), r"scenario file not found: '.*nope.toml'",
          ["--scenario", "{d}/nope.toml"], r"scenario file not found: '.*nope.toml'"),
-    Case("folder given as a workload file", lambda d: load_csv(d), r"workload file not found",
-         ["--workload", "{d}"], r"workload file not found"),
+    Case("folder given as a workload file", lambda d: load_csv(d), r"workload path is a folder, not a file: '.*'",
+         ["--workload", "{d}"], r"workload path is a folder, not a file: '.*'"),
+    Case("folder given as a scenario file", lambda d: load_scenario(d), r"scenario path is a folder, not a file: '.*'",
+         ["--scenario", "{d}"], r"scenario path is a folder, not a file: '.*'"),
     Case("empty workload file", lambda d: load_csv(d / "t.csv"), r"t.csv: the workload is empty \(no header, no rows\)",
          ["--workload", "{d}/t.csv"], r"t.csv: the workload is empty \(no header, no rows\)", files={"t.csv": ""}),
     Case("header but no jobs", lambda d: load_csv(d / "t.csv"), r"t.csv: the workload is empty \(a header but no rows\)",
@@ -229,7 +235,8 @@ CASES = [
          ["--scenario", "{d}/s.toml", "--policy", "fifo"], r"holds no job: the workload is empty",
          files={"t.csv": _trace("0,60,1\n10,60,1"), "s.toml": '[workload]\nkind = "csv"\npath = "t.csv"\nwindow_s = [1000, 2000]\n'}),
     # ---- outputs ------------------------------------------------------------------------------------
-    Case("--out is a file", None, "", [*SMALL, "--out", "{d}/f.txt"], r"output folder '.*f.txt' exists and is not a folder",
+    Case("--out is a file", lambda d: write_files(d / "f.txt", {"a.csv": "x\n"}), r"output folder '.*f.txt' exists and is not a folder",
+         [*SMALL, "--out", "{d}/f.txt"], r"output folder '.*f.txt' exists and is not a folder",
          SmdlabError, files={"f.txt": "mine\n"}),
 ]
 

@@ -53,10 +53,6 @@ class DRF:
         w = [0] * len(queued) + [r.workers for r in running]
         p = [0] * len(queued) + [r.ps for r in running]
         start = list(zip(w, p))
-        names = [j.name for j in jobs]
-        arrival = [j.arrival for j in jobs]
-        max_w = [j.max_workers for j in jobs]
-        max_p = [j.max_ps for j in jobs]
 
         def share(i: int) -> float:
             return float(((w[i] * alpha[i] + p[i] * gamma[i]) * inv).max())
@@ -68,9 +64,12 @@ class DRF:
 
         def bundle(i: int) -> bool:
             """Give job i one more bundle if it fits (and it is under its caps)."""
-            if w[i] >= max_w[i] or (w[i] == 0 and dead[kind[i]]):
+            if w[i] == 0 and dead[kind[i]]:
                 return False
-            name, add_ps = names[i], p[i] < max_p[i]
+            job = jobs[i]
+            if w[i] >= job.max_workers:
+                return False
+            name, add_ps = job.name, p[i] < job.max_ps
             mw = ledger.add_task(name, "worker", alpha[i])
             if mw is None or (add_ps and ledger.add_task(name, "ps", gamma[i]) is None):
                 if mw is not None:
@@ -90,24 +89,24 @@ class DRF:
         for i in range(len(jobs)):
             s0 = share(i) if w[i] else 0.0
             if s0 == 0.0:
-                zero.append((arrival[i], i))
+                zero.append((jobs[i].arrival, i))
             else:
-                heap.append((s0, arrival[i], i))
+                heap.append((s0, jobs[i].arrival, i))
         if running:
             zero.sort()
         for _, i in zero:
             while bundle(i):
                 s1 = share(i)
                 if s1 > 0.0:
-                    heap.append((s1, arrival[i], i))
+                    heap.append((s1, jobs[i].arrival, i))
                     break
         heapq.heapify(heap)
         while heap:
             _, _, i = heapq.heappop(heap)
             if bundle(i):
-                heapq.heappush(heap, (share(i), arrival[i], i))
+                heapq.heappush(heap, (share(i), jobs[i].arrival, i))
         allocations = tuple(
-            Allocation(names[i], w[i], p[i], ledger.placement(names[i]))
+            Allocation(jobs[i].name, w[i], p[i], ledger.placement(jobs[i].name))
             for i in range(len(jobs))
             if w[i] > 0 and (w[i], p[i]) != start[i]
         )

@@ -45,7 +45,7 @@ class Tetris:
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the (job, machines) of best blended score, until none fits."""
         cluster = state.cluster
-        packer = Ledger(state.free)
+        ledger = Ledger(state.free)
         cap = capacity_matrix(cluster)
         inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
         queued = queued_jobs(state)
@@ -54,7 +54,7 @@ class Tetris:
         ws, ps = [0] * len(jobs), [0] * len(jobs)
         if state.elastic:
             for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
-                packer.preload(r.job.name, r.placement.tasks)
+                ledger.preload(r.job.name, r.placement.tasks)
                 jobs.append(r.job), ws.append(r.workers), ps.append(r.ps), remaining.append(r.remaining)
         if not jobs:
             return Decision()
@@ -75,7 +75,7 @@ class Tetris:
         max_p = np.array([j.max_ps for j in jobs], dtype=int)
         active = w_arr < max_w
         while active.any():
-            free = packer.free
+            free = ledger.free
             free_n = free * inv
             # worker alignment and fit, kinds x machines
             a_w = A @ (free_n * inv).T
@@ -105,16 +105,16 @@ class Tetris:
             tied = np.flatnonzero(score >= best - 1e-12 * max(1.0, abs(best)))
             i = int(tied[np.argmin(arrival_rank[tied])])
             name = jobs[i].name
-            packer.put_task(name, "worker", int(mw[i]), alpha[i])
+            ledger.put_task(name, "worker", int(mw[i]), alpha[i])
             w_arr[i] += 1
             if need_ps[i]:
-                packer.put_task(name, "ps", int(mp[i]), gamma[i])
+                ledger.put_task(name, "ps", int(mp[i]), gamma[i])
                 p_arr[i] += 1
             if w_arr[i] >= max_w[i]:
                 active[i] = False
         ws, ps = w_arr.tolist(), p_arr.tolist()
         allocations = tuple(
-            Allocation(j.name, w, p, packer.placement(j.name))
+            Allocation(j.name, w, p, ledger.placement(j.name))
             for j, w, p, s in zip(jobs, ws, ps, start)
             if w > 0 and (w, p) != s
         )

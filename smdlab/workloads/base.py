@@ -113,14 +113,14 @@ def calibrated_jobs(
     requested_workers = n_i (the request, which the caps always admit).
     """
     check_choice("mode", mode, MODES)
-    check_positive("cap_factor", cap_factor)
+    cap_factor = check_positive("cap_factor", cap_factor)  # a float: a huge int would overflow numpy
     if cap_factor < 1:
         raise InvalidInput(f"cap_factor must be >= 1 (a job may always use its request), got {cap_factor!r}")
     wd, pd_ = demand_vectors(worker_demand, ps_demand)
     requests = np.asarray(requests, dtype=np.int64)
     if requests.size and (requests.min() < 1 or requests.max() > MAX_CAP):
         raise InvalidInput(f"GPU counts must be integers in [1, {MAX_CAP}], got {int(requests.min())}..{int(requests.max())}")
-    caps = np.minimum(np.ceil(requests * cap_factor).astype(np.int64), MAX_CAP)
+    caps = np.minimum(np.ceil(requests * cap_factor), MAX_CAP).astype(np.int64)  # clip before the cast
     speeds: dict[tuple[int, int, int], float] = {}
     jobs = []
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):

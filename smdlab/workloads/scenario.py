@@ -269,6 +269,8 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"scenario must be a file path, got {path!r}")
     p = Path(path) if path is not None else default_scenario_path()
+    if p.is_dir():
+        raise InvalidInput(f"scenario path is a folder, not a file: {str(p)!r}")
     if not p.is_file():
         raise InvalidInput(f"scenario file not found: {str(p)!r}")
     try:

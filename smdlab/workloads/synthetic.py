@@ -91,10 +91,11 @@ def synthetic(
     n = check_int("n_jobs", n_jobs, 1, MAX_JOBS)
     if not isinstance(cluster, Cluster):
         raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
-    check_positive("load", load)
+    load = check_positive("load", load)
     seed = check_int("seed", seed, 0)
-    check_positive("duration_median_s", duration_median_s)
-    check_positive("duration_sigma", duration_sigma, allow_zero=True)
+    # The checked floats from here on: numpy cannot take the log of a huge Python int.
+    duration_median_s = check_positive("duration_median_s", duration_median_s)
+    duration_sigma = check_positive("duration_sigma", duration_sigma, allow_zero=True)
     duration_range_s = seconds_pair("duration_range_s", duration_range_s)
     lo, hi = (check_positive("duration_range_s[0]", duration_range_s[0]),
               check_positive("duration_range_s[1]", duration_range_s[1]))

@@ -64,6 +64,8 @@ def _as_path(path: str | os.PathLike, field: str = "path") -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"{field} must be a file path, got {path!r}")
     p = Path(path)
+    if p.is_dir():
+        raise InvalidInput(f"workload path is a folder, not a file: {str(p)!r}")
     if not p.is_file():
         raise InvalidInput(f"workload file not found: {str(p)!r}")
     return p
