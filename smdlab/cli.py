@@ -284,6 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = " ".join(str(exc).split())
             sys.stderr.write(f"{PROG}: error: {message}\n")
             return 2
+        except BrokenPipeError:
+            # the reader of stdout went away (`smdlab simulate --json | head`): not a bug to report;
+            # point stdout at devnull so the interpreter's final flush does not raise again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
 
 
 if __name__ == "__main__":

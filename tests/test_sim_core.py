@@ -310,3 +310,19 @@ class _Split:
         if any(q.job.name == "a" for q in state.queued):
             return Decision((Allocation("a", 2, 2, Placement(((0, 1, 1), (0, 1, 1)))),))
         return FIFO().decide(state)
+
+
+def test_utilization_records_queue_growth():
+    # Two jobs need the whole cluster each: the second waits while usage stays put.
+    from smdlab import Cluster, Job, LayerProfile
+    from smdlab.sim import simulate
+
+    prof = LayerProfile(["a"], [1e-4], [2e-4], [1e6])
+    cluster = Cluster.homogeneous(1, gpu=1, cpu=8, mem_gb=64, bw_gbps=100)
+    jobs = [
+        Job(f"j{i}", prof, 1e5, 32, {"gpu": 1, "bw_gbps": 10}, {"bw_gbps": 10}, arrival=float(i), max_workers=1, max_ps=1)
+        for i in range(2)
+    ]
+    util = simulate(jobs, cluster, "fifo").utilization
+    assert util["queued"].max() == 1
+    assert util.loc[util.time == 1.0, "queued"].iloc[-1] == 1

@@ -340,6 +340,7 @@ class _Simulator:
         n_arr = len(order)
         k = 0
         used = np.zeros(len(self.resources))
+        counts = (0, 0)
         util_rows: list[tuple] = []
         if n_arr:
             util_rows.append((arrivals[0], *used, 0, 0))
@@ -399,9 +400,11 @@ class _Simulator:
                 else:
                     idle_points = 0
             new_used = self.pooled_capacity - self.free.sum(axis=0)
-            if not np.array_equal(new_used, used) or not util_rows:
-                util_rows.append((t, *new_used, len(self.running), len(self.queued)))
-            used = new_used
+            new_counts = (len(self.running), len(self.queued))
+            # a row whenever usage or the job counts change (a queue can grow while usage stays put)
+            if not np.array_equal(new_used, used) or new_counts != counts or not util_rows:
+                util_rows.append((t, *new_used, *new_counts))
+            used, counts = new_used, new_counts
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
 
