@@ -1,13 +1,11 @@
-"""Write notebooks/04_policies.ipynb and notebooks/05_paper_figures.ipynb (no outputs) from the cells below.
+"""The cells of notebooks/04_policies.ipynb and notebooks/05_paper_figures.ipynb.
 
-Run ``python notebooks/build_more_notebooks.py`` after editing a cell here; the .ipynb files are
-generated, so diffs of this script are the diffs that matter. ``--check`` exits 1 if a notebook on
-disk differs from what this script would write (the test suite runs it).
+``python notebooks/build_notebooks.py`` writes them (with 01-03); the .ipynb files are generated,
+so diffs of this script are the diffs that matter.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -232,32 +230,3 @@ else:
 ])
 
 NOTEBOOKS = {"04_policies.ipynb": POLICIES, "05_paper_figures.ipynb": PAPER}
-
-
-def render(nb: nbformat.NotebookNode) -> str:
-    """The notebook as the text written to disk."""
-    nbformat.validate(nb)
-    return nbformat.writes(nb) + "\n"
-
-
-def main(argv: list[str]) -> int:
-    """Write the notebooks, or with ``--check`` report whether the files on disk are current."""
-    check = "--check" in argv
-    stale = []
-    for name, nb in NOTEBOOKS.items():
-        path = HERE / name
-        text = render(nb)
-        if check:
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                stale.append(name)
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path}")
-    if stale:
-        print(f"out of date: {', '.join(stale)} (run python notebooks/build_more_notebooks.py)", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

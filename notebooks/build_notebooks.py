@@ -1,4 +1,4 @@
-"""Write notebooks 01 (the model), 02 (SMD step by step) and 03 (the explorer), without outputs.
+"""Write every notebook (01 model, 02 SMD step by step, 03 explorer; 04 and 05 from build_more_notebooks.py).
 
 The cells live here as Python lists so reviews read plain text; the .ipynb files are generated.
 Run ``python notebooks/build_notebooks.py`` after editing a cell; ``--check`` exits 1 if a notebook
@@ -36,13 +36,17 @@ def code(text: str):
     return new_code_cell(text.strip("\n"))
 
 
-def validation_cells() -> list:
-    """The validation section of notebook 01, from ``_validation_cells.py``."""
-    path = HERE / "_validation_cells.py"
-    spec = importlib.util.spec_from_file_location("_validation_cells", path)
+def _sibling(name: str):
+    """Load a module of this folder by file (the generator runs as a script, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return [md(src) if kind == "markdown" else code(src) for kind, src in mod.CELLS]
+    return mod
+
+
+def validation_cells() -> list:
+    """The validation section of notebook 01, from ``_validation_cells.py``."""
+    return [md(src) if kind == "markdown" else code(src) for kind, src in _sibling("_validation_cells").CELLS]
 
 
 MODEL = _nb([
@@ -289,6 +293,7 @@ carries plotly.js with it, so this dashboard stays at the explorer's three.)
 ])
 
 NOTEBOOKS = {"01_model.ipynb": MODEL, "02_smd_step_by_step.ipynb": SMD, "03_explorer.ipynb": EXPLORER}
+NOTEBOOKS.update(_sibling("build_more_notebooks").NOTEBOOKS)  # 04 policies, 05 paper figures
 
 
 def render(nb: nbformat.NotebookNode) -> str:
