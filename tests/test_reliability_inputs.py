@@ -326,24 +326,22 @@ def test_a_trace_rewritten_in_place_is_read_again(tmp_path):
     assert len(first) == 2 and len(load_philly(p)) == 3
 
 
-# smdlab/solve is still being written by the solver helper: its gaps are recorded here, not fixed.
+# Arguments of the wrong type: each must raise InvalidInput naming the argument (they used to give a
+# raw TypeError/ValueError/AttributeError: the error each gave is kept as the third item).
 _SOLVE_GAPS = [
-    ("solve(jobs=5)", lambda jobs, cl, mc: solve(5, cl), "TypeError: 'int' object is not iterable"),
-    ("solve(cluster=None)", lambda jobs, cl, mc: solve(jobs, None), "AttributeError: no attribute 'has_machines'"),
-    ("solve(free='x')", lambda jobs, cl, mc: solve(jobs, cl, free="x"), "ValueError: could not convert string to float"),
-    ("place(jobs=5)", lambda jobs, cl, mc: place(5, [(1, 1)], mc), "TypeError: 'int' object is not iterable"),
-    ("place(alloc='ab')", lambda jobs, cl, mc: place(jobs, "ab", mc), "ValueError: invalid literal for int()"),
+    ("solve(jobs=5)", lambda jobs, cl, mc: solve(5, cl), "TypeError: 'int' object is not iterable", "jobs"),
+    ("solve(cluster=None)", lambda jobs, cl, mc: solve(jobs, None), "AttributeError: no attribute 'has_machines'", "cluster"),
+    ("solve(free='x')", lambda jobs, cl, mc: solve(jobs, cl, free="x"), "ValueError: could not convert string to float", "free"),
+    ("place(jobs=5)", lambda jobs, cl, mc: place(5, [(1, 1)], mc), "TypeError: 'int' object is not iterable", "jobs"),
+    ("place(alloc='ab')", lambda jobs, cl, mc: place(jobs, "ab", mc), "ValueError: invalid literal for int()", "alloc"),
 ]
 
 
 @pytest.mark.parametrize("call", _SOLVE_GAPS, ids=[g[0] for g in _SOLVE_GAPS])
-@pytest.mark.xfail(strict=True, raises=(TypeError, ValueError, AttributeError),
-                   reason="smdlab/solve/api.py solve() and smdlab/solve/placement.py place() do not check the type of "
-                          "jobs, cluster, free and alloc before using them (a raw TypeError/ValueError/AttributeError)")
 def test_solver_arguments_of_the_wrong_type_raise_invalid_input(call):
     rng = np.random.default_rng(0)
     jobs = [random_job(rng, name="a"), random_job(rng, name="b")]
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match=rf"^{call[3]} must be"):
         call[1](jobs, Cluster.pooled(gpu=8, cpu=64, mem_gb=256, bw_gbps=100), Cluster.homogeneous(2))
 
 def _table_rows() -> list[str]:

@@ -6,8 +6,9 @@
   independently of the simulator's own accounting.
 - Every job completes when it fits the cluster (one worker and one PS fit the empty machines),
   and only such jobs: the others are reported as skipped; the samples processed equal the
-  samples asked. Known gap (xfail below): a job whose worker and PS fit only on two different
-  machines, in the order first-fit placement does not try, is skipped.
+  samples asked. This includes jobs whose worker and PS fit only on two different machines
+  (first-fit placement tries both task orders; test_job_that_fits_only_split_is_run and
+  test_solver_placement_starts_a_job_that_fits below are the cases that found it).
 - Lower bound <= optimum <= any heuristic: LP <= MILP = brute force <= SMD (each knapsack rule)
   and LP rounding, on tiny random instances.
 - Determinism for a seed: the same workload seed gives the identical per-job table and history.
@@ -168,24 +169,21 @@ def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
             res = simulate(list(world.jobs), world.cluster, auditor, mode=world.mode,
                            elastic=world.elastic, delta=world.delta)
     except Stalled:
-        # Known defect (test_solver_placement_starts_a_job_that_fits below, xfail, reported): the
-        # solver's placement cannot place a (1, 1) that first-fit places, so smd/milp wait forever.
-        # Tolerated only when that is the cause; any other stall fails the test.
-        assert policy in ("smd", "milp") and any(_solver_cannot_place(j, world.cluster) for j in world.jobs)
-        event("known defect: smd/milp stalled on a job the solver's placement cannot place")
-        return
+        # A stall is a defect; it used to happen when the solver's placement could not place a
+        # (1, 1) that first fit places (test_solver_placement_starts_a_job_that_fits). Say which.
+        assert not any(_solver_cannot_place(j, world.cluster) for j in world.jobs), "solver placement misses a (1, 1)"
+        raise
     df = res.jobs.set_index("job")
     for job in world.jobs:
         row = df.loc[job.name]
-        if first_fit(job, 1, 1, cap, RES) is not None:
+        if _fits_somewhere(job, cap):
+            # first fit tries both task orders, so it finds every (1 worker, 1 PS) placement
+            assert first_fit(job, 1, 1, cap, RES) is not None, job.name
+            if not np.all(cap >= sum(_task_vectors(job)) - TOL, axis=1).any():
+                event("a job fits only with worker and PS on different machines")
             assert row["status"] == "completed", (world.policy, job.name, row["status"])
             assert row["samples_done"] == pytest.approx(job.samples, rel=1e-9)
             assert row["finish"] >= row["start"] >= job.arrival
-        elif _fits_somewhere(job, cap):
-            # Fits, but only split over two machines in the order first-fit does not try: skipped
-            # today (test_job_that_fits_only_split_is_run below, xfail, reported).
-            event("a job fits only with worker and PS on different machines")
-            assert row["status"] in ("skipped", "completed")
         else:
             assert row["status"] == "skipped", (world.policy, job.name)
     event(f"{res.summary['jobs_skipped']} job(s) skipped")  # shown by --hypothesis-show-statistics
@@ -250,9 +248,6 @@ def test_same_seed_same_per_job_table(seed, policy):
 
 
 @pytest.mark.parametrize("policy", ["fifo", "drf"])
-@pytest.mark.xfail(strict=True, reason="first-fit placement (smdlab/solve/placement.py first_fit_tasks, and Ledger.add_task) "
-                   "places the task type of larger dominant share first and never tries the other order, so a "
-                   "(1 worker, 1 PS) that fits only split over two machines is never placed; the simulator skips the job")
 def test_job_that_fits_only_split_is_run(policy):
     # Found by test_capacity_never_exceeded_and_every_fitting_job_completes. The worker (dominant
     # share 2/8 GPUs) goes first, to m0, the first machine it fits; the PS then fits neither on m0
@@ -270,9 +265,6 @@ def test_job_that_fits_only_split_is_run(policy):
 
 
 @pytest.mark.parametrize("policy", ["smd", "milp"])
-@pytest.mark.xfail(strict=True, reason="smdlab/solve/placement.py place() puts PS groups before worker groups on equal "
-                   "dominant shares and never retries the other order: the PS takes the only machine the worker fits "
-                   "on, the job is shrunk to (0, 0), and smd/milp never start it (Stalled)")
 def test_solver_placement_starts_a_job_that_fits(policy):
     # Found by test_capacity_never_exceeded_and_every_fitting_job_completes (milp). Worker and PS
     # each need 25 of m0's 40 Gbps; the worker needs a GPU (only m0 has one). Worker on m0 and PS

@@ -264,9 +264,11 @@ def test_summary_metrics_match_the_job_table(workload):
     assert s["makespan"] == pytest.approx(df["finish"].max() - df["arrival"].min())
     assert s["decisions"] == len(res.decisions) and s["scheduler_time_s"] >= 0
     # Mean utilisation equals held resource-time over capacity x makespan, from the history.
-    wv = np.array([1.0, 4, 16, 10])
-    pv = np.array([0.0, 4, 16, 10])
+    # Each job's own per-task demands (they differ by network).
+    by_name = {j.name: j for j in jobs}
     h = res.history
+    wv = np.stack([cl.vector(by_name[n].worker_demand) for n in h["job"]])
+    pv = np.stack([cl.vector(by_name[n].ps_demand) for n in h["job"]])
     held = ((h["end"] - h["start"]).to_numpy()[:, None] * (h["workers"].to_numpy()[:, None] * wv + h["ps"].to_numpy()[:, None] * pv)).sum(0)
     expect = held / (cl.capacity_vector * s["makespan"])
     np.testing.assert_allclose([s["utilization"][r] for r in cl.resources], expect, rtol=1e-9)

@@ -28,18 +28,25 @@ def test_offered_load_is_the_requested_one(load):
     assert offered_load(jobs, cl) == pytest.approx(load, rel=1e-9)
     per = offered_load(jobs, cl, per_resource=True)
     assert max(per.values()) == pytest.approx(load, rel=1e-9)
-    # The defaults make the NIC (20 of 100 Gbps per bundle) the bottleneck, GPUs at 8/5 of that less.
-    assert per["bw_gbps"] == pytest.approx(load) and per["gpu"] == pytest.approx(load * 5 / 8)
+    # Every bundle holds 1 GPU (of 8 per machine) and 20 Gbps (of 100): the GPU load is 5/8 of the NIC's.
+    assert per["gpu"] == pytest.approx(per["bw_gbps"] * 5 / 8)
     assert offered_load(jobs, cl, resource="gpu") == pytest.approx(per["gpu"])
+    # The uniform bundle makes the NIC the bottleneck.
+    uniform = offered_load(synthetic(50, cl, load=load, seed=1, networks=NETS, demands="uniform"), cl, per_resource=True)
+    assert uniform["bw_gbps"] == pytest.approx(load) and uniform["gpu"] == pytest.approx(load * 5 / 8)
 
 
 def test_arrivals_sizes_and_calibration():
-    cl = Cluster.homogeneous(2)  # holds 10 bundles: 16- and 32-GPU draws are clipped to 10
+    # Holds 10 bundles of bert_base (NIC-bound), 8 of resnet50 and 6 of alexnet (CPU-bound): larger draws are clipped.
+    cl = Cluster.homogeneous(2)
     jobs = synthetic(300, cl, seed=2, networks=NETS, duration_range_s=(60, 86400))
     arrivals = np.array([j.arrival for j in jobs])
     assert arrivals[0] == 0 and np.all(np.diff(arrivals) >= 0)
     n = np.array([j.max_workers for j in jobs])
-    assert set(n) <= set(DEFAULT_GPU_MIX) | {cluster_bundle_limit(cl)} and n.max() == 10
+    limit = np.array([cluster_bundle_limit(cl, j.worker_demand, j.ps_demand) for j in jobs])
+    assert all(k in DEFAULT_GPU_MIX or k == lim for k, lim in zip(n, limit)) and np.all(n <= limit)
+    assert {j.profile.network: lim for j, lim in zip(jobs, limit)} == {"resnet50": 8, "bert_base": 10, "alexnet": 6}
+    assert n.max() == 10 and n[limit == 6].max() == 6
     assert all(j.max_ps == j.max_workers for j in jobs)
     durations = np.array([j.samples / speed(j, j.max_workers, j.max_ps) for j in jobs])
     assert durations.min() >= 60 - 1e-6 and durations.max() <= 86400 + 1e-6

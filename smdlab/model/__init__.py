@@ -1,6 +1,7 @@
 """The model layer: profiles, jobs, clusters and the layered timing model (imports nothing higher)."""
 
 from smdlab.model.cluster import DEFAULT_RESOURCES, Cluster, Machine
+from smdlab.model.demands import task_demands
 from smdlab.model.job import BATCH_MODES, DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job, make_job
 from smdlab.model.profiles import BYTES_PER_PARAM, LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import (
@@ -22,5 +23,5 @@ __all__ = [
     "ActivePiece", "BATCH_MODES", "BYTES_PER_PARAM", "Cluster", "DEFAULT_PS_DEMAND", "DEFAULT_RESOURCES",
     "DEFAULT_WORKER_DEMAND", "Job", "LayerProfile", "MODES", "Machine", "active_piece", "duration",
     "duration_grid", "iteration_time", "iteration_time_grid", "iteration_time_table", "layer_timeline",
-    "list_profiles", "make_job", "profile_info", "speed", "speed_grid", "speed_table",
+    "list_profiles", "make_job", "profile_info", "speed", "speed_grid", "speed_table", "task_demands",
 ]

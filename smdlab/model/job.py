@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.demands import task_demands
 from smdlab.model.profiles import LayerProfile
 
 BATCH_MODES = ("global", "per_worker")
 
-# Typical per-task demands (one GPU worker, a CPU-only PS); used by make_job and the workloads.
+# One uniform per-task bundle (one GPU worker, a CPU-only PS): the workloads' ``demands="uniform"``
+# option. make_job and the workloads' default derive demands per network instead
+# (smdlab.model.demands.task_demands).
 DEFAULT_WORKER_DEMAND: Mapping[str, float] = MappingProxyType({"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10})
 DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType({"gpu": 0, "cpu": 4, "mem_gb": 16, "bw_gbps": 10})
 
@@ -124,17 +127,18 @@ def make_job(
     ps_demand: Mapping[str, float] | None = None,
     **kwargs,
 ) -> Job:
-    """A job on a bundled network with typical demands (1 GPU + 4 CPU + 16 GB + 10 Gbps per worker)."""
+    """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``)."""
     from smdlab.model.profiles import profile_info
 
     profile = LayerProfile.load(network, device)
     batch = global_batch if global_batch is not None else int(profile_info(network)["default_global_batch"])
+    wd, pd_ = task_demands(profile)
     return Job(
         name,
         profile,
         samples,
         batch,
-        dict(worker_demand or DEFAULT_WORKER_DEMAND),
-        dict(ps_demand or DEFAULT_PS_DEMAND),
+        dict(worker_demand or wd),
+        dict(ps_demand or pd_),
         **kwargs,
     )

@@ -24,7 +24,8 @@ class DRF:
       alone; a job at ``max_workers`` receives nothing more. A queued job's first bundle starts it
       at (1, 1).
     - A bundle must fit the free capacity of real machines: each task goes to a machine the job
-      already uses if it fits there, else to the first machine it fits (locality, then first fit).
+      already uses if it fits there, else to the first machine it fits (locality, then first fit);
+      the worker first, and if the PS then fits nowhere, the PS first (``Ledger.add_pair``).
       A job whose next bundle fits nowhere is skipped for the rest of this decision (free
       capacity only shrinks while filling, so it cannot fit later in the same decision).
     - Non-elastic (default): only queued jobs receive bundles; running jobs keep what they hold.
@@ -70,10 +71,8 @@ class DRF:
             if w[i] >= job.max_workers:
                 return False
             name, add_ps = job.name, p[i] < job.max_ps
-            mw = ledger.add_task(name, "worker", alpha[i])
-            if mw is None or (add_ps and ledger.add_task(name, "ps", gamma[i]) is None):
-                if mw is not None:
-                    ledger.remove_task(name, "worker", mw, alpha[i])
+            placed = ledger.add_pair(name, alpha[i], gamma[i]) if add_ps else ledger.add_task(name, "worker", alpha[i])
+            if placed is None:
                 if w[i] == 0:
                     dead[kind[i]] = True
                 return False

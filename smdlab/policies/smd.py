@@ -10,8 +10,8 @@ from smdlab.errors import check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
 from smdlab.policies.stages import demands, queued_jobs, with_remaining
-from smdlab.solve.instance import demand_matrices
-from smdlab.solve.placement import TOL, usage
+from smdlab.solve.instance import demand_kinds, demand_matrices
+from smdlab.solve.placement import TOL, first_fit_tasks, usage
 
 
 class SMD:
@@ -32,8 +32,8 @@ class SMD:
       the capacity the kept jobs leave); a running job the solver leaves out, or that placement
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
       beyond re-solving; smdlab lets the solver's selection decide).
-    - When no queued job's (1, 1) fits the pooled free capacity, the decision is empty without a
-      solve (the solver could start nothing).
+    - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
+      two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
 
     Options are passed to ``solve`` (``knapsack``, ``tol``, ``max_iter``, ``backend``,
@@ -78,22 +78,33 @@ class SMD:
             pr = place(jobs, alloc, cluster, free, state.mode)
         return [(w, p, pl) if w > 0 else None for w, p, pl in zip(pr.workers, pr.ps, pr.placements)]
 
+    @staticmethod
+    def _any_unit_fits(jobs: list[Job], state: ClusterState, free: np.ndarray) -> bool:
+        """Whether some job's (1 worker, 1 PS) fits the free capacity (checked once per distinct demand)."""
+        alpha, gamma = demand_matrices(jobs, state.cluster)
+        pooled = free.sum(axis=0) + TOL
+        ok = np.all(alpha + gamma <= pooled, axis=1)
+        if not ok.any():
+            return False
+        if not state.cluster.has_machines:
+            return True
+        kinds = demand_kinds(alpha, gamma)
+        _, first = np.unique(kinds, return_index=True)
+        return any(first_fit_tasks(free, 1, 1, alpha[i], gamma[i]) is not None for i in first[ok[first]].tolist())
+
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
         if state.elastic:
             return self._decide_elastic(state)
         free = np.asarray(state.free, dtype=float)
-        pooled = free.sum(axis=0) + TOL
         queued = queued_jobs(state)
-        # When no queued job's (1, 1) fits the pooled free capacity the solver could start nothing:
-        # skip it (arrivals on a full cluster). Otherwise every queued job enters the instance,
-        # as the deferral horizon and selection depend on all of them.
-        if not queued:
-            return Decision()
-        alpha, gamma = demand_matrices([q.job for q in queued], state.cluster)
-        if not np.all(alpha + gamma <= pooled, axis=1).any():
-            return Decision()
+        # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine
+        # or two; first fit finds such a placement whenever one exists) the solver's placement could
+        # start nothing: skip the solve (arrivals on a full or fragmented cluster). Otherwise every
+        # queued job enters the instance, as the deferral horizon and selection depend on all of them.
         jobs = [with_remaining(q) for q in queued]
+        if not jobs or not self._any_unit_fits(jobs, state, free):
+            return Decision()
         sol = self._solve(jobs, state, free, place=True)
         placed = self._placements(jobs, list(zip(sol.workers, sol.ps)), state, free, sol)
         allocations = tuple(Allocation(j.name, *x) for j, x in zip(jobs, placed) if x is not None)

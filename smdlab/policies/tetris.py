@@ -11,6 +11,17 @@ from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, Ledger, capacity_matrix
 
 
+def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
+    """Alignment and fit of a second task (demands ``D2`` per kind) once the first (``D1``) sits on ``m1_u``; and its best machine."""
+    a2 = a2.copy()
+    fit2 = fit2.copy()
+    left = free[m1_u] - D1  # kinds x K: machine m1 after the first task
+    fit2[urows, m1_u] = np.all(left + TOL >= D2, axis=1)
+    a2[urows, m1_u] = np.einsum("jk,jk->j", left * inv[m1_u] ** 2, D2)
+    a2 = np.where(fit2, a2, -np.inf)
+    return a2, fit2, np.argmax(a2, axis=1)
+
+
 class Tetris:
     """Tetris (Grandl et al., SIGCOMM 2014) ported to parameter-server jobs.
 
@@ -23,7 +34,8 @@ class Tetris:
       normalised by that machine's capacity (resources a machine lacks count 0). A bundle is one
       worker and one PS (a worker alone once the job has ``max_ps`` PSs); its worker goes to the
       machine of best alignment among those it fits, its PS then likewise (on the capacity left
-      after the worker), and the bundle's alignment is the sum of the two tasks' alignments.
+      after the worker), and the bundle's alignment is the sum of the two tasks' alignments. If the
+      PS then fits nowhere, the PS goes first (best alignment) and the worker second.
     - The combined score is ``alignment + eps * preference`` with the paper's scaling
       eps = weight * mean(alignment) / mean(preference) over the candidates of this step.
 
@@ -83,20 +95,32 @@ class Tetris:
             a_w = np.where(fit_w, a_w, -np.inf)
             mw_u = np.argmax(a_w, axis=1)
             # PS alignment on the capacity left once the worker sits on mw
-            a_p = G @ (free_n * inv).T
-            fit_p = np.all(free[None] + TOL >= G[:, None], axis=2)
-            left = free[mw_u] - A  # U x K: machine mw after the worker
-            fit_p[urows, mw_u] = np.all(left + TOL >= G, axis=1)
-            a_p[urows, mw_u] = np.einsum("jk,jk->j", left * inv[mw_u] ** 2, G)
-            a_p = np.where(fit_p, a_p, -np.inf)
-            mp_u = np.argmax(a_p, axis=1)
-            mw, mp = mw_u[kind], mp_u[kind]
+            a_p0 = G @ (free_n * inv).T
+            fit_p0 = np.all(free[None] + TOL >= G[:, None], axis=2)
+            a_p, fit_p, mp_u = _second_task(free, inv, urows, mw_u, A, G, a_p0, fit_p0)
+            pair_ok = fit_w[urows, mw_u] & fit_p[urows, mp_u]
+            pair_align = a_w[urows, mw_u] + a_p[urows, mp_u]
+            if not pair_ok.all():
+                # The PS first where the worker-first pair fails: for one worker and one PS, one of
+                # the two orders places them whenever they fit at all.
+                a_p0m = np.where(fit_p0, a_p0, -np.inf)
+                mp2_u = np.argmax(a_p0m, axis=1)
+                a_w2, fit_w2, mw2_u = _second_task(free, inv, urows, mp2_u, G, A, a_w, fit_w)
+                ok2 = ~pair_ok & fit_p0[urows, mp2_u] & fit_w2[urows, mw2_u]
+                mw_pair = np.where(ok2, mw2_u, mw_u)
+                mp_u = np.where(ok2, mp2_u, mp_u)
+                pair_align = np.where(ok2, a_w2[urows, mw2_u] + a_p0[urows, mp2_u], pair_align)
+                pair_ok |= ok2
+            else:
+                mw_pair = mw_u
             need_ps = p_arr < max_p
-            ok = active & fit_w[urows, mw_u][kind] & (~need_ps | fit_p[urows, mp_u][kind])
+            mw = np.where(need_ps, mw_pair[kind], mw_u[kind])
+            mp = mp_u[kind]
+            ok = active & np.where(need_ps, pair_ok[kind], fit_w[urows, mw_u][kind])
             active &= ok  # a bundle that fits nowhere now fits nowhere later in this decision
             if not ok.any():
                 break
-            align = a_w[urows, mw_u][kind] + np.where(need_ps, a_p[urows, mp_u][kind], 0.0)
+            align = np.where(need_ps, pair_align[kind], a_w[urows, mw_u][kind])
             pref = work[ok].min() / np.maximum(work, 1e-300)
             mean_pref = pref[ok].mean()
             eps = self.weight * align[ok].mean() / mean_pref if mean_pref > 0 else 0.0

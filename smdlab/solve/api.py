@@ -14,9 +14,10 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.solve.backends import BACKENDS
 from smdlab.solve.brute import brute_force
-from smdlab.solve.instance import Instance, build_instance, fits
+from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster, fits
 from smdlab.solve.knapsack import KNAPSACKS, knapsack_exact, knapsack_lp, knapsack_lp_round
-from smdlab.solve.placement import place as place_allocation
+from smdlab.solve.placement import TOL as PLACE_TOL
+from smdlab.solve.placement import place_checked
 from smdlab.solve.smd import SELECTIONS
 from smdlab.solve.smd import smd as smd_run
 from smdlab.solve.solution import Solution
@@ -30,7 +31,7 @@ SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType({
     "milp": frozenset({"backend", "time_limit", "mip_gap"}),
     "lp": frozenset({"backend", "time_limit"}),
     "lp_round": frozenset({"backend", "time_limit"}),
-    "smd": frozenset({"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound"}),
+    "smd": frozenset({"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound", "polish"}),
     "brute": frozenset(),
 })
 """The keyword options ``solve`` accepts for each method (read-only)."""
@@ -39,9 +40,12 @@ SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType({
 def _capacity(cluster: Cluster, free) -> np.ndarray:
     if free is None:
         return cluster.capacity_vector
-    arr = np.asarray(free, dtype=float)
     K = len(cluster.resources)
+    shape = f"({len(cluster.machines)}, {K})" if cluster.has_machines else f"({K},)"
+    arr = as_amounts("free", free, shape)
     if cluster.has_machines and arr.shape == (len(cluster.machines), K):
+        if np.any(~np.isfinite(arr)) or np.any(arr < -PLACE_TOL):
+            raise InvalidInput(f"free must be a finite (machines x resources) = {shape} matrix >= 0, got {free!r:.80}")
         return arr.sum(axis=0)
     if arr.shape == (K,):
         if cluster.has_machines:
@@ -82,9 +86,10 @@ def solve(
     free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
     options: backend (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
         (hull|exact|lp_round|greedy), selection (smith|objective), tol, max_iter, bound (compute the
-        LP lower bound, default True).
+        LP lower bound, default True), polish (finish with a local search, default True).
     """
     t0 = time.perf_counter()
+    check_cluster(cluster)  # jobs are checked by build_instance below, before any use
     check_choice("method", method, METHODS)
     unknown = set(options) - SOLVE_OPTIONS[method]
     if unknown:
@@ -96,6 +101,8 @@ def solve(
         time_limit = check_positive("time_limit", time_limit)
     if place is None:
         place = cluster.has_machines and method != "lp"
+    elif not isinstance(place, bool):
+        raise InvalidInput(f"place must be True, False or None, got {place!r}")
     elif place and not cluster.has_machines:
         raise InvalidInput("place=True needs a cluster with machines (this cluster is pooled)")
     elif place and method == "lp":
@@ -150,15 +157,22 @@ def solve(
         if not isinstance(want_bound, bool):
             raise InvalidInput(f"bound must be True or False, got {want_bound!r}")
         selection = check_choice("selection", options.get("selection", "smith"), SELECTIONS)
+        polish = options.get("polish", True)
+        if not isinstance(polish, bool):
+            raise InvalidInput(f"polish must be True or False, got {polish!r}")
         s = smd_run(
-            inst, knapsack=knapsack, selection=selection, tol=tol, max_iter=max_iter, backend=backend, time_limit=time_limit
-        )
+            inst, knapsack=knapsack, selection=selection, tol=tol, max_iter=max_iter, backend=backend,
+            time_limit=time_limit, polish=polish,
+        )  # fmt: skip
         w, p = s.workers, s.ps
         backends = list(s.ratio.backends) if s.ratio else []
         notes.append(s.note)
         if s.ratio:
             notes.extend(s.ratio.notes)
-            extra.update(trace=s.ratio.trace, converged=s.ratio.converged)
+            extra.update(trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves)
+            if s.ratio.polish_moves:
+                gain = (s.ratio.unpolished_objective - s.ratio.objective) / s.ratio.unpolished_objective
+                notes.append(f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)")
         extra["knapsack"] = knapsack
         extra["selected"] = tuple(bool(x) for x in s.selected)
         lower = -math.inf
@@ -178,8 +192,8 @@ def solve(
     placement = None
     if place:
         free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
-        placement = place_allocation(inst.jobs, np.column_stack([w, p]), cluster, free_m, mode,
-                                     demands=(inst.alpha, inst.gamma))
+        placement = place_checked(inst.jobs, np.column_stack([w, p]), cluster, free_m, mode, (inst.alpha, inst.gamma),
+                                  inst.defer_cost)
         w, p = np.array(placement.workers, dtype=int), np.array(placement.ps, dtype=int)
         if placement.shrink_steps:
             notes.append(f"placement shrank the allocation in {placement.shrink_steps} step(s)")

@@ -12,7 +12,8 @@ every job (1, 1); when it can, every job starts. See docs/solver.md ("Jobs that 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -247,19 +248,32 @@ def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.nda
     return row[:K], row[K:]
 
 
+_LAST_DEMANDS: tuple = ((), (), None)  # resources, jobs, (alpha, gamma) of the latest call (one object: thread-safe swaps)
+
+
 def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources."""
+    """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources (read-only).
+
+    The latest result is kept: a policy and the solver it calls ask for the same (long) queue in one decision.
+    """
+    global _LAST_DEMANDS
     res = tuple(cluster.resources)
     K = len(res)
     if not len(jobs):
         return np.zeros((0, K)), np.zeros((0, K))
+    last_res, last_jobs, last = _LAST_DEMANDS
+    if last_res == res and len(last_jobs) == len(jobs) and all(map(operator.is_, jobs, last_jobs)):
+        return last
     cache = _ROWS.get(res, {})
     rows = []
     for j in jobs:
         hit = cache.get(id(j))
         rows.append(hit[1] if hit is not None and hit[0] is j else _demand_row(j, res))
     both = np.array(rows)
-    return both[:, :K], both[:, K:]
+    both.setflags(write=False)
+    out = both[:, :K], both[:, K:]
+    _LAST_DEMANDS = (res, tuple(jobs), out)  # holds the jobs, so their ids are not reused meanwhile
+    return out
 
 
 def base_speeds(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
@@ -293,20 +307,48 @@ def configuration_durations(tables: Sequence[np.ndarray], samples: Sequence[floa
     return out
 
 
-def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:
-    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
-    check_choice("mode", mode, MODES)
+def check_jobs(jobs) -> tuple[Job, ...]:
+    """``jobs`` as a tuple of Job objects (at least one, unique names), else InvalidInput naming the field."""
+    if isinstance(jobs, (Job, str, bytes)) or not isinstance(jobs, Iterable):
+        raise InvalidInput(f"jobs must be a sequence of Job objects, got {type(jobs).__name__} {jobs!r:.80}")
     jobs = tuple(jobs)
     if not jobs:
         raise InvalidInput("jobs must contain at least one job, got 0")
-    if not set(map(type, jobs)) <= {Job} and not all(isinstance(j, Job) for j in jobs):
+    if not all(type(j) is Job for j in jobs) and not all(isinstance(j, Job) for j in jobs):
         bad = next(j for j in jobs if not isinstance(j, Job))
-        raise InvalidInput(f"jobs must be Job objects, got {type(bad).__name__}")
+        raise InvalidInput(f"jobs must be Job objects, got {type(bad).__name__} {bad!r:.80}")
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise InvalidInput(f"job names must be unique, got {dup!r} twice")
-    cap = np.asarray(capacity, dtype=float).reshape(-1)
+    return jobs
+
+
+def check_cluster(cluster) -> Cluster:
+    """``cluster`` if it is a Cluster, else InvalidInput naming the field."""
+    if not isinstance(cluster, Cluster):
+        raise InvalidInput(
+            f"cluster must be a Cluster (Cluster(machines, resources), Cluster.pooled(...) or "
+            f"Cluster.homogeneous(n)), got {type(cluster).__name__} {cluster!r:.80}"
+        )
+    return cluster
+
+
+def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
+    """``value`` as a float array, else InvalidInput naming the field and the expected shape."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{field} must be an array of numbers of shape {shape_hint}, got {value!r:.80}") from None
+    return arr
+
+
+def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:
+    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
+    check_choice("mode", mode, MODES)
+    jobs = check_jobs(jobs)
+    check_cluster(cluster)
+    cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
     if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
         raise InvalidInput(
             f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"

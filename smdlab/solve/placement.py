@@ -42,7 +42,15 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, check_int
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.solve.instance import configuration_durations, demand_matrices, job_speeds, task_vectors
+from smdlab.solve.instance import (
+    as_amounts,
+    base_speeds,
+    check_cluster,
+    check_jobs,
+    demand_matrices,
+    job_speeds,
+    task_vectors,
+)
 
 # Slack on capacity comparisons (relative to the demand where it exceeds 1): amounts are sums of
 # user floats (e.g. 0.1 CPU).
@@ -169,36 +177,57 @@ def first_fit_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, 
     pooled = free.sum(axis=0)
     if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
         return None  # cannot fit even pooled: skip the per-machine pass
-    work = free.copy()
     workers_first = dominant_share(alpha, pooled) >= dominant_share(gamma, pooled)
-    order = ((alpha, workers), (gamma, ps)) if workers_first else ((gamma, ps), (alpha, workers))
-    takes = []
-    for demand, n in order:
-        take = fill(work, demand, n)
-        if take is None:
-            return None
-        takes.append(take)
-    w_take, p_take = takes if workers_first else takes[::-1]
-    return _tasks(w_take, p_take)
+    for first in (workers_first, not workers_first):
+        # The other order when the first fails: with one worker and one PS, one of the two orders
+        # finds a placement whenever any exists (a PS that fits only where the worker went goes there
+        # first, and the worker then fits elsewhere).
+        work = free.copy()
+        order = ((alpha, workers), (gamma, ps)) if first else ((gamma, ps), (alpha, workers))
+        takes = []
+        for demand, n in order:
+            take = fill(work, demand, n)
+            if take is None:
+                break
+            takes.append(take)
+        else:
+            w_take, p_take = takes if first else takes[::-1]
+            return _tasks(w_take, p_take)
+        if workers == 0 or ps == 0:
+            return None  # one task type only: the order does not matter
+    return None
+
+
+def _local_pass(free: np.ndarray, n1: int, n2: int, d1: np.ndarray, d2: np.ndarray):
+    """n1 tasks of d1 by first fit, then n2 of d2 on the machines holding most of the first, then first fit."""
+    work = free.copy()
+    take1 = fill(work, d1, n1)
+    if take1 is None:
+        return None
+    used = np.flatnonzero(take1)
+    rest = np.flatnonzero(take1 == 0)
+    order = np.concatenate([used[np.argsort(-take1[used], kind="stable")], rest])
+    take2 = fill(work, d2, n2, order)
+    if take2 is None:
+        return None
+    return take1, take2
 
 
 def local_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
     """Workers by first fit, then PSs on the machines holding most of the job's workers, then first fit.
 
     The same tasks as ``Ledger.add_task`` called for each worker and then each PS of the job
-    (locality first, then first fit), computed per machine instead of per task.
+    (locality first, then first fit), computed per machine instead of per task. If that fails,
+    the same with the PSs first (``Ledger.add_pair``'s retry): for one worker and one PS one of
+    the two orders places the job whenever any placement exists.
     """
-    work = free.copy()
-    w_take = fill(work, alpha, workers)
-    if w_take is None:
+    takes = _local_pass(free, workers, ps, alpha, gamma)
+    if takes is not None:
+        return _tasks(*takes)
+    if workers == 0 or ps == 0:
         return None
-    used = np.flatnonzero(w_take)
-    rest = np.flatnonzero(w_take == 0)
-    order = np.concatenate([used[np.argsort(-w_take[used], kind="stable")], rest])
-    p_take = fill(work, gamma, ps, order)
-    if p_take is None:
-        return None
-    return _tasks(w_take, p_take)
+    takes = _local_pass(free, ps, workers, gamma, alpha)
+    return None if takes is None else _tasks(takes[1], takes[0])
 
 
 def spread_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
@@ -311,10 +340,30 @@ class Ledger:
         self.put_task(job, kind, m, demand)
         return m
 
+    def add_pair(self, job: str, alpha: np.ndarray, gamma: np.ndarray) -> tuple[int, int] | None:
+        """Place one worker (demand ``alpha``) and one PS (``gamma``) of ``job`` by ``add_task``; (worker machine, PS machine) or None.
+
+        The worker first; if the PS then fits nowhere, the PS first and then the worker (for one
+        worker and one PS, one of the two orders succeeds whenever the pair fits at all). On
+        failure nothing stays placed.
+        """
+        for kinds in (("worker", alpha, "ps", gamma), ("ps", gamma, "worker", alpha)):
+            k1, d1, k2, d2 = kinds
+            m1 = self.add_task(job, k1, d1)
+            if m1 is None:
+                return None  # fits nowhere now, so neither after the other task
+            m2 = self.add_task(job, k2, d2)
+            if m2 is not None:
+                return (m1, m2) if k1 == "worker" else (m2, m1)
+            self.remove_task(job, k1, m1, d1)
+        return None
+
     def remove_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
         """Undo ``add_task``: take one task of ``kind`` of ``job`` off ``machine``."""
         slot = self._tasks[job][machine]
         slot[0 if kind == "worker" else 1] -= 1
+        if not any(slot):
+            del self._tasks[job][machine]  # no longer a machine the job uses (locality)
         self.free[machine] += demand
 
     def put_task(self, job: str, kind: str, machine: int, demand: np.ndarray) -> None:
@@ -338,19 +387,35 @@ class Ledger:
 
 
 class _Costs:
-    """omega_i * d_i(w, p) of the jobs being placed, looked up on demand (a shrink is rare)."""
+    """omega_i * d_i(w, p) of the jobs that may shrink, looked up on demand (a shrink is rare).
 
-    def __init__(self, jobs: Sequence[Job], mode: str):
-        self.tables = [job_speeds(j, mode) for j in jobs]
-        self.samples = np.array([j.samples for j in jobs], dtype=float)
-        self.weight = np.array([j.weight for j in jobs], dtype=float)
-        base = self.samples / np.array([t[0, 0] for t in self.tables], dtype=float)
-        self.defer = self.weight * (base.max() + base)  # as Instance.defer_cost
+    Their durations sit in one padded (jobs, W, P) grid (+inf beyond a job's caps), so a look-up
+    for many jobs is one fancy index. defer: each job's cost when left unstarted.
+    """
+
+    def __init__(self, jobs: Sequence[Job], mode: str, defer: np.ndarray):
+        samples = np.array([j.samples for j in jobs], dtype=float)
+        weight = np.array([j.weight for j in jobs], dtype=float)
+        tables = [job_speeds(j, mode) for j in jobs]
+        W = max(t.shape[0] for t in tables)
+        P = max(t.shape[1] for t in tables)
+        speed = np.zeros((len(tables), W, P))
+        for k, t in enumerate(tables):
+            speed[k, : t.shape[0], : t.shape[1]] = t
+        with np.errstate(divide="ignore"):
+            self.cost = weight[:, None, None] * (samples[:, None, None] / speed)
+        self.defer = defer
 
     def at(self, idx: np.ndarray, w: np.ndarray, p: np.ndarray) -> np.ndarray:
         """Cost of jobs ``idx`` at (w, p)."""
-        d = configuration_durations([self.tables[i] for i in idx.tolist()], self.samples[idx], w, p)
-        return self.weight[idx] * d
+        return self.cost[idx, w - 1, p - 1]
+
+
+def defer_costs(jobs: Sequence[Job], mode: str) -> np.ndarray:
+    """omega_i * (H + d_i(1, 1)) with H = max_j d_j(1, 1): as ``Instance.defer_cost``."""
+    samples = np.array([j.samples for j in jobs], dtype=float)
+    base = samples / base_speeds(jobs, mode)
+    return np.array([j.weight for j in jobs], dtype=float) * (base.max() + base)
 
 
 def _cheapest_shrink(w, p, costs: _Costs, wd, pd, norm_w, norm_p, blocking, i_fail, kind_fail):
@@ -392,6 +457,52 @@ def _cheapest_shrink(w, p, costs: _Costs, wd, pd, norm_w, norm_p, blocking, i_fa
     return j, 0, 0
 
 
+def _alloc_pairs(alloc, n: int) -> np.ndarray:
+    """``alloc`` as an (n, 2) integer array of (workers, ps), else InvalidInput naming the field."""
+    if isinstance(alloc, np.ndarray) and alloc.dtype.kind in "iu" and alloc.shape == (n, 2):
+        return alloc.astype(int)
+    allowed = f"one (workers, ps) pair of integers per job ({n} jobs), or an integer array of shape ({n}, 2)"
+    if isinstance(alloc, (str, bytes)) or not isinstance(alloc, Iterable):
+        raise InvalidInput(f"alloc must be {allowed}, got {alloc!r:.80}")
+    rows = list(alloc)
+    if len(rows) != n:
+        raise InvalidInput(f"alloc must have one (workers, ps) pair per job ({n}), got {len(rows)}")
+    out = np.zeros((n, 2), dtype=int)
+    for i, a in enumerate(rows):
+        try:
+            w, p = a
+            out[i] = check_int(f"alloc[{i}] workers", w, 0), check_int(f"alloc[{i}] ps", p, 0)
+        except InvalidInput:
+            raise
+        except (TypeError, ValueError):
+            raise InvalidInput(f"alloc must be {allowed}; alloc[{i}] is {a!r:.80}") from None
+    return out
+
+
+def _swap_unit_order(i: int, kind: int, w, p, placed: np.ndarray, free_now: np.ndarray, demand) -> bool:
+    """Job ``i`` at (1, 1) whose task ``kind`` failed after its other task was placed: try this task first.
+
+    Takes the other task off its machine, places the failing task by first fit and then the
+    other one; on success updates ``placed`` and ``free_now`` and returns True, else leaves both
+    unchanged. With one task of each kind this finds a placement whenever one exists on the
+    capacity left by the other jobs (see ``first_fit_tasks``).
+    """
+    other = 1 - kind
+    if w[i] != 1 or p[i] != 1 or placed[i, :, other].sum() != 1 or placed[i, :, kind].sum() != 0:
+        return False
+    h = int(np.argmax(placed[i, :, other]))
+    trial = free_now.copy()
+    trial[h] += demand[other][i]
+    first = fill(trial, demand[kind][i], 1)
+    second = fill(trial, demand[other][i], 1) if first is not None else None
+    if second is None:
+        return False
+    free_now[:] = trial
+    placed[i, :, kind] = first
+    placed[i, :, other] = second
+    return True
+
+
 def place(
     jobs: Sequence[Job],
     alloc: Sequence[tuple[int, int]] | np.ndarray,
@@ -406,48 +517,67 @@ def place(
     mode: timing overlap mode of the durations a shrink compares. demands: the jobs' (alpha,
     gamma) over ``cluster.resources`` when already built (the solver passes its instance's).
     """
-    jobs = tuple(jobs)
+    jobs = check_jobs(jobs)
+    check_cluster(cluster)
     if not cluster.has_machines:
         raise InvalidInput("cluster must have machines to place on (a pooled cluster has none)")
-    if len(alloc) != len(jobs):
-        raise InvalidInput(f"alloc must have one (workers, ps) pair per job ({len(jobs)}), got {len(alloc)}")
     n = len(jobs)
-    if isinstance(alloc, np.ndarray) and alloc.dtype.kind in "iu" and alloc.shape == (n, 2):
-        pairs = alloc.astype(int)
-    else:
-        pairs = np.array([(int(a[0]), int(a[1])) for a in alloc], dtype=int).reshape(n, 2)
-    w, p = pairs[:, 0].copy(), pairs[:, 1].copy()
+    pairs = _alloc_pairs(alloc, n)
+    w, p = pairs[:, 0], pairs[:, 1]
     for i in np.flatnonzero((w != 0) | (p != 0)).tolist():  # a job left out is (0, 0); the others need valid counts
-        check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", alloc[i][0], 1, jobs[i].max_workers)
-        check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", alloc[i][1], 1, jobs[i].max_ps)
+        check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", int(w[i]), 1, jobs[i].max_workers)
+        check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", int(p[i]), 1, jobs[i].max_ps)
     full = cluster.machine_matrix
-    if free is None:
-        free0 = full.astype(float)
-    else:
-        free0 = np.array(free, dtype=float)
-        if free0.shape != full.shape or np.any(~np.isfinite(free0)) or np.any(free0 < -TOL):
-            raise InvalidInput(f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free0.shape}")
+    if free is not None:
+        free = as_amounts("free", free, f"{full.shape}")
+        if free.shape != full.shape or np.any(~np.isfinite(free)) or np.any(free < -TOL):
+            raise InvalidInput(f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free.shape}")
+    return place_checked(jobs, pairs, cluster, free, mode, demands)
+
+
+def place_checked(
+    jobs: tuple[Job, ...],
+    pairs: np.ndarray,
+    cluster: Cluster,
+    free: np.ndarray | None,
+    mode: str,
+    demands: tuple[np.ndarray, np.ndarray] | None = None,
+    defer: np.ndarray | None = None,
+) -> PlacementResult:
+    """``place`` on arguments already checked (the solver's call: valid jobs, an (n, 2) int allocation, free or None).
+
+    defer: the jobs' costs when left unstarted (``Instance.defer_cost``), if known.
+    """
+    n = len(jobs)
+    w_all, p_all = pairs[:, 0].astype(int), pairs[:, 1].astype(int)
+    full = cluster.machine_matrix
+    free0 = full.astype(float) if free is None else np.array(free, dtype=float)
     total = full.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
-    wd, pd = demand_matrices(jobs, cluster) if demands is None else demands
-    key_w = (wd / scale).max(axis=1) if jobs else np.zeros(0)
-    key_p = (pd / scale).max(axis=1) if jobs else np.zeros(0)
+    wd_all, pd_all = demand_matrices(jobs, cluster) if demands is None else demands
+    # Only jobs with tasks take part (a long queue of which few start costs little more than its length).
+    live = np.flatnonzero(w_all > 0)
+    w, p = w_all[live], p_all[live]
+    wd, pd = wd_all[live], pd_all[live]
+    L = live.size
+    key_w = (wd / scale).max(axis=1) if L else np.zeros(0)
+    key_p = (pd / scale).max(axis=1) if L else np.zeros(0)
     norm_w = (wd / scale).sum(axis=1)
     norm_p = (pd / scale).sum(axis=1)
-    shrunk = np.zeros(n, dtype=int)
+    shrunk = np.zeros(L, dtype=int)
     steps = 0
-    live = np.flatnonzero(w > 0)
     # a task that fits on no machine even before anything is placed can never run: unstart its job
-    fits_w = np.all(wd[live, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
-    fits_p = np.all(pd[live, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
-    never = live[~(fits_w & fits_p)]
+    fits_w = np.all(wd[:, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
+    fits_p = np.all(pd[:, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
+    never = np.flatnonzero(~(fits_w & fits_p))
     shrunk[never] += w[never] + p[never]
     w[never] = p[never] = 0
     steps += never.size
     costs = None
     H = full.shape[0]
     free_now = free0.copy()
-    placed = np.zeros((n, H, 2), dtype=int)  # tasks per job, machine, kind (0 workers, 1 PSs)
+    placed = np.zeros((L, H, 2), dtype=int)  # tasks per job, machine, kind (0 workers, 1 PSs)
+    count = np.zeros((L, 2), dtype=int)  # tasks placed per job and kind
     demand = (wd, pd)
     target = [w, p]
     gp, gw = np.flatnonzero(p > 0), np.flatnonzero(w > 0)
@@ -459,7 +589,7 @@ def place(
         i, kind = int(g_job[g]), int(g_kind[g])
         d = demand[kind][i]
         while True:
-            need = int(target[kind][i] - placed[i, :, kind].sum())
+            need = int(target[kind][i] - count[i, kind])
             if need <= 0:
                 break
             counts = fit_counts(free_now, d)
@@ -468,20 +598,28 @@ def place(
             used = np.flatnonzero(take)
             free_now[used] -= take[used, None] * d[None, :]
             placed[i, used, kind] += take[used]
-            if take.sum() == need:
+            got = int(take[used].sum())
+            count[i, kind] += got
+            if got == need:
+                break
+            # A job at (1, 1) whose second task fails may fit with the other task order (costs nothing).
+            if _swap_unit_order(i, kind, w, p, placed, free_now, demand):
+                count[i] = 1
                 break
             # Not all fit: remove one task (the smallest loss per freed resource) and retry the rest.
             if costs is None:  # only a shrink needs the timing model
-                costs = _Costs(jobs, mode)
+                dc = defer_costs(jobs, mode) if defer is None else np.asarray(defer, dtype=float)
+                costs = _Costs([jobs[k] for k in live.tolist()], mode, dc[live])
             blocking = (d[None, :] > free_now + TOL).any(axis=0)  # resources the task lacked somewhere
             j, new_w, new_p = _cheapest_shrink(w, p, costs, wd, pd, norm_w, norm_p, blocking, i, kind)
             for k, new in ((0, new_w), (1, new_p)):
-                surplus = int(placed[j, :, k].sum() - new)
+                surplus = int(count[j, k] - new)
                 while surplus > 0:  # the task removed was already placed: free it where it helps most
                     hosts = np.flatnonzero(placed[j, :, k])
                     helps = hosts[np.all(free_now[hosts] + demand[k][j] + TOL >= d, axis=1)]
                     h = int(helps[0]) if helps.size else int(hosts[-1])
                     placed[j, h, k] -= 1
+                    count[j, k] -= 1
                     free_now[h] += demand[k][j]
                     surplus -= 1
             shrunk[j] += (w[j] - new_w) + (p[j] - new_p)
@@ -490,8 +628,12 @@ def place(
     placements = [Placement(())] * n
     jobs_i, hosts = np.nonzero(placed.sum(axis=2))  # row-major: machines ascending per job
     tasks = zip(hosts.tolist(), placed[jobs_i, hosts, 0].tolist(), placed[jobs_i, hosts, 1].tolist())
-    for i, grp in itertools.groupby(zip(jobs_i.tolist(), tasks), key=lambda x: x[0]):
+    for i, grp in itertools.groupby(zip(live[jobs_i].tolist(), tasks), key=lambda x: x[0]):
         placements[i] = Placement(tuple(t for _, t in grp))
+    w_all[live], p_all[live] = w, p
+    shrunk_all = np.zeros(n, dtype=int)
+    shrunk_all[live] = shrunk
+    w, p, shrunk = w_all, p_all, shrunk_all
     left = free_now
     left.setflags(write=False)
     return PlacementResult(tuple(placements), tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left)

@@ -25,6 +25,7 @@ from smdlab.solve.knapsack import (
     knapsack_exact,
     knapsack_greedy,
     knapsack_lp_round,
+    local_search,
 )
 
 
@@ -63,6 +64,9 @@ class RatioResult:
     best_iteration: int
     backends: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    polish_moves: int | None = None
+    polish_time_s: float = 0.0
+    unpolished_objective: float | None = None
 
 
 def _values(table: np.ndarray, w: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -87,6 +91,7 @@ def sum_of_ratios(
     backend: str = "auto",
     time_limit: float | None = None,
     mask: np.ndarray | None = None,
+    polish: bool = True,
 ) -> RatioResult:
     """Jong's damped-Newton parametric method for min sum_i N_i / D_i over configuration tables.
 
@@ -102,6 +107,8 @@ def sum_of_ratios(
     patience: stop after this many accepted iterations in a row that leave the allocation unchanged
         (with discrete configurations psi then only shrinks geometrically; nothing new is found).
     mask: (n, W, P) undominated configurations when N is constant (dominance by D alone), if known.
+    polish: finish with ``local_search`` on the true objective from the best iterate (single-job
+        reconfigurations and single-task exchanges until none improves; never worse).
     """
     check_choice("knapsack", knapsack, KNAPSACKS)
     check_positive("tol", tol)
@@ -241,7 +248,18 @@ def sum_of_ratios(
         unchanged = unchanged + 1 if same else 0
         if unchanged >= patience:
             break
-    return RatioResult(best[1], best[2], best[0], converged, tuple(trace), best[3], tuple(backends), tuple(notes))
+    moves, polish_time, unpolished = None, 0.0, None
+    if polish:
+        t0 = time.perf_counter()
+        unpolished = best[0]
+        pmask = fixed_mask if fixed_mask is not None else pareto_mask(ratio)
+        pw, pp, moves = local_search(ratio, pmask, alpha, gamma, capacity, best[1], best[2])
+        obj = true_obj(pw, pp)
+        if obj < best[0]:
+            best = (obj, pw, pp, best[3])
+        polish_time = time.perf_counter() - t0
+    return RatioResult(best[1], best[2], best[0], converged, tuple(trace), best[3], tuple(backends), tuple(notes),
+                       moves, polish_time, unpolished)
 
 
 SELECTIONS = ("smith", "objective")
@@ -327,8 +345,9 @@ def smd(
     max_iter: int = 30,
     backend: str = "auto",
     time_limit: float | None = None,
+    polish: bool = True,
 ) -> SmdResult:
-    """SMD on an instance: select the jobs to start, then Jong's iteration on their speeds."""
+    """SMD on an instance: select the jobs to start, then Jong's iteration on their speeds (then a local search)."""
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
     w = np.zeros(inst.n, dtype=int)
     p = np.zeros(inst.n, dtype=int)
@@ -349,6 +368,7 @@ def smd(
         backend=backend,
         time_limit=time_limit,
         mask=sub.pareto,  # cost = omega W / S per job: the same dominance as the speeds
+        polish=polish,
     )
     w[idx] = r.workers
     p[idx] = r.ps

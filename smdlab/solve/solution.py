@@ -35,6 +35,7 @@ class Solution:
     fractional: for lp, per job the configurations with a positive LP value as (workers, ps, value).
     trace: for smd, one record per iteration of Jong's method.
     converged: for smd, whether ||psi|| fell below the tolerance.
+    polish_moves: for smd, moves of the final local search (None when ``polish=False``).
     selected: per job, whether the outer selection (smd) or the solver chose to start it.
     pooled_workers, pooled_ps: the allocation before placement (equal to workers/ps without shrinking).
     placement: the placement on machines, when placed.
@@ -62,6 +63,7 @@ class Solution:
     fractional: tuple[tuple[tuple[int, int, float], ...], ...] | None = None
     trace: tuple[IterationRecord, ...] = ()
     converged: bool | None = None
+    polish_moves: int | None = None
     selected: tuple[bool, ...] = ()
     pooled_workers: tuple[int, ...] = ()
     pooled_ps: tuple[int, ...] = ()

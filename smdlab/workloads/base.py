@@ -1,13 +1,20 @@
-"""Shared pieces of the workload generators: networks, duration calibration, offered load.
+"""Shared pieces of the workload generators: networks, per-job demands, duration calibration, offered load.
+
+Per-task demands (``demands``, every generator and loader): ``"per_network"`` (default) gives
+each job its network's demands by ``smdlab.model.demands.task_demands`` (CPU and memory differ
+by network family and parameter size); ``"uniform"`` gives every job the one bundle
+``DEFAULT_WORKER_DEMAND`` / ``DEFAULT_PS_DEMAND`` (worker 1 GPU, 4 CPU, 16 GB; PS 4 CPU, 16 GB).
+Both use ``task_bw_gbps`` (default 10) as the NIC bandwidth of every task. An explicit
+``worker_demand`` or ``ps_demand`` overrides the rule for every job.
 
 Offered load (the definition every generator and loader uses). Each job i has a *request*: n_i
 bundles (n_i workers and n_i PSs; n_i is the GPU count of the trace or of the synthetic draw) and
 a *reference duration* d_i, its duration at (n_i, n_i) under the layered model. Its demand over
-time is D_i = d_i * n_i * (alpha_i + gamma_i) (resource-seconds per resource, alpha and gamma
-the worker and PS demands). With arrival rate lambda (jobs per second) and pooled capacity C,
-the offered load of resource r is rho_r = lambda * mean_i(D_ir) / C_r, and *the load* is the
-bottleneck's, max_r rho_r (or rho of one named resource). A finite list of N >= 2 jobs estimates
-lambda as (N - 1) / (last arrival - first arrival).
+time is D_i = d_i * n_i * (alpha_i + gamma_i) (resource-seconds per resource, alpha_i and gamma_i
+job i's own worker and PS demands). With arrival rate lambda (jobs per second) and pooled
+capacity C, the offered load of resource r is rho_r = lambda * mean_i(D_ir) / C_r, and *the load*
+is the bottleneck's, max_r rho_r (or rho of one named resource). A finite list of N >= 2 jobs
+estimates lambda as (N - 1) / (last arrival - first arrival).
 """
 
 from __future__ import annotations
@@ -20,12 +27,17 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.cluster import Cluster
+from smdlab.model.demands import task_demands
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job
 from smdlab.model.profiles import LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import MODES, speed_table
 
 DEFAULT_CUSTOM_BATCH = 128  # global batch of a hand-built profile (bundled ones carry their own)
 MAX_CAP = 1024  # Job's largest max_workers / max_ps
+DEMAND_RULES = ("per_network", "uniform")
+DEFAULT_TASK_BW_GBPS = 10.0
+
+Demands = tuple[dict[str, float], dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -90,8 +102,43 @@ def mix_probabilities(nets: Sequence[Network], mix: Mapping[str, float] | None) 
 def demand_vectors(
     worker_demand: Mapping[str, float] | None, ps_demand: Mapping[str, float] | None
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Per-task demands, defaulting to the model's typical ones."""
+    """The uniform per-task demands (``demands="uniform"``), unless given explicitly."""
     return dict(worker_demand or DEFAULT_WORKER_DEMAND), dict(ps_demand or DEFAULT_PS_DEMAND)
+
+
+def network_demands(
+    nets: Sequence[Network],
+    demands: str = "per_network",
+    worker_demand: Mapping[str, float] | None = None,
+    ps_demand: Mapping[str, float] | None = None,
+    task_bw_gbps: float = DEFAULT_TASK_BW_GBPS,
+) -> list[Demands]:
+    """(worker, PS) demands of a job on each network, by ``demands`` (module docstring)."""
+    check_choice("demands", demands, DEMAND_RULES)
+    bw = check_positive("task_bw_gbps", task_bw_gbps)
+    out = []
+    for net in nets:
+        if demands == "per_network":
+            wd, pd_ = task_demands(net.profile, bw_gbps=bw)
+        else:
+            wd, pd_ = {**DEFAULT_WORKER_DEMAND, "bw_gbps": bw}, {**DEFAULT_PS_DEMAND, "bw_gbps": bw}
+        out.append((dict(worker_demand) if worker_demand else wd, dict(ps_demand) if ps_demand else pd_))
+    return out
+
+
+def bundle_vectors(cluster: Cluster, pairs: Sequence[Demands]) -> np.ndarray:
+    """Demand of one worker plus one PS per (worker, PS) pair, (pairs x resources) in cluster order."""
+    return np.stack([cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand") for wd, pd_ in pairs])
+
+
+def bundle_limits(cluster: Cluster, bundles: np.ndarray) -> np.ndarray:
+    """Most whole bundles (worker and PS on one machine) an empty ``cluster`` holds, per bundle row."""
+    caps = cluster.machine_matrix if cluster.has_machines else cluster.capacity_vector[None, :]
+    bundles = np.atleast_2d(np.asarray(bundles, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fit = np.where(bundles[:, None, :] > 0, np.floor(caps[None, :, :] / bundles[:, None, :] + 1e-9), np.inf)
+    per_machine = fit.min(axis=2)  # (bundles, machines)
+    return np.minimum(per_machine.sum(axis=1), MAX_CAP).astype(np.int64)
 
 
 def calibrated_jobs(
@@ -104,19 +151,18 @@ def calibrated_jobs(
     *,
     cap_factor: float = 1.0,
     mode: str = "wfbp",
-    worker_demand: Mapping[str, float] | None = None,
-    ps_demand: Mapping[str, float] | None = None,
+    demands: Sequence[Demands],
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
 
     samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor);
-    requested_workers = n_i (the request, which the caps always admit).
+    requested_workers = n_i (the request, which the caps always admit); a job on ``nets[k]``
+    reserves ``demands[k]`` (worker, PS) per task.
     """
     check_choice("mode", mode, MODES)
     cap_factor = check_positive("cap_factor", cap_factor)  # a float: a huge int would overflow numpy
     if cap_factor < 1:
         raise InvalidInput(f"cap_factor must be >= 1 (a job may always use its request), got {cap_factor!r}")
-    wd, pd_ = demand_vectors(worker_demand, ps_demand)
     requests = np.asarray(requests, dtype=np.int64)
     if requests.size and (requests.min() < 1 or requests.max() > MAX_CAP):
         raise InvalidInput(f"GPU counts must be integers in [1, {MAX_CAP}], got {int(requests.min())}..{int(requests.max())}")
@@ -125,6 +171,7 @@ def calibrated_jobs(
     jobs = []
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
         net = nets[int(k)]
+        wd, pd_ = demands[int(k)]
         key = (int(k), int(n), int(cap))
         if key not in speeds:
             probe = Job("probe", net.profile, 1.0, net.global_batch, wd, pd_, max_workers=int(cap), max_ps=int(cap))
@@ -138,13 +185,13 @@ def calibrated_jobs(
     return jobs
 
 
-def demand_seconds(requests: np.ndarray, durations: np.ndarray, cluster: Cluster,
-                   worker_demand: Mapping[str, float] | None = None,
-                   ps_demand: Mapping[str, float] | None = None) -> np.ndarray:
-    """Resource-seconds each job asks at its request, (jobs x resources): d_i * n_i * (alpha + gamma)."""
-    wd, pd_ = demand_vectors(worker_demand, ps_demand)
-    bundle = cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand")
-    return (np.asarray(durations, float) * np.asarray(requests, float))[:, None] * bundle[None, :]
+def demand_seconds(requests: np.ndarray, durations: np.ndarray, bundles: np.ndarray) -> np.ndarray:
+    """Resource-seconds each job asks at its request, (jobs x resources): d_i * n_i * (alpha_i + gamma_i).
+
+    bundles: each job's worker+PS demand vector (jobs x resources), or one vector for every job.
+    """
+    scale = np.asarray(durations, float) * np.asarray(requests, float)
+    return scale[:, None] * np.atleast_2d(np.asarray(bundles, float))
 
 
 def load_from_rate(rate: float, demand: np.ndarray, cluster: Cluster, resource: str | None = None) -> float:

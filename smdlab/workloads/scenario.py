@@ -22,6 +22,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     # csv:       path (a trace or a job table); relative paths are relative to this file
     cap_factor = 1.0
     device = "v100"
+    demands = "per_network"         # per_network | uniform (per-task demands, workloads.base)
+    task_bw_gbps = 10               # NIC bandwidth each worker and PS reserves
 
     [simulation]
     mode = "wfbp"                   # timing-model overlap mode
@@ -49,14 +51,16 @@ from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
-from smdlab.workloads.base import seconds_pair
+from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import MAX_JOBS
 
 WORKLOAD_KINDS = ("synthetic", "philly", "csv")
 _TOP_KEYS = ("name", "seed", "policies", "cluster", "workload", "simulation", "policy_options", "description")
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
 _SIM_KEYS = ("mode", "elastic", "delta", "unfit")
-_COMMON_WL = ("kind", "jobs", "load", "networks", "mix", "cap_factor", "device", "load_resource")
+_COMMON_WL = ("kind", "jobs", "load", "networks", "mix", "cap_factor", "device", "load_resource", "demands",
+              "task_bw_gbps")
+_JOB_SHAPE = ("jobs", "cap_factor", "device", "demands", "task_bw_gbps")  # kept when the workload kind changes
 _WL_KEYS = {
     "synthetic": (*_COMMON_WL, "gpu_mix", "duration_median_s", "duration_sigma", "duration_range_s"),
     "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
@@ -66,6 +70,7 @@ _WL_KEYS = {
 _WL_SHAPES = {
     "networks": "names", "vc": "names", "mix": "weights", "gpu_mix": "weights", "duration_range_s": "pair",
     "window_s": "pair", "path": "text", "device": "text", "load_resource": "text", "on_unsorted": "text",
+    "demands": "text", "task_bw_gbps": "number",
     "cap_factor": "number", "duration_median_s": "number", "duration_sigma": "number", "rate_scale": "number",
 }
 
@@ -130,7 +135,7 @@ class Scenario:
             # A new kind keeps only the job count and job shape; a synthetic load would silently
             # rescale a trace's arrivals, so a load must be given again for the new kind.
             base = self.workload if workload.get("kind", self.workload["kind"]) == self.workload["kind"] else {
-                k: v for k, v in self.workload.items() if k in ("jobs", "cap_factor", "device")}
+                k: v for k, v in self.workload.items() if k in _JOB_SHAPE}
             changes["workload"] = {**base, **workload}
         if simulation:
             changes["simulation"] = {**self.simulation, **simulation}
@@ -218,13 +223,16 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
         out["jobs"] = check_int("workload.jobs", out["jobs"], 1, MAX_JOBS)
     if out.get("load") is not None:
         out["load"] = check_positive("workload.load", out["load"])
+    if out.get("task_bw_gbps") is not None:
+        out["task_bw_gbps"] = check_positive("workload.task_bw_gbps", out["task_bw_gbps"])
     for key, value in out.items():
         if value is not None and key in _WL_SHAPES:
             _check_shape(f"workload.{key}", value, _WL_SHAPES[key])
     if isinstance(out.get("networks"), (str, list, tuple)):
         for name in [out["networks"]] if isinstance(out["networks"], str) else out["networks"]:
             check_choice("workload.networks", name, list_profiles())
-    choices = {"device": sorted(DEVICES), "load_resource": DEFAULT_RESOURCES, "on_unsorted": ("sort", "raise")}
+    choices = {"device": sorted(DEVICES), "load_resource": DEFAULT_RESOURCES, "on_unsorted": ("sort", "raise"),
+               "demands": DEMAND_RULES}
     for key, allowed in choices.items():
         if out.get(key) is not None:
             check_choice(f"workload.{key}", out[key], allowed)

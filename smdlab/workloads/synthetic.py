@@ -10,6 +10,10 @@ Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed`
   (default 1,800 s) and shape ``duration_sigma`` (default 1.2, so a mean of about 3,700 s),
   clipped to ``duration_range_s`` (default 60 s .. 2 days); the job's samples are d times its
   speed at (n, n), so on an idle cluster with n bundles it takes exactly d;
+- per-task demands: ``demands="per_network"`` (default): each job its network's
+  (``smdlab.model.demands.task_demands``); ``"uniform"``: one bundle for every job (``base``
+  module docstring); the request is clipped per network, to the bundles of that network an
+  empty cluster holds, and each job's load counts its own demands;
 - arrivals: a Poisson process whose rate gives the requested offered load (``base`` module
   docstring: the bottleneck resource's offered demand over its pooled capacity); the first job
   arrives at 0 and the arrival times are scaled so that the realised rate (N - 1) / span is the
@@ -29,11 +33,15 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.profiles import LayerProfile
 from smdlab.workloads.base import (
+    DEFAULT_TASK_BW_GBPS,
     MAX_CAP,
+    bundle_limits,
+    bundle_vectors,
     calibrated_jobs,
     demand_seconds,
     demand_vectors,
     mix_probabilities,
+    network_demands,
     rate_for_load,
     resolve_networks,
     seconds_pair,
@@ -46,13 +54,8 @@ MAX_JOBS = 1_000_000  # a bound on generated workloads (far beyond what a simula
 def cluster_bundle_limit(
     cluster: Cluster, worker_demand: Mapping[str, float] | None = None, ps_demand: Mapping[str, float] | None = None
 ) -> int:
-    """Most whole worker+PS bundles (worker and PS on one machine) an empty ``cluster`` holds."""
-    wd, pd_ = demand_vectors(worker_demand, ps_demand)
-    bundle = cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand")
-    caps = cluster.machine_matrix if cluster.has_machines else cluster.capacity_vector[None, :]
-    pos = bundle > 0
-    per_machine = np.floor(caps[:, pos] / bundle[pos] + 1e-9).min(axis=1)
-    return int(min(per_machine.sum(), MAX_CAP))
+    """Most whole worker+PS bundles (on one machine each) an empty ``cluster`` holds (default: the uniform bundle)."""
+    return int(bundle_limits(cluster, bundle_vectors(cluster, [demand_vectors(worker_demand, ps_demand)]))[0])
 
 
 def _gpu_mix(gpu_mix: Mapping[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +87,8 @@ def synthetic(
     load_resource: str | None = None,
     mode: str = "wfbp",
     device: str = "v100",
+    demands: str = "per_network",
+    task_bw_gbps: float = DEFAULT_TASK_BW_GBPS,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
 ) -> list[Job]:
@@ -104,14 +109,18 @@ def synthetic(
     nets = resolve_networks(networks, device)
     probs = mix_probabilities(nets, mix)
     sizes, size_p = _gpu_mix(gpu_mix)
+    pairs = network_demands(nets, demands, worker_demand, ps_demand, task_bw_gbps)
+    bundles = bundle_vectors(cluster, pairs)
+    limits = bundle_limits(cluster, bundles)
+    for k in np.flatnonzero((limits < 1) & (probs > 0)):
+        wd, pd_ = pairs[k]
+        raise InvalidInput(f"cluster cannot hold even one worker+PS bundle of network {nets[k].name!r} "
+                           f"(demands={demands!r}: worker {wd}, PS {pd_}) on one machine: {cluster!r}")
     rng = np.random.default_rng(seed)
     net_index = rng.choice(len(nets), size=n, p=probs)
-    limit = cluster_bundle_limit(cluster, worker_demand, ps_demand)
-    if limit < 1:
-        raise InvalidInput(f"cluster cannot hold even one worker+PS bundle of the default demands: {cluster!r}")
-    requests = np.minimum(rng.choice(sizes, size=n, p=size_p), limit)
+    requests = np.minimum(rng.choice(sizes, size=n, p=size_p), limits[net_index])
     durations = np.clip(rng.lognormal(np.log(duration_median_s), duration_sigma, size=n), lo, hi)
-    demand = demand_seconds(requests, durations, cluster, worker_demand, ps_demand)
+    demand = demand_seconds(requests, durations, bundles[net_index])
     rate = rate_for_load(load, demand, cluster, load_resource)
     gaps = rng.exponential(1.0 / rate, size=n)
     arrivals = np.cumsum(gaps) - gaps[0]
@@ -120,4 +129,4 @@ def synthetic(
     width = len(str(n - 1))
     names = [f"j{i:0{width}d}" for i in range(n)]
     return calibrated_jobs(names, arrivals, requests, durations, net_index, nets, cap_factor=cap_factor, mode=mode,
-                           worker_demand=worker_demand, ps_demand=ps_demand)
+                           demands=pairs)

@@ -13,13 +13,15 @@ virtual cluster id). Each job gets:
   (seeded), so a job keeps its network whatever window or prefix is selected;
 - samples = duration * speed(n, n) under the layered model: at its trace allocation the job
   takes its trace duration;
-- caps max_workers = max_ps = ceil(n * cap_factor) (default: the request).
+- caps max_workers = max_ps = ceil(n * cap_factor) (default: the request);
+- per-task demands by ``demands`` (default ``"per_network"``: its network's; ``"uniform"``: one
+  bundle for every job; ``base`` module docstring); the load counts each job's own demands.
 Rows are sorted by timestamp (stable) unless ``on_unsorted="raise"``; the shipped Philly file is
 not in time order.
 
 Job-table format: columns ``network``, ``arrival`` (s), ``samples``; optional ``name``,
 ``max_workers`` (default 16), ``max_ps`` (default max_workers), ``weight`` (default 1),
-``global_batch`` (default: the network's).
+``global_batch`` (default: the network's); per-task demands by ``demands`` as for traces.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ from smdlab.model.job import Job
 from smdlab.model.profiles import LayerProfile, list_profiles
 from smdlab.paths import data_dir
 from smdlab.workloads.base import (
+    DEFAULT_TASK_BW_GBPS,
     MAX_CAP,
+    bundle_vectors,
     calibrated_jobs,
     demand_seconds,
-    demand_vectors,
     empirical_rate,
     load_from_rate,
     mix_probabilities,
+    network_demands,
     resolve_networks,
     seconds_pair,
 )
@@ -176,6 +180,8 @@ def load_philly(
     mode: str = "wfbp",
     device: str = "v100",
     on_unsorted: str = "sort",
+    demands: str = "per_network",
+    task_bw_gbps: float = DEFAULT_TASK_BW_GBPS,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
 ) -> list[Job]:
@@ -193,6 +199,7 @@ def load_philly(
     trace = _parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, on_unsorted)
     seed = check_int("seed", seed, 0)
     nets = resolve_networks(networks, device)
+    pairs = network_demands(nets, demands, worker_demand, ps_demand, task_bw_gbps)
     # One draw per file row, so a job keeps its network whatever subset is selected.
     net_of_row = np.random.default_rng(seed).choice(len(nets), size=len(trace), p=mix_probabilities(nets, mix))
     sel = trace
@@ -218,19 +225,21 @@ def load_philly(
     arrivals = t - t[0]
     requests = sel["gpus"].to_numpy()
     durations = sel["duration"].to_numpy()
+    net_index = net_of_row[sel["row"].to_numpy()]
     if load is not None:
         if rate_scale != 1.0:
             raise InvalidInput(f"give rate_scale or load, not both (got rate_scale={rate_scale!r}, load={load!r})")
         if cluster is None:
             raise InvalidInput("load needs a cluster (the offered load is relative to its capacity)")
         check_positive("load", load)
-        natural = load_from_rate(empirical_rate(arrivals), demand_seconds(requests, durations, cluster,
-                                 worker_demand, ps_demand), cluster, load_resource)
+        bundles = bundle_vectors(cluster, pairs)[net_index]  # each job's own worker+PS demand
+        natural = load_from_rate(empirical_rate(arrivals), demand_seconds(requests, durations, bundles), cluster,
+                                 load_resource)
         rate_scale = load / natural
     arrivals = arrivals / check_positive("rate_scale", rate_scale)
     names = [f"philly{r:05d}" for r in sel["row"]]
-    return calibrated_jobs(names, arrivals, requests, durations, net_of_row[sel["row"].to_numpy()], nets,
-                           cap_factor=cap_factor, mode=mode, worker_demand=worker_demand, ps_demand=ps_demand)
+    return calibrated_jobs(names, arrivals, requests, durations, net_index, nets,
+                           cap_factor=cap_factor, mode=mode, demands=pairs)
 
 
 def load_job_table(
@@ -239,6 +248,8 @@ def load_job_table(
     first: int | None = None,
     device: str = "v100",
     on_unsorted: str = "sort",
+    demands: str = "per_network",
+    task_bw_gbps: float = DEFAULT_TASK_BW_GBPS,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
 ) -> list[Job]:
@@ -261,12 +272,14 @@ def load_job_table(
     names = df["name"].astype(str).to_numpy() if "name" in df.columns else np.array([f"j{i}" for i in range(len(df))])
     network = df["network"].map(lambda v: v.strip() if isinstance(v, str) else "").to_numpy(dtype=object)
     _bad_row(p, df, ~np.isin(network, list_profiles()), "network", f"one of {', '.join(list_profiles())}")
-    nets = {n.name: n for n in resolve_networks(sorted(set(network)), device)}
+    used = resolve_networks(sorted(set(network)), device)
+    nets = {n.name: n for n in used}
+    pairs = dict(zip(nets, network_demands(used, demands, worker_demand, ps_demand, task_bw_gbps)))
     order = _order(arrival, p, on_unsorted)
-    wd, pd_ = demand_vectors(worker_demand, ps_demand)
     jobs = []
     for i in order:
         net = nets[network[i]]
+        wd, pd_ = pairs[net.name]
         jobs.append(Job(str(names[i]), net.profile, float(samples[i]),
                         int(batch[i]) if batch is not None else net.global_batch, wd, pd_,
                         arrival=float(arrival[i]), weight=float(weight[i]),
@@ -286,7 +299,7 @@ def load_csv(path: str | os.PathLike, **options) -> list[Job]:
     if all(c in header for c in TRACE_COLUMNS):
         return load_philly(p, **options)
     if all(c in header for c in JOB_TABLE_COLUMNS):
-        allowed = {"first", "device", "on_unsorted", "worker_demand", "ps_demand"}
+        allowed = {"first", "device", "on_unsorted", "demands", "task_bw_gbps", "worker_demand", "ps_demand"}
         context = {"seed", "mode", "cluster", "networks", "mix", "cap_factor"}  # meaningless for a job table
         extra = sorted(k for k, v in options.items() if k not in allowed | context and v is not None)
         if extra:
