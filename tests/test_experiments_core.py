@@ -94,14 +94,14 @@ def test_jct_sweep_is_deterministic_and_bad_sweep_raises():
 
 def test_gap_is_nonnegative_against_milp_and_lp():
     df = optimality_gap(TINY)
-    assert len(df) == len(TINY.gap_sizes) * len(TINY.gap_seeds) * 4
+    assert len(df) == len(TINY.gap_sizes) * len(TINY.gap_seeds) * 5
     optimal = df["milp_status"] == "optimal"
     assert optimal.any()
     assert (df.loc[optimal, "gap_to_milp"] >= -1e-9).all()
     assert (df["gap_to_lp"] >= -1e-9).all()
     assert (df["milp_objective"] >= df["lp_bound"] * (1 - 1e-9)).all()
     assert (df["jobs_started"] <= df["n_jobs"]).all()
-    assert set(df["variant"]) == {"smd", "smd_exact", "smd_greedy", "lp_round"}
+    assert set(df["variant"]) == {"smd", "smd_iteration", "smd_exact", "smd_greedy", "lp_round"}
 
 
 def test_summarise_aggregates_over_seeds():

@@ -20,9 +20,11 @@ from smdlab.viz.style import SMD_LABEL, method_label
 
 # (variant name, solve method, options, display label): the heuristics whose gap is measured.
 VARIANTS: tuple[tuple[str, str, dict, str], ...] = (
-    ("smd", "smd", {}, SMD_LABEL),
-    ("smd_exact", "smd", {"knapsack": "exact"}, f"{SMD_LABEL}, exact knapsack"),
-    ("smd_greedy", "smd", {"knapsack": "greedy"}, f"{SMD_LABEL}, greedy knapsack"),
+    ("smd", "smd", {}, SMD_LABEL),  # default: hull knapsack, then the local search
+    # the specification's iteration alone (no local search), with each knapsack method
+    ("smd_iteration", "smd", {"polish": False}, f"{SMD_LABEL}, iteration only"),
+    ("smd_exact", "smd", {"knapsack": "exact", "polish": False}, f"{SMD_LABEL}, exact knapsack, iteration only"),
+    ("smd_greedy", "smd", {"knapsack": "greedy", "polish": False}, f"{SMD_LABEL}, greedy knapsack, iteration only"),
     ("lp_round", "lp_round", {}, method_label("lp_round")),
 )
 
