@@ -19,7 +19,7 @@ from smdlab.policies.registry import available_policies, get_policy
 from smdlab.sim import SimResult, simulate
 from smdlab.viz.sim import jct_cdf_figure, policy_summary_figure, utilisation_figure
 from smdlab.viz.style import policy_label
-from smdlab.widgets.live import Background, Superseded, figure_widget, sync_figure
+from smdlab.widgets.live import Background, BackgroundApp, Superseded, figure_widget, sync_figure
 from smdlab.workloads.scenario import Scenario, load_scenario
 
 # Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
@@ -28,13 +28,15 @@ _STYLE = {"description_width": "90px"}
 _WIDTH = "300px"
 
 
-class Compare(widgets.HBox):
+class Compare(BackgroundApp, widgets.HBox):
     """The policy comparison app: controls on the left; JCT CDFs, JCT summary and utilisation on the right.
 
     Controls (attributes): ``policies``, ``load``, ``machines``, ``n_jobs``, ``seed``, ``detail``
     (the policy whose utilisation is drawn). ``results`` maps policy name -> SimResult of the
     current workload; ``wait()`` blocks until the simulations are done and drawn.
     """
+
+    WAIT_TIMEOUT_S = 120.0  # simulations of every policy take longer than the explorer's MILP
 
     def __init__(
         self,
@@ -205,18 +207,6 @@ class Compare(widgets.HBox):
             "<th>mean JCT (h)</th><th>p95 JCT (h)</th><th>makespan (h)</th><th>GPU util.</th>"
             "<th>scheduler (s)</th></tr>" + "".join(rows) + "</table>"
         )
-
-    # ---- for tests and notebooks ------------------------------------------------------------------
-    def wait(self, timeout: float | None = 120.0) -> bool:
-        """Block until the simulations of the last change have finished and been drawn."""
-        return self.background.wait(timeout)
-
-    def close(self) -> None:
-        """Stop the background thread and close the widgets."""
-        background = getattr(self, "background", None)  # absent when __init__ failed early
-        if background is not None:
-            background.close()
-        super().close()
 
 
 def compare(scenario: Scenario | None = None, **options: Any) -> Compare:

@@ -26,7 +26,7 @@ from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
 from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
-from smdlab.widgets.live import Background, figure_widget, sync_figure
+from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
 from smdlab.widgets.scenario import (
     DEVICES,
     MACHINE_SHAPES,
@@ -52,7 +52,7 @@ def _slider_layout() -> widgets.Layout:
     return widgets.Layout(width=_CONTROL_WIDTH)
 
 
-class Explorer(widgets.HBox):
+class Explorer(BackgroundApp, widgets.HBox):
     """The explorer app: controls on the left, allocation, JCT bounds and one job's timeline on the right.
 
     Every control is an attribute (``machines``, ``shape``, ``bandwidth``, ``profiles``, ``n_jobs``,
@@ -365,16 +365,6 @@ class Explorer(widgets.HBox):
         self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
 
     # ---- for tests and notebooks ------------------------------------------------------------------
-    def wait(self, timeout: float | None = 60.0) -> bool:
-        """Block until background work (the exact MILP) has finished and been drawn."""
-        return self.background.wait(timeout)
-
-    def close(self) -> None:
-        """Stop the background thread and close the widgets."""
-        background = getattr(self, "background", None)  # absent when __init__ failed early
-        if background is not None:
-            background.close()
-        super().close()
 
     def snapshot(self) -> dict[str, Any]:
         """The data currently drawn: y values of every trace of each figure (tests compare these)."""

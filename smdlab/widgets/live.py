@@ -185,3 +185,21 @@ class Background:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._idle.set()
         self.busy.value = ""
+
+
+class BackgroundApp:
+    """Mixin of the apps that run heavy work on ``self.background``: waiting for it and closing."""
+
+    background: Background
+    WAIT_TIMEOUT_S: float = 60.0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the background work of the last change has finished and been drawn."""
+        return self.background.wait(self.WAIT_TIMEOUT_S if timeout is None else timeout)
+
+    def close(self) -> None:
+        """Stop the background thread and close the widgets."""
+        background = getattr(self, "background", None)  # absent when __init__ failed early
+        if background is not None:
+            background.close()
+        super().close()
