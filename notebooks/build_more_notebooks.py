@@ -1,4 +1,4 @@
-"""The cells of notebooks/04_policies.ipynb and notebooks/05_paper_figures.ipynb.
+"""The cells of notebooks/04_policies.ipynb and notebooks/05_paper_figures.ipynb, as (kind, source) pairs.
 
 ``python notebooks/build_notebooks.py`` writes them (with 01-03); the .ipynb files are generated,
 so diffs of this script are the diffs that matter.
@@ -6,35 +6,18 @@ so diffs of this script are the diffs that matter.
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-HERE = Path(__file__).resolve().parent
-
-KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+def md(text: str) -> tuple[str, str]:
+    """A markdown cell."""
+    return ("markdown", text)
 
 
-def _nb(cells: list) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
-    # Stable cell ids: regenerating an unchanged notebook gives identical bytes.
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i:02d}"
-    return nb
+def code(text: str) -> tuple[str, str]:
+    """A code cell."""
+    return ("code", text)
 
 
-def md(text: str):
-    """A markdown cell (leading/trailing blank lines dropped)."""
-    return new_markdown_cell(text.strip("\n"))
-
-
-def code(text: str):
-    """A code cell (leading/trailing blank lines dropped)."""
-    return new_code_cell(text.strip("\n"))
-
-
-POLICIES = _nb([
+POLICIES = [
     md("""
 # 4. Every policy, side by side
 
@@ -118,10 +101,10 @@ The JCT-versus-parameter curves of every policy (number of jobs, cluster size, b
 communication/computation ratio) are in `05_paper_figures.ipynb` and in `figures/`
 (`smdlab reproduce`, see `EXPERIMENTS.md`).
 """),
-])
+]
 
 
-PAPER = _nb([
+PAPER = [
     md("""
 # 5. The paper-style figures
 
@@ -227,6 +210,6 @@ if committed.exists():
 else:
     print("no committed figures next to this notebook; run `smdlab reproduce --quick --out figures`")
 """),
-])
+]
 
 NOTEBOOKS = {"04_policies.ipynb": POLICIES, "05_paper_figures.ipynb": PAPER}

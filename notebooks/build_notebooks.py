@@ -293,7 +293,11 @@ carries plotly.js with it, so this dashboard stays at the explorer's three.)
 ])
 
 NOTEBOOKS = {"01_model.ipynb": MODEL, "02_smd_step_by_step.ipynb": SMD, "03_explorer.ipynb": EXPLORER}
-NOTEBOOKS.update(_sibling("build_more_notebooks").NOTEBOOKS)  # 04 policies, 05 paper figures
+# 04 policies, 05 paper figures: (kind, source) pairs, as in _validation_cells.py
+NOTEBOOKS.update(
+    (name, _nb([md(src) if kind == "markdown" else code(src) for kind, src in cells]))
+    for name, cells in _sibling("build_more_notebooks").NOTEBOOKS.items()
+)
 
 
 def render(nb: nbformat.NotebookNode) -> str:
