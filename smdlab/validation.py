@@ -31,6 +31,7 @@ from scipy.optimize import least_squares, nnls
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.job import Job
+from smdlab.model.optimus_form import design_matrix
 from smdlab.model.profiles import LayerProfile
 from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.paths import data_dir
@@ -220,19 +221,13 @@ def _speed_from_tau(tau: np.ndarray, b: np.ndarray, w: np.ndarray, convention: s
 
 # --- the Optimus form -------------------------------------------------------------------------
 
-def _optimus_features(b: np.ndarray, w: np.ndarray, p: np.ndarray, convention: str) -> np.ndarray:
-    cs = b / w if convention == "global" else b.astype(float)
-    w, p = w.astype(float), p.astype(float)
-    return np.column_stack([cs, np.ones_like(w), w / p, w, p])
-
-
 def _fit_optimus(g: pd.DataFrame, convention: str, loss: str = "relative") -> dict[str, float]:
     # relative: rows of tau = X theta divided by the measured tau, so that a point counts by its
     # relative miss rather than by the size of its 1/speed. inverse_speed: 1/speed = X theta /
     # samples per iteration, unweighted.
     b, w, p = _arrays(g)
     tau = _tau_measured(g, convention)
-    X = _optimus_features(b, w, p, convention)
+    X = design_matrix(w, p, b, convention)
     if loss == "relative":
         theta, _ = nnls(X / tau[:, None], np.ones_like(tau))
     else:
@@ -243,7 +238,7 @@ def _fit_optimus(g: pd.DataFrame, convention: str, loss: str = "relative") -> di
 
 def _predict_optimus(params: Mapping[str, float], b, w, p, convention: str) -> np.ndarray:
     theta = np.array([params[k] for k in OPTIMUS_TERMS])
-    tau = _optimus_features(b, w, p, convention) @ theta
+    tau = design_matrix(w, p, b, convention) @ theta
     with np.errstate(divide="ignore"):
         return _speed_from_tau(tau, b, w, convention)
 
