@@ -27,15 +27,20 @@ QUICK_TARGET_S = 180.0
 def _quick() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "smdlab.cli", "reproduce", "--quick", "--out", tmp],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "smdlab.cli", "reproduce", "--quick", "--out", tmp],
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             print(proc.stderr)
             raise SystemExit(f"smdlab reproduce --quick failed with exit status {proc.returncode}")
         files = sorted(p.name for p in Path(tmp).iterdir() if not p.name.startswith("."))
-    print(f"reproduce --quick: {wall:6.1f} s wall for {len(files)} files; target {QUICK_TARGET_S:.0f} s; "
-          f"time/target {wall / QUICK_TARGET_S:.2f}")
+    print(
+        f"reproduce --quick: {wall:6.1f} s wall for {len(files)} files; target {QUICK_TARGET_S:.0f} s; "
+        f"time/target {wall / QUICK_TARGET_S:.2f}"
+    )
     for line in proc.stderr.strip().splitlines():
         print("   ", line)
 
@@ -66,15 +71,19 @@ def _export(n: int) -> None:
                     pio.write_image(fig, os.path.join(tmp, f"each{k}.{fmt}"), format=fmt)
         each = time.perf_counter() - t0
     images = 2 * len(figs)
-    print(f"export of {images} images: one browser kept open {kept:6.1f} s ({kept / images:.2f} s/image); "
-          f"a browser per image {each:6.1f} s ({each / images:.2f} s/image); ratio {each / kept:.1f}x")
+    print(
+        f"export of {images} images: one browser kept open {kept:6.1f} s ({kept / images:.2f} s/image); "
+        f"a browser per image {each:6.1f} s ({each / images:.2f} s/image); ratio {each / kept:.1f}x"
+    )
 
 
 def main() -> None:
     """Run the measurements and print them."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-quick", action="store_true", help="only the export comparison")
-    ap.add_argument("--figures", type=int, default=4, help="figures in the export comparison (default 4)")
+    ap.add_argument(
+        "--figures", type=int, default=4, help="figures in the export comparison (default 4)"
+    )
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     if not args.skip_quick:

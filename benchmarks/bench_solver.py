@@ -31,7 +31,11 @@ METHODS = [
     ("lp", "lp", {}),
     ("lp_round", "lp_round", {}),
     ("smd/hull", "smd", {"knapsack": "hull", "bound": False}),
-    ("smd/hull/objective-selection", "smd", {"knapsack": "hull", "selection": "objective", "bound": False}),
+    (
+        "smd/hull/objective-selection",
+        "smd",
+        {"knapsack": "hull", "selection": "objective", "bound": False},
+    ),
     ("smd/greedy", "smd", {"knapsack": "greedy", "bound": False}),
     ("smd/lp_round", "smd", {"knapsack": "lp_round", "bound": False}),
     ("smd/exact", "smd", {"knapsack": "exact", "bound": False}),
@@ -94,21 +98,36 @@ def placement_rows(sizes, seed, repeat, fraction):
             res = place(jobs, alloc, cluster)
             best = min(best, time.perf_counter() - t0)
         placed = solve(jobs, cluster, "smd", bound=False)
-        out.append(dict(n=n, machines=len(cluster.machines), tasks=int(sum(pooled.workers) + sum(pooled.ps)),
-                        time_s=best, shrink=res.shrink_steps, change=(placed.objective - pooled.objective) / pooled.objective))
+        out.append(
+            dict(
+                n=n,
+                machines=len(cluster.machines),
+                tasks=int(sum(pooled.workers) + sum(pooled.ps)),
+                time_s=best,
+                shrink=res.shrink_steps,
+                change=(placed.objective - pooled.objective) / pooled.objective,
+            )
+        )
     return out
 
 
 def placement_table(rows) -> str:
-    lines = ["| n | machines | tasks | place (s) | shrink steps | objective change |", "|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| n | machines | tasks | place (s) | shrink steps | objective change |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['n']} | {r['machines']} | {r['tasks']} | {r['time_s']:.4f} | {r['shrink']} | {r['change']:+.2e} |")
+        lines.append(
+            f"| {r['n']} | {r['machines']} | {r['tasks']} | {r['time_s']:.4f} | {r['shrink']} | {r['change']:+.2e} |"
+        )
     return "\n".join(lines)
 
 
 def table(rows) -> str:
-    head = ("| n | Pareto configs | method | wall (s) | milp wall / wall | CPU (s) | milp CPU / CPU | gap to ref | ref "
-            "| status | smd iterations (knapsack solves) |")
+    head = (
+        "| n | Pareto configs | method | wall (s) | milp wall / wall | CPU (s) | milp CPU / CPU | gap to ref | ref "
+        "| status | smd iterations (knapsack solves) |"
+    )
     sep = "|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|"
     lines = [head, sep]
     for r in rows:
@@ -127,16 +146,23 @@ def targets(rows) -> str:
     sizes = sorted({r["n"] for r in rows})
     default = "smd/hull"
     gaps = [by[(n, default)]["gap"] for n in sizes if by[(n, "milp")]["status"] == "optimal"]
-    out.append(f"- smd (default knapsack hull) within 2% of the MILP optimum where proven: "
-               f"max gap {max(gaps):.2e} -> {'met' if max(gaps) <= 0.02 else 'MISSED'}")
+    out.append(
+        f"- smd (default knapsack hull) within 2% of the MILP optimum where proven: "
+        f"max gap {max(gaps):.2e} -> {'met' if max(gaps) <= 0.02 else 'MISSED'}"
+    )
     big = [n for n in sizes if n >= 40]
     if big:
         sp = {n: by[(n, default)]["speedup"] for n in big}
         cp = {n: by[(n, default)]["cpu_speedup"] for n in big}
         ok = all(v >= 10 for v in sp.values())
-        out.append("- smd >= 10x faster than milp from n = 40 (wall): "
-                   + ", ".join(f"n={n}: {v:.1f}x" for n, v in sp.items()) + f" -> {'met' if ok else 'MISSED'}"
-                   + " (CPU time: " + ", ".join(f"n={n}: {v:.1f}x" for n, v in cp.items()) + ")")
+        out.append(
+            "- smd >= 10x faster than milp from n = 40 (wall): "
+            + ", ".join(f"n={n}: {v:.1f}x" for n, v in sp.items())
+            + f" -> {'met' if ok else 'MISSED'}"
+            + " (CPU time: "
+            + ", ".join(f"n={n}: {v:.1f}x" for n, v in cp.items())
+            + ")"
+        )
     if 160 in sizes:
         t = by[(160, default)]["time_s"]
         out.append(f"- 160 jobs by smd under 1 s: {t:.3f} s -> {'met' if t < 1 else 'MISSED'}")
@@ -148,9 +174,13 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 40, 80, 160])
     ap.add_argument("--quick", action="store_true", help="n = 10, 20, 40 only")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--repeat", type=int, default=7, help="runs per method (fewer past 5 s); the fastest counts")
+    ap.add_argument(
+        "--repeat", type=int, default=7, help="runs per method (fewer past 5 s); the fastest counts"
+    )
     ap.add_argument("--time-limit", type=float, default=60.0, help="MILP time limit (s)")
-    ap.add_argument("--fraction", type=float, default=0.5, help="share of the jobs' demand the cluster holds")
+    ap.add_argument(
+        "--fraction", type=float, default=0.5, help="share of the jobs' demand the cluster holds"
+    )
     args = ap.parse_args(argv)
     sizes = [10, 20, 40] if args.quick else args.sizes
     # warm-up: imports, the HiGHS/Gurobi start-up and the first-call costs are not part of any timing
@@ -159,9 +189,11 @@ def main(argv=None) -> None:
         solve(warm_jobs, warm_cluster, method, place=False, backend="highs", **opts)
     t0 = time.perf_counter()
     rows = run(sizes, args.seed, args.repeat, args.time_limit, args.fraction)
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f} at the end; seed {args.seed}; fraction {args.fraction}; "
-          f"numpy {np.__version__}; total {time.perf_counter() - t0:.0f} s\n")
+    print(
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f} at the end; seed {args.seed}; fraction {args.fraction}; "
+        f"numpy {np.__version__}; total {time.perf_counter() - t0:.0f} s\n"
+    )
     print(table(rows))
     print()
     print(targets(rows))

@@ -44,7 +44,9 @@ def _sequence(n: int) -> list[tuple[str, object]]:
     raise AssertionError("unreachable")
 
 
-def _run(n: int, wait: bool, recreate: bool = False) -> tuple[list[float], list[float], list[float]]:
+def _run(
+    n: int, wait: bool, recreate: bool = False
+) -> tuple[list[float], list[float], list[float]]:
     import plotly.graph_objects as go
 
     from smdlab.widgets import explorer
@@ -95,7 +97,9 @@ def _run_compare(n: int) -> tuple[list[float], list[float]]:
 def main() -> None:
     """Run both conditions and print medians, the ratio to the target and the in-place speed-up."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--changes", type=int, default=48, help="control changes per condition (default 48)")
+    ap.add_argument(
+        "--changes", type=int, default=48, help="control changes per condition (default 48)"
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     from smdlab.widgets import explorer
@@ -105,23 +109,40 @@ def main() -> None:
     rows = []
     for label, wait in (("idle", True), ("busy", False)):
         totals, solves, draws = _run(args.changes, wait)
-        rows.append((label, statistics.median(totals), statistics.median(solves), statistics.median(draws),
-                     max(totals)))
+        rows.append(
+            (
+                label,
+                statistics.median(totals),
+                statistics.median(solves),
+                statistics.median(draws),
+                max(totals),
+            )
+        )
     totals_re, _, _ = _run(args.changes, True, recreate=True)
     median_re = statistics.median(totals_re)
-    print(f"{'condition':>10} {'median':>9} {'solve':>8} {'redraw':>8} {'max':>8} {'median/target':>14}")
+    print(
+        f"{'condition':>10} {'median':>9} {'solve':>8} {'redraw':>8} {'max':>8} {'median/target':>14}"
+    )
     for label, med, sol, drw, mx in rows:
-        print(f"{label:>10} {med * 1e3:7.1f}ms {sol * 1e3:6.1f}ms {drw * 1e3:6.1f}ms {mx * 1e3:6.0f}ms "
-              f"{med / TARGET_S:14.2f}")
+        print(
+            f"{label:>10} {med * 1e3:7.1f}ms {sol * 1e3:6.1f}ms {drw * 1e3:6.1f}ms {mx * 1e3:6.0f}ms "
+            f"{med / TARGET_S:14.2f}"
+        )
     idle = rows[0][1]
-    print(f"{'recreate':>10} {median_re * 1e3:7.1f}ms  (new FigureWidgets per change; in-place is "
-          f"{median_re / idle:.1f}x faster)")
-    print(f"{args.changes} changes per condition; target {TARGET_S * 1e3:.0f} ms median: "
-          f"{'met' if max(r[1] for r in rows) <= TARGET_S else 'NOT met'}")
+    print(
+        f"{'recreate':>10} {median_re * 1e3:7.1f}ms  (new FigureWidgets per change; in-place is "
+        f"{median_re / idle:.1f}x faster)"
+    )
+    print(
+        f"{args.changes} changes per condition; target {TARGET_S * 1e3:.0f} ms median: "
+        f"{'met' if max(r[1] for r in rows) <= TARGET_S else 'NOT met'}"
+    )
     returns, sims = _run_compare(10)
-    print(f"compare(): load changes return in {statistics.median(returns) * 1e3:.1f} ms (median, max "
-          f"{max(returns) * 1e3:.1f} ms); the 7 policies' simulations then take {statistics.median(sims):.2f} s "
-          f"(median) on the background thread")
+    print(
+        f"compare(): load changes return in {statistics.median(returns) * 1e3:.1f} ms (median, max "
+        f"{max(returns) * 1e3:.1f} ms); the 7 policies' simulations then take {statistics.median(sims):.2f} s "
+        f"(median) on the background thread"
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ parsed from ``SOURCE`` (cells start at a ``# %%`` line; markdown lines drop thei
 
 from __future__ import annotations
 
-SOURCE = r'''
+SOURCE = r"""
 # %% [markdown]
 # ## Validation against measurements
 #
@@ -65,7 +65,7 @@ for col in (1, 2):
     fig.add_scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="grey", dash="dot"),
                     showlegend=False, hoverinfo="skip", row=1, col=col)
 fig
-'''
+"""
 
 
 def _parse(source: str) -> list[tuple[str, str]]:
@@ -75,8 +75,11 @@ def _parse(source: str) -> list[tuple[str, str]]:
             cells.append(("markdown" if "[markdown]" in line else "code", []))
         elif cells:
             kind, lines = cells[-1]
-            lines.append(line[2:] if kind == "markdown" and line.startswith("# ") else
-                         ("" if kind == "markdown" and line == "#" else line))
+            lines.append(
+                line[2:]
+                if kind == "markdown" and line.startswith("# ")
+                else ("" if kind == "markdown" and line == "#" else line)
+            )
     return [(kind, "\n".join(lines).strip("\n")) for kind, lines in cells]
 
 

@@ -20,8 +20,12 @@ KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language":
 
 
 def _nb(cells: list) -> nbformat.NotebookNode:
-    nb = new_notebook(cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
-    for i, cell in enumerate(nb.cells):  # stable ids: an unchanged notebook regenerates byte for byte
+    nb = new_notebook(
+        cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}}
+    )
+    for i, cell in enumerate(
+        nb.cells
+    ):  # stable ids: an unchanged notebook regenerates byte for byte
         cell["id"] = f"cell-{i:02d}"
     return nb
 
@@ -46,11 +50,15 @@ def _sibling(name: str):
 
 def validation_cells() -> list:
     """The validation section of notebook 01, from ``_validation_cells.py``."""
-    return [md(src) if kind == "markdown" else code(src) for kind, src in _sibling("_validation_cells").CELLS]
+    return [
+        md(src) if kind == "markdown" else code(src)
+        for kind, src in _sibling("_validation_cells").CELLS
+    ]
 
 
-MODEL = _nb([
-    md("""
+MODEL = _nb(
+    [
+        md("""
 # 1. The layered model of one training iteration
 
 smdlab schedules data-parallel DNN training jobs on the parameter-server (PS) architecture. How
@@ -65,14 +73,14 @@ This notebook shows one iteration's timeline, how overlapping communication with
 changes it, how that changes the number of PSs a worker needs, and how well the model predicts
 measured training speeds.
 """),
-    code("""
+        code("""
 from smdlab import make_job, iteration_time, speed, MODES
 from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure
 
 job = make_job("resnet50-demo", "resnet50", samples=1.28e6 * 90)  # 90 ImageNet epochs, V100 times
 job.profile.to_frame().head(8)
 """),
-    md("""
+        md("""
 ## One iteration, layer by layer
 
 With **wait-free backpropagation** (`wfbp`, the default overlap mode) the gradient of a layer is
@@ -80,25 +88,25 @@ pushed as soon as that layer's backward pass ends, while the backward pass of th
 continues; each pull follows its push on the other direction of the full-duplex link, and the
 next forward pass starts when every pull has arrived. Hover over a bar to see its layer.
 """),
-    code("""
+        code("""
 W, P = 4, 2
 timeline_figure(job, W, P, "wfbp").show()
 print(f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'wfbp') * 1e3:.1f} ms")
 """),
-    md("""
+        md("""
 ## What the overlap buys
 
 `sequential` mode waits for the whole backward pass before the first push and for every pull
 before the next iteration; `wfbp` hides most of the pushes behind the backward pass. Same job,
 same allocation:
 """),
-    code("""
+        code("""
 overlap_figure(job, W, P).show()
 for mode in MODES:
     print(f"{mode:>14}: tau = {iteration_time(job, W, P, mode) * 1e3:7.1f} ms, "
           f"speed = {speed(job, W, P, mode):8.1f} samples/s")
 """),
-    md("""
+        md("""
 ## Overlap changes how many PSs a worker needs
 
 Each PS receives `w / p` of every gradient, so PSs relieve the PS side of the network. When the
@@ -106,7 +114,7 @@ communication hides behind the backward pass, fewer PSs are enough: below, a job
 network (each task reserves 100 Gbps) and, for each worker count, the fewest PSs that reach 97%
 of the best speed at that worker count.
 """),
-    code("""
+        code("""
 fast_nic = {"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 100}
 fast = make_job("resnet50-100G", "resnet50", samples=1.28e6 * 90, worker_demand=fast_nic,
                 ps_demand={**fast_nic, "gpu": 0})
@@ -114,12 +122,14 @@ ratio_figure(fast).show()
 needed = ps_needed_table(fast)
 needed[needed["workers"].isin([4, 8, 12, 16])].pivot(index="workers", columns="mode", values="ps")
 """),
-    *validation_cells(),
-])
+        *validation_cells(),
+    ]
+)
 
 
-SMD = _nb([
-    md("""
+SMD = _nb(
+    [
+        md("""
 # 2. SMD step by step: a sum of ratios, decomposed into knapsacks
 
 At a decision point the scheduler gives each job `w_i` workers and `p_i` PSs so that the total
@@ -134,7 +144,7 @@ The jobs here are small synthetic ones (random layer profiles, random NIC bandwi
 `smdlab.testing.random_job`, seeded), because jobs whose tasks all demand the same resources
 make the problem too easy to show a gap; notebook 3 uses the bundled real networks.
 """),
-    code("""
+        code("""
 import numpy as np
 
 from smdlab import Cluster
@@ -158,21 +168,21 @@ print(cluster)
 for j in jobs:
     print(j, dict(j.worker_demand))
 """),
-    md("""
+        md("""
 ## The sum of ratios
 
 Start with every job on one worker and one PS. Each row is one ratio `N_i / D_i`: the job's work
 (samples times its weight) over its speed, i.e. its completion time in seconds. Jong's
 parameters at this point are `beta_i = N_i / D_i` and `u_i = 1 / D_i`.
 """),
-    code("""
+        code("""
 start_w, start_p = np.ones(inst.n, dtype=int), np.ones(inst.n, dtype=int)
 start = ratio_table(inst, start_w, start_p)
 print("every job fits on one worker and one PS:", not inst.allow_defer)
 print(f"objective at the start: {start['ratio'].sum():,.0f} s")
 start
 """),
-    md("""
+        md("""
 ## One knapsack subproblem
 
 With (beta, u) fixed, the subproblem maximises `sum_i lambda_i * S_i(w_i, p_i)` with
@@ -181,16 +191,16 @@ With (beta, u) fixed, the subproblem maximises `sum_i lambda_i * S_i(w_i, p_i)` 
 cluster's. Solved exactly here; a job whose completion time weighs more gets a larger lambda
 and so more resources.
 """),
-    code("""
+        code("""
 step, w1, p1 = subproblem_step(inst, start_w, start_p)
 print(f"objective after one subproblem: {step['new_ratio'].sum():,.0f} s")
 step
 """),
-    code("""
+        code("""
 big = int(step["lambda"].idxmax())
 speed_heatmap_figure(inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}).show()
 """),
-    md("""
+        md("""
 ## The iteration converging
 
 `solve(..., method="smd")` runs the whole method: outer job selection (which jobs start now; all
@@ -199,20 +209,20 @@ steps on (beta, u), each solving one subproblem. The trace records `||psi||` (ho
 parameters are from a fixed point) and the true objective of each iterate; the result is the
 best iterate.
 """),
-    code("""
+        code("""
 smd = solve(jobs, cluster, "smd")
 exact = solve(jobs, cluster, "milp", time_limit=30)
 smd_trace_figure(smd, exact).show()
 smd.trace_frame()
 """),
-    md("""
+        md("""
 ## The bound closing, against the exact optimum
 
 The LP relaxation of the configuration MILP bounds every allocation from below. The gap between
 SMD's objective and that bound is reported with every run; where the exact MILP solves, it shows
 how far from optimal SMD really is.
 """),
-    code("""
+        code("""
 lp_round = solve(jobs, cluster, "lp_round")
 bounds_figure([smd, lp_round], exact).show()
 lp_bound = smd.lower_bound  # the LP relaxation's value, computed with every SMD run
@@ -221,17 +231,17 @@ for s in (smd, lp_round, exact):
     print(f"{s.method:>9}: objective {s.objective:12,.1f} s, {(s.objective - lp_bound) / s.objective:7.3%} above "
           f"the LP bound, {s.wall_time_s * 1e3:7.1f} ms, status {s.status}")
 """),
-    code("""
+        code("""
 allocation_figure(smd, jobs, cluster).show()
 """),
-    md("""
+        md("""
 ## Larger instances
 
 The same comparison as the job count grows (the cluster grows with it): SMD's gap to the exact
 optimum, the LP bound's distance below it, and both methods' times, measured here.
 `benchmarks/` runs the full-size comparison.
 """),
-    code("""
+        code("""
 import pandas as pd
 
 rows = []
@@ -244,11 +254,13 @@ for n in (4, 8, 16, 32):
                  "smd ms": a.wall_time_s * 1e3, "milp ms": b.wall_time_s * 1e3})
 pd.DataFrame(rows)
 """),
-])
+    ]
+)
 
 
-EXPLORER = _nb([
-    md("""
+EXPLORER = _nb(
+    [
+        md("""
 # 3. The live explorer
 
 Change the cluster (machines, machine shape, the NIC bandwidth each task gets), the job mix
@@ -266,21 +278,21 @@ time limit; an hourglass shows while it runs, and its point is drawn hollow when
 the limit without proving optimality. Results of a change that was overtaken by a newer one are
 discarded. `make dashboard` serves this notebook as a Voila dashboard.
 """),
-    code("""
+        code("""
 from smdlab.widgets import explorer
 
 app = explorer()
 app
 """),
-    md("""
+        md("""
 The app can be driven from Python as well: every control is an attribute (`app.machines`,
 `app.bandwidth`, `app.mode`, ...), so `app.machines.value = 6` has the same effect as moving the
 slider, and `app.wait()` blocks until the background MILP is done. The allocation shown:
 """),
-    code("""
+        code("""
 app.shown_solution.to_frame()
 """),
-    md("""
+        md("""
 ## Policies side by side
 
 `smdlab.widgets.compare()` is the companion app: one workload (the default scenario's synthetic
@@ -290,9 +302,14 @@ table and utilisation over time. Run `compare()` in a cell of its own to open it
 compares the policies on the full scenarios. (It is not opened here: each plotly FigureWidget
 carries plotly.js with it, so this dashboard stays at the explorer's three.)
 """),
-])
+    ]
+)
 
-NOTEBOOKS = {"01_model.ipynb": MODEL, "02_smd_step_by_step.ipynb": SMD, "03_explorer.ipynb": EXPLORER}
+NOTEBOOKS = {
+    "01_model.ipynb": MODEL,
+    "02_smd_step_by_step.ipynb": SMD,
+    "03_explorer.ipynb": EXPLORER,
+}
 # 04 policies, 05 paper figures: (kind, source) pairs, as in _validation_cells.py
 NOTEBOOKS.update(
     (name, _nb([md(src) if kind == "markdown" else code(src) for kind, src in cells]))
@@ -320,7 +337,10 @@ def main(argv: list[str]) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
     if stale:
-        print(f"out of date: {', '.join(stale)} (run python notebooks/build_notebooks.py)", file=sys.stderr)
+        print(
+            f"out of date: {', '.join(stale)} (run python notebooks/build_notebooks.py)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

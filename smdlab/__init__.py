@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, SolverError
-from smdlab.model import *  # noqa: F401,F403
+from smdlab.model import *  # noqa: F403
 from smdlab.model import __all__ as _model_all
 
 __version__ = "0.1.0"

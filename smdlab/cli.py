@@ -51,25 +51,47 @@ def _csv_list(kind: Callable[[str], Any]) -> Callable[[str], list]:
         try:
             return [kind(t) for t in items]
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list of {kind.__name__}, got {text!r}"
+            ) from None
 
     return parse
 
 
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scenario", metavar="FILE", help="scenario TOML (default: data/scenarios/default.toml)")
-    p.add_argument("--workload", metavar="{synthetic,philly,PATH}", 
-                   help="workload kind, or a CSV file (a trace or a job table)")
-    p.add_argument("--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)")
-    p.add_argument("--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run")
+    p.add_argument(
+        "--scenario", metavar="FILE", help="scenario TOML (default: data/scenarios/default.toml)"
+    )
+    p.add_argument(
+        "--workload",
+        metavar="{synthetic,philly,PATH}",
+        help="workload kind, or a CSV file (a trace or a job table)",
+    )
+    p.add_argument(
+        "--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)"
+    )
+    p.add_argument(
+        "--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run"
+    )
     p.add_argument("--mode", help="timing-model overlap mode (sequential, wfbp, wfbp_prefetch)")
-    p.add_argument("--elastic", action="store_true", default=None, help="let policies resize running jobs")
-    p.add_argument("--delta", type=float, metavar="SECONDS", help="periodic decision interval (0: none)")
-    p.add_argument("--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise")
+    p.add_argument(
+        "--elastic", action="store_true", default=None, help="let policies resize running jobs"
+    )
+    p.add_argument(
+        "--delta", type=float, metavar="SECONDS", help="periodic decision interval (0: none)"
+    )
+    p.add_argument(
+        "--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise"
+    )
 
 
-def _scenario_from(args: argparse.Namespace, *, load: float | None = None, machines: int | None = None,
-                   seed: int | None = None):
+def _scenario_from(
+    args: argparse.Namespace,
+    *,
+    load: float | None = None,
+    machines: int | None = None,
+    seed: int | None = None,
+):
     """The scenario file (or the default) with the command-line overrides applied."""
     from smdlab.workloads.scenario import WORKLOAD_KINDS, load_scenario
 
@@ -84,14 +106,22 @@ def _scenario_from(args: argparse.Namespace, *, load: float | None = None, machi
         workload["jobs"] = args.jobs
     if load is not None:
         workload["load"] = load
-    simulation = {k: getattr(args, k) for k in ("mode", "elastic", "delta", "unfit") if getattr(args, k) is not None}
+    simulation = {
+        k: getattr(args, k)
+        for k in ("mode", "elastic", "delta", "unfit")
+        if getattr(args, k) is not None
+    }
     fields: dict[str, Any] = {}
     if args.policy is not None:
         fields["policies"] = args.policy
     if seed is not None:
         fields["seed"] = seed
-    return scenario.with_changes(cluster={"machines": machines} if machines is not None else None,
-                                 workload=workload, simulation=simulation, **fields)
+    return scenario.with_changes(
+        cluster={"machines": machines} if machines is not None else None,
+        workload=workload,
+        simulation=simulation,
+        **fields,
+    )
 
 
 @contextlib.contextmanager
@@ -121,9 +151,14 @@ def _fmt_table(results: dict) -> str:
     for name, r in results.items():
         s = r.summary
         row = {
-            "policy": name, "completed": s["jobs_completed"], "skipped": s["jobs_skipped"],
-            "mean_jct_s": s["mean_jct"], "median_jct_s": s["median_jct"], "p95_jct_s": s["p95_jct"],
-            "p99_jct_s": s["p99_jct"], "makespan_s": s["makespan"],
+            "policy": name,
+            "completed": s["jobs_completed"],
+            "skipped": s["jobs_skipped"],
+            "mean_jct_s": s["mean_jct"],
+            "median_jct_s": s["median_jct"],
+            "p95_jct_s": s["p95_jct"],
+            "p99_jct_s": s["p99_jct"],
+            "makespan_s": s["makespan"],
         }
         row.update({f"util_{k}": v for k, v in s["utilization"].items()})
         row["sched_s"] = s["scheduler_time_s"]
@@ -143,10 +178,16 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     _add_scenario_arguments(p)
     p.add_argument("--machines", type=int, metavar="N", help="number of machines")
     p.add_argument("--seed", type=int, metavar="S", help="workload seed")
-    p.add_argument("--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)")
-    p.add_argument("--json", action="store_true", help="print only JSON on stdout (keyed by policy)")
+    p.add_argument(
+        "--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print only JSON on stdout (keyed by policy)"
+    )
     p.add_argument("--out", metavar="DIR", help="write per-job, history and utilisation CSVs here")
-    p.add_argument("--force", action="store_true", help="with --out: replace files smdlab did not write")
+    p.add_argument(
+        "--force", action="store_true", help="with --out: replace files smdlab did not write"
+    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -157,8 +198,13 @@ def _simulate(args: argparse.Namespace) -> int:
     with redirect:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
-        results = run_policies(jobs, cluster, scenario.policies, policy_options=scenario.policy_options,
-                               **simulation_options(scenario))
+        results = run_policies(
+            jobs,
+            cluster,
+            scenario.policies,
+            policy_options=scenario.policy_options,
+            **simulation_options(scenario),
+        )
         if args.out:
             from smdlab.sim.output import write_files
 
@@ -174,13 +220,21 @@ def _simulate(args: argparse.Namespace) -> int:
             # Wall-clock figures go to their own file, so that every other CSV is byte-identical
             # between two runs of the same scenario and seed.
             rows = [r.summary_row() for r in results.values()]
-            files["summary.csv"] = _csv_text(pd.DataFrame([{k: v for k, v in row.items() if k not in TIMING_KEYS}
-                                                           for row in rows]))
-            files["timings.csv"] = _csv_text(pd.DataFrame([{"policy": row["policy"], **{k: row[k] for k in TIMING_KEYS}}
-                                                           for row in rows]))
+            files["summary.csv"] = _csv_text(
+                pd.DataFrame(
+                    [{k: v for k, v in row.items() if k not in TIMING_KEYS} for row in rows]
+                )
+            )
+            files["timings.csv"] = _csv_text(
+                pd.DataFrame(
+                    [{"policy": row["policy"], **{k: row[k] for k in TIMING_KEYS}} for row in rows]
+                )
+            )
             write_files(args.out, files, force=args.force)
     if args.json:
-        sys.stdout.write(json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2) + "\n"
+        )
     else:
         print(f"scenario {scenario.name!r}: {len(jobs)} jobs on {cluster!r}")
         print(_fmt_table(results))
@@ -192,14 +246,45 @@ def _simulate(args: argparse.Namespace) -> int:
 # ---- sweep ---------------------------------------------------------------------------------
 def _sweep_arguments(p: argparse.ArgumentParser) -> None:
     _add_scenario_arguments(p)
-    p.add_argument("--loads", type=_csv_list(float), metavar="X[,X...]", help="offered loads (default: the scenario's)")
-    p.add_argument("--seeds", type=_csv_list(int), metavar="S[,S...]", help="workload seeds (default: the scenario's)")
-    p.add_argument("--machines", type=_csv_list(int), metavar="N[,N...]", help="cluster sizes (default: the scenario's)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (default: a local cluster)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes of the local cluster (default 2)")
-    p.add_argument("--serial", action="store_true", help="run the cells one after another in this process (no Dask)")
+    p.add_argument(
+        "--loads",
+        type=_csv_list(float),
+        metavar="X[,X...]",
+        help="offered loads (default: the scenario's)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_csv_list(int),
+        metavar="S[,S...]",
+        help="workload seeds (default: the scenario's)",
+    )
+    p.add_argument(
+        "--machines",
+        type=_csv_list(int),
+        metavar="N[,N...]",
+        help="cluster sizes (default: the scenario's)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler (default: a local cluster)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="worker processes of the local cluster (default 2)",
+    )
+    p.add_argument(
+        "--serial",
+        action="store_true",
+        help="run the cells one after another in this process (no Dask)",
+    )
     p.add_argument("--out", metavar="FILE", help="tidy CSV of the results (default: CSV on stdout)")
-    p.add_argument("--force", action="store_true", help="with --out: replace a file smdlab did not write")
+    p.add_argument(
+        "--force", action="store_true", help="with --out: replace a file smdlab did not write"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -213,8 +298,13 @@ def _sweep(args: argparse.Namespace) -> int:
         _check_writable(args.out, args.force)  # fail before a long sweep, not after it
     with _stdout_to_stderr():
         df = run_sweep(
-            scenario, loads=args.loads or [None], seeds=args.seeds, machines=args.machines,
-            scheduler=args.scheduler, workers=args.workers, serial=args.serial,
+            scenario,
+            loads=args.loads or [None],
+            seeds=args.seeds,
+            machines=args.machines,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            serial=args.serial,
             progress=False if args.no_progress else None,
         )
     text = _csv_text(df)
@@ -249,16 +339,27 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Command] = {
-    "simulate": Command("simulate policies on one scenario and print their summary", _simulate_arguments, _simulate),
-    "sweep": Command("run a grid (policies x loads x seeds x cluster sizes) into one tidy CSV", _sweep_arguments, _sweep),
-    "reproduce": Command("regenerate the paper-style figures: PNG, SVG and the CSV of each figure's data",
-                         _reproduce_arguments, _reproduce),
+    "simulate": Command(
+        "simulate policies on one scenario and print their summary", _simulate_arguments, _simulate
+    ),
+    "sweep": Command(
+        "run a grid (policies x loads x seeds x cluster sizes) into one tidy CSV",
+        _sweep_arguments,
+        _sweep,
+    ),
+    "reproduce": Command(
+        "regenerate the paper-style figures: PNG, SVG and the CSV of each figure's data",
+        _reproduce_arguments,
+        _reproduce,
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand of ``COMMANDS``."""
-    parser = _Parser(prog=PROG, description="smdlab: scheduling DNN training jobs on shared clusters")
+    parser = _Parser(
+        prog=PROG, description="smdlab: scheduling DNN training jobs on shared clusters"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, cmd in COMMANDS.items():

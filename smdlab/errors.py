@@ -24,7 +24,9 @@ class SolverError(SmdlabError):
     """A solver failed and no fallback produced a usable answer."""
 
 
-def check_positive(field: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
+def check_positive(
+    field: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False
+) -> float:
     """Return ``value`` as float if it is a finite number > 0 (>= 0 with allow_zero), else raise."""
     try:
         x = float(value)
@@ -39,7 +41,9 @@ def check_positive(field: str, value: Any, *, allow_zero: bool = False, allow_in
 
 def check_int(field: str, value: Any, lo: int, hi: int | None = None) -> int:
     """Return ``value`` as int if it is an integer in [lo, hi], else raise naming the range."""
-    integral = isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, float) and value.is_integer()
+    )
     if isinstance(value, bool) or not integral:
         raise InvalidInput(f"{field} must be an integer, got {value!r}")
     v = int(value)

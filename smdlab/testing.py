@@ -12,7 +12,9 @@ def random_profile(rng: np.random.Generator, layers: int | None = None) -> Layer
     """A random layered network: per-sample times ~10-100 us, 0.1-5 MB of parameters per layer."""
     n = int(layers or rng.integers(1, 12))
     f = rng.uniform(1e-5, 1e-4, n)
-    return LayerProfile([f"l{i}" for i in range(n)], f, 2 * f * rng.uniform(0.8, 1.2, n), rng.uniform(1e5, 5e6, n))
+    return LayerProfile(
+        [f"l{i}" for i in range(n)], f, 2 * f * rng.uniform(0.8, 1.2, n), rng.uniform(1e5, 5e6, n)
+    )
 
 
 def random_job(rng: np.random.Generator, name: str = "j", **overrides) -> Job:

@@ -37,10 +37,30 @@ from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.paths import data_dir
 
 __all__ = [
-    "ABLATION_SETS", "BUNDLED_PROFILES", "CONVENTIONS", "DEFAULT_LAYERED_FREE", "FORMS", "GENERIC_LAYERS",
-    "LAYERED_NEUTRAL", "LAYERED_PARAMS", "OPTIMUS_LOSSES", "OPTIMUS_TERMS", "ParamSpec", "REQUIRED_COLUMNS",
-    "SpeedModelFit", "ablation_report", "convention_report", "fit_speed_model", "generic_profile", "holdout_report",
-    "holdout_split", "load_job_types", "load_measurements", "mape", "mode_report", "report_markdown",
+    "ABLATION_SETS",
+    "BUNDLED_PROFILES",
+    "CONVENTIONS",
+    "DEFAULT_LAYERED_FREE",
+    "FORMS",
+    "GENERIC_LAYERS",
+    "LAYERED_NEUTRAL",
+    "LAYERED_PARAMS",
+    "OPTIMUS_LOSSES",
+    "OPTIMUS_TERMS",
+    "REQUIRED_COLUMNS",
+    "ParamSpec",
+    "SpeedModelFit",
+    "ablation_report",
+    "convention_report",
+    "fit_speed_model",
+    "generic_profile",
+    "holdout_report",
+    "holdout_split",
+    "load_job_types",
+    "load_measurements",
+    "mape",
+    "mode_report",
+    "report_markdown",
     "validation_profile",
 ]
 
@@ -70,29 +90,64 @@ class ParamSpec:
 
 
 # The layered form's free parameters per network: bounds are physical ranges, starts typical values.
-LAYERED_PARAMS: Mapping[str, ParamSpec] = MappingProxyType({
-    "compute_scale": ParamSpec("x profile", 0.1, 1000.0, 1.0,
-                            "multiplies every per-sample forward and backward time of the profile"),
-    "worker_gbps": ParamSpec("Gbps", 0.01, 1000.0, 5.0, "worker NIC bandwidth B_w"),
-    "ps_gbps": ParamSpec("Gbps", 0.01, 1000.0, 1.0, "PS NIC bandwidth B_ps"),
-    "fabric_gbps": ParamSpec("Gbps", 0.01, 1000.0, 10.0,
-                          "bandwidth the job's w workers share (w workers each get fabric/w)"),
-    "ps_aggregate_s_per_gb": ParamSpec("s/GB", 1e-4, 1000.0, 1.0,
-                                    "PS time per received gradient GB (it sums w copies), before that layer's pull"),
-    "ps_update_s_per_gb": ParamSpec("s/GB", 1e-4, 1000.0, 1.0,
-                                 "PS time per GB of its shard, once per iteration (optimizer step), before the pull"),
-    "overhead_s": ParamSpec("s", 1e-5, 10.0, 0.05, "fixed per-iteration overhead, added to tau"),
-})
+LAYERED_PARAMS: Mapping[str, ParamSpec] = MappingProxyType(
+    {
+        "compute_scale": ParamSpec(
+            "x profile",
+            0.1,
+            1000.0,
+            1.0,
+            "multiplies every per-sample forward and backward time of the profile",
+        ),
+        "worker_gbps": ParamSpec("Gbps", 0.01, 1000.0, 5.0, "worker NIC bandwidth B_w"),
+        "ps_gbps": ParamSpec("Gbps", 0.01, 1000.0, 1.0, "PS NIC bandwidth B_ps"),
+        "fabric_gbps": ParamSpec(
+            "Gbps",
+            0.01,
+            1000.0,
+            10.0,
+            "bandwidth the job's w workers share (w workers each get fabric/w)",
+        ),
+        "ps_aggregate_s_per_gb": ParamSpec(
+            "s/GB",
+            1e-4,
+            1000.0,
+            1.0,
+            "PS time per received gradient GB (it sums w copies), before that layer's pull",
+        ),
+        "ps_update_s_per_gb": ParamSpec(
+            "s/GB",
+            1e-4,
+            1000.0,
+            1.0,
+            "PS time per GB of its shard, once per iteration (optimizer step), before the pull",
+        ),
+        "overhead_s": ParamSpec(
+            "s", 1e-5, 10.0, 0.05, "fixed per-iteration overhead, added to tau"
+        ),
+    }
+)
 # The default free set: as many parameters as Optimus' form (5). The NICs stay unbounded: freeing
 # them as well moves the held-out error by less than half a point (ablation_report()).
 DEFAULT_LAYERED_FREE: tuple[str, ...] = (
-    "compute_scale", "fabric_gbps", "ps_aggregate_s_per_gb", "ps_update_s_per_gb", "overhead_s",
+    "compute_scale",
+    "fabric_gbps",
+    "ps_aggregate_s_per_gb",
+    "ps_update_s_per_gb",
+    "overhead_s",
 )
 # Values of the parameters a fit leaves out: no such limit, no such cost.
-LAYERED_NEUTRAL: Mapping[str, float] = MappingProxyType({
-    "compute_scale": 1.0, "worker_gbps": 1e5, "ps_gbps": 1e5, "fabric_gbps": 1e7,
-    "ps_aggregate_s_per_gb": 0.0, "ps_update_s_per_gb": 0.0, "overhead_s": 0.0,
-})
+LAYERED_NEUTRAL: Mapping[str, float] = MappingProxyType(
+    {
+        "compute_scale": 1.0,
+        "worker_gbps": 1e5,
+        "ps_gbps": 1e5,
+        "fabric_gbps": 1e7,
+        "ps_aggregate_s_per_gb": 0.0,
+        "ps_update_s_per_gb": 0.0,
+        "overhead_s": 0.0,
+    }
+)
 _N_STARTS = 3  # the start from LAYERED_PARAMS plus seeded starts scattered around it
 _START_SPREAD = 1.0  # std of the scatter, in natural-log units of each parameter
 _FD_STEP = 1e-6  # finite-difference step in log-parameter space
@@ -115,8 +170,13 @@ def load_job_types() -> pd.DataFrame:
     return pd.read_csv(_measurements_dir() / "ps_job_types.csv").set_index("model")
 
 
-def generic_profile(model: str, model_size_mb: float, step_compute_s: float, batch: int,
-                    layers: int = GENERIC_LAYERS) -> LayerProfile:
+def generic_profile(
+    model: str,
+    model_size_mb: float,
+    step_compute_s: float,
+    batch: int,
+    layers: int = GENERIC_LAYERS,
+) -> LayerProfile:
     """A network known only by its size and compute time: ``layers`` equal layers.
 
     Each layer holds model_size_mb * 1e6 / layers bytes; forward time per sample is
@@ -129,8 +189,12 @@ def generic_profile(model: str, model_size_mb: float, step_compute_s: float, bat
     layers = check_int("layers", layers, 1, 10_000)
     f = step / (3 * batch * layers)
     return LayerProfile(
-        tuple(f"{model}_{i}" for i in range(layers)), np.full(layers, f), np.full(layers, 2 * f),
-        np.full(layers, size * 1e6 / layers), device="dl2", network=model,
+        tuple(f"{model}_{i}" for i in range(layers)),
+        np.full(layers, f),
+        np.full(layers, 2 * f),
+        np.full(layers, size * 1e6 / layers),
+        device="dl2",
+        network=model,
     )
 
 
@@ -141,9 +205,13 @@ def validation_profile(model: str, batch: int) -> LayerProfile:
     types = load_job_types()
     if model not in types.index:
         known = sorted(set(types.index) | set(BUNDLED_PROFILES))
-        raise InvalidInput(f"model {model!r} has no profile; known: {', '.join(known)} (or pass profiles=)")
+        raise InvalidInput(
+            f"model {model!r} has no profile; known: {', '.join(known)} (or pass profiles=)"
+        )
     row = types.loc[model]
-    return generic_profile(model, float(row["model_size_mb"]), float(row["local_compute_time_s"]), batch)
+    return generic_profile(
+        model, float(row["model_size_mb"]), float(row["local_compute_time_s"]), batch
+    )
 
 
 def mape(predicted, measured) -> float:
@@ -154,6 +222,7 @@ def mape(predicted, measured) -> float:
 
 
 # --- input checks ---------------------------------------------------------------------------
+
 
 def _check_frame(df, columns: Sequence[str]) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
@@ -168,12 +237,16 @@ def _check_frame(df, columns: Sequence[str]) -> pd.DataFrame:
         bad = ~np.isfinite(vals) | (vals < 1) | (vals != np.round(vals))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise InvalidInput(f"{col} must be an integer >= 1 in every row; row {i} has {df[col].iloc[i]!r}")
+            raise InvalidInput(
+                f"{col} must be an integer >= 1 in every row; row {i} has {df[col].iloc[i]!r}"
+            )
     if "total_speed" in columns:
         speed = pd.to_numeric(df["total_speed"], errors="coerce").to_numpy(dtype=float)
         if not np.isfinite(speed).all():
             i = int(np.flatnonzero(~np.isfinite(speed))[0])
-            raise InvalidInput(f"total_speed must be a finite number in every row; row {i} has {df['total_speed'].iloc[i]!r}")
+            raise InvalidInput(
+                f"total_speed must be a finite number in every row; row {i} has {df['total_speed'].iloc[i]!r}"
+            )
     return df
 
 
@@ -221,6 +294,7 @@ def _speed_from_tau(tau: np.ndarray, b: np.ndarray, w: np.ndarray, convention: s
 
 # --- the Optimus form -------------------------------------------------------------------------
 
+
 def _fit_optimus(g: pd.DataFrame, convention: str, loss: str = "relative") -> dict[str, float]:
     # relative: rows of tau = X theta divided by the measured tau, so that a point counts by its
     # relative miss rather than by the size of its 1/speed. inverse_speed: 1/speed = X theta /
@@ -245,8 +319,16 @@ def _predict_optimus(params: Mapping[str, float], b, w, p, convention: str) -> n
 
 # --- the layered form -------------------------------------------------------------------------
 
-def _layered_tau(base: LayerProfile, batch: int, sets: Sequence[Mapping[str, float]], w: np.ndarray,
-                 p: np.ndarray, mode: str, convention: str) -> np.ndarray:
+
+def _layered_tau(
+    base: LayerProfile,
+    batch: int,
+    sets: Sequence[Mapping[str, float]],
+    w: np.ndarray,
+    p: np.ndarray,
+    mode: str,
+    convention: str,
+) -> np.ndarray:
     """tau at the points (w, p) for each parameter set (rows), through smdlab.model.timing.
 
     The model's update term is u_l = update_s_per_byte * s_l * w / p. A PS that aggregates the w
@@ -257,7 +339,9 @@ def _layered_tau(base: LayerProfile, batch: int, sets: Sequence[Mapping[str, flo
     """
     ws = np.unique(w)
     wmax, pmax = int(w.max()), int(p.max())
-    batch_kw = {} if convention == "global" else {"batch_mode": "per_worker", "per_worker_batch": batch}
+    batch_kw = (
+        {} if convention == "global" else {"batch_mode": "per_worker", "per_worker_batch": batch}
+    )
     jobs = []
     for prm in sets:
         f = base.forward_s * prm["compute_scale"]
@@ -265,11 +349,30 @@ def _layered_tau(base: LayerProfile, batch: int, sets: Sequence[Mapping[str, flo
         agg = prm["ps_aggregate_s_per_gb"] * 1e-9
         upd = prm["ps_update_s_per_gb"] * 1e-9
         for wi in ws:
-            prof = LayerProfile(base.names, f, bwd, base.param_bytes, update_s_per_byte=agg + upd / wi,
-                                device=base.device, network=base.network, kinds=base.kinds)
+            prof = LayerProfile(
+                base.names,
+                f,
+                bwd,
+                base.param_bytes,
+                update_s_per_byte=agg + upd / wi,
+                device=base.device,
+                network=base.network,
+                kinds=base.kinds,
+            )
             worker_bw = min(prm["worker_gbps"], prm["fabric_gbps"] / wi)
-            jobs.append(Job(f"{base.network}-w{wi}", prof, 1.0, batch, {"bw_gbps": worker_bw},
-                            {"bw_gbps": prm["ps_gbps"]}, max_workers=wmax, max_ps=pmax, **batch_kw))
+            jobs.append(
+                Job(
+                    f"{base.network}-w{wi}",
+                    prof,
+                    1.0,
+                    batch,
+                    {"bw_gbps": worker_bw},
+                    {"bw_gbps": prm["ps_gbps"]},
+                    max_workers=wmax,
+                    max_ps=pmax,
+                    **batch_kw,
+                )
+            )
     tables = iteration_time_table(jobs, mode)
     pos = np.searchsorted(ws, w)
     out = np.empty((len(sets), len(w)))
@@ -281,8 +384,15 @@ def _layered_tau(base: LayerProfile, batch: int, sets: Sequence[Mapping[str, flo
     return out
 
 
-def _layered_tau_rows(base: LayerProfile, sets: Sequence[Mapping[str, float]], b: np.ndarray, w: np.ndarray,
-                      p: np.ndarray, mode: str, convention: str) -> np.ndarray:
+def _layered_tau_rows(
+    base: LayerProfile,
+    sets: Sequence[Mapping[str, float]],
+    b: np.ndarray,
+    w: np.ndarray,
+    p: np.ndarray,
+    mode: str,
+    convention: str,
+) -> np.ndarray:
     """``_layered_tau`` for rows that may carry several batch sizes."""
     out = np.empty((len(sets), len(w)))
     for batch in np.unique(b):
@@ -291,8 +401,15 @@ def _layered_tau_rows(base: LayerProfile, sets: Sequence[Mapping[str, float]], b
     return out
 
 
-def _fit_layered(g: pd.DataFrame, base: LayerProfile, mode: str, convention: str, seed: int,
-                 free: Sequence[str], n_starts: int = _N_STARTS) -> tuple[dict[str, float], float]:
+def _fit_layered(
+    g: pd.DataFrame,
+    base: LayerProfile,
+    mode: str,
+    convention: str,
+    seed: int,
+    free: Sequence[str],
+    n_starts: int = _N_STARTS,
+) -> tuple[dict[str, float], float]:
     """Bounded least squares on log speed (relative error), best of a few seeded starts."""
     b, w, p = _arrays(g)
     y = np.log(_tau_measured(g, convention))
@@ -317,7 +434,10 @@ def _fit_layered(g: pd.DataFrame, base: LayerProfile, mode: str, convention: str
 
     rng = np.random.default_rng(seed)
     starts = [np.clip(np.log([LAYERED_PARAMS[k].start for k in free]), lo, hi)]
-    starts += [np.clip(starts[0] + rng.normal(0.0, _START_SPREAD, len(free)), lo, hi) for _ in range(n_starts - 1)]
+    starts += [
+        np.clip(starts[0] + rng.normal(0.0, _START_SPREAD, len(free)), lo, hi)
+        for _ in range(n_starts - 1)
+    ]
     best = None
     for x0 in starts:
         r = least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf", x_scale=1.0)
@@ -327,13 +447,15 @@ def _fit_layered(g: pd.DataFrame, base: LayerProfile, mode: str, convention: str
     return params, float(best.cost)
 
 
-def _predict_layered(params: Mapping[str, float], base: LayerProfile, b, w, p, mode: str,
-                     convention: str) -> np.ndarray:
+def _predict_layered(
+    params: Mapping[str, float], base: LayerProfile, b, w, p, mode: str, convention: str
+) -> np.ndarray:
     tau = _layered_tau_rows(base, [params], b, w, p, mode, convention)[0]
     return _speed_from_tau(tau, b, w, convention)
 
 
 # --- the fitted object ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SpeedModelFit:
@@ -368,7 +490,9 @@ class SpeedModelFit:
         _check_frame(df, PREDICT_COLUMNS)
         unknown = sorted(set(df["model"]) - set(self.params))
         if unknown:
-            raise InvalidInput(f"model must be one of the fitted networks ({', '.join(self.models)}); got {unknown[0]!r}")
+            raise InvalidInput(
+                f"model must be one of the fitted networks ({', '.join(self.models)}); got {unknown[0]!r}"
+            )
         out = np.empty(len(df))
         models = df["model"].to_numpy()
         b, w, p = _arrays(df)
@@ -377,20 +501,39 @@ class SpeedModelFit:
             if self.form == "optimus":
                 out[sel] = _predict_optimus(self.params[m], b[sel], w[sel], p[sel], self.convention)
             else:
-                out[sel] = _predict_layered(self.params[m], self.profiles[m], b[sel], w[sel], p[sel],
-                                            self.mode, self.convention)
+                out[sel] = _predict_layered(
+                    self.params[m],
+                    self.profiles[m],
+                    b[sel],
+                    w[sel],
+                    p[sel],
+                    self.mode,
+                    self.convention,
+                )
         return out
 
     def summary(self) -> pd.DataFrame:
         """One row per network: rows fitted and the fitted parameters."""
         keys = self.free if self.form == "layered" else OPTIMUS_TERMS
-        rows = [{"model": m, "n_rows": self.n_rows[m], **{k: self.params[m][k] for k in keys}} for m in self.models]
+        rows = [
+            {"model": m, "n_rows": self.n_rows[m], **{k: self.params[m][k] for k in keys}}
+            for m in self.models
+        ]
         return pd.DataFrame(rows)
 
 
-def fit_speed_model(df: pd.DataFrame, form: str, *, convention: str = "global", mode: str = "wfbp",
-                    profiles: Mapping[str, LayerProfile] | None = None, free: Sequence[str] | None = None,
-                    seed: int = 0, n_starts: int = _N_STARTS, optimus_loss: str = "relative") -> SpeedModelFit:
+def fit_speed_model(
+    df: pd.DataFrame,
+    form: str,
+    *,
+    convention: str = "global",
+    mode: str = "wfbp",
+    profiles: Mapping[str, LayerProfile] | None = None,
+    free: Sequence[str] | None = None,
+    seed: int = 0,
+    n_starts: int = _N_STARTS,
+    optimus_loss: str = "relative",
+) -> SpeedModelFit:
     """Fit the ``layered`` or ``optimus`` speed form per network to measured rows.
 
     df: rows shaped like ps_speed_measurements.csv (needs model, batch_size, num_ps, num_workers,
@@ -416,7 +559,9 @@ def fit_speed_model(df: pd.DataFrame, form: str, *, convention: str = "global", 
     params, used, n_rows = {}, {}, {}
     for m, g in df.groupby("model", sort=True):
         if len(g) < need:
-            raise InvalidInput(f"model {m!r} has {len(g)} usable rows; the {form} form needs >= {need}")
+            raise InvalidInput(
+                f"model {m!r} has {len(g)} usable rows; the {form} form needs >= {need}"
+            )
         n_rows[m] = len(g)
         if form == "optimus":
             params[m] = MappingProxyType(_fit_optimus(g, convention, optimus_loss))
@@ -425,22 +570,36 @@ def fit_speed_model(df: pd.DataFrame, form: str, *, convention: str = "global", 
         if profiles is not None and m in profiles:
             base = profiles[m]
             if not isinstance(base, LayerProfile):
-                raise InvalidInput(f"profiles[{m!r}] must be a LayerProfile, got {type(base).__name__}")
+                raise InvalidInput(
+                    f"profiles[{m!r}] must be a LayerProfile, got {type(base).__name__}"
+                )
         else:
             base = validation_profile(m, int(batches[0]))
         if len(batches) > 1:
-            notes.append(f"{m}: several batch sizes {sorted(map(int, batches))}; one set of parameters fits all")
+            notes.append(
+                f"{m}: several batch sizes {sorted(map(int, batches))}; one set of parameters fits all"
+            )
         fitted, _ = _fit_layered(g, base, mode, convention, seed, free, n_starts)
         params[m] = MappingProxyType(fitted)
         used[m] = base
-    return SpeedModelFit(form, convention, mode, free if form == "layered" else (), MappingProxyType(params),
-                         MappingProxyType(used),
-                         MappingProxyType(n_rows), tuple(notes))
+    return SpeedModelFit(
+        form,
+        convention,
+        mode,
+        free if form == "layered" else (),
+        MappingProxyType(params),
+        MappingProxyType(used),
+        MappingProxyType(n_rows),
+        tuple(notes),
+    )
 
 
 # --- held-out evaluation ----------------------------------------------------------------------
 
-def holdout_split(df: pd.DataFrame, seed: int = 0, test_fraction: float = 0.3) -> tuple[pd.DataFrame, pd.DataFrame]:
+
+def holdout_split(
+    df: pd.DataFrame, seed: int = 0, test_fraction: float = 0.3
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split rows per network at random (seeded): (train, test), round(test_fraction * n) test rows each.
 
     One generator ``numpy.random.default_rng(seed)`` permutes the networks' rows in sorted network
@@ -460,9 +619,17 @@ def holdout_split(df: pd.DataFrame, seed: int = 0, test_fraction: float = 0.3) -
     return pd.concat(train), pd.concat(test)
 
 
-def holdout_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction: float = 0.3, *,
-                   convention: str = "global", mode: str = "wfbp", free: Sequence[str] | None = None,
-                   n_starts: int = _N_STARTS, optimus_loss: str = "relative") -> pd.DataFrame:
+def holdout_report(
+    df: pd.DataFrame | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.3,
+    *,
+    convention: str = "global",
+    mode: str = "wfbp",
+    free: Sequence[str] | None = None,
+    n_starts: int = _N_STARTS,
+    optimus_loss: str = "relative",
+) -> pd.DataFrame:
     """Held-out MAPE (%) of both forms per network, plus the fitted parameters (one row each).
 
     Rows with non-positive speed are dropped first (a warning); each network's remaining rows are
@@ -474,8 +641,19 @@ def holdout_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction:
     notes: list[str] = []
     clean = _drop_failed(df, notes)
     train, test = holdout_split(clean, seed, test_fraction)
-    fits = {form: fit_speed_model(train, form, convention=convention, mode=mode, free=free, seed=seed,
-                                  n_starts=n_starts, optimus_loss=optimus_loss) for form in FORMS}
+    fits = {
+        form: fit_speed_model(
+            train,
+            form,
+            convention=convention,
+            mode=mode,
+            free=free,
+            seed=seed,
+            n_starts=n_starts,
+            optimus_loss=optimus_loss,
+        )
+        for form in FORMS
+    }
     rows = []
     for m, g in test.groupby("model", sort=True):
         row = {"model": m, "n_train": fits["layered"].n_rows[m], "n_test": len(g)}
@@ -485,13 +663,17 @@ def holdout_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction:
         row.update({f"optimus_{k}": v for k, v in fits["optimus"].params[m].items()})
         rows.append(row)
     out = pd.DataFrame(rows)
-    out.attrs["mean"] = {"mape_layered": float(out["mape_layered"].mean()),
-                         "mape_optimus": float(out["mape_optimus"].mean())}
+    out.attrs["mean"] = {
+        "mape_layered": float(out["mape_layered"].mean()),
+        "mape_optimus": float(out["mape_optimus"].mean()),
+    }
     out.attrs["notes"] = tuple(notes)
     return out
 
 
-def mode_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction: float = 0.3) -> pd.DataFrame:
+def mode_report(
+    df: pd.DataFrame | None = None, seed: int = 0, test_fraction: float = 0.3
+) -> pd.DataFrame:
     """Mean held-out MAPE (%) of both forms with the layered model in each overlap mode."""
     rows = []
     with warnings.catch_warnings():
@@ -502,7 +684,9 @@ def mode_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction: fl
     return pd.DataFrame(rows)
 
 
-def convention_report(df: pd.DataFrame | None = None, seed: int = 0, test_fraction: float = 0.3) -> pd.DataFrame:
+def convention_report(
+    df: pd.DataFrame | None = None, seed: int = 0, test_fraction: float = 0.3
+) -> pd.DataFrame:
     """Mean held-out MAPE (%) of both forms under each batch convention (the evidence for ``global``)."""
     rows = []
     with warnings.catch_warnings():
@@ -514,17 +698,24 @@ def convention_report(df: pd.DataFrame | None = None, seed: int = 0, test_fracti
 
 
 # Parameter sets compared by ablation_report(): the default, plus the NICs, minus one key term.
-ABLATION_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "default (5)": DEFAULT_LAYERED_FREE,
-    "+ worker NIC (6)": DEFAULT_LAYERED_FREE + ("worker_gbps",),
-    "+ worker and PS NICs (7)": DEFAULT_LAYERED_FREE + ("worker_gbps", "ps_gbps"),
-    "- PS aggregation (4)": tuple(k for k in DEFAULT_LAYERED_FREE if k != "ps_aggregate_s_per_gb"),
-    "- shared fabric (4)": tuple(k for k in DEFAULT_LAYERED_FREE if k != "fabric_gbps"),
-})
+ABLATION_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "default (5)": DEFAULT_LAYERED_FREE,
+        "+ worker NIC (6)": DEFAULT_LAYERED_FREE + ("worker_gbps",),
+        "+ worker and PS NICs (7)": DEFAULT_LAYERED_FREE + ("worker_gbps", "ps_gbps"),
+        "- PS aggregation (4)": tuple(
+            k for k in DEFAULT_LAYERED_FREE if k != "ps_aggregate_s_per_gb"
+        ),
+        "- shared fabric (4)": tuple(k for k in DEFAULT_LAYERED_FREE if k != "fabric_gbps"),
+    }
+)
 
 
-def ablation_report(df: pd.DataFrame | None = None, seeds: Sequence[int] = (1, 2, 3, 4, 5),
-                    test_fraction: float = 0.3) -> pd.DataFrame:
+def ablation_report(
+    df: pd.DataFrame | None = None,
+    seeds: Sequence[int] = (1, 2, 3, 4, 5),
+    test_fraction: float = 0.3,
+) -> pd.DataFrame:
     """Mean held-out MAPE (%) of the layered form per free-parameter set, beside Optimus', over split seeds.
 
     The seeds default to splits other than the reported one (seed 0). ``layered_wins``: on how
@@ -540,14 +731,23 @@ def ablation_report(df: pd.DataFrame | None = None, seeds: Sequence[int] = (1, 2
                 rows.append({"parameters": name, "seed": s, **rep.attrs["mean"]})
     out = pd.DataFrame(rows)
     out["layered_wins"] = (out["mape_layered"] < out["mape_optimus"]).astype(int)
-    return out.groupby("parameters", sort=False).agg(
-        mape_layered=("mape_layered", "mean"), mape_optimus=("mape_optimus", "mean"),
-        layered_wins=("layered_wins", "sum"), seeds=("seed", "size")).reset_index()
+    return (
+        out.groupby("parameters", sort=False)
+        .agg(
+            mape_layered=("mape_layered", "mean"),
+            mape_optimus=("mape_optimus", "mean"),
+            layered_wins=("layered_wins", "sum"),
+            seeds=("seed", "size"),
+        )
+        .reset_index()
+    )
 
 
 def _markdown(df: pd.DataFrame, formats: Mapping[str, str]) -> str:
-    cells = [[format(v, formats.get(c, "")) if not isinstance(v, str) else v for c, v in row.items()]
-             for _, row in df.iterrows()]
+    cells = [
+        [format(v, formats.get(c, "")) if not isinstance(v, str) else v for c, v in row.items()]
+        for _, row in df.iterrows()
+    ]
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells])
 
@@ -558,7 +758,11 @@ def _mean_optimus_inverse_speed(seed: int, test_fraction: float) -> float:
         data = _drop_failed(load_measurements(), [])
     train, test = holdout_split(data, seed, test_fraction)
     fit = fit_speed_model(train, "optimus", optimus_loss="inverse_speed")
-    return float(np.mean([mape(fit.predict(g), g["total_speed"]) for _, g in test.groupby("model", sort=True)]))
+    return float(
+        np.mean(
+            [mape(fit.predict(g), g["total_speed"]) for _, g in test.groupby("model", sort=True)]
+        )
+    )
 
 
 def report_markdown(seed: int = 0, test_fraction: float = 0.3, ablation: bool = True) -> str:
@@ -566,33 +770,81 @@ def report_markdown(seed: int = 0, test_fraction: float = 0.3, ablation: bool = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = holdout_report(seed=seed, test_fraction=test_fraction)
-    table = rep[["model", "n_train", "n_test", "mape_layered", "mape_optimus", *DEFAULT_LAYERED_FREE]].copy()
+    table = rep[
+        ["model", "n_train", "n_test", "mape_layered", "mape_optimus", *DEFAULT_LAYERED_FREE]
+    ].copy()
     table["overhead_s"] *= 1000
-    table = table.rename(columns={"mape_layered": "MAPE layered %", "mape_optimus": "MAPE Optimus %",
-                                  "compute_scale": "compute scale", "fabric_gbps": "fabric Gbps",
-                                  "ps_aggregate_s_per_gb": "PS aggregate s/GB",
-                                  "ps_update_s_per_gb": "PS update s/GB", "overhead_s": "overhead ms"})
+    table = table.rename(
+        columns={
+            "mape_layered": "MAPE layered %",
+            "mape_optimus": "MAPE Optimus %",
+            "compute_scale": "compute scale",
+            "fabric_gbps": "fabric Gbps",
+            "ps_aggregate_s_per_gb": "PS aggregate s/GB",
+            "ps_update_s_per_gb": "PS update s/GB",
+            "overhead_s": "overhead ms",
+        }
+    )
     mean = {c: "" for c in table.columns}
-    mean.update({"model": "**mean over networks**", "n_train": str(int(rep["n_train"].sum())),
-                 "n_test": str(int(rep["n_test"].sum())),
-                 "MAPE layered %": f"**{rep.attrs['mean']['mape_layered']:.2f}**",
-                 "MAPE Optimus %": f"**{rep.attrs['mean']['mape_optimus']:.2f}**"})
+    mean.update(
+        {
+            "model": "**mean over networks**",
+            "n_train": str(int(rep["n_train"].sum())),
+            "n_test": str(int(rep["n_test"].sum())),
+            "MAPE layered %": f"**{rep.attrs['mean']['mape_layered']:.2f}**",
+            "MAPE Optimus %": f"**{rep.attrs['mean']['mape_optimus']:.2f}**",
+        }
+    )
     table = pd.concat([table.astype(object), pd.DataFrame([mean])], ignore_index=True)
-    fmt = {"MAPE layered %": ".2f", "MAPE Optimus %": ".2f", "compute scale": ".3g", "fabric Gbps": ".3g",
-           "PS aggregate s/GB": ".3g", "PS update s/GB": ".3g", "overhead ms": ".3g"}
+    fmt = {
+        "MAPE layered %": ".2f",
+        "MAPE Optimus %": ".2f",
+        "compute scale": ".3g",
+        "fabric Gbps": ".3g",
+        "PS aggregate s/GB": ".3g",
+        "PS update s/GB": ".3g",
+        "overhead ms": ".3g",
+    }
     opt = rep[["model", *[f"optimus_{k}" for k in OPTIMUS_TERMS]]]
-    parts = [f"Held-out split: seed {seed}, test fraction {test_fraction}. " + " ".join(rep.attrs["notes"]),
-             "", _markdown(table, fmt), "", "Optimus coefficients (seconds; tau = a*M/w + b + c*w/p + d*w + e*p):",
-             "", _markdown(opt, {c: ".4g" for c in opt.columns}), "",
-             "Optimus fitted as Optimus does (unweighted NNLS on 1/speed), mean held-out MAPE %: "
-             f"{_mean_optimus_inverse_speed(seed, test_fraction):.2f}", "", "Batch convention (mean held-out MAPE %):",
-             "", _markdown(convention_report(seed=seed, test_fraction=test_fraction),
-                           {"mape_layered": ".2f", "mape_optimus": ".2f"})]
+    parts = [
+        f"Held-out split: seed {seed}, test fraction {test_fraction}. "
+        + " ".join(rep.attrs["notes"]),
+        "",
+        _markdown(table, fmt),
+        "",
+        "Optimus coefficients (seconds; tau = a*M/w + b + c*w/p + d*w + e*p):",
+        "",
+        _markdown(opt, {c: ".4g" for c in opt.columns}),
+        "",
+        "Optimus fitted as Optimus does (unweighted NNLS on 1/speed), mean held-out MAPE %: "
+        f"{_mean_optimus_inverse_speed(seed, test_fraction):.2f}",
+        "",
+        "Batch convention (mean held-out MAPE %):",
+        "",
+        _markdown(
+            convention_report(seed=seed, test_fraction=test_fraction),
+            {"mape_layered": ".2f", "mape_optimus": ".2f"},
+        ),
+    ]
     if ablation:
-        parts += ["", "Free-parameter sets of the layered form (mean held-out MAPE %, splits seeds 1-5):", "",
-                  _markdown(ablation_report(test_fraction=test_fraction), {"mape_layered": ".2f", "mape_optimus": ".2f"})]
-    parts += ["", "Overlap mode of the layered form (mean held-out MAPE %):", "",
-              _markdown(mode_report(seed=seed, test_fraction=test_fraction), {"mape_layered": ".2f", "mape_optimus": ".2f"})]
+        parts += [
+            "",
+            "Free-parameter sets of the layered form (mean held-out MAPE %, splits seeds 1-5):",
+            "",
+            _markdown(
+                ablation_report(test_fraction=test_fraction),
+                {"mape_layered": ".2f", "mape_optimus": ".2f"},
+            ),
+        ]
+    parts += [
+        "",
+        "Overlap mode of the layered form (mean held-out MAPE %):",
+        "",
+        _markdown(
+            mode_report(seed=seed, test_fraction=test_fraction),
+            {"mape_layered": ".2f", "mape_optimus": ".2f"},
+        ),
+    ]
     return "\n".join(parts)
 
 

@@ -16,13 +16,30 @@ def profile(layers: int = 3, scale: float = 1.0) -> LayerProfile:
     return LayerProfile([f"l{i}" for i in range(layers)], f, 2 * f, np.full(layers, 2e6))
 
 
-def job(name: str, *, arrival: float = 0.0, samples: float = 1e5, worker=None, ps=None,
-        max_workers: int = 8, max_ps: int = 8, prof: LayerProfile | None = None, **kw) -> Job:
+def job(
+    name: str,
+    *,
+    arrival: float = 0.0,
+    samples: float = 1e5,
+    worker=None,
+    ps=None,
+    max_workers: int = 8,
+    max_ps: int = 8,
+    prof: LayerProfile | None = None,
+    **kw,
+) -> Job:
     """A job with 1 GPU + 2 CPU + 5 Gbps workers and 2 CPU + 5 Gbps PSs unless told otherwise."""
     return Job(
-        name, prof or profile(), samples, 128,
-        worker or {"gpu": 1, "cpu": 2, "bw_gbps": 5}, ps or {"cpu": 2, "bw_gbps": 5},
-        arrival=arrival, max_workers=max_workers, max_ps=max_ps, **kw,
+        name,
+        prof or profile(),
+        samples,
+        128,
+        worker or {"gpu": 1, "cpu": 2, "bw_gbps": 5},
+        ps or {"cpu": 2, "bw_gbps": 5},
+        arrival=arrival,
+        max_workers=max_workers,
+        max_ps=max_ps,
+        **kw,
     )
 
 
@@ -32,19 +49,37 @@ def cluster(n: int = 2, **cap) -> Cluster:
     return Cluster(tuple(Machine(f"m{i}", dict(c)) for i in range(n)), tuple(c))
 
 
-def running(j: Job, tasks, *, start: float = 0.0, remaining: float | None = None, attained: float = 0.0) -> RunningJob:
+def running(
+    j: Job, tasks, *, start: float = 0.0, remaining: float | None = None, attained: float = 0.0
+) -> RunningJob:
     """A running job on ``tasks`` ((machine, workers, ps) triples)."""
     pl = Placement(tuple(tasks))
-    return RunningJob(j, pl.workers, pl.ps, pl, start, j.samples if remaining is None else remaining, attained)
+    return RunningJob(
+        j, pl.workers, pl.ps, pl, start, j.samples if remaining is None else remaining, attained
+    )
 
 
-def queued(j: Job, *, remaining: float | None = None, attained: float = 0.0, since: float | None = None) -> QueuedJob:
+def queued(
+    j: Job, *, remaining: float | None = None, attained: float = 0.0, since: float | None = None
+) -> QueuedJob:
     """A queued job (never run unless ``attained`` says otherwise)."""
-    return QueuedJob(j, j.samples if remaining is None else remaining, attained, j.arrival if since is None else since)
+    return QueuedJob(
+        j,
+        j.samples if remaining is None else remaining,
+        attained,
+        j.arrival if since is None else since,
+    )
 
 
-def state(cl: Cluster, queued_jobs=(), running_jobs=(), *, time: float = 0.0, elastic: bool = False,
-          mode: str = "wfbp") -> ClusterState:
+def state(
+    cl: Cluster,
+    queued_jobs=(),
+    running_jobs=(),
+    *,
+    time: float = 0.0,
+    elastic: bool = False,
+    mode: str = "wfbp",
+) -> ClusterState:
     """A ClusterState whose free capacity is the cluster minus what the running jobs hold."""
     free = capacity_matrix(cl).copy()
     for r in running_jobs:

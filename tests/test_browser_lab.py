@@ -33,8 +33,14 @@ ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium")
 # Flags from docs/toolchain notes: headless Debian chromium as root, no network side traffic.
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
 ]
 SERVER_START_S = 90
 RUN_ALL_S = 150
@@ -50,7 +56,10 @@ PLOT_STATE_JS = """() => {
 }"""
 
 if CHROMIUM is None:
-    pytest.skip("Debian's chromium is not on PATH (install it with tools/system-deps.sh)", allow_module_level=True)
+    pytest.skip(
+        "Debian's chromium is not on PATH (install it with tools/system-deps.sh)",
+        allow_module_level=True,
+    )
 
 
 def _free_port() -> int:
@@ -62,9 +71,13 @@ def _free_port() -> int:
 def _jupyter_env(tmp: Path) -> dict[str, str]:
     """Environment with every Jupyter folder inside ``tmp``, and JupyterLab's news/update pop-ups off."""
     env = dict(os.environ)
-    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
+    for var, sub in (
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+    ):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(tmp / sub)
     notif = tmp / "settings" / "@jupyterlab" / "apputils-extension"
@@ -80,7 +93,9 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}; log:\n{log.read_text()[-3000:]}")
+            raise RuntimeError(
+                f"server exited with {proc.returncode}; log:\n{log.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:
@@ -88,7 +103,9 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
         except OSError:
             pass
         time.sleep(0.25)
-    raise RuntimeError(f"server not ready at {url} after {timeout} s; log:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(
+        f"server not ready at {url} after {timeout} s; log:\n{log.read_text()[-3000:]}"
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -112,7 +129,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
     with open(log, "wb") as fh:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 @pytest.fixture
@@ -130,8 +149,16 @@ def lab_server(tmp_path: Path, notebook_copy: Path) -> Iterator[tuple[str, str]]
     port, token = _free_port(), secrets.token_hex(16)
     log = tmp_path / "jupyterlab.log"
     cmd = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-        f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={notebook_copy.parent}",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={notebook_copy.parent}",
         "--ServerApp.port_retries=0",
     ]
     proc = _start(cmd, notebook_copy.parent, _jupyter_env(tmp_path / "jupyter"), log)
@@ -149,8 +176,14 @@ def voila_server(tmp_path: Path, notebook_copy: Path) -> Iterator[str]:
     port = _free_port()
     log = tmp_path / "voila.log"
     cmd = [
-        sys.executable, "-m", "voila", str(notebook_copy), "--no-browser", f"--port={port}",
-        "--Voila.ip=127.0.0.1", "--ServerApp.port_retries=0",
+        sys.executable,
+        "-m",
+        "voila",
+        str(notebook_copy),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
     ]
     proc = _start(cmd, notebook_copy.parent, _jupyter_env(tmp_path / "jupyter"), log)
     try:
@@ -216,9 +249,15 @@ def _move_slider_and_wait(pg, shot_prefix: str) -> tuple[str, str]:
     handle.focus()
     pg.keyboard.press(key)
     try:
-        pg.wait_for_function("(v) => document.querySelector('.widget-slider .noUi-handle')"
-                             ".getAttribute('aria-valuenow') !== v", arg=value, timeout=5000)
-        pg.wait_for_function(f"(b) => ({PLOT_STATE_JS})() !== b", arg=before, timeout=CHANGE_S * 1000)
+        pg.wait_for_function(
+            "(v) => document.querySelector('.widget-slider .noUi-handle')"
+            ".getAttribute('aria-valuenow') !== v",
+            arg=value,
+            timeout=5000,
+        )
+        pg.wait_for_function(
+            f"(b) => ({PLOT_STATE_JS})() !== b", arg=before, timeout=CHANGE_S * 1000
+        )
     except Exception:
         pg.screenshot(path=str(ARTIFACTS / f"{shot_prefix}-failed.png"), full_page=True)
         raise AssertionError(
@@ -249,7 +288,9 @@ def test_lab_run_all_then_slider_changes_plot(lab_server, page):
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
     assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
-    page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
+    page.wait_for_selector(
+        ".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000
+    )
     before, after = _move_slider_and_wait(page, "lab-explorer")
     assert before != after
     assert (ARTIFACTS / "lab-explorer-after.png").stat().st_size > 10_000
@@ -270,9 +311,16 @@ def test_voila_dashboard_slider_changes_plot(voila_server, page):
         page.goto(voila_server + "/", timeout=RUN_ALL_S * 1000)
         # Voila removes its "Running ..." spinner once every cell has run.
         page.wait_for_selector("#loading", state="detached", timeout=RUN_ALL_S * 1000)
-        page.wait_for_selector(".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000)
-        tracebacks = [t for t in page.locator("[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
-                      if "Traceback" in t]
+        page.wait_for_selector(
+            ".widget-slider .noUi-handle", state="attached", timeout=RUN_ALL_S * 1000
+        )
+        tracebacks = [
+            t
+            for t in page.locator(
+                "[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
+            if "Traceback" in t
+        ]
         assert not tracebacks, f"the notebook raised: {tracebacks[:2]}"
         try:
             before, after = _move_slider_and_wait(page, "voila-explorer")

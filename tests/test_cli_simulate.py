@@ -21,8 +21,15 @@ def test_json_output_is_only_json(capfd):
     data = json.loads(out)
     assert set(data) == {"fifo", "srtf"}
     for summary in data.values():
-        for key in ("jobs_completed", "mean_jct", "median_jct", "p95_jct", "makespan", "utilization",
-                    "scheduler_time_s"):
+        for key in (
+            "jobs_completed",
+            "mean_jct",
+            "median_jct",
+            "p95_jct",
+            "makespan",
+            "utilization",
+            "scheduler_time_s",
+        ):
             assert key in summary
         assert summary["jobs_completed"] == 12
         assert set(summary["utilization"]) == {"gpu", "cpu", "mem_gb", "bw_gbps"}
@@ -38,7 +45,14 @@ def test_out_writes_csvs_and_never_clobbers_foreign_files(tmp_path, capfd):
     out = tmp_path / "res"
     assert main(["simulate", *SMALL, "--policy", "fifo", "--out", str(out)]) == 0
     jobs = pd.read_csv(out / "jobs_fifo.csv")
-    assert len(jobs) == 12 and {"job", "arrival", "start", "finish", "jct", "queueing_delay"} <= set(jobs.columns)
+    assert len(jobs) == 12 and {
+        "job",
+        "arrival",
+        "start",
+        "finish",
+        "jct",
+        "queueing_delay",
+    } <= set(jobs.columns)
     assert (out / "history_fifo.csv").exists() and (out / "summary.csv").exists()
     assert main(["simulate", *SMALL, "--policy", "fifo", "--out", str(out)]) == 0  # ours: replaced
     (out / "jobs_fifo.csv").write_text("my notes\n")
@@ -91,16 +105,38 @@ def test_malformed_scenario_reports_the_line(tmp_path, capfd):
 
 
 def test_installed_entry_point_exit_status():
-    proc = subprocess.run([sys.executable, "-m", "smdlab.cli", "simulate", "--jobs", "-1"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdlab.cli", "simulate", "--jobs", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip().startswith("smdlab: error:") and len(proc.stderr.strip().splitlines()) == 1
+    assert (
+        proc.stderr.strip().startswith("smdlab: error:")
+        and len(proc.stderr.strip().splitlines()) == 1
+    )
 
 
 def test_sweep_serial_tidy_csv(tmp_path, capfd):
     out = tmp_path / "sweep.csv"
-    argv = ["sweep", "--jobs", "10", "--policy", "fifo,srtf", "--loads", "0.5,1.5", "--seeds", "1,2",
-            "--machines", "2,3", "--serial", "--out", str(out), "--no-progress"]
+    argv = [
+        "sweep",
+        "--jobs",
+        "10",
+        "--policy",
+        "fifo,srtf",
+        "--loads",
+        "0.5,1.5",
+        "--seeds",
+        "1,2",
+        "--machines",
+        "2,3",
+        "--serial",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     df = pd.read_csv(out)
     assert len(df) == 2 * 2 * 2 * 2
@@ -113,8 +149,20 @@ def test_sweep_serial_tidy_csv(tmp_path, capfd):
 
 @pytest.mark.slow  # starts a local Dask cluster of 2 processes (about 10 s)
 def test_sweep_on_local_dask_matches_serial(capfd):
-    argv = ["sweep", "--jobs", "8", "--policy", "fifo", "--loads", "1.0", "--seeds", "1,2", "--machines", "2",
-            "--no-progress"]
+    argv = [
+        "sweep",
+        "--jobs",
+        "8",
+        "--policy",
+        "fifo",
+        "--loads",
+        "1.0",
+        "--seeds",
+        "1,2",
+        "--machines",
+        "2",
+        "--no-progress",
+    ]
     assert main([*argv, "--serial"]) == 0
     serial = capfd.readouterr().out
     assert main([*argv, "--workers", "2"]) == 0

@@ -12,7 +12,13 @@ from smdlab.errors import InvalidInput
 from smdlab.experiments import CONFIGS, get_config, jct_sweep, optimality_gap
 from smdlab.experiments.config import ExperimentConfig
 from smdlab.experiments.jct import SWEEPS, policies_of, scenario
-from smdlab.experiments.scenario import base_cluster, batch_jobs, comm_comp_ratio, with_bandwidth, with_comm_scale
+from smdlab.experiments.scenario import (
+    base_cluster,
+    batch_jobs,
+    comm_comp_ratio,
+    with_bandwidth,
+    with_comm_scale,
+)
 from smdlab.model.timing import duration_grid
 from smdlab.viz.experiments import gap_figure, jct_sweep_figure, summarise
 from smdlab.viz.style import SMD_LABEL
@@ -105,7 +111,9 @@ def test_gap_is_nonnegative_against_milp_and_lp():
 
 
 def test_summarise_aggregates_over_seeds():
-    df = pd.DataFrame({"x": [1, 1, 2, 2], "policy": ["a", "a", "a", "a"], "y": [1.0, 3.0, 5.0, 5.0]})
+    df = pd.DataFrame(
+        {"x": [1, 1, 2, 2], "policy": ["a", "a", "a", "a"], "y": [1.0, 3.0, 5.0, 5.0]}
+    )
     s = summarise(df, "x", "y")
     assert s["mean"].tolist() == [2.0, 5.0]
     assert s["sem"].tolist() == pytest.approx([1.0, 0.0])
@@ -141,9 +149,13 @@ def test_validation_points_reproduce_holdout_report():
 
     df = model_validation(TINY)
     assert set(df["model"]) == set(TINY.validation_models)
-    assert (df["measured_speed"] > 0).all() and np.isfinite(df[["predicted_layered", "predicted_optimus"]]).all().all()
+    assert (df["measured_speed"] > 0).all() and np.isfinite(
+        df[["predicted_layered", "predicted_optimus"]]
+    ).all().all()
     ours = mape_by_network(df).set_index("model")
-    ref = holdout_report(validation_data(TINY), seed=TINY.validation_seed, mode=TINY.mode).set_index("model")
+    ref = holdout_report(
+        validation_data(TINY), seed=TINY.validation_seed, mode=TINY.mode
+    ).set_index("model")
     for col in ("n_test", "mape_layered", "mape_optimus"):
         assert np.allclose(ours[col], ref.loc[ours.index, col]), col
     fig = validation_figure(df)

@@ -14,7 +14,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def _builder():
-    spec = importlib.util.spec_from_file_location("build_more_notebooks", NOTEBOOKS / "build_more_notebooks.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_more_notebooks", NOTEBOOKS / "build_more_notebooks.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -43,9 +43,15 @@ SEED = os.environ.get("SMDLAB_FUZZ_SEED")  # explore other cases than the derand
 
 def FUZZ(test):
     """Hypothesis settings of the fuzz runs: derandomised, or seeded by SMDLAB_FUZZ_SEED."""
-    test = settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None, database=None,
-                    suppress_health_check=list(HealthCheck))(test)
+    test = settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=SEED is None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )(test)
     return test if SEED is None else seed(int(SEED))(test)
+
 
 # ---- seed corpus ------------------------------------------------------------------------------
 TRACE = """timestamp,duration,num_gpus,gpu_time,cluster
@@ -172,28 +178,100 @@ path = "jobs.csv"
 jobs = 2
 on_unsorted = "raise"
 """
-SCENARIOS = [default_scenario_path().read_text(), RICH_SYNTHETIC, RICH_TRACE, RICH_PHILLY, TABLE_SCENARIO]
+SCENARIOS = [
+    default_scenario_path().read_text(),
+    RICH_SYNTHETIC,
+    RICH_TRACE,
+    RICH_PHILLY,
+    TABLE_SCENARIO,
+]
 CSVS = [TRACE, TRACE_SECONDS, JOB_TABLE, JOB_TABLE_MIN]
 
 # Values a mutation puts where a value was (TOML) or into a cell (CSV).
 TOML_TOKENS = [
-    "0", "-1", "-0.5", "1e400", "nan", "inf", "-inf", "+inf", "99999999999999999999", "9223372036854775807",
-    "1.5", "true", "false", '""', '"x"', '"nope"', '"1"', "[]", "[1]", '["a"]', "[[1, 2]]", "[1, 2, 3]",
-    "{}", "{ a = 1 }", "{ 1 = -1 }", "1979-05-27", "07:32:00", "'''", '"\\u0000"', "[0, -1]", "[1e400, 1]",
-    '"../../nonexistent.csv"', '"trace.csv"', '"jobs.csv"', "=", "[", "]",
+    "0",
+    "-1",
+    "-0.5",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    "+inf",
+    "99999999999999999999",
+    "9223372036854775807",
+    "1.5",
+    "true",
+    "false",
+    '""',
+    '"x"',
+    '"nope"',
+    '"1"',
+    "[]",
+    "[1]",
+    '["a"]',
+    "[[1, 2]]",
+    "[1, 2, 3]",
+    "{}",
+    "{ a = 1 }",
+    "{ 1 = -1 }",
+    "1979-05-27",
+    "07:32:00",
+    "'''",
+    '"\\u0000"',
+    "[0, -1]",
+    "[1e400, 1]",
+    '"../../nonexistent.csv"',
+    '"trace.csv"',
+    '"jobs.csv"',
+    "=",
+    "[",
+    "]",
 ]
 CSV_TOKENS = [
-    "", "nan", "NaN", "-1", "0", "-0", "1e400", "-1e400", "1.5", "abc", "True", " ", '"', '""', "\x00",
-    "99999999999999999999", "1e-320", "2017-10-03 12:00:00+01:00", "2017-10-03 12:00:00+09:00",
-    "2262-04-12", "1677-09-20", "0001-01-01", "9999-12-31", "2017-13-45", "nope", "resnet50", "1,2", "inf",
+    "",
+    "nan",
+    "NaN",
+    "-1",
+    "0",
+    "-0",
+    "1e400",
+    "-1e400",
+    "1.5",
+    "abc",
+    "True",
+    " ",
+    '"',
+    '""',
+    "\x00",
+    "99999999999999999999",
+    "1e-320",
+    "2017-10-03 12:00:00+01:00",
+    "2017-10-03 12:00:00+09:00",
+    "2262-04-12",
+    "1677-09-20",
+    "0001-01-01",
+    "9999-12-31",
+    "2017-13-45",
+    "nope",
+    "resnet50",
+    "1,2",
+    "inf",
 ]
 OPS = ("delete", "insert", "value", "drop_line", "dup_line", "swap_lines", "bytes")
 CSV_OPS = ("cell", "drop_column", "swap_rows", "junk_line", "delete", "insert", "bytes")
 
-_MUTATION = st.tuples(st.integers(0, 10_000), st.integers(0, 10_000), st.integers(0, 255),
-                      st.sampled_from(TOML_TOKENS) | st.text(max_size=6))
-_CSV_MUTATION = st.tuples(st.integers(0, 10_000), st.integers(0, 10_000), st.integers(0, 255),
-                          st.sampled_from(CSV_TOKENS) | st.text(max_size=6))
+_MUTATION = st.tuples(
+    st.integers(0, 10_000),
+    st.integers(0, 10_000),
+    st.integers(0, 255),
+    st.sampled_from(TOML_TOKENS) | st.text(max_size=6),
+)
+_CSV_MUTATION = st.tuples(
+    st.integers(0, 10_000),
+    st.integers(0, 10_000),
+    st.integers(0, 255),
+    st.sampled_from(CSV_TOKENS) | st.text(max_size=6),
+)
 
 
 def _lines(text: str) -> list[str]:
@@ -205,7 +283,7 @@ def _mutate_text(text: str, op: str, a: int, b: int, token: str) -> str:
     lines = _lines(text)
     if op == "delete" and text:
         i = a % len(text)
-        return text[:i] + text[i + 1 + b % 12:]
+        return text[:i] + text[i + 1 + b % 12 :]
     if op == "insert":
         i = a % (len(text) + 1)
         return text[:i] + token + text[i:]
@@ -270,7 +348,11 @@ def _apply(text: str, mutations, mutate) -> bytes:
 # ---- outcome bookkeeping --------------------------------------------------------------------------
 def _signature(exc: BaseException) -> str:
     """Exception type and the innermost smdlab frame that raised it (groups one defect's cases)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "smdlab" in f.filename and "/tests/" not in f.filename]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "smdlab" in f.filename and "/tests/" not in f.filename
+    ]
     where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
     return f"{type(exc).__name__} at {where}"
 
@@ -292,7 +374,7 @@ class Outcomes:
                 target(*args)
         except SmdlabError:
             self.counts["refused"] += 1
-        except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer looks for
+        except Exception as exc:
             if not SURVEY:
                 raise
             sig = _signature(exc)
@@ -302,9 +384,15 @@ class Outcomes:
             self.counts["loaded"] += 1
 
     def report(self) -> dict:
-        out = {"loader": self.name, "examples": EXAMPLES, "seed": SEED, **self.counts,
-               "unexpected": sum(self.unexpected.values()), "distinct_defects": len(self.unexpected),
-               "defects": {k: [v, self.examples[k]] for k, v in self.unexpected.items()}}
+        out = {
+            "loader": self.name,
+            "examples": EXAMPLES,
+            "seed": SEED,
+            **self.counts,
+            "unexpected": sum(self.unexpected.values()),
+            "distinct_defects": len(self.unexpected),
+            "defects": {k: [v, self.examples[k]] for k, v in self.unexpected.items()},
+        }
         print(json.dumps(out))
         if REPORT:
             with open(REPORT, "a", encoding="utf-8") as fh:
@@ -317,12 +405,16 @@ def load_and_build(path: Path) -> None:
     """What ``smdlab simulate`` does with a scenario file, short of simulating (jobs capped at 8)."""
     scenario = load_scenario(path)
     assert isinstance(scenario, Scenario)
-    small = scenario.with_changes(workload={"jobs": min(scenario.workload.get("jobs") or 8, 8)},
-                                  cluster={"machines": min(scenario.cluster["machines"], 8)})
+    small = scenario.with_changes(
+        workload={"jobs": min(scenario.workload.get("jobs") or 8, 8)},
+        cluster={"machines": min(scenario.cluster["machines"], 8)},
+    )
     cluster = small.build_cluster()
     jobs = small.build_jobs(cluster)
     assert 1 <= len(jobs) <= 8
-    for name in dict.fromkeys([*small.policies, *(p for p in small.policy_options if p in list_policies())]):
+    for name in dict.fromkeys(
+        [*small.policies, *(p for p in small.policy_options if p in list_policies())]
+    ):
         get_policy(name, **dict(small.policy_options.get(name, {})))
 
 
@@ -355,7 +447,10 @@ def test_fuzz_scenario_loader(corpus_dir):
     names = itertools.count()
 
     @FUZZ
-    @given(st.integers(0, len(SCENARIOS) - 1), st.lists(st.tuples(st.sampled_from(OPS), _MUTATION), min_size=1, max_size=3))
+    @given(
+        st.integers(0, len(SCENARIOS) - 1),
+        st.lists(st.tuples(st.sampled_from(OPS), _MUTATION), min_size=1, max_size=3),
+    )
     def run(seed, mutations):
         p = corpus_dir / f"s{next(names)}.toml"  # a fresh name: no cache can see an old version
         p.write_bytes(_apply(SCENARIOS[seed], mutations, _mutate_text))
@@ -363,27 +458,44 @@ def test_fuzz_scenario_loader(corpus_dir):
 
     run()
     out = outcomes.report()
-    assert out["tried"] >= EXAMPLES and out["unexpected"] == 0 or SURVEY
-    assert out.get("loaded", 0) > 0 and out.get("refused", 0) > 0  # the mutations reach both outcomes
+    assert (out["tried"] >= EXAMPLES and out["unexpected"] == 0) or SURVEY
+    assert (
+        out.get("loaded", 0) > 0 and out.get("refused", 0) > 0
+    )  # the mutations reach both outcomes
 
 
 def test_fuzz_csv_loaders(corpus_dir):
     outcomes = Outcomes("trace / job table (CSV)")
     names = itertools.count()
     cluster = Cluster.homogeneous(2)
-    option_sets = [{}, {"first": 2}, {"on_unsorted": "raise"}, {"load": 0.7, "cluster": cluster, "seed": 4},
-                   {"window_s": (0, 1800), "rate_scale": 3.0}, {"device": "a100"}]
+    option_sets = [
+        {},
+        {"first": 2},
+        {"on_unsorted": "raise"},
+        {"load": 0.7, "cluster": cluster, "seed": 4},
+        {"window_s": (0, 1800), "rate_scale": 3.0},
+        {"device": "a100"},
+    ]
 
     @FUZZ
-    @given(st.integers(0, len(CSVS) - 1), st.lists(st.tuples(st.sampled_from(CSV_OPS), _CSV_MUTATION), min_size=1, max_size=3),
-           st.integers(0, len(option_sets) - 1))
+    @given(
+        st.integers(0, len(CSVS) - 1),
+        st.lists(st.tuples(st.sampled_from(CSV_OPS), _CSV_MUTATION), min_size=1, max_size=3),
+        st.integers(0, len(option_sets) - 1),
+    )
     def run(seed, mutations, opt):
         p = corpus_dir / f"t{next(names)}.csv"
         p.write_bytes(_apply(CSVS[seed], mutations, _mutate_csv))
-        options = option_sets[opt] if seed < 2 else {k: v for k, v in option_sets[opt].items() if k in ("first", "on_unsorted", "device")}
+        options = (
+            option_sets[opt]
+            if seed < 2
+            else {
+                k: v for k, v in option_sets[opt].items() if k in ("first", "on_unsorted", "device")
+            }
+        )
         outcomes.run(load_table, p, options)
 
     run()
     out = outcomes.report()
-    assert out["tried"] >= EXAMPLES and out["unexpected"] == 0 or SURVEY
+    assert (out["tried"] >= EXAMPLES and out["unexpected"] == 0) or SURVEY
     assert out.get("loaded", 0) > 0 and out.get("refused", 0) > 0

@@ -10,8 +10,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "smdlab"
 # Rank of each layer; a module may import only from its own rank or below.
 RANK = {
-    "errors": 0, "paths": 0, "model": 1, "testing": 1, "validation": 2, "solve": 2,
-    "policies": 3, "workloads": 3, "sim": 4, "viz": 5, "experiments": 6, "widgets": 6, "cli": 7,
+    "errors": 0,
+    "paths": 0,
+    "model": 1,
+    "testing": 1,
+    "validation": 2,
+    "solve": 2,
+    "policies": 3,
+    "workloads": 3,
+    "sim": 4,
+    "viz": 5,
+    "experiments": 6,
+    "widgets": 6,
+    "cli": 7,
 }
 
 
@@ -42,4 +53,6 @@ def test_no_upward_imports(path):
         target = _layer(module)
         if target is not None:
             assert target in RANK, f"{rel}:{line} imports unknown layer {module}"
-            assert RANK[target] <= RANK[own], f"{rel}:{line} ({own}) imports {module} ({target}), a higher layer"
+            assert RANK[target] <= RANK[own], (
+                f"{rel}:{line} ({own}) imports {module} ({target}), a higher layer"
+            )

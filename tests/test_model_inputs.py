@@ -54,7 +54,9 @@ def test_per_worker_needs_batch(rng):
     ],
 )
 def test_profile_fields(kwargs, message):
-    args = dict(names=["a", "b"], forward_s=[1e-4, 1e-4], backward_s=[2e-4, 2e-4], param_bytes=[10.0, 20.0])
+    args = dict(
+        names=["a", "b"], forward_s=[1e-4, 1e-4], backward_s=[2e-4, 2e-4], param_bytes=[10.0, 20.0]
+    )
     args.update(kwargs)
     with pytest.raises(InvalidInput, match=message):
         LayerProfile(**args)
@@ -68,7 +70,13 @@ def test_profile_is_immutable():
         p.names = ("b",)
 
 
-@pytest.mark.parametrize("w, p, message", [(0, 1, r"workers must be an integer in \[1, 6\]"), (1, 7, r"ps must be an integer in \[1, 6\]")])
+@pytest.mark.parametrize(
+    "w, p, message",
+    [
+        (0, 1, r"workers must be an integer in \[1, 6\]"),
+        (1, 7, r"ps must be an integer in \[1, 6\]"),
+    ],
+)
 def test_config_out_of_range(w, p, message, rng):
     with pytest.raises(InvalidInput, match=message):
         iteration_time(random_job(rng), w, p)

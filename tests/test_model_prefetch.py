@@ -24,16 +24,33 @@ GRID = (1, 2, 4)  # w, p values with dyadic M/w and w/p
 def _job(f, b, c, *, ps_nic=1.0, worker_nic=1.0, upd=0.0, lat=0.0, batch=1, mode="global") -> Job:
     """A job whose layers take f, b ticks per sample and whose pushes/pulls take c ticks on a 1x NIC."""
     n = len(f)
-    prof = LayerProfile([f"l{i}" for i in range(n)], np.asarray(f) * TICK, np.asarray(b) * TICK,
-                        np.asarray(c, dtype=float) * BYTES_PER_TICK, update_s_per_byte=upd)
+    prof = LayerProfile(
+        [f"l{i}" for i in range(n)],
+        np.asarray(f) * TICK,
+        np.asarray(b) * TICK,
+        np.asarray(c, dtype=float) * BYTES_PER_TICK,
+        update_s_per_byte=upd,
+    )
     extra = {"batch_mode": "per_worker", "per_worker_batch": batch} if mode == "per_worker" else {}
-    return Job("x", prof, 1e6, batch, {"gpu": 1, "bw_gbps": NIC * worker_nic}, {"bw_gbps": NIC * ps_nic},
-               latency_s=lat, max_workers=4, max_ps=4, **extra)
+    return Job(
+        "x",
+        prof,
+        1e6,
+        batch,
+        {"gpu": 1, "bw_gbps": NIC * worker_nic},
+        {"bw_gbps": NIC * ps_nic},
+        latency_s=lat,
+        max_workers=4,
+        max_ps=4,
+        **extra,
+    )
 
 
 def _kernel(job: Job, preemptive: bool, track: bool = False) -> np.ndarray:
     """wfbp_prefetch on the job's whole (w, p) grid with the chosen pull rule: (K, W, P)."""
-    w, p = np.meshgrid(np.arange(1, job.max_workers + 1.0), np.arange(1, job.max_ps + 1.0), indexing="ij")
+    w, p = np.meshgrid(
+        np.arange(1, job.max_workers + 1.0), np.arange(1, job.max_ps + 1.0), indexing="ij"
+    )
     t = timing._Batch([job], w.ravel()[None], p.ravel()[None], track)
     return timing._wfbp_prefetch(t, preemptive)[:, 0].reshape(-1, job.max_workers, job.max_ps)
 
@@ -109,11 +126,17 @@ def small_jobs(draw):
     """Small networks with dyadic times, random NIC speeds, update times, latencies, batch modes."""
     rows = draw(layers)
     f, b, c = (list(x) for x in zip(*rows))
-    return _job(f, b, c, ps_nic=draw(st.sampled_from([0.5, 1.0, 2.0, 4.0])),
-                worker_nic=draw(st.sampled_from([0.5, 1.0, 2.0])),
-                upd=draw(st.sampled_from([0.0, 0.0, 2.0**-20, 2.0**-18])),
-                lat=draw(st.sampled_from([0.0, 0.0, TICK / 2])),
-                batch=draw(st.sampled_from([1, 4])), mode=draw(st.sampled_from(["global", "per_worker"])))
+    return _job(
+        f,
+        b,
+        c,
+        ps_nic=draw(st.sampled_from([0.5, 1.0, 2.0, 4.0])),
+        worker_nic=draw(st.sampled_from([0.5, 1.0, 2.0])),
+        upd=draw(st.sampled_from([0.0, 0.0, 2.0**-20, 2.0**-18])),
+        lat=draw(st.sampled_from([0.0, 0.0, TICK / 2])),
+        batch=draw(st.sampled_from([1, 4])),
+        mode=draw(st.sampled_from(["global", "per_worker"])),
+    )
 
 
 # --- (a) a hand-computed case ------------------------------------------------------------------
@@ -150,9 +173,16 @@ def test_backlogged_pull_link_hand_case():
 # --- (b) one layer: nothing to reorder ------------------------------------------------------------
 
 
-@given(small_jobs().filter(lambda j: j.profile.layers == 1) | st.builds(
-    lambda f, b, c, upd: _job([f], [b], [c], ps_nic=0.5, upd=upd), st.integers(1, 9), ticks, ticks,
-    st.sampled_from([0.0, 2.0**-18])))
+@given(
+    small_jobs().filter(lambda j: j.profile.layers == 1)
+    | st.builds(
+        lambda f, b, c, upd: _job([f], [b], [c], ps_nic=0.5, upd=upd),
+        st.integers(1, 9),
+        ticks,
+        ticks,
+        st.sampled_from([0.0, 2.0**-18]),
+    )
+)
 def test_single_layer_equals_wfbp(job):
     for preemptive in (True, False):
         np.testing.assert_allclose(_kernel(job, preemptive)[0], _wfbp(job), rtol=1e-13)
@@ -198,18 +228,30 @@ def test_ordering_of_pull_rules(job):
     assert np.all(compute <= pre + tol) and np.all(pre <= non + tol) and np.all(non <= wf + tol)
 
 
-@given(job=small_jobs(), layer=st.integers(0, 4), extra=st.integers(1, 8), faster=st.sampled_from([1.25, 2.0, 4 / 3]))
+@given(
+    job=small_jobs(),
+    layer=st.integers(0, 4),
+    extra=st.integers(1, 8),
+    faster=st.sampled_from([1.25, 2.0, 4 / 3]),
+)
 def test_preemptive_is_monotone(job, layer, extra, faster):
     # tau is the optimum of max_l (D_l + q_l) over preemptive pull schedules (see _wfbp_prefetch):
     # larger pulls, later releases give no better optimum; faster NICs and more PSs give smaller c_l.
     prof = job.profile
     s = prof.param_bytes.copy()
     s[layer % prof.layers] += extra * BYTES_PER_TICK
-    grown = job.replace(profile=LayerProfile(prof.names, prof.forward_s, prof.backward_s, s,
-                                             update_s_per_byte=prof.update_s_per_byte))
+    grown = job.replace(
+        profile=LayerProfile(
+            prof.names, prof.forward_s, prof.backward_s, s, update_s_per_byte=prof.update_s_per_byte
+        )
+    )
     fps = job.replace(ps_demand={"bw_gbps": job.ps_demand["bw_gbps"] * faster})
-    fw = job.replace(worker_demand={**job.worker_demand, "bw_gbps": job.worker_demand["bw_gbps"] * faster})
-    base, big, ps, wk = (iteration_time_grid([j], "wfbp_prefetch")[0] for j in (job, grown, fps, fw))
+    fw = job.replace(
+        worker_demand={**job.worker_demand, "bw_gbps": job.worker_demand["bw_gbps"] * faster}
+    )
+    base, big, ps, wk = (
+        iteration_time_grid([j], "wfbp_prefetch")[0] for j in (job, grown, fps, fw)
+    )
     tol = 1e-12 * base
     assert np.all(big >= base - tol)
     assert np.all(ps <= base + tol) and np.all(wk <= base + tol)
@@ -248,7 +290,9 @@ def test_nonpreemptive_anomaly_in_bandwidth_and_ps():
     # the base times and p = 4 the 3/4 ones
     ps_bound = _job(f=BASE["f"], b=BASE["b"], c=[3, 9, 12], worker_nic=64, mode="per_worker")
     tau = _kernel(ps_bound, False)[0]
-    assert tau[3, 2] == pytest.approx(64 * TICK, rel=1e-12) and tau[3, 3] == pytest.approx(65 * TICK, rel=1e-12)
+    assert tau[3, 2] == pytest.approx(64 * TICK, rel=1e-12) and tau[3, 3] == pytest.approx(
+        65 * TICK, rel=1e-12
+    )
     assert _kernel(ps_bound, True)[0, 3, 3] == pytest.approx(62 * TICK, rel=1e-12)
 
 

@@ -34,7 +34,9 @@ def _compute_total(job: Job, w: int) -> float:
 @given(seeds, st.sampled_from(["global", "per_worker"]), st.floats(0, 1e-3))
 def test_mode_ordering(seed, batch_mode, latency):
     rng = np.random.default_rng(seed)
-    extra = {"batch_mode": "per_worker", "per_worker_batch": 32} if batch_mode == "per_worker" else {}
+    extra = (
+        {"batch_mode": "per_worker", "per_worker_batch": 32} if batch_mode == "per_worker" else {}
+    )
     job = random_job(rng, latency_s=latency, **extra)
     for w, p in CONFIGS:
         seq = iteration_time(job, w, p, "sequential")
@@ -63,9 +65,15 @@ def test_monotone_in_sizes_and_bandwidths(mode, seed, layer, factor):
     s = prof.param_bytes.copy()
     s[layer % prof.layers] *= factor
     bigger = job.replace(profile=LayerProfile(prof.names, prof.forward_s, prof.backward_s, s))
-    faster_ps = job.replace(ps_demand={**job.ps_demand, "bw_gbps": job.ps_demand["bw_gbps"] * factor})
-    faster_w = job.replace(worker_demand={**job.worker_demand, "bw_gbps": job.worker_demand["bw_gbps"] * factor})
-    base, grow, fps, fw = (iteration_time_grid([j], mode)[0] for j in (job, bigger, faster_ps, faster_w))
+    faster_ps = job.replace(
+        ps_demand={**job.ps_demand, "bw_gbps": job.ps_demand["bw_gbps"] * factor}
+    )
+    faster_w = job.replace(
+        worker_demand={**job.worker_demand, "bw_gbps": job.worker_demand["bw_gbps"] * factor}
+    )
+    base, grow, fps, fw = (
+        iteration_time_grid([j], mode)[0] for j in (job, bigger, faster_ps, faster_w)
+    )
     tol = 1e-9 * base
     assert np.all(grow >= base - tol)
     assert np.all(fps <= base + tol)
@@ -79,7 +87,17 @@ def test_single_layer_sequential_is_optimus_form(seed, latency, update):
     bw = rng.uniform(1, 20)
     prof = LayerProfile(["only"], [f], [b], [s], update_s_per_byte=update)
     # equal NICs and w >= p: the PS NIC binds
-    job = Job("o", prof, 1e6, 128, {"bw_gbps": bw}, {"bw_gbps": bw}, latency_s=latency, max_workers=8, max_ps=8)
+    job = Job(
+        "o",
+        prof,
+        1e6,
+        128,
+        {"bw_gbps": bw},
+        {"bw_gbps": bw},
+        latency_s=latency,
+        max_workers=8,
+        max_ps=8,
+    )
     B = bw * 1e9 / 8
     a_, b_, c_ = f + b, 2 * latency, 2 * s / B + update * s  # d = e = 0
     for w, p in itertools.product(range(1, 9), range(1, 9)):
@@ -88,7 +106,9 @@ def test_single_layer_sequential_is_optimus_form(seed, latency, update):
             assert iteration_time(job, w, p, "sequential") == pytest.approx(expected, rel=1e-12)
         if w > p:  # at w == p both NICs bind: either piece is right
             piece = active_piece(job, w, p, "sequential")
-            assert (piece.compute, piece.ps_comm, piece.const) == pytest.approx((a_, c_, b_), rel=1e-12, abs=1e-300)
+            assert (piece.compute, piece.ps_comm, piece.const) == pytest.approx(
+                (a_, c_, b_), rel=1e-12, abs=1e-300
+            )
 
 
 @pytest.mark.parametrize("mode", ["sequential", "wfbp", "wfbp_prefetch"])
@@ -139,13 +159,17 @@ def test_timeline_sequential_matches_tau(rng):
 
 def test_single_layer_prefetch_equals_wfbp(rng):
     job = random_job(rng, profile=LayerProfile(["x"], [1e-4], [2e-4], [4e6]))
-    np.testing.assert_allclose(iteration_time_grid([job], "wfbp_prefetch"), iteration_time_grid([job], "wfbp"))
+    np.testing.assert_allclose(
+        iteration_time_grid([job], "wfbp_prefetch"), iteration_time_grid([job], "wfbp")
+    )
 
 
 def test_free_communication_gives_compute_time(rng):
     job = random_job(rng)
     prof = job.profile
-    free = job.replace(profile=LayerProfile(prof.names, prof.forward_s, prof.backward_s, np.zeros(prof.layers)))
+    free = job.replace(
+        profile=LayerProfile(prof.names, prof.forward_s, prof.backward_s, np.zeros(prof.layers))
+    )
     for mode in ("sequential", "wfbp", "wfbp_prefetch"):
         assert iteration_time(free, 4, 1, mode) == pytest.approx(_compute_total(free, 4), rel=1e-12)
 
@@ -153,13 +177,19 @@ def test_free_communication_gives_compute_time(rng):
 @pytest.mark.parametrize("mode", ["sequential", "wfbp", "wfbp_prefetch"])
 def test_grid_equals_scalar(mode, rng):
     jobs = [random_job(rng, name=str(i)) for i in range(5)]
-    jobs.append(random_job(rng, name="pw", batch_mode="per_worker", per_worker_batch=16, max_workers=3, max_ps=2))
+    jobs.append(
+        random_job(
+            rng, name="pw", batch_mode="per_worker", per_worker_batch=16, max_workers=3, max_ps=2
+        )
+    )
     grid = iteration_time_grid(jobs, mode)
     sgrid = speed_grid(jobs, mode)
     for i, j in enumerate(jobs):
         for w in range(1, j.max_workers + 1):
             for p in range(1, j.max_ps + 1):
-                assert grid[i, w - 1, p - 1] == pytest.approx(iteration_time(j, w, p, mode), rel=1e-12)
+                assert grid[i, w - 1, p - 1] == pytest.approx(
+                    iteration_time(j, w, p, mode), rel=1e-12
+                )
                 assert sgrid[i, w - 1, p - 1] == pytest.approx(speed(j, w, p, mode), rel=1e-12)
     assert np.isinf(grid[-1, 3:, :]).all() and (sgrid[-1, 3:, :] == 0).all()
 

@@ -12,12 +12,20 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-OURS = ("01_model.ipynb", "02_smd_step_by_step.ipynb", "03_explorer.ipynb", "04_policies.ipynb", "05_paper_figures.ipynb")
+OURS = (
+    "01_model.ipynb",
+    "02_smd_step_by_step.ipynb",
+    "03_explorer.ipynb",
+    "04_policies.ipynb",
+    "05_paper_figures.ipynb",
+)
 BUDGET_S = 120  # each notebook must run in under two minutes
 
 
 def _builder():
-    spec = importlib.util.spec_from_file_location("build_notebooks", NOTEBOOKS / "build_notebooks.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_notebooks", NOTEBOOKS / "build_notebooks.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -44,13 +52,22 @@ def test_notebook_runs_top_to_bottom(name):
 
     # The python3 kernel must be this interpreter (the venv's), not whatever python is on PATH.
     argv = KernelSpecManager().get_kernel_spec("python3").argv
-    assert argv[0] in ("python", "python3", sys.executable) or Path(argv[0]).resolve() == Path(sys.executable).resolve()
+    assert (
+        argv[0] in ("python", "python3", sys.executable)
+        or Path(argv[0]).resolve() == Path(sys.executable).resolve()
+    )
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=BUDGET_S, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=BUDGET_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
     elapsed = time.perf_counter() - t0
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
+    ]
     assert not errors, errors[0].get("evalue")
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
     assert elapsed < BUDGET_S

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from importlib.metadata import version
 import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import yaml
@@ -39,7 +39,9 @@ def _spec(req: str) -> str:
 
 def test_same_packages_and_versions():
     pip, conda = _pyproject(), _conda()
-    assert set(pip) == set(conda), f"only in pyproject: {set(pip) - set(conda)}; only in conda: {set(conda) - set(pip)}"
+    assert set(pip) == set(conda), (
+        f"only in pyproject: {set(pip) - set(conda)}; only in conda: {set(conda) - set(pip)}"
+    )
     for name in pip:
         assert _spec(pip[name]) == _spec(conda[name]), name
 
@@ -55,4 +57,6 @@ def test_installed_environment_satisfies_the_conda_set():
     for name, req in _conda().items():
         r = Requirement(req)
         installed = version(r.name)
-        assert r.specifier.contains(installed, prereleases=True), f"{name} {installed} does not satisfy {req}"
+        assert r.specifier.contains(installed, prereleases=True), (
+            f"{name} {installed} does not satisfy {req}"
+        )

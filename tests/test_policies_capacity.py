@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _policy_cases import queued, running
+
 from smdlab import Cluster, Machine
 from smdlab.policies.base import ClusterState
-from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.policies.registry import get_policy
 from smdlab.policies.stages import apply_decision
 from smdlab.sim import simulate
+from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.testing import random_job
 
 POLICIES = ["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd", "milp"]
@@ -40,10 +40,21 @@ def _random_state(seed: int, elastic: bool) -> ClusterState:
         w, p = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         pl = first_fit(j, w, p, free, cl.resources, commit=True)
         if pl is not None:
-            runs.append(running(j, pl.tasks, remaining=j.samples / 2, attained=float(rng.uniform(0, 2e4))))
+            runs.append(
+                running(j, pl.tasks, remaining=j.samples / 2, attained=float(rng.uniform(0, 2e4)))
+            )
     qs = [
-        queued(random_job(rng, name=f"q{i}", arrival=float(i), max_workers=int(rng.integers(1, 7)),
-                          max_ps=int(rng.integers(1, 7))), attained=float(rng.choice([0.0, 5e3])), since=float(i))
+        queued(
+            random_job(
+                rng,
+                name=f"q{i}",
+                arrival=float(i),
+                max_workers=int(rng.integers(1, 7)),
+                max_ps=int(rng.integers(1, 7)),
+            ),
+            attained=float(rng.choice([0.0, 5e3])),
+            since=float(i),
+        )
         for i in range(int(rng.integers(1, 6)))
     ]
     free.setflags(write=False)
@@ -66,9 +77,14 @@ def test_decisions_fit_every_machine(name, elastic):
 def _workload():
     rng = np.random.default_rng(7)
     return [
-        random_job(rng, name=f"j{i}", arrival=float(3 * i), samples=float(rng.integers(2e4, 2e5)),
-                   worker_demand={"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10},
-                   ps_demand={"cpu": 4, "mem_gb": 16, "bw_gbps": 10})
+        random_job(
+            rng,
+            name=f"j{i}",
+            arrival=float(3 * i),
+            samples=float(rng.integers(2e4, 2e5)),
+            worker_demand={"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10},
+            ps_demand={"cpu": 4, "mem_gb": 16, "bw_gbps": 10},
+        )
         for i in range(14)
     ]
 
@@ -81,7 +97,9 @@ def test_runs_a_seeded_workload_to_completion(name):
         res = simulate(jobs, cl, name, elastic=elastic, delta=60.0 if name == "tiresias" else None)
         assert res.summary["jobs_completed"] == len(jobs)
         assert np.allclose(res.jobs["samples_done"], res.jobs["samples"], rtol=1e-6)
-        if not elastic:  # deterministic (one mode suffices; elastic SMD is the slow part of this file)
+        if (
+            not elastic
+        ):  # deterministic (one mode suffices; elastic SMD is the slow part of this file)
             again = simulate(jobs, cl, name, delta=60.0 if name == "tiresias" else None)
             assert again.summary["mean_jct"] == res.summary["mean_jct"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from _policy_cases import alloc_of, cluster, job, queued, running, state
+
 from smdlab import Cluster, Machine
 from smdlab.policies.drf import DRF
 from smdlab.policies.fifo import FIFO
@@ -15,9 +15,20 @@ TINY = {"bw_gbps": 1e-3}  # a PS that costs (almost) nothing: bundles behave lik
 
 def test_ghodsi_example_equalises_dominant_shares():
     # The DRF paper's example: 9 CPUs, 18 GB; A's tasks need <1 CPU, 4 GB>, B's <3 CPU, 1 GB>.
-    cl = Cluster((Machine("m0", {"cpu": 9, "mem_gb": 18, "bw_gbps": 100}),), ("cpu", "mem_gb", "bw_gbps"))
-    a = job("A", worker={"cpu": 1, "mem_gb": 4, "bw_gbps": 1e-3}, ps=TINY, max_workers=20, max_ps=20)
-    b = job("B", arrival=1.0, worker={"cpu": 3, "mem_gb": 1, "bw_gbps": 1e-3}, ps=TINY, max_workers=20, max_ps=20)
+    cl = Cluster(
+        (Machine("m0", {"cpu": 9, "mem_gb": 18, "bw_gbps": 100}),), ("cpu", "mem_gb", "bw_gbps")
+    )
+    a = job(
+        "A", worker={"cpu": 1, "mem_gb": 4, "bw_gbps": 1e-3}, ps=TINY, max_workers=20, max_ps=20
+    )
+    b = job(
+        "B",
+        arrival=1.0,
+        worker={"cpu": 3, "mem_gb": 1, "bw_gbps": 1e-3},
+        ps=TINY,
+        max_workers=20,
+        max_ps=20,
+    )
     st = state(cl, [queued(a), queued(b)])
     d = DRF().decide(st)
     assert alloc_of(d, "A") == (3, 3)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _policy_cases import alloc_of, cluster, job, queued, state
+
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time
 from smdlab.policies.optimus import (
-    DEFAULT_PROFILE_POINTS, Optimus, SpeedModel, design_matrix, fit_speed_model, profile_job,
+    DEFAULT_PROFILE_POINTS,
+    Optimus,
+    SpeedModel,
+    design_matrix,
+    fit_speed_model,
+    profile_job,
 )
 from smdlab.policies.stages import apply_decision
 from smdlab.solve.placement import spread_tasks
@@ -37,7 +42,9 @@ def test_nnls_keeps_coefficients_nonnegative():
 def test_one_layer_sequential_model_is_exactly_optimus_form():
     # smd-model.md section 3: L = 1, sequential, global batch, PS NIC binding -> Optimus' form, d = e = 0
     prof = LayerProfile(["l0"], [1e-4], [2e-4], [4e6])
-    j = Job("one", prof, 1e5, 128, {"gpu": 1, "bw_gbps": 10}, {"bw_gbps": 2}, max_workers=8, max_ps=8)
+    j = Job(
+        "one", prof, 1e5, 128, {"gpu": 1, "bw_gbps": 10}, {"bw_gbps": 2}, max_workers=8, max_ps=8
+    )
     m = profile_job(j, "sequential")
     assert m.rel_error < 1e-9
     for w, p in [(3, 1), (5, 7), (8, 8)]:
@@ -75,7 +82,10 @@ def test_marginal_gain_picks_the_best_addition():
     du_w, du_p = 1 / 3, 5 / 25.5
     ga = _gains(compute_bound, 1e5, 1, 1, du_w, du_p)
     gb = _gains(comm_bound, 1e5, 1, 1, du_w, du_p)
-    best = max([("a", "w", ga[0]), ("a", "p", ga[1]), ("b", "w", gb[0]), ("b", "p", gb[1])], key=lambda x: x[2])
+    best = max(
+        [("a", "w", ga[0]), ("a", "p", ga[1]), ("b", "w", gb[0]), ("b", "p", gb[1])],
+        key=lambda x: x[2],
+    )
     expect = {"a": [1, 1], "b": [1, 1]}
     expect[best[0]][0 if best[1] == "w" else 1] += 1
     assert best[:2] == ("b", "p")  # the case is built so that the answer is not the first job
@@ -104,7 +114,11 @@ def test_fewest_servers_even_spread():
     wv, pv = np.array([1.0, 2, 5]), np.array([0.0, 2, 5])
     assert spread_tasks(free, 4, 2, wv, pv) == ((0, 4, 2),)
     tasks = spread_tasks(free, 12, 5, wv, pv)
-    assert len(tasks) == 2 and sorted(t[1] for t in tasks) == [6, 6] and sorted(t[2] for t in tasks) == [2, 3]
+    assert (
+        len(tasks) == 2
+        and sorted(t[1] for t in tasks) == [6, 6]
+        and sorted(t[2] for t in tasks) == [2, 3]
+    )
     free[0, 0] = 7  # machine 1 and 2 have the most room now: chosen first
     assert spread_tasks(free, 8, 4, wv, pv) == ((1, 8, 4),)
 

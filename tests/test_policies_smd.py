@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _policy_cases import alloc_of, cluster, job, queued, running, state
+
 from smdlab import Cluster, InvalidInput
 from smdlab.policies.milp import MILP
 from smdlab.policies.smd import SMD
 from smdlab.policies.stages import apply_decision, demands, with_remaining
-from smdlab.solve.placement import usage
 from smdlab.solve import solve
+from smdlab.solve.placement import usage
 
 
 def _case(elastic: bool = False):
@@ -20,7 +20,9 @@ def _case(elastic: bool = False):
     qs = [
         queued(job("a", arrival=1.0, samples=2e5, max_workers=4, max_ps=4)),
         queued(job("b", arrival=2.0, samples=5e4, max_workers=4, max_ps=4)),
-        queued(job("c", arrival=3.0, samples=3e5, max_workers=4, max_ps=4), remaining=1e5),  # preempted earlier
+        queued(
+            job("c", arrival=3.0, samples=3e5, max_workers=4, max_ps=4), remaining=1e5
+        ),  # preempted earlier
     ]
     return state(cl, qs, [r], time=10.0, elastic=elastic)
 
@@ -31,7 +33,13 @@ def test_allocation_equals_solve_on_queued_jobs_and_free_capacity(policy, method
     d = policy.decide(st)
     jobs = [with_remaining(q) for q in st.queued]
     assert [j.samples for j in jobs] == [2e5, 5e4, 1e5]
-    sol = solve(jobs, st.cluster, method, free=np.asarray(st.free), **({"bound": False} if method == "smd" else {}))
+    sol = solve(
+        jobs,
+        st.cluster,
+        method,
+        free=np.asarray(st.free),
+        **({"bound": False} if method == "smd" else {}),
+    )
     for name, w, p, pl in zip(sol.jobs, sol.workers, sol.ps, sol.placement.placements):
         if w == 0:
             assert alloc_of(d, name) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from _policy_cases import alloc_of, job, queued, running, state
+
 from smdlab import Cluster, Machine
 from smdlab.policies.stages import apply_decision
 from smdlab.policies.tetris import Tetris
@@ -15,9 +16,23 @@ def _case(x_samples: float = 1e5):
     cl = Cluster((Machine("m0", {"gpu": 4, "cpu": 16, "bw_gbps": 100}),), ("gpu", "cpu", "bw_gbps"))
     hog = running(job("hog", worker={"gpu": 3, "cpu": 6, "bw_gbps": 0.01}, ps=TINY), [(0, 1, 1)])
     # y arrives first and needs the scarce GPU; x needs the plentiful CPU. Only one of them fits.
-    y = job("y", arrival=0.0, worker={"gpu": 1, "cpu": 3, "bw_gbps": 0.01}, ps=TINY, max_workers=1, max_ps=1)
-    x = job("x", arrival=1.0, worker={"gpu": 0, "cpu": 8, "bw_gbps": 0.01}, ps=TINY, max_workers=1, max_ps=1,
-            samples=x_samples)
+    y = job(
+        "y",
+        arrival=0.0,
+        worker={"gpu": 1, "cpu": 3, "bw_gbps": 0.01},
+        ps=TINY,
+        max_workers=1,
+        max_ps=1,
+    )
+    x = job(
+        "x",
+        arrival=1.0,
+        worker={"gpu": 0, "cpu": 8, "bw_gbps": 0.01},
+        ps=TINY,
+        max_workers=1,
+        max_ps=1,
+        samples=x_samples,
+    )
     return state(cl, [queued(y), queued(x)], [hog])
 
 

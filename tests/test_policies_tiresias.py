@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _policy_cases import alloc_of, cluster, job, queued, running, state
+
 from smdlab import InvalidInput
 from smdlab.policies.stages import apply_decision
 from smdlab.policies.tiresias import Tiresias
@@ -90,7 +90,9 @@ def test_request_follows_the_jobs_requested_workers():
 
 
 def test_requested_workers_is_validated_and_set_by_the_workloads():
-    with pytest.raises(InvalidInput, match=r"requested_workers must be an integer in \[1, 4\], got 5"):
+    with pytest.raises(
+        InvalidInput, match=r"requested_workers must be an integer in \[1, 4\], got 5"
+    ):
         job("j", max_workers=4, requested_workers=5)
     with pytest.raises(InvalidInput, match="requested_workers must be an integer"):
         job("j", requested_workers=1.5)

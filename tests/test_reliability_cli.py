@@ -17,18 +17,28 @@ from smdlab.cli import main
 
 
 def _run(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_user_error_is_one_line_and_exit_2_in_a_real_process(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[cluster]\nmachines = 2\ngpu = -4\n")
-    proc = subprocess.run([sys.executable, "-m", "smdlab.cli", "simulate", "--scenario", str(bad)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "smdlab.cli", "simulate", "--scenario", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith(f"smdlab: error: {bad}: cluster.gpu must be >= 0 and finite, got -4")
+    assert proc.stderr.startswith(
+        f"smdlab: error: {bad}: cluster.gpu must be >= 0 and finite, got -4"
+    )
 
 
 def test_a_bug_exits_1_with_its_traceback():
@@ -46,11 +56,16 @@ def test_a_bug_exits_1_with_its_traceback():
         sys.exit(cli.main(["simulate", "--jobs", "3", "--machines", "1", "--policy", "fifo"]))
     """)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert "Traceback (most recent call last)" in proc.stderr and "ZeroDivisionError: division by zero" in proc.stderr
+    assert (
+        "Traceback (most recent call last)" in proc.stderr
+        and "ZeroDivisionError: division by zero" in proc.stderr
+    )
     assert "smdlab: error" not in proc.stderr
 
 
-@pytest.mark.parametrize("exc", [ValueError("plain"), KeyError("k"), TypeError("t"), RuntimeError("r")])
+@pytest.mark.parametrize(
+    "exc", [ValueError("plain"), KeyError("k"), TypeError("t"), RuntimeError("r")]
+)
 def test_only_smdlab_errors_become_exit_2(exc, monkeypatch, capfd):
     # InvalidInput is a ValueError, but a plain ValueError is a bug: it propagates (exit 1 above).
     import smdlab.sim.runner as runner
@@ -69,8 +84,11 @@ def test_json_stdout_is_only_json_whatever_a_library_prints(tmp_path):
     # the run below adds Python and C-level (os.write) noise of its own around the real run of smd
     # and milp on HiGHS, and --json must still leave nothing but one JSON document on stdout.
     scenario = tmp_path / "s.toml"
-    scenario.write_text('[policy_options.smd]\nbackend = "highs"\nbound = true\n[policy_options.milp]\nbackend = "highs"\n')
-    proc = _run("""
+    scenario.write_text(
+        '[policy_options.smd]\nbackend = "highs"\nbound = true\n[policy_options.milp]\nbackend = "highs"\n'
+    )
+    proc = _run(
+        """
         import os, sys
         import smdlab.sim.runner as runner
         import smdlab.cli as cli
@@ -87,8 +105,12 @@ def test_json_stdout_is_only_json_whatever_a_library_prints(tmp_path):
         runner.run_policies = noisy
         sys.exit(cli.main(["simulate", "--scenario", sys.argv[1], "--jobs", "4", "--machines", "1",
                            "--policy", "smd,milp", "--json"]))
-    """, str(scenario))
+    """,
+        str(scenario),
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)  # the whole of stdout is one JSON document
     assert set(data) == {"smd", "milp"} and all(v["jobs_completed"] == 4 for v in data.values())
-    assert "banner on fd 1" in proc.stderr and "a library's print()" in proc.stderr  # diverted, not lost
+    assert (
+        "banner on fd 1" in proc.stderr and "a library's print()" in proc.stderr
+    )  # diverted, not lost

@@ -45,8 +45,13 @@ TOL = 1e-9
 def _profile(rng: np.random.Generator) -> LayerProfile:
     n = int(rng.integers(1, 6))
     f = rng.uniform(1e-5, 2e-4, n)
-    return LayerProfile([f"l{i}" for i in range(n)], f, f * rng.uniform(1.5, 2.5, n), rng.uniform(1e4, 2e7, n),
-                        update_s_per_byte=float(rng.choice([0.0, 1e-10])))
+    return LayerProfile(
+        [f"l{i}" for i in range(n)],
+        f,
+        f * rng.uniform(1.5, 2.5, n),
+        rng.uniform(1e4, 2e7, n),
+        update_s_per_byte=float(rng.choice([0.0, 1e-10])),
+    )
 
 
 def _job(rng: np.random.Generator, name: str, caps: int, arrival: float) -> Job:
@@ -92,25 +97,38 @@ def worlds(draw, policy: str) -> World:
     together = draw(st.booleans())  # a batch arriving at once, or a spread of arrivals
     arrivals = np.zeros(n) if together else np.sort(rng.uniform(0, 200, n))
     jobs = tuple(_job(rng, f"j{i}", 2 if tiny else 4, float(a)) for i, a in enumerate(arrivals))
-    return World(_cluster(rng, draw(st.integers(1, 3))), jobs, policy, draw(st.booleans()),
-                 draw(st.sampled_from([None, 60.0])), draw(st.sampled_from(["sequential", "wfbp", "wfbp_prefetch"])))
+    return World(
+        _cluster(rng, draw(st.integers(1, 3))),
+        jobs,
+        policy,
+        draw(st.booleans()),
+        draw(st.sampled_from([None, 60.0])),
+        draw(st.sampled_from(["sequential", "wfbp", "wfbp_prefetch"])),
+    )
 
 
 def _task_vectors(job: Job) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array([job.worker_demand.get(r, 0.0) for r in RES]), np.array([job.ps_demand.get(r, 0.0) for r in RES]))
+    return (
+        np.array([job.worker_demand.get(r, 0.0) for r in RES]),
+        np.array([job.ps_demand.get(r, 0.0) for r in RES]),
+    )
 
 
 def _fits_somewhere(job: Job, cap: np.ndarray) -> bool:
     """Whether (1 worker, 1 PS) fits the empty cluster: both on one machine, or on two machines."""
     w, p = _task_vectors(job)
     fw, fp, fb = (np.all(cap >= v - TOL, axis=1) for v in (w, p, w + p))
-    return bool(fb.any() or any(fw[i] and fp[k] for i in range(len(cap)) for k in range(len(cap)) if i != k))
+    return bool(
+        fb.any() or any(fw[i] and fp[k] for i in range(len(cap)) for k in range(len(cap)) if i != k)
+    )
 
 
 def _solver_cannot_place(job: Job, cluster: Cluster) -> bool:
     """The job's (1, 1) fits an empty cluster by first fit, but not by the solver's placement."""
     cap = np.array([[m.capacity[r] for r in RES] for m in cluster.machines])
-    return first_fit(job, 1, 1, cap, RES) is not None and place([job], [(1, 1)], cluster).workers == (0,)
+    return first_fit(job, 1, 1, cap, RES) is not None and place(
+        [job], [(1, 1)], cluster
+    ).workers == (0,)
 
 
 class Auditor:
@@ -120,7 +138,9 @@ class Auditor:
         self.inner, self.name = inner, inner.name
         self.cap = np.array([[m.capacity[r] for r in RES] for m in cluster.machines])
         self.states = 0
-        self.placements: list[tuple[int, ...]] = []  # machines of each running job seen (statistics)
+        self.placements: list[
+            tuple[int, ...]
+        ] = []  # machines of each running job seen (statistics)
         if hasattr(inner, "reset"):
             self.reset = inner.reset
 
@@ -141,10 +161,14 @@ class Auditor:
         decision = self.inner.decide(state)
         # What the machines would hold if the decision were applied (preempted and resized jobs released).
         changed = set(decision.preempt) | {a.job for a in decision.allocations}
-        jobs = {r.job.name: r.job for r in state.running} | {q.job.name: q.job for q in state.queued}
+        jobs = {r.job.name: r.job for r in state.running} | {
+            q.job.name: q.job for q in state.queued
+        }
         after = [(r.job, r.placement.tasks) for r in state.running if r.job.name not in changed]
         after += [(jobs[a.job], a.placement.tasks) for a in decision.allocations]
-        assert np.all(self._held(after) <= self.cap * (1 + TOL) + TOL), f"{self.name} exceeds a machine at t={state.time}"
+        assert np.all(self._held(after) <= self.cap * (1 + TOL) + TOL), (
+            f"{self.name} exceeds a machine at t={state.time}"
+        )
         return decision
 
 
@@ -166,12 +190,20 @@ def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # unfit jobs are skipped with a warning: checked below
-            res = simulate(list(world.jobs), world.cluster, auditor, mode=world.mode,
-                           elastic=world.elastic, delta=world.delta)
+            res = simulate(
+                list(world.jobs),
+                world.cluster,
+                auditor,
+                mode=world.mode,
+                elastic=world.elastic,
+                delta=world.delta,
+            )
     except Stalled:
         # A stall is a defect; it used to happen when the solver's placement could not place a
         # (1, 1) that first fit places (test_solver_placement_starts_a_job_that_fits). Say which.
-        assert not any(_solver_cannot_place(j, world.cluster) for j in world.jobs), "solver placement misses a (1, 1)"
+        assert not any(_solver_cannot_place(j, world.cluster) for j in world.jobs), (
+            "solver placement misses a (1, 1)"
+        )
         raise
     df = res.jobs.set_index("job")
     for job in world.jobs:
@@ -187,8 +219,16 @@ def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
         else:
             assert row["status"] == "skipped", (world.policy, job.name)
     event(f"{res.summary['jobs_skipped']} job(s) skipped")  # shown by --hypothesis-show-statistics
-    event("some job preempted or resized" if res.summary["preemptions"] + res.summary["resizes"] else "no preemption")
-    event("some job on several machines" if any(len(set(pl)) > 1 for pl in _machines_used(auditor)) else "one machine per job")
+    event(
+        "some job preempted or resized"
+        if res.summary["preemptions"] + res.summary["resizes"]
+        else "no preemption"
+    )
+    event(
+        "some job on several machines"
+        if any(len(set(pl)) > 1 for pl in _machines_used(auditor))
+        else "one machine per job"
+    )
     util = res.utilization[list(RES)].to_numpy(dtype=float)
     assert np.all(np.nan_to_num(util) <= 1 + 1e-9) and np.all(np.nan_to_num(util) >= -1e-9)
     if res.summary["jobs_completed"]:
@@ -204,9 +244,15 @@ def instances(draw):
     jobs = [_job(rng, f"j{i}", 3, 0.0) for i in range(n)]
     total = sum(_task_vectors(j)[0] * j.max_workers + _task_vectors(j)[1] * j.max_ps for j in jobs)
     alone = np.max([sum(_task_vectors(j)) for j in jobs], axis=0)
-    frac = draw(st.sampled_from([0.2, 0.4, 0.7, 1.0]))  # tight: some jobs wait; loose: every job at its cap
+    frac = draw(
+        st.sampled_from([0.2, 0.4, 0.7, 1.0])
+    )  # tight: some jobs wait; loose: every job at its cap
     cap = np.maximum(np.floor(frac * total), alone)  # every job fits on its own
-    return jobs, Cluster.pooled(RES, **dict(zip(RES, map(float, cap)))), draw(st.sampled_from(["sequential", "wfbp"]))
+    return (
+        jobs,
+        Cluster.pooled(RES, **dict(zip(RES, map(float, cap)))),
+        draw(st.sampled_from(["sequential", "wfbp"])),
+    )
 
 
 @settings(max_examples=80)
@@ -220,31 +266,45 @@ def test_lower_bound_le_optimum_le_every_heuristic(inst):
     assert milp.status == "optimal" and milp.objective == pytest.approx(brute.objective, rel=rel)
     assert lp.objective <= milp.objective * (1 + rel)
     heuristics = [solve(jobs, cluster, "lp_round", mode=mode, backend="highs")] + [
-        solve(jobs, cluster, "smd", mode=mode, knapsack=k, backend="highs") for k in ("hull", "exact", "lp_round", "greedy")
+        solve(jobs, cluster, "smd", mode=mode, knapsack=k, backend="highs")
+        for k in ("hull", "exact", "lp_round", "greedy")
     ]
     cap = cluster.capacity_vector
     for sol in (milp, *heuristics):
-        assert sol.objective >= milp.objective * (1 - rel), (sol.method, sol.objective, milp.objective)
+        assert sol.objective >= milp.objective * (1 - rel), (
+            sol.method,
+            sol.objective,
+            milp.objective,
+        )
         assert sol.lower_bound <= milp.objective * (1 + rel), (sol.method, sol.lower_bound)
-        use = sum(w * _task_vectors(j)[0] + p * _task_vectors(j)[1] for j, w, p in zip(jobs, sol.workers, sol.ps))
+        use = sum(
+            w * _task_vectors(j)[0] + p * _task_vectors(j)[1]
+            for j, w, p in zip(jobs, sol.workers, sol.ps)
+        )
         assert np.all(use <= cap * (1 + rel) + 1e-9), sol.method
 
 
 # ---- determinism --------------------------------------------------------------------------------------
 @settings(max_examples=16)
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd"]))
+@given(
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd"]),
+)
 def test_same_seed_same_per_job_table(seed, policy):
     cluster = Cluster.homogeneous(2)
     runs = []
     for _ in range(2):
-        jobs = synthetic(10, cluster, load=1.2, seed=seed, networks=["resnet50", "alexnet", "lstm_lm"])
+        jobs = synthetic(
+            10, cluster, load=1.2, seed=seed, networks=["resnet50", "alexnet", "lstm_lm"]
+        )
         runs.append(simulate(jobs, cluster, policy))
     pd.testing.assert_frame_equal(runs[0].jobs, runs[1].jobs, check_exact=True)
     pd.testing.assert_frame_equal(runs[0].history, runs[1].history, check_exact=True)
     pd.testing.assert_frame_equal(runs[0].utilization, runs[1].utilization, check_exact=True)
-    other = synthetic(10, cluster, load=1.2, seed=seed + 1, networks=["resnet50", "alexnet", "lstm_lm"])
+    other = synthetic(
+        10, cluster, load=1.2, seed=seed + 1, networks=["resnet50", "alexnet", "lstm_lm"]
+    )
     assert [j.samples for j in other] != [j.samples for j in jobs]  # the seed matters
-
 
 
 @pytest.mark.parametrize("policy", ["fifo", "drf"])
@@ -252,11 +312,24 @@ def test_job_that_fits_only_split_is_run(policy):
     # Found by test_capacity_never_exceeded_and_every_fitting_job_completes. The worker (dominant
     # share 2/8 GPUs) goes first, to m0, the first machine it fits; the PS then fits neither on m0
     # (3 CPUs left, it needs 4) nor on m1 (10 Gbps, it needs 25). PS on m0 and worker on m1 fits.
-    cluster = Cluster((Machine("m0", {"gpu": 4, "cpu": 7, "mem_gb": 64, "bw_gbps": 100}),
-                       Machine("m1", {"gpu": 4, "cpu": 26, "mem_gb": 16, "bw_gbps": 10})), RES)
+    cluster = Cluster(
+        (
+            Machine("m0", {"gpu": 4, "cpu": 7, "mem_gb": 64, "bw_gbps": 100}),
+            Machine("m1", {"gpu": 4, "cpu": 26, "mem_gb": 16, "bw_gbps": 10}),
+        ),
+        RES,
+    )
     prof = LayerProfile(["a"], [1e-4], [2e-4], [1e6])
-    job = Job("j", prof, 1e4, 64, {"gpu": 2, "cpu": 4, "mem_gb": 1, "bw_gbps": 1}, {"cpu": 4, "mem_gb": 4, "bw_gbps": 25},
-              max_workers=1, max_ps=1)
+    job = Job(
+        "j",
+        prof,
+        1e4,
+        64,
+        {"gpu": 2, "cpu": 4, "mem_gb": 1, "bw_gbps": 1},
+        {"cpu": 4, "mem_gb": 4, "bw_gbps": 25},
+        max_workers=1,
+        max_ps=1,
+    )
     assert _fits_somewhere(job, np.array([[m.capacity[r] for r in RES] for m in cluster.machines]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -269,9 +342,22 @@ def test_solver_placement_starts_a_job_that_fits(policy):
     # Found by test_capacity_never_exceeded_and_every_fitting_job_completes (milp). Worker and PS
     # each need 25 of m0's 40 Gbps; the worker needs a GPU (only m0 has one). Worker on m0 and PS
     # on m1 fits (first fit, workers first on ties, finds it: fifo, drf, ... run the job).
-    cluster = Cluster((Machine("m0", {"gpu": 8, "cpu": 42, "mem_gb": 256, "bw_gbps": 40}),
-                       Machine("m1", {"gpu": 0, "cpu": 26, "mem_gb": 64, "bw_gbps": 40})), RES)
-    job = Job("j", LayerProfile(["a"], [1e-4], [2e-4], [1e6]), 1e4, 64, {"gpu": 1, "cpu": 1, "mem_gb": 15, "bw_gbps": 25},
-              {"cpu": 5, "mem_gb": 3, "bw_gbps": 25}, max_workers=1, max_ps=1)
+    cluster = Cluster(
+        (
+            Machine("m0", {"gpu": 8, "cpu": 42, "mem_gb": 256, "bw_gbps": 40}),
+            Machine("m1", {"gpu": 0, "cpu": 26, "mem_gb": 64, "bw_gbps": 40}),
+        ),
+        RES,
+    )
+    job = Job(
+        "j",
+        LayerProfile(["a"], [1e-4], [2e-4], [1e6]),
+        1e4,
+        64,
+        {"gpu": 1, "cpu": 1, "mem_gb": 15, "bw_gbps": 25},
+        {"cpu": 5, "mem_gb": 3, "bw_gbps": 25},
+        max_workers=1,
+        max_ps=1,
+    )
     assert simulate([job], cluster, "fifo").jobs["status"].tolist() == ["completed"]
     assert simulate([job], cluster, policy).jobs["status"].tolist() == ["completed"]

@@ -26,12 +26,18 @@ from smdlab.sim import output
 from smdlab.sim.output import MANIFEST, write_files
 
 ARGS = ["simulate", "--jobs", "12", "--machines", "2", "--policy", "fifo,tetris", "--seed", "5"]
-OURS = {f"{kind}_{p}.csv" for kind in ("jobs", "history", "utilization") for p in ("fifo", "tetris")} | {"summary.csv", "timings.csv"}
+OURS = {
+    f"{kind}_{p}.csv" for kind in ("jobs", "history", "utilization") for p in ("fifo", "tetris")
+} | {"summary.csv", "timings.csv"}
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under ``folder``: relative path -> (content, modification time in ns)."""
-    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +54,30 @@ def test_simulate_csvs_are_byte_identical_across_processes(tmp_path, reference):
     for seed in ("1", "2"):
         out = tmp_path / f"out{seed}"
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        proc = subprocess.run([sys.executable, "-m", "smdlab.cli", *ARGS, "--out", str(out)], capture_output=True,
-                              text=True, env=env, timeout=180)
+        proc = subprocess.run(
+            [sys.executable, "-m", "smdlab.cli", *ARGS, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append({p.name: p.read_bytes() for p in out.iterdir()})
     assert set(outs[0]) == set(outs[1]) == set(reference) == OURS | {MANIFEST}
     for name in sorted(OURS - {"timings.csv"}):  # timings.csv holds wall-clock seconds, by design
         assert outs[0][name] == outs[1][name] == reference[name], name
     timings = pd.read_csv(pd.io.common.StringIO(outs[0]["timings.csv"].decode()))
-    assert list(timings.columns) == ["policy", "scheduler_time_s", "scheduler_time_per_decision_s",
-                                     "scheduler_time_max_s", "sim_wall_s"]
+    assert list(timings.columns) == [
+        "policy",
+        "scheduler_time_s",
+        "scheduler_time_per_decision_s",
+        "scheduler_time_max_s",
+        "sim_wall_s",
+    ]
     summary = pd.read_csv(pd.io.common.StringIO(reference["summary.csv"].decode()))
-    assert not {"scheduler_time_s", "sim_wall_s"} & set(summary.columns) and summary["jobs_completed"].tolist() == [12, 12]
+    assert not {"scheduler_time_s", "sim_wall_s"} & set(summary.columns) and summary[
+        "jobs_completed"
+    ].tolist() == [12, 12]
 
 
 def test_out_never_deletes_or_changes_files_it_did_not_write(tmp_path, capfd):
@@ -76,18 +94,25 @@ def test_out_never_deletes_or_changes_files_it_did_not_write(tmp_path, capfd):
     assert main([*ARGS, "--out", str(out)]) == 0
     after = _snapshot(out)
     kept = set(before) - {"jobs_fifo.csv"}
-    assert {k: after[k] for k in kept} == {k: before[k] for k in kept}  # same bytes, same modification time
+    assert {k: after[k] for k in kept} == {
+        k: before[k] for k in kept
+    }  # same bytes, same modification time
     assert set(after) == (set(before) - {"jobs_fifo.csv"}) | OURS | {MANIFEST}
     assert main([*ARGS, "--out", str(out)]) == 0  # smdlab's own files are replaced, the others kept
     again = _snapshot(out)
-    assert again["README.txt"] == before["README.txt"] and again["notes/draft.md"] == before["notes/draft.md"]
+    assert (
+        again["README.txt"] == before["README.txt"]
+        and again["notes/draft.md"] == before["notes/draft.md"]
+    )
 
 
 def test_unreadable_manifest_protects_everything(tmp_path, capfd):
     out = tmp_path / "out"
     assert main([*ARGS, "--out", str(out)]) == 0
     (out / MANIFEST).write_text("{ not json")
-    assert main([*ARGS, "--out", str(out)]) == 2  # nothing counts as smdlab's any more: nothing is replaced
+    assert (
+        main([*ARGS, "--out", str(out)]) == 2
+    )  # nothing counts as smdlab's any more: nothing is replaced
     assert "refusing to overwrite" in capfd.readouterr().err
 
 
@@ -118,7 +143,9 @@ def _check_no_half_files(out: Path, reference: dict[str, bytes]) -> set[str]:
 
 
 @pytest.mark.parametrize("at", [1, 2, 5, 8, 17])
-def test_interrupted_simulate_out_leaves_whole_files_and_can_be_rerun(at, tmp_path, reference, monkeypatch, capfd):
+def test_interrupted_simulate_out_leaves_whole_files_and_can_be_rerun(
+    at, tmp_path, reference, monkeypatch, capfd
+):
     # os.replace fails at call ``at``: the manifest is replaced before each file (calls 1, 3, 5,
     # ...), the files at calls 2, 4, ..., the manifest once more at the end (call 17 for 8 files).
     # The run stops with one error line.
@@ -127,11 +154,19 @@ def test_interrupted_simulate_out_leaves_whole_files_and_can_be_rerun(at, tmp_pa
     monkeypatch.setattr(output.os, "replace", stop)
     assert main([*ARGS, "--out", str(out)]) == 2
     err = capfd.readouterr().err
-    assert err.startswith("smdlab: error: cannot write") and "No space left on device" in err and err.count("\n") == 1
+    assert (
+        err.startswith("smdlab: error: cannot write")
+        and "No space left on device" in err
+        and err.count("\n") == 1
+    )
     monkeypatch.undo()
     present = _check_no_half_files(out, reference) if out.exists() else set()
-    assert len(present - {MANIFEST}) == min((at - 1) // 2, len(OURS))  # the files completed before the failure
-    assert main([*ARGS, "--out", str(out)]) == 0  # no --force needed: what was written is known to be smdlab's
+    assert len(present - {MANIFEST}) == min(
+        (at - 1) // 2, len(OURS)
+    )  # the files completed before the failure
+    assert (
+        main([*ARGS, "--out", str(out)]) == 0
+    )  # no --force needed: what was written is known to be smdlab's
     assert _check_no_half_files(out, reference) == OURS | {MANIFEST}
 
 
@@ -147,7 +182,10 @@ def test_interrupt_during_the_data_write_keeps_the_old_file(tmp_path, monkeypatc
         write_files(out, {"a.csv": "new,content\n" * 1000})
     monkeypatch.undo()
     assert (out / "a.csv").read_text() == "old,complete\n1,2\n"
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.csv"]  # the temporary file is gone
+    assert sorted(p.name for p in out.iterdir()) == [
+        MANIFEST,
+        "a.csv",
+    ]  # the temporary file is gone
     assert write_files(out, {"a.csv": "new\n"}) == [out / "a.csv"]  # and the old one is still ours
 
 
@@ -155,7 +193,9 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     umask = os.umask(0o022)
     os.umask(umask)
     (path,) = write_files(tmp_path / "out", {"a.csv": "x\n"})
-    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not the 0o600 of a private temporary file
+    assert (
+        path.stat().st_mode & 0o777 == 0o666 & ~umask
+    )  # not the 0o600 of a private temporary file
 
 
 def test_output_errors_are_smdlab_errors(tmp_path):
@@ -168,9 +208,13 @@ def test_output_errors_are_smdlab_errors(tmp_path):
 
 
 def test_interrupted_reproduce_leaves_whole_csvs_and_can_be_rerun(tmp_path, monkeypatch):
-    rep = importlib.import_module("smdlab.experiments.reproduce")  # the module (the package exports a function of that name)
+    rep = importlib.import_module(
+        "smdlab.experiments.reproduce"
+    )  # the module (the package exports a function of that name)
 
-    frames = {name: pd.DataFrame({"x": [1.0, 2.0], "name": [name, name]}) for name in rep.list_figures()}
+    frames = {
+        name: pd.DataFrame({"x": [1.0, 2.0], "name": [name, name]}) for name in rep.list_figures()
+    }
     monkeypatch.setattr(rep, "run_experiment", lambda name, cfg, workers=1: frames[name].copy())
     names = rep.list_figures()[:3]
     out = tmp_path / "figs"
@@ -179,7 +223,10 @@ def test_interrupted_reproduce_leaves_whole_csvs_and_can_be_rerun(tmp_path, monk
         rep.reproduce(out, "tiny", only=names, formats=["csv"], log=None)
     monkeypatch.setattr(output.os, "replace", os.replace)
     present = sorted(p.name for p in out.iterdir())
-    assert present == [MANIFEST, f"{names[0]}.csv"]  # the first CSV complete, the second never half-written
+    assert present == [
+        MANIFEST,
+        f"{names[0]}.csv",
+    ]  # the first CSV complete, the second never half-written
     assert (out / f"{names[0]}.csv").read_bytes() == rep.csv_bytes(frames[names[0]])
     written = rep.reproduce(out, "tiny", only=names, formats=["csv"], log=None)  # no --force needed
     assert sorted(p.name for p in written) == sorted(f"{n}.csv" for n in names)

@@ -11,7 +11,8 @@ from smdlab.experiments.reproduce import ImageExporter
 from smdlab.viz.style import SMD_LABEL
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None, reason="Debian's chromium is not on PATH (install it with tools/system-deps.sh)"
+    shutil.which("chromium") is None,
+    reason="Debian's chromium is not on PATH (install it with tools/system-deps.sh)",
 )
 
 
@@ -20,11 +21,15 @@ def test_png_svg_csv_written_with_one_browser(tmp_path, monkeypatch):
 
     starts = []
     real_start = kaleido.start_sync_server
-    monkeypatch.setattr(kaleido, "start_sync_server", lambda *a, **k: (starts.append(1), real_start(*a, **k))[1])
+    monkeypatch.setattr(
+        kaleido, "start_sync_server", lambda *a, **k: (starts.append(1), real_start(*a, **k))[1]
+    )
     out = tmp_path / "out"
     names = ["jct_vs_jobs", "optimality_gap"]
     written = reproduce(out, "tiny", only=names, formats=["png", "svg", "csv"], log=None)
-    assert sorted(p.name for p in written) == sorted(f"{n}.{f}" for n in names for f in ("png", "svg", "csv"))
+    assert sorted(p.name for p in written) == sorted(
+        f"{n}.{f}" for n in names for f in ("png", "svg", "csv")
+    )
     assert len(starts) == 1  # one browser for every image
     server = getattr(kaleido, "_global_server", None)
     assert server is None or not server.is_running()  # and it is closed afterwards

@@ -38,11 +38,23 @@ def test_csvs_are_byte_identical_across_runs(tiny_csv_run, tmp_path):
     # A second run in a fresh process (another hash seed), through the installed entry point's module.
     again = tmp_path / "again"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    cmd = [sys.executable, "-m", "smdlab.cli", "reproduce", "--tiny", "--formats", "csv", "--out", str(again)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "smdlab.cli",
+        "reproduce",
+        "--tiny",
+        "--formats",
+        "csv",
+        "--out",
+        str(again),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     for name in list_figures():
-        assert (again / f"{name}.csv").read_bytes() == (tiny_csv_run / f"{name}.csv").read_bytes(), name
+        assert (again / f"{name}.csv").read_bytes() == (
+            tiny_csv_run / f"{name}.csv"
+        ).read_bytes(), name
 
 
 def test_rerun_into_the_same_folder_replaces_own_files(tmp_path):
@@ -51,7 +63,9 @@ def test_rerun_into_the_same_folder_replaces_own_files(tmp_path):
     before = (out / "jct_vs_jobs.csv").read_bytes()
     reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None)
     assert (out / "jct_vs_jobs.csv").read_bytes() == before
-    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != MANIFEST]  # no temp files left
+    assert not [
+        p for p in out.iterdir() if p.name.startswith(".") and p.name != MANIFEST
+    ]  # no temp files left
 
 
 def test_foreign_file_is_refused_untouched_and_others_kept(tmp_path, capsys):
@@ -63,13 +77,30 @@ def test_foreign_file_is_refused_untouched_and_others_kept(tmp_path, capsys):
         reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None)
     assert (out / "jct_vs_jobs.csv").read_text() == "mine\n"
     # Through the CLI: one error line, exit status 2, nothing written.
-    rc = main(["reproduce", "--tiny", "--only", "jct_vs_jobs", "--formats", "csv", "--out", str(out)])
+    rc = main(
+        ["reproduce", "--tiny", "--only", "jct_vs_jobs", "--formats", "csv", "--out", str(out)]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "smdlab: error:" in err and "jct_vs_jobs.csv" in err and "--force" in err
     assert (out / "jct_vs_jobs.csv").read_text() == "mine\n"
     assert not (out / MANIFEST).exists()
     # --force overwrites it; the unrelated file stays.
-    assert main(["reproduce", "--tiny", "--only", "jct_vs_jobs", "--formats", "csv", "--out", str(out), "--force"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "--tiny",
+                "--only",
+                "jct_vs_jobs",
+                "--formats",
+                "csv",
+                "--out",
+                str(out),
+                "--force",
+            ]
+        )
+        == 0
+    )
     assert (out / "jct_vs_jobs.csv").read_text().startswith("n_jobs,seed,policy")
     assert (out / "notes.txt").read_text() == "keep me\n"
 
@@ -90,7 +121,9 @@ def test_refusal_comes_before_any_work(tmp_path, monkeypatch):
     (out / "optimality_gap.csv").write_text("x\n")
     import importlib
 
-    rp = importlib.import_module("smdlab.experiments.reproduce")  # the attribute is the function of that name
+    rp = importlib.import_module(
+        "smdlab.experiments.reproduce"
+    )  # the attribute is the function of that name
 
     def boom(*a, **k):
         raise AssertionError("an experiment ran before the output check")

@@ -11,10 +11,10 @@ import pytest
 
 from smdlab import Cluster, Infeasible, Job, LayerProfile, Machine, speed
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
-from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.policies.fifo import FIFO
 from smdlab.policies.srtf import SRTF
 from smdlab.sim import CapacityExceeded, InvalidDecision, Stalled, simulate
+from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.workloads import synthetic
 
 
@@ -23,9 +23,21 @@ def _profile(scale: float = 1.0) -> LayerProfile:
     return LayerProfile(["a", "b", "c"], f, 2 * f, np.full(3, 2e6))
 
 
-def _job(name: str, arrival: float = 0.0, samples: float = 2e5, cap: int = 4, worker=None, **kw) -> Job:
-    return Job(name, _profile(), samples, 128, worker or {"gpu": 1, "cpu": 2, "bw_gbps": 5},
-               {"cpu": 2, "bw_gbps": 5}, arrival=arrival, max_workers=cap, max_ps=cap, **kw)
+def _job(
+    name: str, arrival: float = 0.0, samples: float = 2e5, cap: int = 4, worker=None, **kw
+) -> Job:
+    return Job(
+        name,
+        _profile(),
+        samples,
+        128,
+        worker or {"gpu": 1, "cpu": 2, "bw_gbps": 5},
+        {"cpu": 2, "bw_gbps": 5},
+        arrival=arrival,
+        max_workers=cap,
+        max_ps=cap,
+        **kw,
+    )
 
 
 def _cluster(n: int = 2, gpu: float = 4) -> Cluster:
@@ -36,7 +48,9 @@ def _cluster(n: int = 2, gpu: float = 4) -> Cluster:
 @pytest.fixture(scope="module")
 def workload():
     cl = Cluster.homogeneous(4)
-    return cl, synthetic(60, cl, load=1.5, seed=3, networks=["resnet50", "vgg16", "alexnet", "lstm_lm"])
+    return cl, synthetic(
+        60, cl, load=1.5, seed=3, networks=["resnet50", "vgg16", "alexnet", "lstm_lm"]
+    )
 
 
 class Watching:
@@ -47,8 +61,13 @@ class Watching:
 
     def decide(self, state: ClusterState) -> Decision:
         cap = capacity_matrix(state.cluster)
-        held = sum((placement_usage(r.job, r.placement, cap.shape[0], state.cluster.resources) for r in state.running),
-                   np.zeros_like(cap))
+        held = sum(
+            (
+                placement_usage(r.job, r.placement, cap.shape[0], state.cluster.resources)
+                for r in state.running
+            ),
+            np.zeros_like(cap),
+        )
         assert np.all(state.free >= -1e-9)
         np.testing.assert_allclose(state.free, cap - held, atol=1e-9)
         assert not state.free.flags.writeable
@@ -66,7 +85,11 @@ def test_conservation_and_capacity(workload, policy):
     assert (df["status"] == "completed").all() and res.summary["jobs_completed"] == len(jobs)
     asked = pd.Series({j.name: j.samples for j in jobs})
     # Samples done, rebuilt from the allocation history (speed x time per segment), equal samples asked.
-    drained = (res.history["speed"] * (res.history["end"] - res.history["start"])).groupby(res.history["job"]).sum()
+    drained = (
+        (res.history["speed"] * (res.history["end"] - res.history["start"]))
+        .groupby(res.history["job"])
+        .sum()
+    )
     np.testing.assert_allclose(drained[asked.index], asked, rtol=1e-9)
     np.testing.assert_allclose(df.loc[asked.index, "samples_done"], asked, rtol=1e-12)
     assert (df["finish"] >= df["start"]).all() and (df["start"] >= df["arrival"]).all()
@@ -82,7 +105,9 @@ def test_determinism(workload):
     pd.testing.assert_frame_equal(a.jobs, b.jobs)
     pd.testing.assert_frame_equal(a.history, b.history)
     cl2 = Cluster.homogeneous(4)
-    again = synthetic(60, cl2, load=1.5, seed=3, networks=["resnet50", "vgg16", "alexnet", "lstm_lm"])
+    again = synthetic(
+        60, cl2, load=1.5, seed=3, networks=["resnet50", "vgg16", "alexnet", "lstm_lm"]
+    )
     c = simulate(again, cl2, "fifo")
     pd.testing.assert_frame_equal(a.jobs, c.jobs)
 
@@ -107,7 +132,9 @@ def test_fifo_serves_the_head_first():
     ]
     fifo = simulate(jobs, cl, "fifo").jobs.set_index("job")
     assert fifo.loc["big", "start"] == pytest.approx(fifo.loc["long", "finish"])
-    assert fifo.loc["short", "start"] >= fifo.loc["big", "finish"] - 1e-9  # no overtaking while big waits
+    assert (
+        fifo.loc["short", "start"] >= fifo.loc["big", "finish"] - 1e-9
+    )  # no overtaking while big waits
     srtf = simulate(jobs, cl, "srtf").jobs.set_index("job")
     assert srtf.loc["short", "start"] == pytest.approx(srtf.loc["long", "finish"])  # shortest first
     assert srtf.loc["big", "start"] >= srtf.loc["short", "finish"] - 1e-9
@@ -122,7 +149,9 @@ def test_fifo_decision_stops_at_first_unfit_and_fills_head_to_cap():
     small = _job("small", 2.0, cap=1)
     free = capacity_matrix(cl)
     free.setflags(write=False)
-    state = ClusterState(3.0, cl, tuple(QueuedJob(j, j.samples) for j in (head, blocker, small)), (), free)
+    state = ClusterState(
+        3.0, cl, tuple(QueuedJob(j, j.samples) for j in (head, blocker, small)), (), free
+    )
     d = FIFO().decide(state)
     assert [(a.job, a.workers, a.ps) for a in d.allocations] == [("head", 2, 2)]
 
@@ -142,21 +171,50 @@ class Scripted:
 
 def _alloc(state, name, w, p, tasks=None):
     job = next(q.job for q in state.queued if q.job.name == name)
-    pl = Placement(tuple(tasks)) if tasks is not None else first_fit(job, w, p, np.array(state.free), state.cluster.resources)
+    pl = (
+        Placement(tuple(tasks))
+        if tasks is not None
+        else first_fit(job, w, p, np.array(state.free), state.cluster.resources)
+    )
     return Allocation(name, w, p, pl)
 
 
 @pytest.mark.parametrize(
     "make, error, text",
     [
-        (lambda s: Decision((Allocation("ghost", 1, 1, Placement(((0, 1, 1),))),)), InvalidDecision, "unknown"),
-        (lambda s: Decision((_alloc(s, "a", 1, 1, [(0, 1, 1)]),) * 2), InvalidDecision, "two allocations"),
-        (lambda s: Decision((_alloc(s, "a", 5, 1, [(0, 5, 1)]),)), InvalidDecision, "workers must be an integer in [1, 4]"),
-        (lambda s: Decision((_alloc(s, "a", 2, 1, [(0, 1, 1)]),)), InvalidDecision, "placement holds 1 workers"),
-        (lambda s: Decision((_alloc(s, "a", 1, 1, [(7, 1, 1)]),)), InvalidDecision, "machine index"),
+        (
+            lambda s: Decision((Allocation("ghost", 1, 1, Placement(((0, 1, 1),))),)),
+            InvalidDecision,
+            "unknown",
+        ),
+        (
+            lambda s: Decision((_alloc(s, "a", 1, 1, [(0, 1, 1)]),) * 2),
+            InvalidDecision,
+            "two allocations",
+        ),
+        (
+            lambda s: Decision((_alloc(s, "a", 5, 1, [(0, 5, 1)]),)),
+            InvalidDecision,
+            "workers must be an integer in [1, 4]",
+        ),
+        (
+            lambda s: Decision((_alloc(s, "a", 2, 1, [(0, 1, 1)]),)),
+            InvalidDecision,
+            "placement holds 1 workers",
+        ),
+        (
+            lambda s: Decision((_alloc(s, "a", 1, 1, [(7, 1, 1)]),)),
+            InvalidDecision,
+            "machine index",
+        ),
         (lambda s: Decision((), ("a",)), InvalidDecision, "not running"),
-        (lambda s: Decision((_alloc(s, "a", 4, 4, [(0, 4, 4)]), _alloc(s, "b", 1, 1, [(0, 1, 1)]))),
-         CapacityExceeded, "capacity of gpu"),
+        (
+            lambda s: Decision(
+                (_alloc(s, "a", 4, 4, [(0, 4, 4)]), _alloc(s, "b", 1, 1, [(0, 1, 1)]))
+            ),
+            CapacityExceeded,
+            "capacity of gpu",
+        ),
         (lambda s: "nothing", InvalidDecision, "must return a Decision"),
     ],
 )
@@ -184,8 +242,12 @@ class _ResizeLater:
         running = {r.job.name: r for r in state.running}
         if "a" in running and running["a"].workers == 1:
             r = running["a"]
-            free = np.array(state.free) + placement_usage(r.job, r.placement, state.free.shape[0], state.cluster.resources)
-            return Decision((Allocation("a", 2, 2, first_fit(r.job, 2, 2, free, state.cluster.resources)),))
+            free = np.array(state.free) + placement_usage(
+                r.job, r.placement, state.free.shape[0], state.cluster.resources
+            )
+            return Decision(
+                (Allocation("a", 2, 2, first_fit(r.job, 2, 2, free, state.cluster.resources)),)
+            )
         return FIFO().decide(state)
 
 
@@ -208,7 +270,9 @@ def test_elastic_resize_and_preemption_conserve_work():
             if not self.done and state.running and state.queued:
                 self.done = True  # swap: the running job back to the queue, the waiting one in
                 r, q = state.running[0], state.queued[0]
-                free = np.array(state.free) + placement_usage(r.job, r.placement, 1, state.cluster.resources)
+                free = np.array(state.free) + placement_usage(
+                    r.job, r.placement, 1, state.cluster.resources
+                )
                 pl = first_fit(q.job, 4, 4, free, state.cluster.resources)
                 return Decision((Allocation(q.job.name, 4, 4, pl),), (r.job.name,))
             return FIFO().decide(state)
@@ -234,8 +298,12 @@ def test_policy_that_never_starts_anything_raises_instead_of_hanging():
 
 
 def test_periodic_decision_points():
-    res = simulate([_job("a", samples=5e6, cap=1), _job("b", 1.0, samples=5e6, cap=1)], _cluster(1, gpu=1), "fifo",
-                   delta=100.0)
+    res = simulate(
+        [_job("a", samples=5e6, cap=1), _job("b", 1.0, samples=5e6, cap=1)],
+        _cluster(1, gpu=1),
+        "fifo",
+        delta=100.0,
+    )
     times = res.decisions["time"].to_numpy()
     ticks = times[(times > 1.0) & (times < res.jobs["finish"].max())]
     ticks = ticks[np.isin(ticks, res.jobs[["arrival", "finish"]].to_numpy().ravel(), invert=True)]
@@ -269,7 +337,10 @@ def test_summary_metrics_match_the_job_table(workload):
     h = res.history
     wv = np.stack([cl.vector(by_name[n].worker_demand) for n in h["job"]])
     pv = np.stack([cl.vector(by_name[n].ps_demand) for n in h["job"]])
-    held = ((h["end"] - h["start"]).to_numpy()[:, None] * (h["workers"].to_numpy()[:, None] * wv + h["ps"].to_numpy()[:, None] * pv)).sum(0)
+    held = (
+        (h["end"] - h["start"]).to_numpy()[:, None]
+        * (h["workers"].to_numpy()[:, None] * wv + h["ps"].to_numpy()[:, None] * pv)
+    ).sum(0)
     expect = held / (cl.capacity_vector * s["makespan"])
     np.testing.assert_allclose([s["utilization"][r] for r in cl.resources], expect, rtol=1e-9)
 
@@ -322,7 +393,17 @@ def test_utilization_records_queue_growth():
     prof = LayerProfile(["a"], [1e-4], [2e-4], [1e6])
     cluster = Cluster.homogeneous(1, gpu=1, cpu=8, mem_gb=64, bw_gbps=100)
     jobs = [
-        Job(f"j{i}", prof, 1e5, 32, {"gpu": 1, "bw_gbps": 10}, {"bw_gbps": 10}, arrival=float(i), max_workers=1, max_ps=1)
+        Job(
+            f"j{i}",
+            prof,
+            1e5,
+            32,
+            {"gpu": 1, "bw_gbps": 10},
+            {"bw_gbps": 10},
+            arrival=float(i),
+            max_workers=1,
+            max_ps=1,
+        )
         for i in range(2)
     ]
     util = simulate(jobs, cluster, "fifo").utilization

@@ -11,9 +11,9 @@ import pytest
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.stages import admit_bundles, max_allocation, max_bundles
+from smdlab.sim import simulate
 from smdlab.solve.instance import job_speeds
 from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
-from smdlab.sim import simulate
 from smdlab.workloads import synthetic
 
 RES = ("gpu", "cpu", "bw_gbps")
@@ -21,9 +21,16 @@ RES = ("gpu", "cpu", "bw_gbps")
 
 def _job(max_workers=8, max_ps=8, worker=None, ps=None) -> Job:
     f = np.full(2, 5e-5)
-    return Job("j", LayerProfile(["a", "b"], f, 2 * f, np.full(2, 1e6)), 1e5, 64,
-               worker or {"gpu": 1, "cpu": 2, "bw_gbps": 10}, ps or {"cpu": 4, "bw_gbps": 10},
-               max_workers=max_workers, max_ps=max_ps)
+    return Job(
+        "j",
+        LayerProfile(["a", "b"], f, 2 * f, np.full(2, 1e6)),
+        1e5,
+        64,
+        worker or {"gpu": 1, "cpu": 2, "bw_gbps": 10},
+        ps or {"cpu": 4, "bw_gbps": 10},
+        max_workers=max_workers,
+        max_ps=max_ps,
+    )
 
 
 def _free(*rows) -> np.ndarray:
@@ -52,7 +59,10 @@ def test_max_bundles_is_the_largest_feasible_count():
     for _ in range(30):
         free = rng.integers(0, 6, size=(4, 3)) * np.array([1, 4, 10])
         n, pl = max_bundles(job, free.astype(float), RES, 8)
-        brute = max([k for k in range(0, 9) if k == 0 or first_fit(job, k, k, free.astype(float), RES)], default=0)
+        brute = max(
+            [k for k in range(0, 9) if k == 0 or first_fit(job, k, k, free.astype(float), RES)],
+            default=0,
+        )
         assert n == brute and (n == 0) == (pl is None)
 
 
@@ -69,7 +79,9 @@ def test_admit_bundles_stop_rule():
     cl = Cluster((Machine("m", {"gpu": 2, "cpu": 64, "bw_gbps": 100}),), RES)
     from smdlab.policies.base import QueuedJob
 
-    big = _job(max_workers=1, max_ps=1, worker={"gpu": 4, "cpu": 1, "bw_gbps": 1}).replace(name="big")
+    big = _job(max_workers=1, max_ps=1, worker={"gpu": 4, "cpu": 1, "bw_gbps": 1}).replace(
+        name="big"
+    )
     small = _job(max_workers=1, max_ps=1).replace(name="small")
     free = capacity_matrix(cl)
     state = ClusterState(0.0, cl, (QueuedJob(big, 1.0), QueuedJob(small, 1.0)), (), free)
@@ -84,8 +96,14 @@ class NaiveSRTF:
     name = "naive-srtf"
 
     def decide(self, state: ClusterState) -> Decision:
-        order = sorted(range(len(state.queued)), key=lambda i: (
-            state.queued[i].remaining / job_speeds(state.queued[i].job, state.mode)[0, 0], state.queued[i].job.arrival, i))
+        order = sorted(
+            range(len(state.queued)),
+            key=lambda i: (
+                state.queued[i].remaining / job_speeds(state.queued[i].job, state.mode)[0, 0],
+                state.queued[i].job.arrival,
+                i,
+            ),
+        )
         return admit_bundles([state.queued[i] for i in order], state)
 
 

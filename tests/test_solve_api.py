@@ -90,7 +90,9 @@ def test_brute_refuses_large_instances():
 
 def test_job_larger_than_the_cluster_is_infeasible():
     rng = np.random.default_rng(0)
-    job = small_job(rng, "huge").replace(worker_demand={"gpu": 9, "cpu": 1, "mem_gb": 1, "bw_gbps": 1})
+    job = small_job(rng, "huge").replace(
+        worker_demand={"gpu": 9, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}
+    )
     cluster = Cluster.homogeneous(1)  # 8 GPUs
     with pytest.raises(Infeasible, match="huge"):
         solve([job], cluster, "milp")
@@ -111,5 +113,7 @@ def test_stdout_stays_clean():
         "jobs, c = small_instance(2); s = solve(jobs, c, 'milp', backend='highs');"
         "s2 = solve(jobs, c, 'lp', backend='highs'); print(json.dumps({'objective': s.objective}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert json.loads(out)["objective"] > 0

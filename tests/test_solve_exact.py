@@ -32,7 +32,8 @@ GUROBI = _gurobi_works()
 
 def _use(jobs, cluster, workers, ps) -> np.ndarray:
     return sum(
-        w * cluster.vector(j.worker_demand) + p * cluster.vector(j.ps_demand) for j, w, p in zip(jobs, workers, ps)
+        w * cluster.vector(j.worker_demand) + p * cluster.vector(j.ps_demand)
+        for j, w, p in zip(jobs, workers, ps)
     )
 
 
@@ -49,7 +50,10 @@ def test_milp_equals_brute_and_orders_bounds(seed):
     cap = cluster.capacity_vector
     heuristics = [
         solve(jobs, cluster, "lp_round", backend="highs"),
-        *(solve(jobs, cluster, "smd", knapsack=k, backend="highs") for k in ("exact", "lp_round", "greedy", "hull")),
+        *(
+            solve(jobs, cluster, "smd", knapsack=k, backend="highs")
+            for k in ("exact", "lp_round", "greedy", "hull")
+        ),
     ]
     for sol in (brute, milp, *heuristics):
         assert sol.objective >= milp.objective * (1 - REL), sol.method
@@ -74,7 +78,9 @@ def test_no_job_left_out_when_all_fit(seed):
     jobs, tight = small_instance(seed)
     base = build_instance(jobs, tight, tight.capacity_vector).base_use.sum(axis=0)
     # capacity for every job at (1, 1) plus a little: no job may then be left out
-    cluster = Cluster.pooled(tight.resources, **{r: float(np.ceil(1.2 * b)) for r, b in zip(tight.resources, base)})
+    cluster = Cluster.pooled(
+        tight.resources, **{r: float(np.ceil(1.2 * b)) for r, b in zip(tight.resources, base)}
+    )
     assert not build_instance(jobs, cluster, cluster.capacity_vector).allow_defer
     for method in ("brute", "milp", "lp_round", "smd"):
         assert all(w > 0 for w in solve(jobs, cluster, method).workers), method
@@ -86,7 +92,11 @@ def test_lp_round_additive_bound(seed):
     sol = solve(jobs, cluster, "lp_round", backend="highs")
     lp = solve(jobs, cluster, "lp", backend="highs")
     inst = build_instance(jobs, cluster, cluster.capacity_vector)
-    fractional = [i for i, entries in enumerate(lp.fractional) if len(entries) > 1 or (entries and entries[0][2] < 1 - 1e-6)]
+    fractional = [
+        i
+        for i, entries in enumerate(lp.fractional)
+        if len(entries) > 1 or (entries and entries[0][2] < 1 - 1e-6)
+    ]
     # a simplex vertex has at most K fractional jobs (n convexity rows + K capacity rows)
     assert len(fractional) <= inst.K
     assert sol.objective <= sol.lower_bound + sol.rounding_bound + 1e-9 * sol.objective
@@ -106,7 +116,10 @@ def test_lp_fractional_solution_is_consistent():
         assert share <= 1 + 1e-9
         if not inst.allow_defer:
             assert share == pytest.approx(1.0)
-        value += sum(v * inst.cost[i, w - 1, p - 1] for w, p, v in entries) + (1 - share) * inst.defer_cost[i]
+        value += (
+            sum(v * inst.cost[i, w - 1, p - 1] for w, p, v in entries)
+            + (1 - share) * inst.defer_cost[i]
+        )
         use += sum(v * (w * inst.alpha[i] + p * inst.gamma[i]) for w, p, v in entries)
     assert value == pytest.approx(lp.objective, rel=1e-9)
     assert np.all(use <= inst.capacity + 1e-6)

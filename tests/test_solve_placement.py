@@ -24,7 +24,10 @@ def _check(result, jobs, cluster, free):
 
 def _cluster(rng, machines=4):
     return Cluster(
-        tuple(Machine(f"m{h}", {"gpu": 4, "cpu": 32, "mem_gb": 128, "bw_gbps": 50}) for h in range(machines))
+        tuple(
+            Machine(f"m{h}", {"gpu": 4, "cpu": 32, "mem_gb": 128, "bw_gbps": 50})
+            for h in range(machines)
+        )
     )
 
 
@@ -32,7 +35,9 @@ def _cluster(rng, machines=4):
 def test_placement_fits_every_machine(seed):
     rng = np.random.default_rng(seed)
     cluster = _cluster(rng, int(rng.integers(2, 6)))
-    jobs = [small_job(rng, f"j{i}", max_workers=6, max_ps=6) for i in range(int(rng.integers(2, 7)))]
+    jobs = [
+        small_job(rng, f"j{i}", max_workers=6, max_ps=6) for i in range(int(rng.integers(2, 7)))
+    ]
     alloc = [(int(rng.integers(0, 7)), 0) for _ in jobs]
     alloc = [(w, int(rng.integers(1, 7))) if w else (0, 0) for w, _ in alloc]
     free = cluster.machine_matrix * rng.uniform(0.5, 1.0, (len(cluster.machines), 1))
@@ -46,10 +51,15 @@ def test_placement_fits_every_machine(seed):
 
 def test_fragmentation_shrinks_by_one_task():
     # two machines with 3 GPUs: three 2-GPU workers fit the pool (6) but only one fits per machine
-    cluster = Cluster(tuple(Machine(f"m{h}", {"gpu": 3, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}) for h in range(2)))
+    cluster = Cluster(
+        tuple(
+            Machine(f"m{h}", {"gpu": 3, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}) for h in range(2)
+        )
+    )
     rng = np.random.default_rng(0)
     job = small_job(rng, "big", max_workers=4, max_ps=4).replace(
-        worker_demand={"gpu": 2, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}, ps_demand={"gpu": 0, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}
+        worker_demand={"gpu": 2, "cpu": 1, "mem_gb": 1, "bw_gbps": 1},
+        ps_demand={"gpu": 0, "cpu": 1, "mem_gb": 1, "bw_gbps": 1},
     )
     res = place([job], [(3, 2)], cluster)
     assert res.shrink_steps == 1 and (res.workers[0], res.ps[0]) == (2, 2)
@@ -59,9 +69,12 @@ def test_fragmentation_shrinks_by_one_task():
 def test_task_that_fits_nowhere_leaves_its_job_out():
     cluster = Cluster((Machine("m0", {"gpu": 1, "cpu": 8, "mem_gb": 64, "bw_gbps": 10}),) * 1)
     rng = np.random.default_rng(1)
-    job = small_job(rng, "wide").replace(worker_demand={"gpu": 2, "cpu": 1, "mem_gb": 1, "bw_gbps": 1})
+    job = small_job(rng, "wide").replace(
+        worker_demand={"gpu": 2, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}
+    )
     other = small_job(rng, "ok").replace(
-        worker_demand={"gpu": 1, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}, ps_demand={"gpu": 0, "cpu": 1, "mem_gb": 1, "bw_gbps": 1}
+        worker_demand={"gpu": 1, "cpu": 1, "mem_gb": 1, "bw_gbps": 1},
+        ps_demand={"gpu": 0, "cpu": 1, "mem_gb": 1, "bw_gbps": 1},
     )
     res = place([job, other], [(1, 1), (1, 1)], cluster)
     assert res.placements[0].tasks == () and (res.workers[0], res.ps[0]) == (0, 0)
@@ -69,10 +82,16 @@ def test_task_that_fits_nowhere_leaves_its_job_out():
 
 
 def test_first_fit_decreasing_fills_machines_in_order():
-    cluster = Cluster(tuple(Machine(f"m{h}", {"gpu": 4, "cpu": 16, "mem_gb": 64, "bw_gbps": 40}) for h in range(3)))
+    cluster = Cluster(
+        tuple(
+            Machine(f"m{h}", {"gpu": 4, "cpu": 16, "mem_gb": 64, "bw_gbps": 40}) for h in range(3)
+        )
+    )
     rng = np.random.default_rng(2)
     demand = {"gpu": 1, "cpu": 2, "mem_gb": 8, "bw_gbps": 5}
-    job = small_job(rng, "a", max_workers=8, max_ps=8).replace(worker_demand=demand, ps_demand={**demand, "gpu": 0})
+    job = small_job(rng, "a", max_workers=8, max_ps=8).replace(
+        worker_demand=demand, ps_demand={**demand, "gpu": 0}
+    )
     res = place([job], [(6, 2)], cluster)
     # workers (dominant share: gpu 1/12) go first: 4 fill m0's GPUs, 2 go to m1; the PSs (share
     # 2/48) follow and still fit on m0, the first machine with room

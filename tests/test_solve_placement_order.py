@@ -25,15 +25,31 @@ PROFILE = LayerProfile(["a"], [1e-4], [2e-4], [1e6])
 
 def _split_only() -> tuple[Cluster, Job]:
     """Worker first (larger dominant share) takes m0; the PS then fits nowhere. PS on m0, worker on m1 fits."""
-    cluster = Cluster((Machine("m0", {"gpu": 4, "cpu": 7, "mem_gb": 64, "bw_gbps": 100}),
-                       Machine("m1", {"gpu": 4, "cpu": 26, "mem_gb": 16, "bw_gbps": 10})), RES)
-    job = Job("j", PROFILE, 1e4, 64, {"gpu": 2, "cpu": 4, "mem_gb": 1, "bw_gbps": 1},
-              {"cpu": 4, "mem_gb": 4, "bw_gbps": 25}, max_workers=1, max_ps=1)
+    cluster = Cluster(
+        (
+            Machine("m0", {"gpu": 4, "cpu": 7, "mem_gb": 64, "bw_gbps": 100}),
+            Machine("m1", {"gpu": 4, "cpu": 26, "mem_gb": 16, "bw_gbps": 10}),
+        ),
+        RES,
+    )
+    job = Job(
+        "j",
+        PROFILE,
+        1e4,
+        64,
+        {"gpu": 2, "cpu": 4, "mem_gb": 1, "bw_gbps": 1},
+        {"cpu": 4, "mem_gb": 4, "bw_gbps": 25},
+        max_workers=1,
+        max_ps=1,
+    )
     return cluster, job
 
 
 def _vectors(job: Job) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array([job.worker_demand.get(r, 0.0) for r in RES]), np.array([job.ps_demand.get(r, 0.0) for r in RES]))
+    return (
+        np.array([job.worker_demand.get(r, 0.0) for r in RES]),
+        np.array([job.ps_demand.get(r, 0.0) for r in RES]),
+    )
 
 
 def _exists(free: np.ndarray, a: np.ndarray, g: np.ndarray) -> bool:
@@ -56,7 +72,9 @@ def _check(tasks, free, a, g) -> None:
     assert np.all(used <= free + 1e-9)
 
 
-@pytest.mark.parametrize("rule", ["first_fit", "local", "consolidated"])  # ``spread`` alone is even spreads only
+@pytest.mark.parametrize(
+    "rule", ["first_fit", "local", "consolidated"]
+)  # ``spread`` alone is even spreads only
 def test_every_rule_places_a_pair_that_fits_only_split(rule):
     cluster, job = _split_only()
     a, g = _vectors(job)
@@ -97,10 +115,23 @@ def test_ledger_add_pair_tries_the_ps_first_and_undoes_a_failure():
 
 def test_solver_place_swaps_the_order_of_a_unit_job():
     # Equal dominant shares: the PS group goes first and takes m0, the only machine with a GPU.
-    cluster = Cluster((Machine("m0", {"gpu": 8, "cpu": 42, "mem_gb": 256, "bw_gbps": 40}),
-                       Machine("m1", {"gpu": 0, "cpu": 26, "mem_gb": 64, "bw_gbps": 40})), RES)
-    job = Job("j", PROFILE, 1e4, 64, {"gpu": 1, "cpu": 1, "mem_gb": 15, "bw_gbps": 25},
-              {"cpu": 5, "mem_gb": 3, "bw_gbps": 25}, max_workers=1, max_ps=1)
+    cluster = Cluster(
+        (
+            Machine("m0", {"gpu": 8, "cpu": 42, "mem_gb": 256, "bw_gbps": 40}),
+            Machine("m1", {"gpu": 0, "cpu": 26, "mem_gb": 64, "bw_gbps": 40}),
+        ),
+        RES,
+    )
+    job = Job(
+        "j",
+        PROFILE,
+        1e4,
+        64,
+        {"gpu": 1, "cpu": 1, "mem_gb": 15, "bw_gbps": 25},
+        {"cpu": 5, "mem_gb": 3, "bw_gbps": 25},
+        max_workers=1,
+        max_ps=1,
+    )
     res = place([job], [(1, 1)], cluster)
     assert (res.workers, res.ps, res.shrink_steps) == ((1,), (1,), 0)
     assert res.placements[0].tasks == ((0, 1, 0), (1, 0, 1))

@@ -20,8 +20,8 @@ def _table(rng: np.random.Generator, n: int, W: int, P: int) -> np.ndarray:
     """Random positive costs, +inf beyond random caps (not monotone: dominated configurations exist)."""
     v = rng.uniform(1.0, 10.0, size=(n, W, P))
     for i in range(n):
-        v[i, int(rng.integers(1, W + 1)):, :] = np.inf
-        v[i, :, int(rng.integers(1, P + 1)):] = np.inf
+        v[i, int(rng.integers(1, W + 1)) :, :] = np.inf
+        v[i, :, int(rng.integers(1, P + 1)) :] = np.inf
     return v
 
 
@@ -39,7 +39,9 @@ def _is_local_optimum(v, alpha, gamma, cap, w, p, rtol) -> bool:
     for i in range(n):
         room = left + w[i] * alpha[i] + p[i] * gamma[i]
         for a, b in itertools.product(range(1, W + 1), range(1, P + 1)):
-            if np.isfinite(v[i, a - 1, b - 1]) and np.all(a * alpha[i] + b * gamma[i] <= room + tol):
+            if np.isfinite(v[i, a - 1, b - 1]) and np.all(
+                a * alpha[i] + b * gamma[i] <= room + tol
+            ):
                 if v[i, a - 1, b - 1] < cur[i] - eps:
                     return False
     for i, j in itertools.permutations(range(n), 2):
@@ -58,7 +60,12 @@ def _is_local_optimum(v, alpha, gamma, cap, w, p, rtol) -> bool:
 @pytest.mark.parametrize("seed", range(100))
 def test_local_search_is_feasible_never_worse_and_locally_optimal(seed):
     rng = np.random.default_rng(seed)
-    n, W, P, K = int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    n, W, P, K = (
+        int(rng.integers(1, 5)),
+        int(rng.integers(1, 5)),
+        int(rng.integers(1, 5)),
+        int(rng.integers(1, 4)),
+    )
     v = _table(rng, n, W, P)
     alpha = rng.integers(0, 4, size=(n, K)).astype(float)
     gamma = rng.integers(0, 4, size=(n, K)).astype(float)
@@ -87,8 +94,16 @@ def test_polish_never_worsens_smd_and_stays_feasible(seed):
 
 
 def _bundled(net: str, samples: float, batch: int, cap: int, name: str) -> Job:
-    return Job(name, LayerProfile.load(net), samples, batch, {"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10},
-               {"gpu": 0, "cpu": 4, "mem_gb": 16, "bw_gbps": 10}, max_workers=cap, max_ps=cap)
+    return Job(
+        name,
+        LayerProfile.load(net),
+        samples,
+        batch,
+        {"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10},
+        {"gpu": 0, "cpu": 4, "mem_gb": 16, "bw_gbps": 10},
+        max_workers=cap,
+        max_ps=cap,
+    )
 
 
 def test_polish_reaches_the_optimum_where_the_hull_leaves_a_ps_slot_free():
@@ -96,9 +111,16 @@ def test_polish_reaches_the_optimum_where_the_hull_leaves_a_ps_slot_free():
     # the hull's next segment for the densenet job (a jump of several tasks) does not fit, so the
     # hull greedy stops at (2, 1) with room for one more PS (this instance was 9.6% above the MILP
     # optimum in the optimality-gap experiment). The local search adds it.
-    cluster = Cluster((Machine("m0", {"gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}),), ("gpu", "cpu", "mem_gb", "bw_gbps"))
-    jobs = [_bundled("bert_base", 45882.079645547026, 32, 4, "j0"), _bundled("densenet121", 331197584.36111456, 256, 8, "j1"),
-            _bundled("resnet50", 4840537.303137825, 256, 8, "j2"), _bundled("lstm_lm", 316215.488237121, 64, 4, "j3")]
+    cluster = Cluster(
+        (Machine("m0", {"gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}),),
+        ("gpu", "cpu", "mem_gb", "bw_gbps"),
+    )
+    jobs = [
+        _bundled("bert_base", 45882.079645547026, 32, 4, "j0"),
+        _bundled("densenet121", 331197584.36111456, 256, 8, "j1"),
+        _bundled("resnet50", 4840537.303137825, 256, 8, "j2"),
+        _bundled("lstm_lm", 316215.488237121, 64, 4, "j3"),
+    ]
     milp = solve(jobs, cluster, "milp", place=False, mip_gap=0, backend="highs")
     raw = solve(jobs, cluster, "smd", place=False, bound=False, polish=False)
     pol = solve(jobs, cluster, "smd", place=False, bound=False)

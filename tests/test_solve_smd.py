@@ -33,13 +33,24 @@ def test_one_job_is_dinkelbach(seed):
     w = np.arange(1, W + 1)[:, None]
     p = np.arange(1, P + 1)[None, :]
     # a numerator that grows with the allocation and a non-concave denominator: several Dinkelbach steps
-    D = rng.uniform(1, 3) * np.log1p(w) + rng.uniform(0.2, 1) * np.sqrt(p) + rng.uniform(0, 1, (W, P))
-    N = rng.uniform(2, 10) + rng.uniform(0, 1) * w + rng.uniform(0, 1) * p + rng.uniform(0, 0.5, (W, P))
+    D = (
+        rng.uniform(1, 3) * np.log1p(w)
+        + rng.uniform(0.2, 1) * np.sqrt(p)
+        + rng.uniform(0, 1, (W, P))
+    )
+    N = (
+        rng.uniform(2, 10)
+        + rng.uniform(0, 1) * w
+        + rng.uniform(0, 1) * p
+        + rng.uniform(0, 0.5, (W, P))
+    )
     alpha, gamma = np.array([[1.0, 2.0]]), np.array([[1.0, 0.5]])
     cap = np.array([rng.uniform(4, 14), rng.uniform(6, 20)])
     use = w[..., None] * alpha[0] + p[..., None] * gamma[0]
     ok = np.all(use <= cap, axis=-1)
-    r = sum_of_ratios(N[None], D[None], alpha, gamma, cap, knapsack="exact", start=(np.array([1]), np.array([1])))
+    r = sum_of_ratios(
+        N[None], D[None], alpha, gamma, cap, knapsack="exact", start=(np.array([1]), np.array([1]))
+    )
     qs = _dinkelbach(N, D, ok, N[0, 0] / D[0, 0])
     betas = [t.beta[0] for t in r.trace]
     # Jong's parameters after each (full) Newton step are Dinkelbach's q_k, and both end at the optimum
@@ -61,7 +72,9 @@ def _continuous_optimum(N, a, b, step, xmax, C):
             mid = 0.5 * (lo + hi)
             right = g(mid) > mu
             lo, hi = np.where(right, mid, lo), np.where(right, hi, mid)
-        return np.where(g(np.full(len(N), xmax)) >= mu, xmax, np.where(g(np.full(len(N), step)) <= mu, step, lo))
+        return np.where(
+            g(np.full(len(N), xmax)) >= mu, xmax, np.where(g(np.full(len(N), step)) <= mu, step, lo)
+        )
 
     lo, hi = 1e-12, 1e12
     for _ in range(200):
@@ -71,7 +84,9 @@ def _continuous_optimum(N, a, b, step, xmax, C):
     return float(np.sum(N / (a * np.log1p(b * x)))), x
 
 
-@pytest.mark.parametrize(("seed", "knapsack"), [(s, "exact") for s in range(3)] + [(s, "hull") for s in range(8)])
+@pytest.mark.parametrize(
+    ("seed", "knapsack"), [(s, "exact") for s in range(3)] + [(s, "hull") for s in range(8)]
+)
 def test_concave_speeds_reach_the_continuous_optimum(seed, knapsack):
     rng = np.random.default_rng(seed)
     n, step, W = 3, 0.05, 200  # x_i = step * w on a fine grid; one resource, PSs free
@@ -97,7 +112,10 @@ def test_trace_records_iterations():
     assert sol.trace and sol.trace[0].iteration == 0
     assert [t.iteration for t in sol.trace] == list(range(len(sol.trace)))
     assert all(t.knapsack_time_s >= 0 and t.knapsack_solves >= 1 for t in sol.trace)
-    assert sol.objective <= min(t.objective for t in sol.trace) + 1e-9 * sol.objective or sol.placement is not None
+    assert (
+        sol.objective <= min(t.objective for t in sol.trace) + 1e-9 * sol.objective
+        or sol.placement is not None
+    )
     frame = sol.trace_frame()
     assert list(frame.columns[:4]) == ["iteration", "psi_norm", "objective", "knapsack_time_s"]
 
@@ -131,7 +149,9 @@ def test_default_knapsack_and_bad_options():
     with pytest.raises(InvalidInput, match="knapsack"):
         solve(jobs, cluster, "smd", knapsack="simplex")
     with pytest.raises(InvalidInput, match="xi and eps"):
-        sum_of_ratios(np.ones(1), np.ones((1, 1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1), xi=1.5)
+        sum_of_ratios(
+            np.ones(1), np.ones((1, 1, 1)), np.ones((1, 1)), np.ones((1, 1)), np.ones(1), xi=1.5
+        )
 
 
 def test_smd_on_bundled_networks_is_close_to_milp():

@@ -69,8 +69,10 @@ def test_nonpositive_rows_dropped_with_note(small):
     assert clean.notes == ()
 
 
-@pytest.mark.parametrize("convention,loss", [("global", "relative"), ("per_worker", "relative"),
-                                             ("global", "inverse_speed")])
+@pytest.mark.parametrize(
+    "convention,loss",
+    [("global", "relative"), ("per_worker", "relative"), ("global", "inverse_speed")],
+)
 def test_optimus_recovers_its_own_coefficients(convention, loss):
     truth = dict(zip(OPTIMUS_TERMS, [2e-3, 0.15, 0.3, 0.02, 0.01]))
     df = pd.concat([_grid("net", 32), _grid("net", 128)], ignore_index=True)  # two batches: a vs b
@@ -88,10 +90,23 @@ def test_optimus_recovers_its_own_coefficients(convention, loss):
 def test_layered_recovers_its_own_parameters():
     f = np.array([2e-4, 4e-4, 3e-4, 1e-4])
     prof = LayerProfile(["a", "b", "c", "d"], f, 2 * f, [2e6, 8e6, 4e6, 16e6], network="toy")
-    truth = {"compute_scale": 2.0, "fabric_gbps": 8.0, "ps_aggregate_s_per_gb": 20.0,
-             "ps_update_s_per_gb": 60.0, "overhead_s": 0.05}
+    truth = {
+        "compute_scale": 2.0,
+        "fabric_gbps": 8.0,
+        "ps_aggregate_s_per_gb": 20.0,
+        "ps_update_s_per_gb": 60.0,
+        "overhead_s": 0.05,
+    }
     params = {**LAYERED_NEUTRAL, **truth}
-    model = SpeedModelFit("layered", "global", "wfbp", DEFAULT_LAYERED_FREE, {"toy": params}, {"toy": prof}, {"toy": 64})
+    model = SpeedModelFit(
+        "layered",
+        "global",
+        "wfbp",
+        DEFAULT_LAYERED_FREE,
+        {"toy": params},
+        {"toy": prof},
+        {"toy": 64},
+    )
     df = pd.concat([_grid("toy", 64), _grid("toy", 128, workers=(1, 3, 8))], ignore_index=True)
     df["total_speed"] = model.predict(df)
     fit = fit_speed_model(df, "layered", profiles={"toy": prof}, seed=3)
@@ -105,7 +120,14 @@ def test_holdout_target_layered_beats_optimus():
         warnings.simplefilter("ignore")  # the 6 failed VGG-16 runs
         rep = holdout_report(seed=0, test_fraction=0.3)
     assert len(rep) == 8
-    assert {"model", "n_train", "n_test", "mape_layered", "mape_optimus", *DEFAULT_LAYERED_FREE} <= set(rep.columns)
+    assert {
+        "model",
+        "n_train",
+        "n_test",
+        "mape_layered",
+        "mape_optimus",
+        *DEFAULT_LAYERED_FREE,
+    } <= set(rep.columns)
     mean = rep.attrs["mean"]
     assert mean["mape_layered"] == pytest.approx(rep["mape_layered"].mean())
     assert mean["mape_layered"] <= 12.0

@@ -7,12 +7,20 @@ import plotly.graph_objects as go
 import pytest
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time, layer_timeline, speed_table
-from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure, timeline_spec
+from smdlab.viz.model import (
+    overlap_figure,
+    ps_needed_table,
+    ratio_figure,
+    timeline_figure,
+    timeline_spec,
+)
 
 
 def _job(bw: float = 10.0, layers: int = 5) -> Job:
     f = np.linspace(1e-4, 3e-4, layers)
-    profile = LayerProfile([f"l{i}" for i in range(layers)], f, 2 * f, np.linspace(4e6, 1e6, layers), network="toy")
+    profile = LayerProfile(
+        [f"l{i}" for i in range(layers)], f, 2 * f, np.linspace(4e6, 1e6, layers), network="toy"
+    )
     demand = {"gpu": 1, "cpu": 2, "bw_gbps": bw}
     return Job("toy", profile, 1e6, 64, demand, {"cpu": 2, "bw_gbps": bw}, max_workers=6, max_ps=6)
 
@@ -27,7 +35,9 @@ def test_timeline_bars_are_the_model_timeline(mode):
         part = ref[ref["phase"] == tr.name].sort_values("layer_index")
         order = np.argsort(np.asarray(tr.customdata)[:, 1].astype(int))
         np.testing.assert_allclose(np.asarray(tr.base, dtype=float)[order], part["start"] * 1e3)
-        np.testing.assert_allclose((np.asarray(tr.base, dtype=float) + np.asarray(tr.x))[order], part["end"] * 1e3)
+        np.testing.assert_allclose(
+            (np.asarray(tr.base, dtype=float) + np.asarray(tr.x))[order], part["end"] * 1e3
+        )
     # The iteration ends at tau: the solid line and its label.
     tau_ms = iteration_time(job, 3, 2, mode) * 1e3
     assert fig.layout.shapes[1].x0 == pytest.approx(tau_ms)
@@ -46,7 +56,9 @@ def test_prefetch_mode_is_drawn_as_wfbp_with_its_own_period():
     job = _job()
     fig = timeline_figure(job, 2, 2, "wfbp_prefetch")
     assert "prefetch" in fig.layout.title.text
-    assert fig.layout.shapes[1].x0 == pytest.approx(iteration_time(job, 2, 2, "wfbp_prefetch") * 1e3)
+    assert fig.layout.shapes[1].x0 == pytest.approx(
+        iteration_time(job, 2, 2, "wfbp_prefetch") * 1e3
+    )
 
 
 def test_spec_is_a_valid_figure_without_a_template():

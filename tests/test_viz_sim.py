@@ -8,7 +8,12 @@ import pytest
 from smdlab import Cluster, InvalidInput
 from smdlab.sim import simulate
 from smdlab.testing import random_job
-from smdlab.viz.sim import jct_cdf_figure, job_gantt_figure, policy_summary_figure, utilisation_figure
+from smdlab.viz.sim import (
+    jct_cdf_figure,
+    job_gantt_figure,
+    policy_summary_figure,
+    utilisation_figure,
+)
 from smdlab.viz.style import SMD_LABEL
 
 HOUR = 3600.0
@@ -51,7 +56,9 @@ def test_gantt_has_a_bar_per_running_segment(runs):
     fig = job_gantt_figure(r)
     waiting, running = fig.data
     assert len(running.x) == len(r.history)
-    np.testing.assert_allclose(np.asarray(running.x, dtype=float), (r.history["end"] - r.history["start"]) / HOUR)
+    np.testing.assert_allclose(
+        np.asarray(running.x, dtype=float), (r.history["end"] - r.history["start"]) / HOUR
+    )
     assert np.all(np.asarray(waiting.x, dtype=float) >= 0)
     assert len(job_gantt_figure(r, max_jobs=2).layout.yaxis.categoryarray) == 2
 

@@ -109,7 +109,9 @@ def test_one_subproblem_never_worsens_the_sum_of_ratios_here(case):
     use = w @ inst.alpha + p @ inst.gamma
     assert np.all(use <= inst.capacity + 1e-9)
     # SUB maximises the lambda-weighted speeds, so the start allocation scores no higher.
-    assert (step["lambda"] * step["new_speed"]).sum() >= (step["lambda"] * step["speed"]).sum() - 1e-9
+    assert (step["lambda"] * step["new_speed"]).sum() >= (
+        step["lambda"] * step["speed"]
+    ).sum() - 1e-9
     assert step["new_ratio"].sum() >= exact.objective - 1e-6  # the optimum bounds every allocation
     fig = speed_heatmap_figure(inst, 0, {"start": (1, 1), "SUB": (int(w[0]), int(p[0]))})
     assert fig.data[0].z.shape == (jobs[0].max_workers, jobs[0].max_ps) and len(fig.data) == 3

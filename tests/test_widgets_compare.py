@@ -29,7 +29,9 @@ def test_starts_with_every_policy_drawn(app):
     assert "mean JCT" in app.table.value
 
 
-@pytest.mark.parametrize("control, value", [("load", 2.5), ("machines", 1), ("n_jobs", 20), ("seed", 4)])
+@pytest.mark.parametrize(
+    "control, value", [("load", 2.5), ("machines", 1), ("n_jobs", 20), ("seed", 4)]
+)
 def test_workload_controls_rerun_the_simulations(app, control, value):
     widget = getattr(app, control)
     old, before, summary = widget.value, _cdf(app), app.summary_fig.data[0].y

@@ -7,7 +7,13 @@ import pytest
 
 from smdlab import InvalidInput, iteration_time
 from smdlab.widgets import explorer
-from smdlab.widgets.scenario import ExplorerSettings, ProfileEdit, build_cluster, build_jobs, default_settings
+from smdlab.widgets.scenario import (
+    ExplorerSettings,
+    ProfileEdit,
+    build_cluster,
+    build_jobs,
+    default_settings,
+)
 
 SMALL = ExplorerSettings(machines=2, n_jobs=4, max_tasks=6)
 
@@ -59,7 +65,15 @@ def test_every_control_changes_the_figures(app, control, value):
         # Bounds always move with the problem; the chosen job's timeline moves with everything
         # except controls that only reshuffle capacity.
         assert _changed(before, after, "bounds") or _changed(before, after, "allocation")
-        if control in ("compute_scale", "param_scale", "comm_ratio", "device", "mode", "batch", "bandwidth"):
+        if control in (
+            "compute_scale",
+            "param_scale",
+            "comm_ratio",
+            "device",
+            "mode",
+            "batch",
+            "bandwidth",
+        ):
             assert _changed(before, after, "timeline")
     finally:
         widget.value = old
@@ -133,7 +147,9 @@ def test_stale_exact_results_are_discarded(app):
     jobs, cluster = build_jobs(app.settings), build_cluster(app.settings)
     from smdlab.solve import solve
 
-    assert app.exact_solution.objective == pytest.approx(solve(jobs, cluster, "milp").objective, rel=1e-6)
+    assert app.exact_solution.objective == pytest.approx(
+        solve(jobs, cluster, "milp").objective, rel=1e-6
+    )
     assert app.bounds_fig.data[0].y[-1] == pytest.approx(app.exact_solution.objective)
     app.machines.value = SMALL.machines
     app.wait(30)
@@ -194,5 +210,8 @@ def test_comm_ratio_keeps_the_geometric_mean():
 def test_job_sizes_do_not_depend_on_edits():
     s = default_settings()
     a = [j.samples for j in build_jobs(s)]
-    b = [j.samples for j in build_jobs(s.with_edit("vgg16", compute=3.0).replace(bandwidth_gbps=40.0))]
+    b = [
+        j.samples
+        for j in build_jobs(s.with_edit("vgg16", compute=3.0).replace(bandwidth_gbps=40.0))
+    ]
     assert a == b

@@ -12,11 +12,20 @@ from smdlab.widgets.live import Background, Superseded, figure_widget, sync_figu
 
 
 def test_sync_updates_traces_in_place_and_resets_dropped_properties():
-    fw = figure_widget({"data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2], "base": [0, 1], "name": "w"}],
-                        "layout": {"title": {"text": "one"}, "shapes": [{"type": "line", "x0": 0, "x1": 1}]}})
+    fw = figure_widget(
+        {
+            "data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2], "base": [0, 1], "name": "w"}],
+            "layout": {"title": {"text": "one"}, "shapes": [{"type": "line", "x0": 0, "x1": 1}]},
+        }
+    )
     trace = fw.data[0]
-    sync_figure(fw, {"data": [{"type": "bar", "x": ["a", "b", "c"], "y": [3, 4, 5], "name": "w"}],
-                     "layout": {"title": {"text": "two"}}})
+    sync_figure(
+        fw,
+        {
+            "data": [{"type": "bar", "x": ["a", "b", "c"], "y": [3, 4, 5], "name": "w"}],
+            "layout": {"title": {"text": "two"}},
+        },
+    )
     assert fw.data[0] is trace  # the same trace object, changed in place
     assert list(fw.data[0].y) == [3, 4, 5] and fw.data[0].base is None
     assert fw.layout.title.text == "two" and fw.layout.shapes == ()

@@ -40,23 +40,32 @@ def test_csv_workload_paths_are_relative_to_the_scenario(tmp_path):
 
 
 def test_overrides_switch_kind_cleanly():
-    s = load_scenario().with_changes(workload={"kind": "philly", "jobs": 30}, cluster={"machines": 4})
-    assert s.workload["kind"] == "philly" and "duration_median_s" not in s.workload and "load" not in s.workload
+    s = load_scenario().with_changes(
+        workload={"kind": "philly", "jobs": 30}, cluster={"machines": 4}
+    )
+    assert (
+        s.workload["kind"] == "philly"
+        and "duration_median_s" not in s.workload
+        and "load" not in s.workload
+    )
     assert len(s.build_jobs()) == 30
 
 
 @pytest.mark.parametrize(
     "text, match",
     [
-        ('seed = 1\n[cluster\nmachines = 2\n', r"malformed TOML.*line 2"),
-        ('seed = 1\nmachines = 2\n', r"unknown key 'machines'"),
-        ('[cluster]\nmachines = 0\n', r"cluster.machines must be an integer in \[1, 100000\], got 0"),
+        ("seed = 1\n[cluster\nmachines = 2\n", r"malformed TOML.*line 2"),
+        ("seed = 1\nmachines = 2\n", r"unknown key 'machines'"),
+        (
+            "[cluster]\nmachines = 0\n",
+            r"cluster.machines must be an integer in \[1, 100000\], got 0",
+        ),
         ('[workload]\nkind = "poisson"\n', r"workload.kind must be one of synthetic, philly, csv"),
         ('[workload]\nkind = "synthetic"\npath = "x.csv"\n', r"unknown key 'path'"),
         ('[simulation]\nmode = "fast"\n', r"simulation.mode must be one of"),
         ('[simulation]\nelastic = "yes"\n', r"simulation.elastic must be true or false"),
-        ('policies = []\n', r"policies must be a non-empty list"),
-        ('seed = -2\n', r"seed must be an integer"),
+        ("policies = []\n", r"policies must be a non-empty list"),
+        ("seed = -2\n", r"seed must be an integer"),
     ],
 )
 def test_bad_scenarios(tmp_path, text, match):

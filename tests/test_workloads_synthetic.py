@@ -16,7 +16,9 @@ def test_same_seed_same_jobs_other_seed_other_jobs():
     a = synthetic(40, cl, seed=7, networks=NETS)
     b = synthetic(40, cl, seed=7, networks=NETS)
     c = synthetic(40, cl, seed=8, networks=NETS)
-    key = lambda jobs: [(j.name, j.profile.network, j.samples, j.arrival, j.max_workers) for j in jobs]  # noqa: E731
+    key = lambda jobs: [
+        (j.name, j.profile.network, j.samples, j.arrival, j.max_workers) for j in jobs
+    ]  # noqa: E731
     assert key(a) == key(b)
     assert key(a) != key(c)
 
@@ -32,8 +34,14 @@ def test_offered_load_is_the_requested_one(load):
     assert per["gpu"] == pytest.approx(per["bw_gbps"] * 5 / 8)
     assert offered_load(jobs, cl, resource="gpu") == pytest.approx(per["gpu"])
     # The uniform bundle makes the NIC the bottleneck.
-    uniform = offered_load(synthetic(50, cl, load=load, seed=1, networks=NETS, demands="uniform"), cl, per_resource=True)
-    assert uniform["bw_gbps"] == pytest.approx(load) and uniform["gpu"] == pytest.approx(load * 5 / 8)
+    uniform = offered_load(
+        synthetic(50, cl, load=load, seed=1, networks=NETS, demands="uniform"),
+        cl,
+        per_resource=True,
+    )
+    assert uniform["bw_gbps"] == pytest.approx(load) and uniform["gpu"] == pytest.approx(
+        load * 5 / 8
+    )
 
 
 def test_arrivals_sizes_and_calibration():
@@ -45,7 +53,11 @@ def test_arrivals_sizes_and_calibration():
     n = np.array([j.max_workers for j in jobs])
     limit = np.array([cluster_bundle_limit(cl, j.worker_demand, j.ps_demand) for j in jobs])
     assert all(k in DEFAULT_GPU_MIX or k == lim for k, lim in zip(n, limit)) and np.all(n <= limit)
-    assert {j.profile.network: lim for j, lim in zip(jobs, limit)} == {"resnet50": 8, "bert_base": 10, "alexnet": 6}
+    assert {j.profile.network: lim for j, lim in zip(jobs, limit)} == {
+        "resnet50": 8,
+        "bert_base": 10,
+        "alexnet": 6,
+    }
     assert n.max() == 10 and n[limit == 6].max() == 6
     assert all(j.max_ps == j.max_workers for j in jobs)
     durations = np.array([j.samples / speed(j, j.max_workers, j.max_ps) for j in jobs])

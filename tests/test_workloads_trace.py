@@ -104,10 +104,18 @@ def test_missing_file():
 
 
 def test_job_table_and_format_detection(tmp_path):
-    p = _write(tmp_path, "name,network,arrival,samples,max_workers,weight\nb,alexnet,5,1000,2,2\na,resnet50,0,500,4,1\n")
+    p = _write(
+        tmp_path,
+        "name,network,arrival,samples,max_workers,weight\nb,alexnet,5,1000,2,2\na,resnet50,0,500,4,1\n",
+    )
     jobs = load_job_table(p)
     assert [j.name for j in jobs] == ["a", "b"]
-    assert (jobs[1].max_workers, jobs[1].max_ps, jobs[1].weight, jobs[1].samples) == (2, 2, 2.0, 1000.0)
+    assert (jobs[1].max_workers, jobs[1].max_ps, jobs[1].weight, jobs[1].samples) == (
+        2,
+        2,
+        2.0,
+        1000.0,
+    )
     assert [j.name for j in load_csv(p)] == ["a", "b"]
     assert [j.name for j in load_csv(p, first=1)] == ["a"]
     assert len(load_csv(_write(tmp_path, GOOD, "trace.csv"), networks=NETS)) == 2

@@ -230,7 +230,9 @@ IMG224 = (3, 224, 224)
 TV = "torchvision.models"
 
 
-def _cnn(name: str, display: str, arch: str, published: int, source: str, unit: str, notes=()) -> Profile:
+def _cnn(
+    name: str, display: str, arch: str, published: int, source: str, unit: str, notes=()
+) -> Profile:
     return Profile(
         name=name,
         display_name=display,
@@ -295,7 +297,9 @@ def vgg16() -> Profile:
     return prof
 
 
-def _resnet(prof: Profile, layers: list[int], groups: int = 1, width_per_group: int = 64) -> Profile:
+def _resnet(
+    prof: Profile, layers: list[int], groups: int = 1, width_per_group: int = 64
+) -> Profile:
     x = conv(prof, "conv1", IMG224, 64, 7, s=2, p=3)
     x = pool(prof, "maxpool", x, 3, 2, p=1)
     for li, (planes, n) in enumerate(zip((64, 128, 256, 512), layers), start=1):
@@ -358,7 +362,9 @@ def densenet121() -> Profile:
         7_978_856,
         "torchvision DenseNet121_Weights.IMAGENET1K_V1 num_params",
         "one 224x224 RGB image",
-        notes=("pre-activation BN+ReLU folded into the conv that follows it; norm5 is its own norm row",),
+        notes=(
+            "pre-activation BN+ReLU folded into the conv that follows it; norm5 is its own norm row",
+        ),
     )
     growth, bn_size = 32, 4
     x = conv(prof, "features.conv0", IMG224, 64, 7, s=2, p=3)  # conv0 + norm0 + relu0
@@ -392,7 +398,15 @@ def mobilenet_v2() -> Profile:
         "one 224x224 RGB image",
     )
     x = conv(prof, "features.0", IMG224, 32, 3, s=2, p=1)  # ReLU6 counted like ReLU
-    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    settings = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
     idx = 1
     for t, c, n, s in settings:
         for i in range(n):
@@ -533,7 +547,9 @@ def googlenet() -> Profile:
     def bc(name: str, x: Shape, cout: int, k: int, s: int = 1, p: int = 0) -> Shape:
         return conv(prof, name, x, cout, k, s=s, p=p)
 
-    def inception(pre: str, x: Shape, c1: int, c3r: int, c3: int, c5r: int, c5: int, pp: int) -> Shape:
+    def inception(
+        pre: str, x: Shape, c1: int, c3r: int, c3: int, c5r: int, c5: int, pp: int
+    ) -> Shape:
         bc(f"{pre}.branch1", x, c1, 1)
         y = bc(f"{pre}.branch2.0", x, c3r, 1)
         bc(f"{pre}.branch2.1", y, c3, 3, p=1)
@@ -569,7 +585,9 @@ def googlenet() -> Profile:
 # ---------------------------------------------------------------------------
 
 
-def _attention(prof: Profile, name: str, L: int, d: int, heads: int, fused_qkv_params: bool = False) -> None:
+def _attention(
+    prof: Profile, name: str, L: int, d: int, heads: int, fused_qkv_params: bool = False
+) -> None:
     """Append one self-attention row: 4 projections (with bias) + scores + softmax + context + residual add."""
     params = 4 * (d * d + d)
     flops = 4 * L * (2 * d * d + d)  # Q, K, V and output projections
@@ -596,12 +614,16 @@ def bert_base() -> Profile:
         published_source="Hugging Face bert-base-uncased BertModel.num_parameters() (with pooler)",
         default_global_batch=32,
         row_notes=TRANSFORMER_ROWS,
-        notes=("BertModel only (encoder + pooler): MLM/NSP pre-training heads and task heads are not included",),
+        notes=(
+            "BertModel only (encoder + pooler): MLM/NSP pre-training heads and task heads are not included",
+        ),
     )
     prof.add("embeddings.word_embeddings", "embedding", vocab * d, 0)
     prof.add("embeddings.position_embeddings", "embedding", 512 * d, 0)
     prof.add("embeddings.token_type_embeddings", "embedding", 2 * d, 0)
-    _layernorm(prof, "embeddings.LayerNorm", L, d, extra=2 * ADD_F * L * d)  # sum of the three embeddings
+    _layernorm(
+        prof, "embeddings.LayerNorm", L, d, extra=2 * ADD_F * L * d
+    )  # sum of the three embeddings
     for i in range(layers):
         pre = f"encoder.layer.{i}"
         _attention(prof, f"{pre}.attention", L, d, heads)
@@ -670,7 +692,9 @@ def lstm_lm() -> Profile:
         ),
         default_global_batch=64,
         row_notes="one lstm row per layer over the whole sequence; encoder embedding and decoder fc rows",
-        notes=("untied: the decoder has its own 650x33278 weight (--tied would remove 21,630,700 params)",),
+        notes=(
+            "untied: the decoder has its own 650x33278 weight (--tied would remove 21,630,700 params)",
+        ),
     )
     prof.add("encoder", "embedding", vocab * emb, 0)
     fin = emb
@@ -783,7 +807,9 @@ def summary_table(profiles: list[Profile]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: data/profiles)")
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="output directory (default: data/profiles)"
+    )
     args = ap.parse_args(argv)
     profiles = build_all()
     bad = [p.name for p in profiles if len(p.rows) > 250]

@@ -27,7 +27,22 @@ from smdlab.experiments.reproduce import (
 from smdlab.experiments.validation import model_validation
 
 __all__ = [
-    "CONFIGS", "ExperimentConfig", "FIGURES", "SWEEPS", "csv_bytes", "figure", "get_config", "jct_sweep",
-    "jct_vs_bandwidth", "jct_vs_cluster", "jct_vs_comm_ratio", "jct_vs_jobs", "list_figures", "make_figure",
-    "model_validation", "optimality_gap", "reproduce", "run_experiment",
+    "CONFIGS",
+    "FIGURES",
+    "SWEEPS",
+    "ExperimentConfig",
+    "csv_bytes",
+    "figure",
+    "get_config",
+    "jct_sweep",
+    "jct_vs_bandwidth",
+    "jct_vs_cluster",
+    "jct_vs_comm_ratio",
+    "jct_vs_jobs",
+    "list_figures",
+    "make_figure",
+    "model_validation",
+    "optimality_gap",
+    "reproduce",
+    "run_experiment",
 ]

@@ -21,16 +21,38 @@ def _csv_names(text: str) -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of ``smdlab reproduce``."""
     level = p.add_mutually_exclusive_group()
-    level.add_argument("--quick", action="store_true",
-                       help="fewer sweep points and seeds (every figure, in about a minute on 2 cores)")
+    level.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer sweep points and seeds (every figure, in about a minute on 2 cores)",
+    )
     # Seconds-long sizes for the test suite; not a documented level.
     level.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--out", metavar="DIR", default="figures", help="output folder (default: figures)")
-    p.add_argument("--force", action="store_true", help="overwrite files in DIR that smdlab did not write")
-    p.add_argument("--only", type=_csv_names, metavar="NAME[,NAME...]", help="make only these figures (see --list)")
-    p.add_argument("--formats", type=_csv_names, metavar="FMT[,FMT...]", default=["png", "svg", "csv"],
-                   help="files per figure among png, svg, pdf, csv (default: png,svg,csv)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes for the experiments (default: up to 2)")
+    p.add_argument(
+        "--out", metavar="DIR", default="figures", help="output folder (default: figures)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="overwrite files in DIR that smdlab did not write"
+    )
+    p.add_argument(
+        "--only",
+        type=_csv_names,
+        metavar="NAME[,NAME...]",
+        help="make only these figures (see --list)",
+    )
+    p.add_argument(
+        "--formats",
+        type=_csv_names,
+        metavar="FMT[,FMT...]",
+        default=["png", "svg", "csv"],
+        help="files per figure among png, svg, pdf, csv (default: png,svg,csv)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes for the experiments (default: up to 2)",
+    )
     p.add_argument("--list", action="store_true", help="list the figures and exit")
 
 
@@ -43,7 +65,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:20s} {spec.title}")
         return 0
     config = "tiny" if args.tiny else "quick" if args.quick else "full"
-    written = reproduce(args.out, config, only=args.only, formats=args.formats, force=args.force, workers=args.workers)
+    written = reproduce(
+        args.out,
+        config,
+        only=args.only,
+        formats=args.formats,
+        force=args.force,
+        workers=args.workers,
+    )
     for path in written:
         print(path)
     sys.stdout.flush()

@@ -71,16 +71,25 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if not self.seeds:
             raise InvalidInput("seeds must list at least one seed")
-        sweeps = ("jobs_values", "machines_values", "bandwidth_values", "comm_scale_values", "gap_sizes", "gap_seeds")
+        sweeps = (
+            "jobs_values",
+            "machines_values",
+            "bandwidth_values",
+            "comm_scale_values",
+            "gap_sizes",
+            "gap_seeds",
+        )
         for fname in sweeps:
             if not getattr(self, fname):
                 raise InvalidInput(f"{fname} must list at least one value")
-        object.__setattr__(self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items()))
+        object.__setattr__(
+            self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
+        )
         object.__setattr__(self, "seeds", tuple(self.seeds))
         if self.policies is not None:
             object.__setattr__(self, "policies", tuple(self.policies))
 
-    def replace(self, **changes) -> "ExperimentConfig":
+    def replace(self, **changes) -> ExperimentConfig:
         """Copy with some fields changed."""
         return replace(self, **changes)
 

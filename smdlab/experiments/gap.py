@@ -23,14 +23,37 @@ VARIANTS: tuple[tuple[str, str, dict, str], ...] = (
     ("smd", "smd", {}, SMD_LABEL),  # default: hull knapsack, then the local search
     # the specification's iteration alone (no local search), with each knapsack method
     ("smd_iteration", "smd", {"polish": False}, f"{SMD_LABEL}, iteration only"),
-    ("smd_exact", "smd", {"knapsack": "exact", "polish": False}, f"{SMD_LABEL}, exact knapsack, iteration only"),
-    ("smd_greedy", "smd", {"knapsack": "greedy", "polish": False}, f"{SMD_LABEL}, greedy knapsack, iteration only"),
+    (
+        "smd_exact",
+        "smd",
+        {"knapsack": "exact", "polish": False},
+        f"{SMD_LABEL}, exact knapsack, iteration only",
+    ),
+    (
+        "smd_greedy",
+        "smd",
+        {"knapsack": "greedy", "polish": False},
+        f"{SMD_LABEL}, greedy knapsack, iteration only",
+    ),
     ("lp_round", "lp_round", {}, method_label("lp_round")),
 )
 
 GAP_COLUMNS = (
-    "n_jobs", "machines", "seed", "variant", "label", "objective", "jobs_started", "iterations", "converged",
-    "lp_bound", "milp_objective", "milp_bound", "milp_status", "gap_to_milp", "gap_to_lp",
+    "n_jobs",
+    "machines",
+    "seed",
+    "variant",
+    "label",
+    "objective",
+    "jobs_started",
+    "iterations",
+    "converged",
+    "lp_bound",
+    "milp_objective",
+    "milp_bound",
+    "milp_status",
+    "gap_to_milp",
+    "gap_to_lp",
 )
 
 
@@ -41,8 +64,17 @@ def gap_instance(config: ExperimentConfig, n_jobs: int, seed: int):
     cluster = base_cluster(config, machines=math.ceil(n_jobs / config.gap_jobs_per_machine))
     wd = {**DEFAULT_WORKER_DEMAND, "bw_gbps": config.task_bw_gbps}
     pd_ = {**DEFAULT_PS_DEMAND, "bw_gbps": config.task_bw_gbps}
-    jobs = synthetic(n_jobs, cluster, seed=seed, gpu_mix=dict(config.gpu_mix), cap_factor=config.cap_factor,
-                     duration_median_s=config.duration_median_s, mode=config.mode, worker_demand=wd, ps_demand=pd_)
+    jobs = synthetic(
+        n_jobs,
+        cluster,
+        seed=seed,
+        gpu_mix=dict(config.gpu_mix),
+        cap_factor=config.cap_factor,
+        duration_median_s=config.duration_median_s,
+        mode=config.mode,
+        worker_demand=wd,
+        ps_demand=pd_,
+    )
     return [j.replace(arrival=0.0) for j in jobs], cluster
 
 
@@ -54,28 +86,32 @@ def _instance(task: tuple[ExperimentConfig, int, int]) -> list[dict]:
     jobs, cluster = gap_instance(config, n, seed)
     # place=False: the gap is a property of the pooled allocation problem (P), before placement.
     lp = solve(jobs, cluster, "lp", mode=config.mode, place=False)
-    milp = solve(jobs, cluster, "milp", mode=config.mode, place=False, time_limit=config.milp_time_limit)
+    milp = solve(
+        jobs, cluster, "milp", mode=config.mode, place=False, time_limit=config.milp_time_limit
+    )
     rows = []
     for variant, method, options, label in VARIANTS:
         opts = dict(options, bound=False) if method == "smd" else dict(options)
         s = solve(jobs, cluster, method, mode=config.mode, place=False, **opts)
-        rows.append({
-            "n_jobs": n,
-            "machines": len(cluster.machines),
-            "seed": seed,
-            "variant": variant,
-            "label": label,
-            "objective": s.objective,
-            "jobs_started": len(s.started),
-            "iterations": s.iterations,
-            "converged": s.converged if s.converged is not None else "",
-            "lp_bound": lp.objective,
-            "milp_objective": milp.objective,
-            "milp_bound": milp.lower_bound,
-            "milp_status": milp.status,
-            "gap_to_milp": (s.objective - milp.objective) / milp.objective,
-            "gap_to_lp": (s.objective - lp.objective) / s.objective,
-        })
+        rows.append(
+            {
+                "n_jobs": n,
+                "machines": len(cluster.machines),
+                "seed": seed,
+                "variant": variant,
+                "label": label,
+                "objective": s.objective,
+                "jobs_started": len(s.started),
+                "iterations": s.iterations,
+                "converged": s.converged if s.converged is not None else "",
+                "lp_bound": lp.objective,
+                "milp_objective": milp.objective,
+                "milp_bound": milp.lower_bound,
+                "milp_status": milp.status,
+                "gap_to_milp": (s.objective - milp.objective) / milp.objective,
+                "gap_to_lp": (s.objective - lp.objective) / s.objective,
+            }
+        )
     return rows
 
 

@@ -43,18 +43,39 @@ class Sweep:
 
 SWEEPS: dict[str, Sweep] = {
     "jobs": Sweep("jobs", "n_jobs", "jobs in the batch", "jobs_values", False, False),
-    "machines": Sweep("machines", "machines", "servers in the cluster", "machines_values", False, False),
+    "machines": Sweep(
+        "machines", "machines", "servers in the cluster", "machines_values", False, False
+    ),
     # Bandwidth and communication volume change JCT by orders of magnitude: both axes logarithmic.
-    "bandwidth": Sweep("bandwidth", "bw_gbps", "NIC bandwidth per task (Gbps)", "bandwidth_values", True, True),
-    "comm_scale": Sweep("comm_scale", "comm_scale", "per-layer communication/computation ratio (× bundled profiles)",
-                        "comm_scale_values", True, True),
+    "bandwidth": Sweep(
+        "bandwidth", "bw_gbps", "NIC bandwidth per task (Gbps)", "bandwidth_values", True, True
+    ),
+    "comm_scale": Sweep(
+        "comm_scale",
+        "comm_scale",
+        "per-layer communication/computation ratio (× bundled profiles)",
+        "comm_scale_values",
+        True,
+        True,
+    ),
 }
 
 # Columns of every JCT sweep frame after the sweep's own x column; no timing columns, so two runs
 # write byte-identical CSV files.
 JCT_COLUMNS = (
-    "seed", "policy", "label", "jobs", "jobs_completed", "mean_jct_s", "median_jct_s", "p95_jct_s", "makespan_s",
-    "mean_queueing_delay_s", "util_gpu", "util_bw_gbps", "comm_comp_ratio",
+    "seed",
+    "policy",
+    "label",
+    "jobs",
+    "jobs_completed",
+    "mean_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "makespan_s",
+    "mean_queueing_delay_s",
+    "util_gpu",
+    "util_bw_gbps",
+    "comm_comp_ratio",
 )
 
 
@@ -65,13 +86,17 @@ def policies_of(config: ExperimentConfig) -> tuple[str, ...]:
     return tuple(config.policies) if config.policies is not None else tuple(list_policies())
 
 
-def scenario(config: ExperimentConfig, sweep: str, value: float, seed: int) -> tuple[list[Job], Cluster]:
+def scenario(
+    config: ExperimentConfig, sweep: str, value: float, seed: int
+) -> tuple[list[Job], Cluster]:
     """Jobs and cluster of one sweep point: the base scenario with the sweep's property set to ``value``."""
     check_choice("sweep", sweep, SWEEPS)
     if sweep == "jobs":
         # Nested batches: the first n jobs of the largest batch, so more jobs only add jobs.
         n_max = max(config.jobs_values)
-        return batch_jobs(config, seed, n_max)[: check_int("n_jobs", value, 1)], base_cluster(config)
+        return batch_jobs(config, seed, n_max)[: check_int("n_jobs", value, 1)], base_cluster(
+            config
+        )
     jobs = batch_jobs(config, seed)
     if sweep == "machines":
         return jobs, base_cluster(config, machines=check_int("machines", value, 1))
@@ -93,22 +118,24 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
         res = simulate(jobs, cluster, policy, mode=config.mode, record_history=False)
         s = res.summary
         util = s["utilization"]
-        rows.append({
-            SWEEPS[sweep].column: value,
-            "seed": seed,
-            "policy": policy,
-            "label": policy_label(policy),
-            "jobs": s["jobs"],
-            "jobs_completed": s["jobs_completed"],
-            "mean_jct_s": s["mean_jct"],
-            "median_jct_s": s["median_jct"],
-            "p95_jct_s": s["p95_jct"],
-            "makespan_s": s["makespan"],
-            "mean_queueing_delay_s": s["mean_queueing_delay"],
-            "util_gpu": util.get("gpu", float("nan")),
-            "util_bw_gbps": util.get("bw_gbps", float("nan")),
-            "comm_comp_ratio": ratio,
-        })
+        rows.append(
+            {
+                SWEEPS[sweep].column: value,
+                "seed": seed,
+                "policy": policy,
+                "label": policy_label(policy),
+                "jobs": s["jobs"],
+                "jobs_completed": s["jobs_completed"],
+                "mean_jct_s": s["mean_jct"],
+                "median_jct_s": s["median_jct"],
+                "p95_jct_s": s["p95_jct"],
+                "makespan_s": s["makespan"],
+                "mean_queueing_delay_s": s["mean_queueing_delay"],
+                "util_gpu": util.get("gpu", float("nan")),
+                "util_bw_gbps": util.get("bw_gbps", float("nan")),
+                "comm_comp_ratio": ratio,
+            }
+        )
     return rows
 
 
@@ -118,21 +145,36 @@ def run_tasks(fn: Callable, tasks: Sequence, workers: int = 1) -> list:
     if workers == 1 or len(tasks) <= 1:
         return [fn(t) for t in tasks]
     # forkserver: no fork of a process holding threads (kaleido, ipykernel), and no re-import of __main__.
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=get_context("forkserver")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)), mp_context=get_context("forkserver")
+    ) as pool:
         return list(pool.map(fn, tasks))
 
 
-def jct_sweep(sweep: str, config: str | ExperimentConfig = "quick", *, workers: int = 1) -> pd.DataFrame:
+def jct_sweep(
+    sweep: str, config: str | ExperimentConfig = "quick", *, workers: int = 1
+) -> pd.DataFrame:
     """Mean/median/p95 JCT of every policy at every point of ``sweep`` (one row per point, seed and policy)."""
     check_choice("sweep", sweep, SWEEPS)
     cfg = get_config(config)
     spec = SWEEPS[sweep]
     policies = policies_of(cfg)
-    tasks = [(cfg, sweep, v, seed, policies) for v in getattr(cfg, spec.values_field) for seed in cfg.seeds]
+    tasks = [
+        (cfg, sweep, v, seed, policies)
+        for v in getattr(cfg, spec.values_field)
+        for seed in cfg.seeds
+    ]
     rows = [row for part in run_tasks(_point, tasks, workers) for row in part]
     df = pd.DataFrame(rows, columns=[spec.column, *JCT_COLUMNS])
-    df.attrs.update(experiment=f"jct_vs_{sweep}", sweep=sweep, x=spec.column, x_title=spec.axis_title,
-                    log_x=spec.log_x, log_y=spec.log_y, config=cfg.name)
+    df.attrs.update(
+        experiment=f"jct_vs_{sweep}",
+        sweep=sweep,
+        x=spec.column,
+        x_title=spec.axis_title,
+        log_x=spec.log_x,
+        log_y=spec.log_y,
+        config=cfg.name,
+    )
     return df
 
 
@@ -151,6 +193,8 @@ def jct_vs_bandwidth(config: str | ExperimentConfig = "quick", *, workers: int =
     return jct_sweep("bandwidth", config, workers=workers)
 
 
-def jct_vs_comm_ratio(config: str | ExperimentConfig = "quick", *, workers: int = 1) -> pd.DataFrame:
+def jct_vs_comm_ratio(
+    config: str | ExperimentConfig = "quick", *, workers: int = 1
+) -> pd.DataFrame:
     """JCT of every policy versus the per-layer communication/computation ratio (parameter bytes scaled)."""
     return jct_sweep("comm_scale", config, workers=workers)

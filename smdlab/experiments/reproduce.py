@@ -64,7 +64,9 @@ def _draw_jct(sweep: str) -> Callable[[pd.DataFrame], object]:
 
         # Axis settings from the sweep, not the frame's attrs: a frame read back from its CSV draws the same.
         spec = SWEEPS[sweep]
-        return jct_sweep_figure(df, x=spec.column, x_title=spec.axis_title, log_x=spec.log_x, log_y=spec.log_y)
+        return jct_sweep_figure(
+            df, x=spec.column, x_title=spec.axis_title, log_x=spec.log_x, log_y=spec.log_y
+        )
 
     return draw
 
@@ -96,18 +98,42 @@ def _draw_validation(df: pd.DataFrame):
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
-        FigureSpec("jct_vs_jobs", "mean JCT of every policy vs the number of jobs in the batch",
-                   _jct("jobs"), _draw_jct("jobs")),
-        FigureSpec("jct_vs_cluster", "mean JCT of every policy vs the number of servers",
-                   _jct("machines"), _draw_jct("machines")),
-        FigureSpec("jct_vs_bandwidth", "mean JCT of every policy vs the NIC bandwidth per task",
-                   _jct("bandwidth"), _draw_jct("bandwidth")),
-        FigureSpec("jct_vs_comm_ratio", "mean JCT of every policy vs the per-layer communication/computation ratio",
-                   _jct("comm_scale"), _draw_jct("comm_scale")),
-        FigureSpec("optimality_gap", "gap of SMD to the exact MILP optimum and to the LP bound vs instance size",
-                   _gap, _draw_gap),
-        FigureSpec("model_validation", "layered model vs measured PS training speeds (held-out points)",
-                   _validation, _draw_validation),
+        FigureSpec(
+            "jct_vs_jobs",
+            "mean JCT of every policy vs the number of jobs in the batch",
+            _jct("jobs"),
+            _draw_jct("jobs"),
+        ),
+        FigureSpec(
+            "jct_vs_cluster",
+            "mean JCT of every policy vs the number of servers",
+            _jct("machines"),
+            _draw_jct("machines"),
+        ),
+        FigureSpec(
+            "jct_vs_bandwidth",
+            "mean JCT of every policy vs the NIC bandwidth per task",
+            _jct("bandwidth"),
+            _draw_jct("bandwidth"),
+        ),
+        FigureSpec(
+            "jct_vs_comm_ratio",
+            "mean JCT of every policy vs the per-layer communication/computation ratio",
+            _jct("comm_scale"),
+            _draw_jct("comm_scale"),
+        ),
+        FigureSpec(
+            "optimality_gap",
+            "gap of SMD to the exact MILP optimum and to the LP bound vs instance size",
+            _gap,
+            _draw_gap,
+        ),
+        FigureSpec(
+            "model_validation",
+            "layered model vs measured PS training speeds (held-out points)",
+            _validation,
+            _draw_validation,
+        ),
     )
 }
 
@@ -123,7 +149,9 @@ def _names(only: Iterable[str] | None) -> list[str]:
     names = list(dict.fromkeys(only))
     unknown = [n for n in names if n not in FIGURES]
     if unknown or not names:
-        raise InvalidInput(f"figure must be among {', '.join(FIGURES)}; got {unknown[0] if unknown else 'none'!r}")
+        raise InvalidInput(
+            f"figure must be among {', '.join(FIGURES)}; got {unknown[0] if unknown else 'none'!r}"
+        )
     return names
 
 
@@ -131,11 +159,15 @@ def _formats(formats: Iterable[str]) -> tuple[str, ...]:
     fmts = tuple(dict.fromkeys(f.lower().lstrip(".") for f in formats))
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
-        raise InvalidInput(f"formats must be among {', '.join(FORMATS)}; got {bad[0] if bad else 'none'!r}")
+        raise InvalidInput(
+            f"formats must be among {', '.join(FORMATS)}; got {bad[0] if bad else 'none'!r}"
+        )
     return fmts
 
 
-def run_experiment(name: str, config: str | ExperimentConfig = "quick", *, workers: int = 1) -> pd.DataFrame:
+def run_experiment(
+    name: str, config: str | ExperimentConfig = "quick", *, workers: int = 1
+) -> pd.DataFrame:
     """The tidy DataFrame behind figure ``name`` (what its CSV holds)."""
     spec = FIGURES[_names([name])[0]]
     df = spec.compute(get_config(config), check_int("workers", workers, 1, 256))
@@ -177,7 +209,7 @@ def find_chromium() -> str | None:
         found = Chromium.find_browser(skip_local=False)
         if found:
             return str(found)
-    except Exception:  # noqa: BLE001 - kaleido's helper is best effort; PATH is the fallback
+    except Exception:
         pass
     for exe in ("chromium", "chromium-browser", "google-chrome", "chrome"):
         path = shutil.which(exe)
@@ -193,7 +225,7 @@ class ImageExporter:
         self.scale = scale
         self._started_here = False
 
-    def __enter__(self) -> "ImageExporter":
+    def __enter__(self) -> ImageExporter:
         self.start()
         return self
 
@@ -304,5 +336,7 @@ def reproduce(
                 blobs = {f"{name}.{fmt}": exporter.render(fig, fmt) for fmt in images}
                 written += write_files(out, blobs, force=force)
         say(f"exported {len(names) * len(images)} image(s) in {time.perf_counter() - t0:.1f} s")
-    say(f"wrote {len(written)} file(s) to {out} in {time.perf_counter() - t_all:.1f} s (config {cfg.name})")
+    say(
+        f"wrote {len(written)} file(s) to {out} in {time.perf_counter() - t_all:.1f} s (config {cfg.name})"
+    )
     return written

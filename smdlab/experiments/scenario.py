@@ -21,12 +21,20 @@ CPU_PER_MACHINE = 64
 MEM_GB_PER_MACHINE = 256
 
 
-def base_cluster(config: ExperimentConfig, machines: int | None = None, task_bw_gbps: float | None = None) -> Cluster:
+def base_cluster(
+    config: ExperimentConfig, machines: int | None = None, task_bw_gbps: float | None = None
+) -> Cluster:
     """``machines`` servers (default: the config's) whose NIC carries ``nic_tasks`` tasks at ``task_bw_gbps``."""
     m = check_int("machines", config.machines if machines is None else machines, 1)
-    bw = check_positive("task_bw_gbps", config.task_bw_gbps if task_bw_gbps is None else task_bw_gbps)
+    bw = check_positive(
+        "task_bw_gbps", config.task_bw_gbps if task_bw_gbps is None else task_bw_gbps
+    )
     return Cluster.homogeneous(
-        m, gpu=config.gpus_per_machine, cpu=CPU_PER_MACHINE, mem_gb=MEM_GB_PER_MACHINE, bw_gbps=config.nic_tasks * bw
+        m,
+        gpu=config.gpus_per_machine,
+        cpu=CPU_PER_MACHINE,
+        mem_gb=MEM_GB_PER_MACHINE,
+        bw_gbps=config.nic_tasks * bw,
     )
 
 
@@ -56,7 +64,10 @@ def with_bandwidth(jobs: Sequence[Job], bw_gbps: float) -> list[Job]:
     """The same jobs with every worker and PS reserving ``bw_gbps`` of NIC bandwidth."""
     check_positive("bw_gbps", bw_gbps)
     return [
-        j.replace(worker_demand={**j.worker_demand, "bw_gbps": bw_gbps}, ps_demand={**j.ps_demand, "bw_gbps": bw_gbps})
+        j.replace(
+            worker_demand={**j.worker_demand, "bw_gbps": bw_gbps},
+            ps_demand={**j.ps_demand, "bw_gbps": bw_gbps},
+        )
         for j in jobs
     ]
 

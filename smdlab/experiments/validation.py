@@ -14,8 +14,15 @@ from smdlab.errors import InvalidInput
 from smdlab.experiments.config import ExperimentConfig, get_config
 
 VALIDATION_COLUMNS = (
-    "model", "batch_size", "num_ps", "num_workers", "measured_speed", "predicted_layered", "predicted_optimus",
-    "error_layered_pct", "error_optimus_pct",
+    "model",
+    "batch_size",
+    "num_ps",
+    "num_workers",
+    "measured_speed",
+    "predicted_layered",
+    "predicted_optimus",
+    "error_layered_pct",
+    "error_optimus_pct",
 )
 
 
@@ -43,11 +50,15 @@ def model_validation(config: str | ExperimentConfig = "quick") -> pd.DataFrame:
     out = test[["model", "batch_size", "num_ps", "num_workers"]].copy()
     out["measured_speed"] = test["total_speed"].to_numpy(dtype=float)
     for form in ("layered", "optimus"):
-        fit = fit_speed_model(train, form, convention="global", mode=cfg.mode, seed=cfg.validation_seed)
+        fit = fit_speed_model(
+            train, form, convention="global", mode=cfg.mode, seed=cfg.validation_seed
+        )
         pred = fit.predict(test)
         out[f"predicted_{form}"] = pred
         out[f"error_{form}_pct"] = (pred / out["measured_speed"].to_numpy() - 1.0) * 100.0
-    out = out.sort_values(["model", "num_workers", "num_ps", "batch_size"], kind="stable").reset_index(drop=True)
+    out = out.sort_values(
+        ["model", "num_workers", "num_ps", "batch_size"], kind="stable"
+    ).reset_index(drop=True)
     out = out[list(VALIDATION_COLUMNS)]
     out.attrs.update(experiment="model_validation", config=cfg.name)
     return out
@@ -56,8 +67,10 @@ def model_validation(config: str | ExperimentConfig = "quick") -> pd.DataFrame:
 def mape_by_network(df: pd.DataFrame) -> pd.DataFrame:
     """Held-out MAPE (%) of both forms per network (as ``holdout_report`` gives it), from a validation frame."""
     g = df.groupby("model", sort=True)
-    return pd.DataFrame({
-        "n_test": g.size(),
-        "mape_layered": g["error_layered_pct"].apply(lambda e: float(np.mean(np.abs(e)))),
-        "mape_optimus": g["error_optimus_pct"].apply(lambda e: float(np.mean(np.abs(e)))),
-    }).reset_index()
+    return pd.DataFrame(
+        {
+            "n_test": g.size(),
+            "mape_layered": g["error_layered_pct"].apply(lambda e: float(np.mean(np.abs(e)))),
+            "mape_optimus": g["error_optimus_pct"].apply(lambda e: float(np.mean(np.abs(e)))),
+        }
+    ).reset_index()

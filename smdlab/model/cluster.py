@@ -14,13 +14,22 @@ DEFAULT_RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem_gb", "bw_gbps")
 MAX_MACHINES = 100_000  # a bound on generated clusters: building 10^5 machines takes about a second
 
 
-def _frozen_amounts(field: str, amounts: Mapping[str, float], resources: Sequence[str]) -> Mapping[str, float]:
+def _frozen_amounts(
+    field: str, amounts: Mapping[str, float], resources: Sequence[str]
+) -> Mapping[str, float]:
     if not isinstance(amounts, Mapping):
-        raise InvalidInput(f"{field} must be a mapping from resource name to amount, got {amounts!r}")
+        raise InvalidInput(
+            f"{field} must be a mapping from resource name to amount, got {amounts!r}"
+        )
     unknown = [r for r in amounts if r not in resources]
     if unknown:
-        raise InvalidInput(f"{field} has unknown resource {unknown[0]!r}; allowed: {', '.join(resources)}")
-    out = {r: check_positive(f"{field}[{r!r}]", amounts.get(r, 0.0), allow_zero=True) for r in resources}
+        raise InvalidInput(
+            f"{field} has unknown resource {unknown[0]!r}; allowed: {', '.join(resources)}"
+        )
+    out = {
+        r: check_positive(f"{field}[{r!r}]", amounts.get(r, 0.0), allow_zero=True)
+        for r in resources
+    }
     return MappingProxyType(out)
 
 
@@ -47,13 +56,17 @@ class Cluster:
     def __post_init__(self) -> None:
         res = tuple(self.resources) if not isinstance(self.resources, str) else ()
         if not res or len(set(res)) != len(res) or not all(isinstance(r, str) and r for r in res):
-            raise InvalidInput(f"resources must be distinct names, at least one; got {self.resources!r}")
+            raise InvalidInput(
+                f"resources must be distinct names, at least one; got {self.resources!r}"
+            )
         res = tuple(str(r) for r in res)  # plain str (numpy's str_ would show in every message)
         object.__setattr__(self, "resources", res)
         try:
             given = tuple(self.machines)
         except TypeError:
-            raise InvalidInput(f"machines must be a sequence of Machine objects, got {self.machines!r}") from None
+            raise InvalidInput(
+                f"machines must be a sequence of Machine objects, got {self.machines!r}"
+            ) from None
         bad = [m for m in given if not isinstance(m, Machine)]
         if bad:
             raise InvalidInput(f"machines must be Machine objects, got {bad[0]!r}")
@@ -62,7 +75,8 @@ class Cluster:
             dup = next(n for n in names if names.count(n) > 1)
             raise InvalidInput(f"machine names must be unique; {dup!r} appears more than once")
         machines = tuple(
-            Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res)) for m in given
+            Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res))
+            for m in given
         )
         object.__setattr__(self, "machines", machines)
         if self.pooled_capacity is not None:
@@ -88,7 +102,9 @@ class Cluster:
     @property
     def machine_matrix(self) -> np.ndarray:
         """Capacities as an (machines x resources) matrix."""
-        return np.array([[m.capacity[r] for r in self.resources] for m in self.machines]).reshape(-1, len(self.resources))
+        return np.array([[m.capacity[r] for r in self.resources] for m in self.machines]).reshape(
+            -1, len(self.resources)
+        )
 
     @property
     def has_machines(self) -> bool:
@@ -101,8 +117,13 @@ class Cluster:
 
     @classmethod
     def homogeneous(
-        cls, machines: int, gpu: float = 8, cpu: float = 64, mem_gb: float = 256, bw_gbps: float = 100
-    ) -> "Cluster":
+        cls,
+        machines: int,
+        gpu: float = 8,
+        cpu: float = 64,
+        mem_gb: float = 256,
+        bw_gbps: float = 100,
+    ) -> Cluster:
         """``machines`` identical servers with the given capacities."""
         n = check_int("machines", machines, 1, MAX_MACHINES)
         cap = {"gpu": gpu, "cpu": cpu, "mem_gb": mem_gb, "bw_gbps": bw_gbps}
@@ -111,16 +132,19 @@ class Cluster:
         return cls(tuple(Machine(f"m{i}", dict(cap)) for i in range(n)))
 
     @classmethod
-    def pooled(cls, resources: Sequence[str] = DEFAULT_RESOURCES, **capacity: float) -> "Cluster":
+    def pooled(cls, resources: Sequence[str] = DEFAULT_RESOURCES, **capacity: float) -> Cluster:
         """A cluster without machines: only a pooled capacity (allocation without placement)."""
         return cls((), tuple(resources), pooled_capacity=capacity)
 
-    def scaled_bandwidth(self, bw_gbps: float) -> "Cluster":
+    def scaled_bandwidth(self, bw_gbps: float) -> Cluster:
         """Copy with every machine's ``bw_gbps`` capacity set to ``bw_gbps``."""
         check_positive("bw_gbps", bw_gbps)
         if not self.machines:
             return Cluster.pooled(self.resources, **{**self.capacity, "bw_gbps": bw_gbps})
-        return Cluster(tuple(Machine(m.name, {**m.capacity, "bw_gbps": bw_gbps}) for m in self.machines), self.resources)
+        return Cluster(
+            tuple(Machine(m.name, {**m.capacity, "bw_gbps": bw_gbps}) for m in self.machines),
+            self.resources,
+        )
 
     def __repr__(self) -> str:
         cap = ", ".join(f"{r}={v:g}" for r, v in self.capacity.items())

@@ -60,12 +60,16 @@ WORKER_CPU_MIN = 2
 WORKER_CPU_MAX = 16
 WORKER_MEM_BASE_GB = 4
 WORKER_MEM_PER_INPUT_CPU_GB = 1
-CORPUS_CACHE_GB: Mapping[str, float] = MappingProxyType({"cnn": 0, "transformer": 16, "rnn": 1, "other": 0})
+CORPUS_CACHE_GB: Mapping[str, float] = MappingProxyType(
+    {"cnn": 0, "transformer": 16, "rnn": 1, "other": 0}
+)
 WORKER_PARAM_COPIES = 4
 PS_CPU_BASE = 2
 PS_CPU_PER_PARAM_GB = 8
 PS_MEM_BASE_GB = 2
-OPTIMIZER_SLOTS: Mapping[str, int] = MappingProxyType({"cnn": 1, "transformer": 2, "rnn": 0, "other": 1})
+OPTIMIZER_SLOTS: Mapping[str, int] = MappingProxyType(
+    {"cnn": 1, "transformer": 2, "rnn": 0, "other": 1}
+)
 MEM_STEP_GB = 0.5  # memory demands are rounded up to a multiple of this
 EPS = 1e-9  # so that a product landing on an integer up to rounding is not rounded up once more
 
@@ -97,11 +101,17 @@ def task_demands(
     family = network_family(profile) if family is None else check_choice("family", family, FAMILIES)
     bw = check_positive("bw_gbps", bw_gbps)
     param_gb = profile.total_param_bytes / 1e9
-    rate = 1.0 / (profile.forward_total_s + profile.backward_total_s)  # samples/s at one worker, compute-bound
+    rate = 1.0 / (
+        profile.forward_total_s + profile.backward_total_s
+    )  # samples/s at one worker, compute-bound
     input_cpu = math.ceil(rate * INPUT_CPU_S_PER_SAMPLE[family] - EPS)
     cpu = min(max(WORKER_MAIN_CPU + input_cpu, WORKER_CPU_MIN), WORKER_CPU_MAX)
-    worker_mem = (WORKER_MEM_BASE_GB + WORKER_MEM_PER_INPUT_CPU_GB * (cpu - WORKER_MAIN_CPU) + CORPUS_CACHE_GB[family]
-                  + WORKER_PARAM_COPIES * param_gb)
+    worker_mem = (
+        WORKER_MEM_BASE_GB
+        + WORKER_MEM_PER_INPUT_CPU_GB * (cpu - WORKER_MAIN_CPU)
+        + CORPUS_CACHE_GB[family]
+        + WORKER_PARAM_COPIES * param_gb
+    )
     worker = {"gpu": 1, "cpu": cpu, "mem_gb": _round_up(worker_mem, MEM_STEP_GB), "bw_gbps": bw}
     ps = {
         "gpu": 0,
@@ -112,7 +122,9 @@ def task_demands(
     return worker, ps
 
 
-def demand_table(device: str = "v100", bw_gbps: float = 10.0, machine: Mapping[str, float] | None = None) -> pd.DataFrame:
+def demand_table(
+    device: str = "v100", bw_gbps: float = 10.0, machine: Mapping[str, float] | None = None
+) -> pd.DataFrame:
     """The rule applied to every bundled network: one row per network (docs/simulator.md's table).
 
     machine: a machine's capacities (e.g. ``{"gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}``);
@@ -123,15 +135,28 @@ def demand_table(device: str = "v100", bw_gbps: float = 10.0, machine: Mapping[s
         profile = LayerProfile.load(name, device)
         wd, pd_ = task_demands(profile, bw_gbps=bw_gbps)
         row = {
-            "network": name, "family": network_family(profile), "param_gb": profile.total_param_bytes / 1e9,
+            "network": name,
+            "family": network_family(profile),
+            "param_gb": profile.total_param_bytes / 1e9,
             "samples_per_s": 1.0 / (profile.forward_total_s + profile.backward_total_s),
-            "worker_cpu": wd["cpu"], "worker_mem_gb": wd["mem_gb"], "ps_cpu": pd_["cpu"], "ps_mem_gb": pd_["mem_gb"],
+            "worker_cpu": wd["cpu"],
+            "worker_mem_gb": wd["mem_gb"],
+            "ps_cpu": pd_["cpu"],
+            "ps_mem_gb": pd_["mem_gb"],
         }
         if machine is not None:
-            fits = {r: math.floor(check_positive(f"machine[{r!r}]", c, allow_zero=True) / (wd.get(r, 0) + pd_.get(r, 0))
-                                  + EPS)
-                    for r, c in machine.items() if wd.get(r, 0) + pd_.get(r, 0) > 0}
+            fits = {
+                r: math.floor(
+                    check_positive(f"machine[{r!r}]", c, allow_zero=True)
+                    / (wd.get(r, 0) + pd_.get(r, 0))
+                    + EPS
+                )
+                for r, c in machine.items()
+                if wd.get(r, 0) + pd_.get(r, 0) > 0
+            }
             row["bundles_per_machine"] = min(fits.values())
-            row["binding"] = ", ".join(r for r, k in fits.items() if k == row["bundles_per_machine"])
+            row["binding"] = ", ".join(
+                r for r, k in fits.items() if k == row["bundles_per_machine"]
+            )
         rows.append(row)
     return pd.DataFrame(rows)

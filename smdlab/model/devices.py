@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 from smdlab.errors import InvalidInput
 
-__all__ = ["KINDS", "Device", "DEVICES", "get_device"]
+__all__ = ["DEVICES", "KINDS", "Device", "get_device"]
 
 KINDS: tuple[str, ...] = ("conv", "fc", "attention", "embedding", "norm", "lstm", "pool", "other")
 
@@ -74,7 +74,9 @@ class Device:
     def forward_time(self, kind: str, flops: float) -> float:
         """Forward seconds per sample for a layer of ``kind`` doing ``flops`` FLOPs."""
         if kind not in self.efficiency:
-            raise InvalidInput(f"kind must be one of {', '.join(sorted(self.efficiency))}; got {kind!r}")
+            raise InvalidInput(
+                f"kind must be one of {', '.join(sorted(self.efficiency))}; got {kind!r}"
+            )
         return flops / (self.peak_flops * self.efficiency[kind])
 
 
@@ -125,4 +127,6 @@ def get_device(name: str) -> Device:
     try:
         return DEVICES[name]
     except (KeyError, TypeError):
-        raise InvalidInput(f"device must be one of {', '.join(sorted(DEVICES))}; got {name!r}") from None
+        raise InvalidInput(
+            f"device must be one of {', '.join(sorted(DEVICES))}; got {name!r}"
+        ) from None

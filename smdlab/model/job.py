@@ -15,16 +15,24 @@ BATCH_MODES = ("global", "per_worker")
 # One uniform per-task bundle (one GPU worker, a CPU-only PS): the workloads' ``demands="uniform"``
 # option. make_job and the workloads' default derive demands per network instead
 # (smdlab.model.demands.task_demands).
-DEFAULT_WORKER_DEMAND: Mapping[str, float] = MappingProxyType({"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10})
-DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType({"gpu": 0, "cpu": 4, "mem_gb": 16, "bw_gbps": 10})
+DEFAULT_WORKER_DEMAND: Mapping[str, float] = MappingProxyType(
+    {"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 10}
+)
+DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType(
+    {"gpu": 0, "cpu": 4, "mem_gb": 16, "bw_gbps": 10}
+)
 
 
 def _demand(field: str, demand: Mapping[str, float]) -> Mapping[str, float]:
     if not isinstance(demand, Mapping):
-        raise InvalidInput(f"{field} must be a mapping from resource name to amount, got {demand!r}")
+        raise InvalidInput(
+            f"{field} must be a mapping from resource name to amount, got {demand!r}"
+        )
     out = {str(r): check_positive(f"{field}[{r!r}]", v, allow_zero=True) for r, v in demand.items()}
     if out.get("bw_gbps", 0) <= 0:
-        raise InvalidInput(f"{field}['bw_gbps'] must be > 0 (the NIC bandwidth the task reserves), got {demand.get('bw_gbps')!r}")
+        raise InvalidInput(
+            f"{field}['bw_gbps'] must be > 0 (the NIC bandwidth the task reserves), got {demand.get('bw_gbps')!r}"
+        )
     return MappingProxyType(out)
 
 
@@ -72,19 +80,28 @@ class Job:
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
         object.__setattr__(self, "worker_demand", _demand("worker_demand", self.worker_demand))
         object.__setattr__(self, "ps_demand", _demand("ps_demand", self.ps_demand))
-        object.__setattr__(self, "arrival", check_positive("arrival", self.arrival, allow_zero=True))
+        object.__setattr__(
+            self, "arrival", check_positive("arrival", self.arrival, allow_zero=True)
+        )
         object.__setattr__(self, "weight", check_positive("weight", self.weight))
         object.__setattr__(self, "max_workers", check_int("max_workers", self.max_workers, 1, 1024))
         object.__setattr__(self, "max_ps", check_int("max_ps", self.max_ps, 1, 1024))
         check_choice("batch_mode", self.batch_mode, BATCH_MODES)
         if self.batch_mode == "per_worker":
-            object.__setattr__(self, "per_worker_batch", check_int("per_worker_batch", self.per_worker_batch, 1))
+            object.__setattr__(
+                self, "per_worker_batch", check_int("per_worker_batch", self.per_worker_batch, 1)
+            )
         elif self.per_worker_batch is not None:
             raise InvalidInput("per_worker_batch must be None when batch_mode is 'global'")
-        object.__setattr__(self, "latency_s", check_positive("latency_s", self.latency_s, allow_zero=True))
+        object.__setattr__(
+            self, "latency_s", check_positive("latency_s", self.latency_s, allow_zero=True)
+        )
         if self.requested_workers is not None:
-            object.__setattr__(self, "requested_workers",
-                               check_int("requested_workers", self.requested_workers, 1, self.max_workers))
+            object.__setattr__(
+                self,
+                "requested_workers",
+                check_int("requested_workers", self.requested_workers, 1, self.max_workers),
+            )
 
     @property
     def worker_bw_bytes(self) -> float:
@@ -96,7 +113,7 @@ class Job:
         """PS NIC bandwidth B_ps in bytes per second."""
         return self.ps_demand["bw_gbps"] * 1e9 / 8
 
-    def replace(self, **changes) -> "Job":
+    def replace(self, **changes) -> Job:
         """Copy with some fields changed (validated again)."""
         fields = {f: getattr(self, f) for f in self.__dataclass_fields__}
         fields.update(changes)
@@ -131,7 +148,11 @@ def make_job(
     from smdlab.model.profiles import profile_info
 
     profile = LayerProfile.load(network, device)
-    batch = global_batch if global_batch is not None else int(profile_info(network)["default_global_batch"])
+    batch = (
+        global_batch
+        if global_batch is not None
+        else int(profile_info(network)["default_global_batch"])
+    )
     wd, pd_ = task_demands(profile)
     return Job(
         name,

@@ -27,7 +27,11 @@ def design_matrix(workers, ps, batch, batch_mode: str = "global") -> np.ndarray:
         raise InvalidInput(f"workers and ps must have the same length, got {w.size} and {p.size}")
     if np.any(w < 1) or np.any(p < 1):
         raise InvalidInput("workers and ps must be >= 1 at every point")
-    cs = batch / w if batch_mode == "global" else np.broadcast_to(np.asarray(batch, dtype=float), w.shape)
+    cs = (
+        batch / w
+        if batch_mode == "global"
+        else np.broadcast_to(np.asarray(batch, dtype=float), w.shape)
+    )
     return np.column_stack([cs, np.ones_like(w), w / p, w, p])
 
 
@@ -61,8 +65,12 @@ class SpeedModel:
 
 
 def fit_speed_model(
-    workers: Sequence[int], ps: Sequence[int], tau: Sequence[float], batch: float,
-    batch_mode: str = "global", relative: bool = True,
+    workers: Sequence[int],
+    ps: Sequence[int],
+    tau: Sequence[float],
+    batch: float,
+    batch_mode: str = "global",
+    relative: bool = True,
 ) -> SpeedModel:
     """Fit Optimus' five coefficients to measured iteration times by non-negative least squares.
 

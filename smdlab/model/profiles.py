@@ -19,7 +19,9 @@ def _frozen_array(field_name: str, values: Sequence[float], n: int) -> np.ndarra
     try:
         arr = np.array(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
-        raise InvalidInput(f"{field_name} must be a sequence of numbers, one per layer; got {values!r}") from None
+        raise InvalidInput(
+            f"{field_name} must be a sequence of numbers, one per layer; got {values!r}"
+        ) from None
     if arr.size != n:
         raise InvalidInput(f"{field_name} must have one entry per layer ({n}), got {arr.size}")
     bad = ~np.isfinite(arr) | (arr < 0)
@@ -91,7 +93,9 @@ class LayerProfile:
         """Backward time per sample of the whole network."""
         return float(self.backward_s.sum())
 
-    def scaled(self, compute: float = 1.0, params: float = 1.0, name: str | None = None) -> "LayerProfile":
+    def scaled(
+        self, compute: float = 1.0, params: float = 1.0, name: str | None = None
+    ) -> LayerProfile:
         """Return a copy with every layer's times times ``compute`` and bytes times ``params``."""
         check_positive("compute", compute)
         check_positive("params", params)
@@ -119,7 +123,7 @@ class LayerProfile:
         )
 
     @classmethod
-    def load(cls, name: str, device: str = "v100") -> "LayerProfile":
+    def load(cls, name: str, device: str = "v100") -> LayerProfile:
         """Load the bundled profile ``name`` with times for ``device``."""
         from smdlab.model.devices import get_device
 

@@ -14,8 +14,8 @@ tau = max_l (D_l + f_l + ... + f_L).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +77,9 @@ class _Batch:
         bps = col([j.ps_bw_bytes for j in jobs])
         upd = col([j.profile.update_s_per_byte for j in jobs])
         is_global = col([j.batch_mode == "global" for j in jobs]).astype(bool)
-        batch = col([j.global_batch if j.batch_mode == "global" else j.per_worker_batch for j in jobs])
+        batch = col(
+            [j.global_batch if j.batch_mode == "global" else j.per_worker_batch for j in jobs]
+        )
         self.cs = np.where(is_global, batch / w, batch)
         ratio = w / p
         worker_binds = 1.0 / bw >= ratio / bps
@@ -85,11 +87,15 @@ class _Batch:
         zero = np.zeros_like(self.cs)
         if track:  # rows: value, coefficient of cs, of w/p, of 1
             self.comp = np.stack([self.cs, np.ones_like(zero), zero, zero])
-            self.comm = np.stack([kappa, zero, np.where(worker_binds, 0, 1 / bps), np.where(worker_binds, 1 / bw, 0)])
+            self.comm = np.stack(
+                [kappa, zero, np.where(worker_binds, 0, 1 / bps), np.where(worker_binds, 1 / bw, 0)]
+            )
             self.upd = np.stack([upd * ratio, zero, upd + zero, zero])
             self.one = np.stack([np.ones_like(zero), zero, zero, np.ones_like(zero)])
         else:
-            self.comp, self.comm, self.upd, self.one = (x[None] for x in (self.cs, kappa, upd * ratio, np.ones_like(zero)))
+            self.comp, self.comm, self.upd, self.one = (
+                x[None] for x in (self.cs, kappa, upd * ratio, np.ones_like(zero))
+            )
         self.zero = np.zeros_like(self.comp)
 
     def term(self, coef: np.ndarray, unit: np.ndarray) -> np.ndarray:
@@ -170,7 +176,9 @@ def _priority_pulls(ready: np.ndarray, c: np.ndarray, preemptive: bool) -> np.nd
         top_left = left[:, base + top]
         if preemptive:  # released strictly before the served pull ends (a tie: it ends first)
             admit = (admitted < L) & ((queued == 0) | (r_next[0] < now[0] + top_left[0]))
-            left[:, base + top] = np.where(admit & (queued > 0), top_left - (r_next - now), top_left)
+            left[:, base + top] = np.where(
+                admit & (queued > 0), top_left - (r_next - now), top_left
+            )
         else:
             admit = (admitted < L) & ((queued == 0) | (r_next[0] <= now[0]))
         now = np.where(admit, _tmax(now, r_next), now)  # an idle link waits for the release
@@ -221,7 +229,9 @@ def _wfbp_prefetch(t: _Batch, preemptive: bool = _PREFETCH_PREEMPTIVE) -> np.nda
 _KERNELS = {"sequential": _sequential, "wfbp": _wfbp, "wfbp_prefetch": _wfbp_prefetch}
 
 
-def _evaluate(jobs: Sequence[Job], w: np.ndarray, p: np.ndarray, mode: str, track: bool) -> np.ndarray:
+def _evaluate(
+    jobs: Sequence[Job], w: np.ndarray, p: np.ndarray, mode: str, track: bool
+) -> np.ndarray:
     check_choice("mode", mode, MODES)
     return _KERNELS[mode](_Batch(jobs, w, p, track))
 
@@ -246,8 +256,16 @@ def _check_job(job: Job) -> Job:
 
 def _key(job: Job, mode: str) -> tuple:
     return (
-        job.profile, job.batch_mode, job.global_batch, job.per_worker_batch, job.worker_bw_bytes,
-        job.ps_bw_bytes, job.latency_s, job.max_workers, job.max_ps, mode,
+        job.profile,
+        job.batch_mode,
+        job.global_batch,
+        job.per_worker_batch,
+        job.worker_bw_bytes,
+        job.ps_bw_bytes,
+        job.latency_s,
+        job.max_workers,
+        job.max_ps,
+        mode,
     )
 
 
@@ -268,7 +286,9 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
         todo = list(missing.items())
         wmax = max(j.max_workers for _, j in todo)
         pmax = max(j.max_ps for _, j in todo)
-        per_chunk = max(1, _CHUNK_ELEMENTS // (wmax * pmax * max(j.profile.layers for _, j in todo)))
+        per_chunk = max(
+            1, _CHUNK_ELEMENTS // (wmax * pmax * max(j.profile.layers for _, j in todo))
+        )
         wg, pg = np.meshgrid(np.arange(1, wmax + 1), np.arange(1, pmax + 1), indexing="ij")
         wg, pg = wg.ravel()[None].astype(float), pg.ravel()[None].astype(float)
         for start in range(0, len(todo), per_chunk):
@@ -301,7 +321,11 @@ def iteration_time_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
 
 
 def _samples_per_iteration(job: Job, workers: np.ndarray | int) -> np.ndarray | float:
-    return job.global_batch if job.batch_mode == "global" else np.asarray(workers) * job.per_worker_batch
+    return (
+        job.global_batch
+        if job.batch_mode == "global"
+        else np.asarray(workers) * job.per_worker_batch
+    )
 
 
 def speed_table(job: Job, mode: str = "wfbp") -> np.ndarray:
@@ -317,7 +341,9 @@ def speed_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     tau = iteration_time_grid(jobs, mode)
     w = np.arange(1, tau.shape[1] + 1)[None, :, None]
     M = np.array([j.global_batch if j.batch_mode == "global" else 0 for j in jobs], dtype=float)
-    m = np.array([j.per_worker_batch if j.batch_mode == "per_worker" else 0 for j in jobs], dtype=float)
+    m = np.array(
+        [j.per_worker_batch if j.batch_mode == "per_worker" else 0 for j in jobs], dtype=float
+    )
     per_iter = M[:, None, None] + m[:, None, None] * w
     return per_iter / tau
 
@@ -353,7 +379,9 @@ def active_piece(job: Job, workers: int, ps: int, mode: str = "wfbp") -> ActiveP
     w, p = _check_job(job).check_config(workers, ps)
     t = _evaluate([job], np.array([[float(w)]]), np.array([[float(p)]]), mode, track=True)[:, 0, 0]
     cs = job.global_batch / w if job.batch_mode == "global" else float(job.per_worker_batch)
-    return ActivePiece(compute=float(t[1]), ps_comm=float(t[2]), const=float(t[3]), compute_scale=cs, ratio=w / p)
+    return ActivePiece(
+        compute=float(t[1]), ps_comm=float(t[2]), const=float(t[3]), compute_scale=cs, ratio=w / p
+    )
 
 
 def layer_timeline(job: Job, workers: int, ps: int, mode: str = "wfbp"):

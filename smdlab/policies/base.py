@@ -17,7 +17,15 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.solve.placement import Placement  # the one Placement class (re-exported for policies)
 
-__all__ = ["Allocation", "ClusterState", "Decision", "Placement", "Policy", "QueuedJob", "RunningJob"]
+__all__ = [
+    "Allocation",
+    "ClusterState",
+    "Decision",
+    "Placement",
+    "Policy",
+    "QueuedJob",
+    "RunningJob",
+]
 
 
 @dataclass(frozen=True)

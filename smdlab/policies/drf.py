@@ -71,7 +71,11 @@ class DRF:
             if w[i] >= job.max_workers:
                 return False
             name, add_ps = job.name, p[i] < job.max_ps
-            placed = ledger.add_pair(name, alpha[i], gamma[i]) if add_ps else ledger.add_task(name, "worker", alpha[i])
+            placed = (
+                ledger.add_pair(name, alpha[i], gamma[i])
+                if add_ps
+                else ledger.add_task(name, "worker", alpha[i])
+            )
             if placed is None:
                 if w[i] == 0:
                     dead[kind[i]] = True

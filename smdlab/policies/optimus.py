@@ -8,21 +8,32 @@ from collections.abc import Sequence
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import COEFFICIENTS, SpeedModel, design_matrix, fit_speed_model  # noqa: F401 (re-exported)
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.model.cluster import Cluster
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
 # The "measured points" of a short profiling run: (workers, PSs) pairs, clipped to a job's caps.
 DEFAULT_PROFILE_POINTS: tuple[tuple[int, int], ...] = (
-    (1, 1), (2, 1), (1, 2), (2, 2), (4, 2), (2, 4), (4, 4), (8, 4), (4, 8), (8, 8),
+    (1, 1),
+    (2, 1),
+    (1, 2),
+    (2, 2),
+    (4, 2),
+    (2, 4),
+    (4, 4),
+    (8, 4),
+    (4, 8),
+    (8, 8),
 )
 
 
-def profile_points(job: Job, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS) -> list[tuple[int, int]]:
+def profile_points(
+    job: Job, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS
+) -> list[tuple[int, int]]:
     """The profiling points within the job's caps (clipped, de-duplicated, order kept)."""
     out: list[tuple[int, int]] = []
     for w, p in points:
@@ -33,8 +44,11 @@ def profile_points(job: Job, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE
 
 
 def profile_job(
-    job: Job, mode: str = "wfbp", points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS,
-    noise: float = 0.0, seed: int = 0,
+    job: Job,
+    mode: str = "wfbp",
+    points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS,
+    noise: float = 0.0,
+    seed: int = 0,
 ) -> SpeedModel:
     """Optimus' model of ``job``, fitted to iteration times "measured" at ``points`` on the exact model.
 
@@ -87,11 +101,24 @@ class Optimus:
 
     name = "optimus"
 
-    def __init__(self, points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS, noise: float = 0.0, seed: int = 0):
-        if isinstance(points, (str, bytes)) or not isinstance(points, Sequence) or not all(
-                isinstance(pt, Sequence) and not isinstance(pt, str) and len(pt) == 2 for pt in points):
+    def __init__(
+        self,
+        points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS,
+        noise: float = 0.0,
+        seed: int = 0,
+    ):
+        if (
+            isinstance(points, (str, bytes))
+            or not isinstance(points, Sequence)
+            or not all(
+                isinstance(pt, Sequence) and not isinstance(pt, str) and len(pt) == 2
+                for pt in points
+            )
+        ):
             raise InvalidInput(f"points must be a list of (workers, ps) pairs, got {points!r}")
-        pts = [(check_int("points[].workers", w, 1), check_int("points[].ps", p, 1)) for w, p in points]
+        pts = [
+            (check_int("points[].workers", w, 1), check_int("points[].ps", p, 1)) for w, p in points
+        ]
         if not pts:
             raise InvalidInput("points must list at least one (workers, ps) pair")
         self.points = tuple(pts)
@@ -101,16 +128,31 @@ class Optimus:
 
     def model(self, job: Job, mode: str) -> SpeedModel:
         """The fitted speed model of ``job`` (profiled once per job kind and cached)."""
-        key = (job.profile, job.batch_mode, job.global_batch, job.per_worker_batch, job.worker_bw_bytes,
-               job.ps_bw_bytes, job.latency_s, job.max_workers, job.max_ps, mode,
-               job.name if self.noise > 0 else None)
+        key = (
+            job.profile,
+            job.batch_mode,
+            job.global_batch,
+            job.per_worker_batch,
+            job.worker_bw_bytes,
+            job.ps_bw_bytes,
+            job.latency_s,
+            job.max_workers,
+            job.max_ps,
+            mode,
+            job.name if self.noise > 0 else None,
+        )
         if key not in self._models:
             self._models[key] = profile_job(job, mode, self.points, self.noise, self.seed)
         return self._models[key]
 
     def allocate(
-        self, jobs: Sequence[Job], remaining: Sequence[float], free: np.ndarray, capacity: np.ndarray,
-        cluster: Cluster, mode: str,
+        self,
+        jobs: Sequence[Job],
+        remaining: Sequence[float],
+        free: np.ndarray,
+        capacity: np.ndarray,
+        cluster: Cluster,
+        mode: str,
     ) -> list[tuple[int, int]]:
         """Optimus' marginal-gain allocation on pooled ``free`` capacity; (0, 0) for a job not admitted.
 
@@ -183,8 +225,14 @@ class Optimus:
         entries += [(q.job, q.remaining) for q in queued]
         if not entries:
             return Decision()
-        alloc = self.allocate([j for j, _ in entries], [rem for _, rem in entries], free,
-                              total_capacity(state), cluster, state.mode)
+        alloc = self.allocate(
+            [j for j, _ in entries],
+            [rem for _, rem in entries],
+            free,
+            total_capacity(state),
+            cluster,
+            state.mode,
+        )
         targets = [Target(j, w, p) for (j, _), (w, p) in zip(entries, alloc) if w > 0]
         running = {r.job.name for r in state.running}
         targets.sort(key=lambda t: (t.job.name not in running, -(t.workers + t.ps)))

@@ -30,7 +30,9 @@ _EXTRA: dict[str, Any] = {}
 def register_policy(name: str, target: str | type) -> None:
     """Register ``target`` (a class, or ``"module:Class"``) under ``name`` (replacing a previous one)."""
     if not isinstance(name, str) or not name or "," in name or name != name.strip().lower():
-        raise InvalidInput(f"policy name must be a non-empty lower-case string without commas, got {name!r}")
+        raise InvalidInput(
+            f"policy name must be a non-empty lower-case string without commas, got {name!r}"
+        )
     _EXTRA[name] = target
 
 
@@ -56,7 +58,9 @@ def get_policy(name: str, /, **options: Any) -> Policy:
     try:
         inspect.signature(cls).bind(**options)
     except TypeError as exc:
-        params = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
+        params = [
+            p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")
+        ]
         raise InvalidInput(
             f"options of policy {name!r} must be among {', '.join(params) or '(none)'}; got {sorted(options)} ({exc})"
         ) from None

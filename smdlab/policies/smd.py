@@ -60,12 +60,26 @@ class SMD:
 
         cluster = state.cluster
         arg = free if cluster.has_machines else free.sum(axis=0)
-        sol = solve(jobs, cluster, self.method, mode=state.mode, place=place and cluster.has_machines, free=arg,
-                    **self.options)
+        sol = solve(
+            jobs,
+            cluster,
+            self.method,
+            mode=state.mode,
+            place=place and cluster.has_machines,
+            free=arg,
+            **self.options,
+        )
         self.last_solution = sol
         return sol
 
-    def _placements(self, jobs: list[Job], alloc: list[tuple[int, int]], state: ClusterState, free: np.ndarray, sol=None):
+    def _placements(
+        self,
+        jobs: list[Job],
+        alloc: list[tuple[int, int]],
+        state: ClusterState,
+        free: np.ndarray,
+        sol=None,
+    ):
         """Per job (workers, ps, Placement) or None, placing ``alloc`` on ``free`` (or taking solve's placement)."""
         cluster = state.cluster
         if not cluster.has_machines:  # one virtual machine: the pooled allocation fits it
@@ -90,7 +104,10 @@ class SMD:
             return True
         kinds = demand_kinds(alpha, gamma)
         _, first = np.unique(kinds, return_index=True)
-        return any(first_fit_tasks(free, 1, 1, alpha[i], gamma[i]) is not None for i in first[ok[first]].tolist())
+        return any(
+            first_fit_tasks(free, 1, 1, alpha[i], gamma[i]) is not None
+            for i in first[ok[first]].tolist()
+        )
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
@@ -122,15 +139,31 @@ class SMD:
         entries = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
-        free_all = np.asarray(state.free, dtype=float) + sum((held[r.job.name] for r in active), np.zeros_like(state.free))
+        free_all = np.asarray(state.free, dtype=float) + sum(
+            (held[r.job.name] for r in active), np.zeros_like(state.free)
+        )
         jobs = [with_remaining(e) for e in entries]
         sol = self._solve(jobs, state, free_all, place=False)
         current = {r.job.name: (r.workers, r.ps) for r in active}
-        keep = {j.name for j, w, p in zip(jobs, sol.workers, sol.ps) if current.get(j.name) == (w, p)}
+        keep = {
+            j.name for j, w, p in zip(jobs, sol.workers, sol.ps) if current.get(j.name) == (w, p)
+        }
         free = free_all - sum((held[n] for n in keep), np.zeros_like(free_all))
-        todo = [(j, (w, p)) for j, w, p in zip(jobs, sol.workers, sol.ps) if j.name not in keep and w > 0]
-        placed = self._placements([j for j, _ in todo], [a for _, a in todo], state, free) if todo else []
-        allocations = tuple(Allocation(j.name, *x) for (j, _), x in zip(todo, placed) if x is not None)
+        todo = [
+            (j, (w, p))
+            for j, w, p in zip(jobs, sol.workers, sol.ps)
+            if j.name not in keep and w > 0
+        ]
+        placed = (
+            self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
+            if todo
+            else []
+        )
+        allocations = tuple(
+            Allocation(j.name, *x) for (j, _), x in zip(todo, placed) if x is not None
+        )
         started = {a.job for a in allocations}
-        preempt = tuple(r.job.name for r in active if r.job.name not in keep and r.job.name not in started)
+        preempt = tuple(
+            r.job.name for r in active if r.job.name not in keep and r.job.name not in started
+        )
         return Decision(allocations, preempt, note=sol.note)

@@ -31,8 +31,12 @@ class SRTF:
 
     def reset(self) -> None:
         """Forget the queue order kept between decisions (the simulator calls this before a run)."""
-        self._order: list[tuple[float, float, int, int]] = []  # (time, arrival, seq, id), sorted; may hold stale ids
-        self._known: dict[int, QueuedJob] = {}  # id -> object; holding it keeps the id from being reused
+        self._order: list[
+            tuple[float, float, int, int]
+        ] = []  # (time, arrival, seq, id), sorted; may hold stale ids
+        self._known: dict[
+            int, QueuedJob
+        ] = {}  # id -> object; holding it keeps the id from being reused
         self._ids: set[int] = set()
         self._seq = 0
 
@@ -58,7 +62,10 @@ class SRTF:
             for q in reversed(found):  # queue order, so that ties go to the earlier position
                 self._known[id(q)] = q
                 self._seq += 1
-                bisect.insort(self._order, (remaining_time_at_minimum(q, mode), q.job.arrival, self._seq, id(q)))
+                bisect.insort(
+                    self._order,
+                    (remaining_time_at_minimum(q, mode), q.job.arrival, self._seq, id(q)),
+                )
         self._ids = ids
 
     def decide(self, state: ClusterState) -> Decision:

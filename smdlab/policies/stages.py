@@ -24,9 +24,25 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import RULES, TOL, PlaceRule, consolidated_tasks, first_fit, placement_usage, usage
+from smdlab.solve.placement import (
+    RULES,
+    TOL,
+    PlaceRule,
+    consolidated_tasks,
+    first_fit,
+    placement_usage,
+    usage,
+)
+
 
 def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
     """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources`` (cached, read-only)."""
@@ -78,7 +94,9 @@ def _largest(feasible, hi: int) -> tuple[int, Placement | None]:
     return lo, found
 
 
-def max_bundles(job: Job, free: np.ndarray, resources: Sequence[str], cap: int) -> tuple[int, Placement | None]:
+def max_bundles(
+    job: Job, free: np.ndarray, resources: Sequence[str], cap: int
+) -> tuple[int, Placement | None]:
     """Largest n <= cap such that n bundles of ``job`` fit first-fit, with their placement."""
     wv, pv = task_vectors(job, resources)
     bundle = wv + pv
@@ -86,12 +104,17 @@ def max_bundles(job: Job, free: np.ndarray, resources: Sequence[str], cap: int) 
     pos = bundle > 0
     hi = cap
     if pos.any():
-        hi = min(cap, int(np.floor(((pooled[pos] + TOL * np.maximum(1.0, bundle[pos])) / bundle[pos]).min())))
+        hi = min(
+            cap,
+            int(np.floor(((pooled[pos] + TOL * np.maximum(1.0, bundle[pos])) / bundle[pos]).min())),
+        )
     # First-fit feasibility is monotone in n (fewer tasks leave a superset of room): binary search.
     return _largest(lambda n: first_fit(job, n, n, free, resources), hi)
 
 
-def max_allocation(job: Job, free: np.ndarray, resources: Sequence[str]) -> tuple[int, int, Placement | None]:
+def max_allocation(
+    job: Job, free: np.ndarray, resources: Sequence[str]
+) -> tuple[int, int, Placement | None]:
     """Most (workers, ps, placement) a job gets by bundles; (0, 0, None) if not one bundle fits.
 
     Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
@@ -110,7 +133,11 @@ def bundle_cap(job: Job) -> int:
 
 
 def admit_bundles(
-    order: Iterable[QueuedJob], state: ClusterState, *, stop_at_first_unfit: bool = True, note: str = ""
+    order: Iterable[QueuedJob],
+    state: ClusterState,
+    *,
+    stop_at_first_unfit: bool = True,
+    note: str = "",
 ) -> Decision:
     """Give each job in ``order`` as much as fits by bundles (``max_allocation``) before the next job.
 
@@ -182,10 +209,14 @@ def assemble(
     keep: set[str] = set()
     for name, r in running.items():
         t = wanted.get(name)
-        if (t is None and not state.elastic) or (t is not None and (t.workers, t.ps) == (r.workers, r.ps)):
+        if (t is None and not state.elastic) or (
+            t is not None and (t.workers, t.ps) == (r.workers, r.ps)
+        ):
             keep.add(name)
         elif not state.elastic:
-            raise InvalidInput(f"target for running job {name!r} differs from its allocation, but the state is not elastic")
+            raise InvalidInput(
+                f"target for running job {name!r} differs from its allocation, but the state is not elastic"
+            )
         else:
             a, g = demands(r.job, cluster)
             free += usage(r.placement.tasks, a, g, free.shape[0])
@@ -231,7 +262,9 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
         seen.add(alloc.job)
         if alloc.job in running and alloc.job not in decision.preempt:
             if not state.elastic:
-                raise InvalidInput(f"allocation resizes running job {alloc.job!r} but the state is not elastic")
+                raise InvalidInput(
+                    f"allocation resizes running job {alloc.job!r} but the state is not elastic"
+                )
             r = running[alloc.job]
             free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
             job = r.job
@@ -240,7 +273,9 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
         elif alloc.job in running:
             job = running[alloc.job].job
         else:
-            raise InvalidInput(f"allocation names {alloc.job!r}, which is neither queued nor running")
+            raise InvalidInput(
+                f"allocation names {alloc.job!r}, which is neither queued nor running"
+            )
         job.check_config(alloc.workers, alloc.ps)
         if (alloc.placement.workers, alloc.placement.ps) != (alloc.workers, alloc.ps):
             raise InvalidInput(

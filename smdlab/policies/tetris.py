@@ -67,10 +67,12 @@ class Tetris:
         if state.elastic:
             for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
                 ledger.preload(r.job.name, r.placement.tasks)
-                jobs.append(r.job), ws.append(r.workers), ps.append(r.ps), remaining.append(r.remaining)
+                jobs.append(r.job)
+                ws.append(r.workers)
+                ps.append(r.ps)
+                remaining.append(r.remaining)
         if not jobs:
             return Decision()
-        n = len(jobs)
         start = list(zip(ws, ps))
         alpha, gamma = demand_matrices(jobs, cluster)
         # Everything per machine depends on a job only through its demands: compute it once per
@@ -80,7 +82,9 @@ class Tetris:
         A, G = alpha[first_of], gamma[first_of]
         urows = np.arange(first_of.size)
         work = np.asarray(remaining, dtype=float) / base_speeds(jobs, state.mode)
-        arrival_rank = np.argsort(np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable")
+        arrival_rank = np.argsort(
+            np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable"
+        )
         w_arr = np.array(ws, dtype=int)
         p_arr = np.array(ps, dtype=int)
         max_w = np.array([j.max_workers for j in jobs], dtype=int)

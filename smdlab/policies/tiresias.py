@@ -9,13 +9,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
-from smdlab.model.job import Job
 from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
 from smdlab.policies.stages import demands
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
-DEFAULT_THRESHOLDS: tuple[float, ...] = (3600.0,)  # GPU-seconds: two queues, as in Tiresias' public simulator example
+DEFAULT_THRESHOLDS: tuple[float, ...] = (
+    3600.0,
+)  # GPU-seconds: two queues, as in Tiresias' public simulator example
 DEFAULT_STARVE_MULTIPLE = 8.0  # assumed: promote after waiting 8x the time the job has run
 
 
@@ -70,7 +72,9 @@ class Tiresias:
         preemption: bool = True,
     ):
         if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence):
-            raise InvalidInput(f"thresholds must be a list of attained-service limits (GPU-seconds), got {thresholds!r}")
+            raise InvalidInput(
+                f"thresholds must be a list of attained-service limits (GPU-seconds), got {thresholds!r}"
+            )
         th = [check_positive(f"thresholds[{i}]", t) for i, t in enumerate(thresholds)]
         if any(b <= a for a, b in zip(th, th[1:])):
             raise InvalidInput(f"thresholds must be strictly ascending, got {tuple(thresholds)!r}")
@@ -141,10 +145,18 @@ class Tiresias:
         # (priority key, kind, entry): kind 0 running, 1 queued
         items = []
         for r in state.running:
-            items.append(((self.queue_of(r.job.name, r.attained_service), r.job.arrival, r.job.name), 0, r))
+            items.append(
+                ((self.queue_of(r.job.name, r.attained_service), r.job.arrival, r.job.name), 0, r)
+            )
         for q in state.queued:
             if q.remaining > 0:
-                items.append(((self.queue_of(q.job.name, q.attained_service), q.job.arrival, q.job.name), 1, q))
+                items.append(
+                    (
+                        (self.queue_of(q.job.name, q.attained_service), q.job.arrival, q.job.name),
+                        1,
+                        q,
+                    )
+                )
         items.sort(key=lambda x: x[0])
 
         # Admission on pooled capacity (free + held by running jobs).
@@ -163,7 +175,11 @@ class Tiresias:
                 admitted.append((key, kind, e))
         admitted_running = {e.job.name for _, kind, e in admitted if kind == 0}
         # Preemption candidates: running jobs not admitted, lowest priority first.
-        victims = [(key, e) for key, kind, e in reversed(items) if kind == 0 and e.job.name not in admitted_running]
+        victims = [
+            (key, e)
+            for key, kind, e in reversed(items)
+            if kind == 0 and e.job.name not in admitted_running
+        ]
 
         free = np.array(state.free, dtype=float, copy=True)
         released: list[str] = []

@@ -1,9 +1,25 @@
 """The event-driven simulator: jobs + cluster + policy -> per-job outcomes and summary metrics."""
 
-from smdlab.sim.result import HISTORY_COLUMNS, JOB_COLUMNS, SUMMARY_KEYS, TIMING_KEYS, SimResult, summarize
+from smdlab.sim.result import (
+    HISTORY_COLUMNS,
+    JOB_COLUMNS,
+    SUMMARY_KEYS,
+    TIMING_KEYS,
+    SimResult,
+    summarize,
+)
 from smdlab.sim.simulator import UNFIT, CapacityExceeded, InvalidDecision, Stalled, simulate
 
 __all__ = [
-    "CapacityExceeded", "HISTORY_COLUMNS", "InvalidDecision", "JOB_COLUMNS", "SUMMARY_KEYS", "SimResult",
-    "Stalled", "TIMING_KEYS", "UNFIT", "simulate", "summarize",
+    "HISTORY_COLUMNS",
+    "JOB_COLUMNS",
+    "SUMMARY_KEYS",
+    "TIMING_KEYS",
+    "UNFIT",
+    "CapacityExceeded",
+    "InvalidDecision",
+    "SimResult",
+    "Stalled",
+    "simulate",
+    "summarize",
 ]

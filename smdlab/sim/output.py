@@ -60,7 +60,9 @@ def _hashes(entry: object) -> list[str]:
     return [h for h in entry if isinstance(h, str)] if isinstance(entry, list) else []
 
 
-def check_replaceable(path: Path, *, force: bool = False, manifest: dict[str, str] | None = None) -> None:
+def check_replaceable(
+    path: Path, *, force: bool = False, manifest: dict[str, str] | None = None
+) -> None:
     """Raise unless ``path`` is absent, or smdlab wrote it and it is unchanged, or ``force``."""
     if force or not path.exists():
         return
@@ -70,13 +72,17 @@ def check_replaceable(path: Path, *, force: bool = False, manifest: dict[str, st
         if path.is_file() and _sha(path.read_bytes()) in _hashes(manifest.get(path.name)):
             return
     except OSError as exc:
-        raise SmdlabError(f"cannot read {str(path)!r} to check it may be replaced: {exc.strerror or exc}") from exc
+        raise SmdlabError(
+            f"cannot read {str(path)!r} to check it may be replaced: {exc.strerror or exc}"
+        ) from exc
     raise SmdlabError(
         f"refusing to overwrite {str(path)!r}: smdlab did not write it (or it changed since); use --force to replace it"
     )
 
 
-def write_files(folder: str | os.PathLike, files: Mapping[str, str | bytes], *, force: bool = False) -> list[Path]:
+def write_files(
+    folder: str | os.PathLike, files: Mapping[str, str | bytes], *, force: bool = False
+) -> list[Path]:
     """Write ``files`` (name -> content) into ``folder``; refuse to replace foreign files unless ``force``."""
     out = Path(folder)
     if out.exists() and not out.is_dir():
@@ -84,16 +90,21 @@ def write_files(folder: str | os.PathLike, files: Mapping[str, str | bytes], *, 
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SmdlabError(f"cannot create output folder {str(out)!r}: {exc.strerror or exc}") from exc
+        raise SmdlabError(
+            f"cannot create output folder {str(out)!r}: {exc.strerror or exc}"
+        ) from exc
     manifest = read_manifest(out)
     blobs = {name: (c.encode("utf-8") if isinstance(c, str) else c) for name, c in files.items()}
     for name in blobs:
         if Path(name).name != name or name == MANIFEST:
             raise SmdlabError(f"output file name must be a plain file name, got {name!r}")
         check_replaceable(out / name, force=force, manifest=manifest)
+
     def save(where: Path) -> None:
         try:
-            atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+            atomic_write(
+                out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+            )
             if where != out / MANIFEST:
                 atomic_write(where, blobs[where.name])
         except OSError as exc:

@@ -11,20 +11,55 @@ import numpy as np
 import pandas as pd
 
 JOB_COLUMNS = (
-    "job", "network", "arrival", "start", "finish", "jct", "queueing_delay", "run_time", "workers", "ps",
-    "mean_workers", "mean_ps", "samples", "samples_done", "weight", "preemptions", "resizes", "status",
+    "job",
+    "network",
+    "arrival",
+    "start",
+    "finish",
+    "jct",
+    "queueing_delay",
+    "run_time",
+    "workers",
+    "ps",
+    "mean_workers",
+    "mean_ps",
+    "samples",
+    "samples_done",
+    "weight",
+    "preemptions",
+    "resizes",
+    "status",
 )
 HISTORY_COLUMNS = ("job", "start", "end", "workers", "ps", "speed", "samples")
 DECISION_COLUMNS = ("time", "scheduler_s", "started", "preempted", "resized", "queued", "running")
 # Summary entries every consumer (CLI --json, sweeps) can rely on.
 SUMMARY_KEYS = (
-    "jobs", "jobs_completed", "jobs_skipped", "mean_jct", "median_jct", "p95_jct", "p99_jct",
-    "weighted_jct_total", "mean_queueing_delay", "makespan", "utilization", "scheduler_time_s",
-    "scheduler_time_per_decision_s", "scheduler_time_max_s", "decisions", "preemptions", "resizes",
+    "jobs",
+    "jobs_completed",
+    "jobs_skipped",
+    "mean_jct",
+    "median_jct",
+    "p95_jct",
+    "p99_jct",
+    "weighted_jct_total",
+    "mean_queueing_delay",
+    "makespan",
+    "utilization",
+    "scheduler_time_s",
+    "scheduler_time_per_decision_s",
+    "scheduler_time_max_s",
+    "decisions",
+    "preemptions",
+    "resizes",
     "sim_wall_s",
 )
 # Summary entries that are wall-clock measurements: they differ between two runs of the same input.
-TIMING_KEYS = ("scheduler_time_s", "scheduler_time_per_decision_s", "scheduler_time_max_s", "sim_wall_s")
+TIMING_KEYS = (
+    "scheduler_time_s",
+    "scheduler_time_per_decision_s",
+    "scheduler_time_max_s",
+    "sim_wall_s",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,15 +122,28 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
     for j, rec in zip(jobs, sim.records):
         done = rec.status == "completed"
         jct = rec.finish - j.arrival if done else math.nan
-        rows.append((
-            j.name, j.profile.network, j.arrival, rec.first_start, rec.finish, jct,
-            jct - rec.run_time if done else math.nan, rec.run_time if done else math.nan,
-            rec.workers, rec.ps,
-            rec.worker_time / rec.run_time if rec.run_time > 0 else math.nan,
-            rec.ps_time / rec.run_time if rec.run_time > 0 else math.nan,
-            j.samples, rec.samples_done, j.weight, rec.preemptions, rec.resizes,
-            rec.status if rec.status in ("completed", "skipped") else "unfinished",
-        ))
+        rows.append(
+            (
+                j.name,
+                j.profile.network,
+                j.arrival,
+                rec.first_start,
+                rec.finish,
+                jct,
+                jct - rec.run_time if done else math.nan,
+                rec.run_time if done else math.nan,
+                rec.workers,
+                rec.ps,
+                rec.worker_time / rec.run_time if rec.run_time > 0 else math.nan,
+                rec.ps_time / rec.run_time if rec.run_time > 0 else math.nan,
+                j.samples,
+                rec.samples_done,
+                j.weight,
+                rec.preemptions,
+                rec.resizes,
+                rec.status if rec.status in ("completed", "skipped") else "unfinished",
+            )
+        )
     job_df = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
     history = pd.DataFrame(sim.history, columns=list(HISTORY_COLUMNS))
     resources = list(sim.resources)
@@ -110,7 +158,9 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
     return SimResult(sim.policy_name, job_df, history, util, decisions, summary, tuple(sim.skipped))
 
 
-def summarize(jobs: pd.DataFrame, util: pd.DataFrame, decisions: pd.DataFrame, resources: list[str]) -> dict[str, Any]:
+def summarize(
+    jobs: pd.DataFrame, util: pd.DataFrame, decisions: pd.DataFrame, resources: list[str]
+) -> dict[str, Any]:
     """Aggregate metrics of one run (see ``SimResult.summary``)."""
     done = jobs[jobs["status"] == "completed"]
     jct = done["jct"].to_numpy(dtype=float)
@@ -130,8 +180,8 @@ def summarize(jobs: pd.DataFrame, util: pd.DataFrame, decisions: pd.DataFrame, r
         utilization = {r: math.nan for r in resources}
     spent = decisions["scheduler_s"].to_numpy(dtype=float)
     return {
-        "jobs": int(len(jobs)),
-        "jobs_completed": int(len(done)),
+        "jobs": len(jobs),
+        "jobs_completed": len(done),
         "jobs_skipped": int((jobs["status"] == "skipped").sum()),
         "mean_jct": float(jct.mean()) if jct.size else math.nan,
         "median_jct": _percentile(jct, 50),

@@ -28,20 +28,36 @@ def run_policies(
         raise InvalidInput(f"policy_options must map policy names to options, got {options!r}")
     unknown = [name for name in options if name not in list_policies()]
     if unknown:  # options for an unknown policy are a typo, not something to ignore
-        raise InvalidInput(f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())}")
-    instances = {name: get_policy(name, **dict(options.get(name, {}))) for name in policies}  # fail fast on names
-    return {name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()}
+        raise InvalidInput(
+            f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())}"
+        )
+    instances = {
+        name: get_policy(name, **dict(options.get(name, {}))) for name in policies
+    }  # fail fast on names
+    return {
+        name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()
+    }
 
 
 def simulation_options(scenario: Scenario) -> dict[str, Any]:
     """The scenario's simulator keyword arguments."""
     s = scenario.simulation
-    return {"mode": s["mode"], "elastic": s["elastic"], "delta": s["delta"] or None, "unfit": s["unfit"]}
+    return {
+        "mode": s["mode"],
+        "elastic": s["elastic"],
+        "delta": s["delta"] or None,
+        "unfit": s["unfit"],
+    }
 
 
 def run_scenario(scenario: Scenario, policies: Sequence[str] | None = None) -> dict[str, SimResult]:
     """Build the scenario's cluster and jobs and simulate its policies (or ``policies``)."""
     cluster = scenario.build_cluster()
     jobs = scenario.build_jobs(cluster)
-    return run_policies(jobs, cluster, policies or scenario.policies, policy_options=scenario.policy_options,
-                        **simulation_options(scenario))
+    return run_policies(
+        jobs,
+        cluster,
+        policies or scenario.policies,
+        policy_options=scenario.policy_options,
+        **simulation_options(scenario),
+    )

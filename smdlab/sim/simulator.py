@@ -23,9 +23,9 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
 from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
+from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, first_fit
-from smdlab.sim.result import SimResult, build_result
 
 UNFIT = ("skip", "raise")
 
@@ -86,7 +86,9 @@ def _policy_from(policy: Policy | str) -> Policy:
 
         return get_policy(policy)
     if not callable(getattr(policy, "decide", None)):
-        raise InvalidInput(f"policy must have a decide(state) method or be a registered name, got {policy!r}")
+        raise InvalidInput(
+            f"policy must have a decide(state) method or be a registered name, got {policy!r}"
+        )
     return policy
 
 
@@ -165,8 +167,17 @@ class _Simulator:
             self.history.append((r.job.name, r.seg_start, t, r.workers, r.ps, r.speed, done))
         return r.rem0 - done
 
-    def _open(self, job: Job, workers: int, ps: int, placement: Placement, t: float, start: float,
-              remaining: float, attained: float) -> _Run:
+    def _open(
+        self,
+        job: Job,
+        workers: int,
+        ps: int,
+        placement: Placement,
+        t: float,
+        start: float,
+        remaining: float,
+        attained: float,
+    ) -> _Run:
         wv, pv = task_vectors(job, self.resources)
         per_machine: dict[int, np.ndarray] = {}
         for m, w, p in placement.tasks:  # merged per machine, so that free[rows] += usage is exact
@@ -177,23 +188,50 @@ class _Simulator:
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
-        r = _Run(job, workers, ps, placement, rows, usage, start, t, remaining, attained, speed, gpus,
-                 t + remaining / speed, self.version)
+        r = _Run(
+            job,
+            workers,
+            ps,
+            placement,
+            rows,
+            usage,
+            start,
+            t,
+            remaining,
+            attained,
+            speed,
+            gpus,
+            t + remaining / speed,
+            self.version,
+        )
         heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
         return r
 
     # ---- decision validation -------------------------------------------------------------
     def _check_alloc(self, a, job: Job) -> None:
         where = f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}"
-        for field, value, cap in (("workers", a.workers, job.max_workers), ("ps", a.ps, job.max_ps)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= cap:
-                raise InvalidDecision(f"{where}: {field} must be an integer in [1, {cap}], got {value!r}")
+        for field, value, cap in (
+            ("workers", a.workers, job.max_workers),
+            ("ps", a.ps, job.max_ps),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, np.integer))
+                or not 1 <= value <= cap
+            ):
+                raise InvalidDecision(
+                    f"{where}: {field} must be an integer in [1, {cap}], got {value!r}"
+                )
         if not isinstance(a.placement, Placement):
-            raise InvalidDecision(f"{where}: placement must be a Placement, got {type(a.placement).__name__}")
+            raise InvalidDecision(
+                f"{where}: placement must be a Placement, got {type(a.placement).__name__}"
+            )
         n_machines = self.capacity.shape[0]
         for task in a.placement.tasks:
             if len(task) != 3:
-                raise InvalidDecision(f"{where}: placement tasks must be (machine, workers, ps), got {task!r}")
+                raise InvalidDecision(
+                    f"{where}: placement tasks must be (machine, workers, ps), got {task!r}"
+                )
             m, w, p = task
             ok_int = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in task)
             if not ok_int or not 0 <= m < n_machines or w < 0 or p < 0:
@@ -211,7 +249,9 @@ class _Simulator:
         t = self.t
         where = f"policy {self.policy_name!r} at t={t:g}"
         if not isinstance(d, Decision):
-            raise InvalidDecision(f"{where}: decide() must return a Decision, got {type(d).__name__}")
+            raise InvalidDecision(
+                f"{where}: decide() must return a Decision, got {type(d).__name__}"
+            )
         preempt = list(d.preempt)
         pset = set(preempt)
         if len(pset) != len(preempt):
@@ -236,9 +276,16 @@ class _Simulator:
                 job = self.running[a.job].job
                 resizes.append(a)
             else:
-                state = "finished" if a.job in self.index and self.records[self.index[a.job]].status == "completed" else (
-                    "not yet arrived" if a.job in self.index and self.records[self.index[a.job]].status == "pending"
-                    else "unknown")
+                state = (
+                    "finished"
+                    if a.job in self.index and self.records[self.index[a.job]].status == "completed"
+                    else (
+                        "not yet arrived"
+                        if a.job in self.index
+                        and self.records[self.index[a.job]].status == "pending"
+                        else "unknown"
+                    )
+                )
                 raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
             self._check_alloc(a, job)
         # Capacity: release what preempted and resized jobs hold, then take every new placement.
@@ -269,20 +316,32 @@ class _Simulator:
                 rec.status = "queued"
                 self.queued[name] = QueuedJob(r.job, left, r.att0 + r.gpus * (t - r.seg_start), t)
             # Queue order is arrival order (ties by input position), also for re-queued jobs.
-            self.queued = dict(sorted(self.queued.items(), key=lambda kv: (kv[1].job.arrival, self.index[kv[0]])))
+            self.queued = dict(
+                sorted(self.queued.items(), key=lambda kv: (kv[1].job.arrival, self.index[kv[0]]))
+            )
         for a in resizes:
             r = self.running.pop(a.job)
             left = self._close_segment(r, t, final=False)
             self.records[self.index[a.job]].resizes += 1
-            self.running[a.job] = self._open(r.job, a.workers, a.ps, a.placement, t, r.start, left,
-                                             r.att0 + r.gpus * (t - r.seg_start))
+            self.running[a.job] = self._open(
+                r.job,
+                a.workers,
+                a.ps,
+                a.placement,
+                t,
+                r.start,
+                left,
+                r.att0 + r.gpus * (t - r.seg_start),
+            )
         for a in starts:
             q = self.queued.pop(a.job)
             rec = self.records[self.index[a.job]]
             if math.isnan(rec.first_start):
                 rec.first_start, rec.workers, rec.ps = t, a.workers, a.ps
             rec.status = "running"
-            self.running[a.job] = self._open(q.job, a.workers, a.ps, a.placement, t, t, q.remaining, q.attained_service)
+            self.running[a.job] = self._open(
+                q.job, a.workers, a.ps, a.placement, t, t, q.remaining, q.attained_service
+            )
         if preempt or starts:
             self._queued_tuple = None
         return len(starts), len(preempt), len(resizes)
@@ -293,13 +352,22 @@ class _Simulator:
         if self._queued_tuple is None:
             self._queued_tuple = tuple(self.queued.values())
         running = tuple(
-            RunningJob(r.job, r.workers, r.ps, r.placement, r.start, max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
-                       r.att0 + r.gpus * (t - r.seg_start))
+            RunningJob(
+                r.job,
+                r.workers,
+                r.ps,
+                r.placement,
+                r.start,
+                max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
+                r.att0 + r.gpus * (t - r.seg_start),
+            )
             for r in self.running.values()
         )
         free = self.free.copy()
         free.setflags(write=False)
-        return ClusterState(t, self.cluster, self._queued_tuple, running, free, self.mode, self.elastic)
+        return ClusterState(
+            t, self.cluster, self._queued_tuple, running, free, self.mode, self.elastic
+        )
 
     def _screen_unfit(self) -> list[int]:
         """Indices of jobs that can run at all; the rest are skipped or raise."""
@@ -388,7 +456,9 @@ class _Simulator:
                 decision = self.policy.decide(state)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
-                self.decisions.append((t, spent, started, preempted, resized, len(self.queued), len(self.running)))
+                self.decisions.append(
+                    (t, spent, started, preempted, resized, len(self.queued), len(self.running))
+                )
                 if self.queued and not self.running and k >= n_arr:
                     idle_points += 1
                     if self.delta is None or idle_points > 2:

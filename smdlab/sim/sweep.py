@@ -22,7 +22,9 @@ from smdlab.workloads.scenario import Scenario
 GRID_COLUMNS = ("policy", "load", "seed", "machines")
 
 
-def _cell(base: dict[str, Any], policy: str, load: float | None, seed: int, machines: int) -> dict[str, Any]:
+def _cell(
+    base: dict[str, Any], policy: str, load: float | None, seed: int, machines: int
+) -> dict[str, Any]:
     """One grid cell: simulate ``policy`` on the base scenario changed to (load, seed, machines)."""
     from smdlab.sim.runner import run_policies, simulation_options
 
@@ -31,18 +33,31 @@ def _cell(base: dict[str, Any], policy: str, load: float | None, seed: int, mach
     )
     cluster = scenario.build_cluster()
     jobs = scenario.build_jobs(cluster)
-    res = run_policies(jobs, cluster, [policy], policy_options=scenario.policy_options,
-                       **simulation_options(scenario))[policy]
+    res = run_policies(
+        jobs,
+        cluster,
+        [policy],
+        policy_options=scenario.policy_options,
+        **simulation_options(scenario),
+    )[policy]
     row = res.summary_row()
     row.pop("policy")
     return {"policy": policy, "load": load, "seed": seed, "machines": machines, **row}
 
 
 def grid(
-    policies: Sequence[str], loads: Sequence[float | None], seeds: Sequence[int], machines: Sequence[int]
+    policies: Sequence[str],
+    loads: Sequence[float | None],
+    seeds: Sequence[int],
+    machines: Sequence[int],
 ) -> list[tuple[str, float | None, int, int]]:
     """Every (policy, load, seed, machines) combination, validated."""
-    for name, values in (("policies", policies), ("loads", loads), ("seeds", seeds), ("machines", machines)):
+    for name, values in (
+        ("policies", policies),
+        ("loads", loads),
+        ("seeds", seeds),
+        ("machines", machines),
+    ):
         if not values:
             raise InvalidInput(f"{name} must list at least one value")
     loads = [None if x is None else check_positive("load", x) for x in loads]
@@ -75,12 +90,22 @@ def run_sweep(
     policies = list(policies or scenario.policies)
     for p in policies:
         policy_class(p)  # unknown names fail before anything starts
-    cells = grid(policies, list(loads), list(seeds or [scenario.seed]), list(machines or [scenario.cluster["machines"]]))
+    cells = grid(
+        policies,
+        list(loads),
+        list(seeds or [scenario.seed]),
+        list(machines or [scenario.cluster["machines"]]),
+    )
     base = scenario.to_dict()
     from tqdm import tqdm
 
-    bar = tqdm(total=len(cells), file=sys.stderr, disable=None if progress is None else not progress,
-               desc="sweep", unit="run")
+    bar = tqdm(
+        total=len(cells),
+        file=sys.stderr,
+        disable=None if progress is None else not progress,
+        desc="sweep",
+        unit="run",
+    )
     rows = []
 
     def collect(row: dict[str, Any]) -> None:
@@ -98,7 +123,9 @@ def run_sweep(
     finally:
         bar.close()
     df = pd.DataFrame(rows)
-    return df.sort_values(list(GRID_COLUMNS), na_position="first", kind="stable").reset_index(drop=True)
+    return df.sort_values(list(GRID_COLUMNS), na_position="first", kind="stable").reset_index(
+        drop=True
+    )
 
 
 def _run_dask(base, cells, scheduler, workers, collect) -> None:
@@ -108,11 +135,18 @@ def _run_dask(base, cells, scheduler, workers, collect) -> None:
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as exc:
-            raise InvalidInput(f"scheduler: cannot reach a Dask scheduler at {scheduler!r} ({exc})") from None
+            raise InvalidInput(
+                f"scheduler: cannot reach a Dask scheduler at {scheduler!r} ({exc})"
+            ) from None
         cluster = None
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
         client = Client(cluster)
     try:
         futures = [client.submit(_cell, base, *c, pure=False) for c in cells]

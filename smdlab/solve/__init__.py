@@ -11,13 +11,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "DEFAULT_KNAPSACK": "api", "METHODS": "api", "SOLVE_OPTIONS": "api", "solve": "api",
-    "BACKENDS": "backends", "GUROBI_SIZE_LIMIT": "backends",
+    "DEFAULT_KNAPSACK": "api",
+    "METHODS": "api",
+    "SOLVE_OPTIONS": "api",
+    "solve": "api",
+    "BACKENDS": "backends",
+    "GUROBI_SIZE_LIMIT": "backends",
     "BRUTE_MAX_COMBINATIONS": "brute",
-    "Instance": "instance", "build_instance": "instance", "demand_matrices": "instance", "task_vectors": "instance",
+    "Instance": "instance",
+    "build_instance": "instance",
+    "demand_matrices": "instance",
+    "task_vectors": "instance",
     "KNAPSACKS": "knapsack",
-    "Placement": "placement", "PlacementResult": "placement", "place": "placement", "RULES": "placement",
-    "SELECTIONS": "smd", "IterationRecord": "smd", "RatioResult": "smd", "select_jobs": "smd", "sum_of_ratios": "smd",
+    "Placement": "placement",
+    "PlacementResult": "placement",
+    "place": "placement",
+    "RULES": "placement",
+    "SELECTIONS": "smd",
+    "IterationRecord": "smd",
+    "RatioResult": "smd",
+    "select_jobs": "smd",
+    "sum_of_ratios": "smd",
     "Solution": "solution",
 }
 
@@ -44,5 +58,11 @@ if TYPE_CHECKING:  # static tools see the real names
     from smdlab.solve.instance import Instance, build_instance, demand_matrices, task_vectors
     from smdlab.solve.knapsack import KNAPSACKS
     from smdlab.solve.placement import RULES, Placement, PlacementResult, place
-    from smdlab.solve.smd import SELECTIONS, IterationRecord, RatioResult, select_jobs, sum_of_ratios
+    from smdlab.solve.smd import (
+        SELECTIONS,
+        IterationRecord,
+        RatioResult,
+        select_jobs,
+        sum_of_ratios,
+    )
     from smdlab.solve.solution import Solution

@@ -27,13 +27,17 @@ DEFAULT_KNAPSACK = "hull"
 DEFAULT_MILP_TIME_LIMIT = 60.0
 DEFAULT_MIP_GAP = 1e-6
 
-SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "milp": frozenset({"backend", "time_limit", "mip_gap"}),
-    "lp": frozenset({"backend", "time_limit"}),
-    "lp_round": frozenset({"backend", "time_limit"}),
-    "smd": frozenset({"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound", "polish"}),
-    "brute": frozenset(),
-})
+SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "milp": frozenset({"backend", "time_limit", "mip_gap"}),
+        "lp": frozenset({"backend", "time_limit"}),
+        "lp_round": frozenset({"backend", "time_limit"}),
+        "smd": frozenset(
+            {"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound", "polish"}
+        ),
+        "brute": frozenset(),
+    }
+)
 """The keyword options ``solve`` accepts for each method (read-only)."""
 
 
@@ -45,7 +49,9 @@ def _capacity(cluster: Cluster, free) -> np.ndarray:
     arr = as_amounts("free", free, shape)
     if cluster.has_machines and arr.shape == (len(cluster.machines), K):
         if np.any(~np.isfinite(arr)) or np.any(arr < -PLACE_TOL):
-            raise InvalidInput(f"free must be a finite (machines x resources) = {shape} matrix >= 0, got {free!r:.80}")
+            raise InvalidInput(
+                f"free must be a finite (machines x resources) = {shape} matrix >= 0, got {free!r:.80}"
+            )
         return arr.sum(axis=0)
     if arr.shape == (K,):
         if cluster.has_machines:
@@ -53,7 +59,9 @@ def _capacity(cluster: Cluster, free) -> np.ndarray:
                 f"free must be a (machines x resources) = ({len(cluster.machines)}, {K}) matrix for a cluster with machines, got shape {arr.shape}"
             )
         return arr
-    raise InvalidInput(f"free must have shape ({len(cluster.machines)}, {K}) or ({K},), got {arr.shape}")
+    raise InvalidInput(
+        f"free must have shape ({len(cluster.machines)}, {K}) or ({K},), got {arr.shape}"
+    )
 
 
 def _check_jobs_fit_cluster(inst: Instance, cluster: Cluster) -> None:
@@ -94,7 +102,9 @@ def solve(
     unknown = set(options) - SOLVE_OPTIONS[method]
     if unknown:
         allowed = ", ".join(sorted(SOLVE_OPTIONS[method])) or "none"
-        raise InvalidInput(f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}")
+        raise InvalidInput(
+            f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}"
+        )
     backend = check_choice("backend", options.get("backend", "auto"), BACKENDS)
     time_limit = options.get("time_limit", DEFAULT_MILP_TIME_LIMIT if method == "milp" else None)
     if time_limit is not None:
@@ -124,9 +134,20 @@ def solve(
         w, p, lower, status, backends = r.workers, r.ps, r.bound, r.status, [r.backend]
         notes.append(r.note)
         if status == "time_limit":
-            notes.append(f"MILP stopped at time_limit={time_limit:g} s: incumbent and bound reported")
+            notes.append(
+                f"MILP stopped at time_limit={time_limit:g} s: incumbent and bound reported"
+            )
     elif method == "lp":
-        r = knapsack_lp(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+        r = knapsack_lp(
+            inst.cost,
+            inst.alpha,
+            inst.gamma,
+            inst.capacity,
+            defer,
+            backend=backend,
+            time_limit=time_limit,
+            mask=inst.pareto,
+        )
         frac = [[] for _ in range(inst.n)]
         for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
             if v > 1e-9:
@@ -144,11 +165,22 @@ def solve(
         if r.fractional_jobs:
             notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP")
     elif method == "lp_round":
-        r = knapsack_lp_round(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+        r = knapsack_lp_round(
+            inst.cost,
+            inst.alpha,
+            inst.gamma,
+            inst.capacity,
+            defer,
+            backend=backend,
+            time_limit=time_limit,
+            mask=inst.pareto,
+        )
         w, p, lower, status, backends = r.workers, r.ps, r.bound, "heuristic", [r.backend]
         extra["rounding_bound"] = r.rounding_bound
         notes.append(r.note)
-        notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP, rounded (additive bound {r.rounding_bound:.6g})")
+        notes.append(
+            f"{len(r.fractional_jobs)} job(s) fractional in the LP, rounded (additive bound {r.rounding_bound:.6g})"
+        )
     elif method == "smd":
         knapsack = check_choice("knapsack", options.get("knapsack", DEFAULT_KNAPSACK), KNAPSACKS)
         tol = check_positive("tol", options.get("tol", 1e-6))
@@ -169,15 +201,30 @@ def solve(
         notes.append(s.note)
         if s.ratio:
             notes.extend(s.ratio.notes)
-            extra.update(trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves)
+            extra.update(
+                trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves
+            )
             if s.ratio.polish_moves:
-                gain = (s.ratio.unpolished_objective - s.ratio.objective) / s.ratio.unpolished_objective
-                notes.append(f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)")
+                gain = (
+                    s.ratio.unpolished_objective - s.ratio.objective
+                ) / s.ratio.unpolished_objective
+                notes.append(
+                    f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
+                )
         extra["knapsack"] = knapsack
         extra["selected"] = tuple(bool(x) for x in s.selected)
         lower = -math.inf
         if want_bound:
-            lb = knapsack_lp(inst.cost, inst.alpha, inst.gamma, inst.capacity, defer, backend=backend, time_limit=time_limit, mask=inst.pareto)
+            lb = knapsack_lp(
+                inst.cost,
+                inst.alpha,
+                inst.gamma,
+                inst.capacity,
+                defer,
+                backend=backend,
+                time_limit=time_limit,
+                mask=inst.pareto,
+            )
             lower = lb.bound
             backends.append(lb.backend)
             notes.append(lb.note)
@@ -192,8 +239,15 @@ def solve(
     placement = None
     if place:
         free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
-        placement = place_checked(inst.jobs, np.column_stack([w, p]), cluster, free_m, mode, (inst.alpha, inst.gamma),
-                                  inst.defer_cost)
+        placement = place_checked(
+            inst.jobs,
+            np.column_stack([w, p]),
+            cluster,
+            free_m,
+            mode,
+            (inst.alpha, inst.gamma),
+            inst.defer_cost,
+        )
         w, p = np.array(placement.workers, dtype=int), np.array(placement.ps, dtype=int)
         if placement.shrink_steps:
             notes.append(f"placement shrank the allocation in {placement.shrink_steps} step(s)")

@@ -103,13 +103,22 @@ class FlatResult:
 
 
 def _row_bounds(model: FlatModel) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.concatenate([np.ones(model.n) if model.eq else np.full(model.n, -np.inf), np.full(len(model.capacity), -np.inf)])
+    lo = np.concatenate(
+        [
+            np.ones(model.n) if model.eq else np.full(model.n, -np.inf),
+            np.full(len(model.capacity), -np.inf),
+        ]
+    )
     hi = np.concatenate([np.ones(model.n), model.capacity.astype(float)])
     return lo, hi
 
 
 def solve_highs(
-    model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None, start: np.ndarray | None = None
+    model: FlatModel,
+    integral: bool,
+    time_limit: float | None,
+    mip_gap: float | None,
+    start: np.ndarray | None = None,
 ) -> FlatResult:
     """Solve with HiGHS (simplex for LPs, so the LP solution is a vertex)."""
     import highspy
@@ -141,14 +150,18 @@ def solve_highs(
     S = highspy.HighsModelStatus
     info = h.getInfo()
     if status == S.kInfeasible:
-        raise Infeasible("the allocation problem has no feasible solution (capacity too small for the required jobs)")
+        raise Infeasible(
+            "the allocation problem has no feasible solution (capacity too small for the required jobs)"
+        )
     has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
     if status == S.kOptimal:
         tag = "optimal"
     elif status in (S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt) and has_sol:
         tag = "time_limit"
     else:
-        raise SolverError(f"HiGHS stopped with status {h.modelStatusToString(status)!r} and no usable solution")
+        raise SolverError(
+            f"HiGHS stopped with status {h.modelStatusToString(status)!r} and no usable solution"
+        )
     x = np.asarray(h.getSolution().col_value, dtype=float)
     obj = float(info.objective_function_value)
     if integral:
@@ -177,7 +190,11 @@ def _gurobi_env():
 
 
 def solve_gurobi(
-    model: FlatModel, integral: bool, time_limit: float | None, mip_gap: float | None, start: np.ndarray | None = None
+    model: FlatModel,
+    integral: bool,
+    time_limit: float | None,
+    mip_gap: float | None,
+    start: np.ndarray | None = None,
 ) -> FlatResult:
     """Solve with gurobipy's matrix API; raises whatever gurobipy raises (the caller falls back)."""
     import gurobipy as gp
@@ -206,10 +223,15 @@ def solve_gurobi(
         g.optimize()
         st = g.Status
         if st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
-            raise Infeasible("the allocation problem has no feasible solution (capacity too small for the required jobs)")
+            raise Infeasible(
+                "the allocation problem has no feasible solution (capacity too small for the required jobs)"
+            )
         if st == GRB.OPTIMAL:
             tag = "optimal"
-        elif st in (GRB.TIME_LIMIT, GRB.INTERRUPTED, GRB.SOLUTION_LIMIT, GRB.ITERATION_LIMIT) and g.SolCount > 0:
+        elif (
+            st in (GRB.TIME_LIMIT, GRB.INTERRUPTED, GRB.SOLUTION_LIMIT, GRB.ITERATION_LIMIT)
+            and g.SolCount > 0
+        ):
             tag = "time_limit"
         else:
             raise SolverError(f"Gurobi stopped with status {st} and no usable solution")
@@ -250,10 +272,14 @@ def solve_flat(
         raise
     except ImportError as exc:
         reason = f"gurobipy not importable ({exc})"
-    except Exception as exc:  # GurobiError (licence, errno 10010 size limit, ...) or anything else it raises
+    except (
+        Exception
+    ) as exc:  # GurobiError (licence, errno 10010 size limit, ...) or anything else it raises
         errno = getattr(exc, "errno", None)
         reason = f"Gurobi failed ({type(exc).__name__}{f' errno {errno}' if errno is not None else ''}: {exc})"
     spent = time.perf_counter() - t0
     remaining = None if time_limit is None else max(1e-3, time_limit - spent)
     res = solve_highs(model, integral, remaining, mip_gap, start)
-    return FlatResult(res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}")
+    return FlatResult(
+        res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}"
+    )

@@ -18,7 +18,9 @@ def brute_force(inst: Instance) -> tuple[np.ndarray, np.ndarray, float]:
     """(workers, ps, objective) of the optimal allocation, by enumeration."""
     options = []
     for i, job in enumerate(inst.jobs):
-        wg, pg = np.meshgrid(np.arange(1, job.max_workers + 1), np.arange(1, job.max_ps + 1), indexing="ij")
+        wg, pg = np.meshgrid(
+            np.arange(1, job.max_workers + 1), np.arange(1, job.max_ps + 1), indexing="ij"
+        )
         w, p = wg.ravel(), pg.ravel()
         cost = inst.cost[i, w - 1, p - 1]
         use = np.outer(w, inst.alpha[i]) + np.outer(p, inst.gamma[i])
@@ -40,7 +42,9 @@ def brute_force(inst: Instance) -> tuple[np.ndarray, np.ndarray, float]:
     for w, p, c, u in options:
         cost = (cost[:, None] + c[None, :]).ravel()
         use = (use[:, None, :] + u[None, :, :]).reshape(-1, inst.K)
-        choice = np.hstack([np.repeat(choice, len(c), axis=0), np.tile(np.arange(len(c)), len(choice))[:, None]])
+        choice = np.hstack(
+            [np.repeat(choice, len(c), axis=0), np.tile(np.arange(len(c)), len(choice))[:, None]]
+        )
         ok = fits(use, inst.capacity)
         cost, use, choice = cost[ok], use[ok], choice[ok]
     if cost.size == 0:

@@ -13,12 +13,24 @@ from smdlab.model.timing import duration_grid
 ALL_RESOURCES = ("gpu", "cpu", "mem_gb", "bw_gbps")
 
 
-def small_job(rng: np.random.Generator, name: str, resources=ALL_RESOURCES, max_workers: int = 3, max_ps: int = 3) -> Job:
+def small_job(
+    rng: np.random.Generator,
+    name: str,
+    resources=ALL_RESOURCES,
+    max_workers: int = 3,
+    max_ps: int = 3,
+) -> Job:
     """A job on a random hand-made profile (2-7 layers) with random demands over ``resources``."""
     L = int(rng.integers(2, 8))
     f = rng.uniform(1e-5, 2e-4, L)
     s = rng.uniform(1e5, 5e7, L)
-    prof = LayerProfile(tuple(f"l{i}" for i in range(L)), f, 2 * f, s, update_s_per_byte=float(rng.choice([0.0, 1e-10])))
+    prof = LayerProfile(
+        tuple(f"l{i}" for i in range(L)),
+        f,
+        2 * f,
+        s,
+        update_s_per_byte=float(rng.choice([0.0, 1e-10])),
+    )
     wd = {"gpu": float(rng.choice([1, 2])), "cpu": float(rng.integers(1, 6)), "mem_gb": float(rng.integers(4, 32)),
           "bw_gbps": float(rng.choice([5, 10, 25]))}  # fmt: skip
     pd = {"gpu": 0.0, "cpu": float(rng.integers(1, 6)), "mem_gb": float(rng.integers(4, 32)),
@@ -31,7 +43,9 @@ def small_job(rng: np.random.Generator, name: str, resources=ALL_RESOURCES, max_
     )  # fmt: skip
 
 
-def small_instance(seed: int, jobs: int | None = None, resources: int | None = None, tightness: float | None = None):
+def small_instance(
+    seed: int, jobs: int | None = None, resources: int | None = None, tightness: float | None = None
+):
     """(jobs, pooled cluster) with 2-4 jobs, 2-4 resource types, caps <= 3 and a random capacity.
 
     tightness: capacity as a fraction of the jobs' total demand at (3, 3); below about 1/3 not
@@ -41,15 +55,27 @@ def small_instance(seed: int, jobs: int | None = None, resources: int | None = N
     n = jobs if jobs is not None else int(rng.integers(2, 5))
     K = resources if resources is not None else int(rng.integers(2, 5))
     res = ("bw_gbps",) + tuple(rng.permutation(["gpu", "cpu", "mem_gb"])[: K - 1])
-    js = [small_job(rng, f"j{i}", res, int(rng.integers(1, 4)), int(rng.integers(1, 4))) for i in range(n)]
+    js = [
+        small_job(rng, f"j{i}", res, int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        for i in range(n)
+    ]
     frac = tightness if tightness is not None else float(rng.uniform(0.15, 0.7))
-    full = {r: sum(j.worker_demand.get(r, 0) * j.max_workers + j.ps_demand.get(r, 0) * j.max_ps for j in js) for r in res}
+    full = {
+        r: sum(
+            j.worker_demand.get(r, 0) * j.max_workers + j.ps_demand.get(r, 0) * j.max_ps for j in js
+        )
+        for r in res
+    }
     alone = {r: max(j.worker_demand.get(r, 0) + j.ps_demand.get(r, 0) for j in js) for r in res}
-    cap = {r: float(max(np.floor(frac * full[r]), alone[r])) for r in res}  # every job fits on its own
+    cap = {
+        r: float(max(np.floor(frac * full[r]), alone[r])) for r in res
+    }  # every job fits on its own
     return js, Cluster.pooled(res, **cap)
 
 
-def benchmark_instance(n: int, seed: int = 0, fraction: float = 0.5, caps: int = 16, device: str = "v100"):
+def benchmark_instance(
+    n: int, seed: int = 0, fraction: float = 0.5, caps: int = 16, device: str = "v100"
+):
     """(jobs, cluster) for the solver benchmark: ``n`` jobs on mixed bundled networks, 4 resource types.
 
     Each job runs a random bundled network with random work (1e5-1e7 samples), weight 1 or 2 and

@@ -108,7 +108,9 @@ class Instance:
     def speed(self) -> np.ndarray:
         """(n, W, P) speeds S_i(w, p) (samples/s), 0 beyond a job's caps."""
         with np.errstate(divide="ignore"):
-            return self.samples[:, None, None] / self.duration  # what the durations imply, to the last bit
+            return (
+                self.samples[:, None, None] / self.duration
+            )  # what the durations imply, to the last bit
 
     @cached_property
     def cost(self) -> np.ndarray:
@@ -152,8 +154,17 @@ class Instance:
         idx = np.asarray(idx, dtype=int)
         jobs = tuple(self.jobs[i] for i in idx)
         tables = tuple(self.tables[i] for i in idx)
-        return Instance(jobs, self.resources, self.capacity, self.alpha[idx], self.gamma[idx], self.weight[idx],
-                        tables, self.mode, self.allow_defer)
+        return Instance(
+            jobs,
+            self.resources,
+            self.capacity,
+            self.alpha[idx],
+            self.gamma[idx],
+            self.weight[idx],
+            tables,
+            self.mode,
+            self.allow_defer,
+        )
 
     def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(n,) d_i(w_i, p_i) of an allocation; nan where a job is not started."""
@@ -161,7 +172,9 @@ class Instance:
         p = np.asarray(ps, dtype=int)
         out = np.full(self.n, np.nan)
         idx = np.flatnonzero(w > 0)
-        out[idx] = configuration_durations([self.tables[i] for i in idx], self.samples[idx], w[idx], p[idx])
+        out[idx] = configuration_durations(
+            [self.tables[i] for i in idx], self.samples[idx], w[idx], p[idx]
+        )
         return out
 
     def use(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
@@ -212,7 +225,9 @@ def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
     return table
 
 
-_ROWS: dict[tuple[str, ...], dict[int, tuple[Job, np.ndarray]]] = {}  # resources -> id(job) -> (job, row)
+_ROWS: dict[
+    tuple[str, ...], dict[int, tuple[Job, np.ndarray]]
+] = {}  # resources -> id(job) -> (job, row)
 
 
 def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
@@ -224,15 +239,20 @@ def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
     if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
         return hit[1]
     known = set(resources)
-    for field in ("worker_demand", "ps_demand"):
-        d = getattr(job, field)  # validated (finite, >= 0) by Job; only the names need checking here
+    for attr in ("worker_demand", "ps_demand"):
+        d = getattr(
+            job, attr
+        )  # validated (finite, >= 0) by Job; only the names need checking here
         if not known.issuperset(d):
             bad = next(r for r in d if r not in known)
             raise InvalidInput(
-                f"job {job.name!r} {field} has unknown resource {bad!r}; allowed: {', '.join(resources)}"
+                f"job {job.name!r} {attr} has unknown resource {bad!r}; allowed: {', '.join(resources)}"
             )
-    row = np.array([job.worker_demand.get(r, 0.0) for r in resources] + [job.ps_demand.get(r, 0.0) for r in resources],
-                   dtype=float)
+    row = np.array(
+        [job.worker_demand.get(r, 0.0) for r in resources]
+        + [job.ps_demand.get(r, 0.0) for r in resources],
+        dtype=float,
+    )
     row.setflags(write=False)
     if len(cache) >= _CACHE_MAX:
         cache.clear()
@@ -248,7 +268,11 @@ def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.nda
     return row[:K], row[K:]
 
 
-_LAST_DEMANDS: tuple = ((), (), None)  # resources, jobs, (alpha, gamma) of the latest call (one object: thread-safe swaps)
+_LAST_DEMANDS: tuple = (
+    (),
+    (),
+    None,
+)  # resources, jobs, (alpha, gamma) of the latest call (one object: thread-safe swaps)
 
 
 def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
@@ -299,10 +323,14 @@ def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     return out
 
 
-def configuration_durations(tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps) -> np.ndarray:
+def configuration_durations(
+    tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps
+) -> np.ndarray:
     """d_k = samples_k / S_k(w_k, p_k) (s): durations at one configuration per speed table."""
     out = np.empty(len(tables))
-    for k, (t, w, p) in enumerate(zip(tables, np.asarray(workers).tolist(), np.asarray(ps).tolist())):
+    for k, (t, w, p) in enumerate(
+        zip(tables, np.asarray(workers).tolist(), np.asarray(ps).tolist())
+    ):
         out[k] = samples[k] / t[w - 1, p - 1]
     return out
 
@@ -310,7 +338,9 @@ def configuration_durations(tables: Sequence[np.ndarray], samples: Sequence[floa
 def check_jobs(jobs) -> tuple[Job, ...]:
     """``jobs`` as a tuple of Job objects (at least one, unique names), else InvalidInput naming the field."""
     if isinstance(jobs, (Job, str, bytes)) or not isinstance(jobs, Iterable):
-        raise InvalidInput(f"jobs must be a sequence of Job objects, got {type(jobs).__name__} {jobs!r:.80}")
+        raise InvalidInput(
+            f"jobs must be a sequence of Job objects, got {type(jobs).__name__} {jobs!r:.80}"
+        )
     jobs = tuple(jobs)
     if not jobs:
         raise InvalidInput("jobs must contain at least one job, got 0")
@@ -339,11 +369,15 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise InvalidInput(f"{field} must be an array of numbers of shape {shape_hint}, got {value!r:.80}") from None
+        raise InvalidInput(
+            f"{field} must be an array of numbers of shape {shape_hint}, got {value!r:.80}"
+        ) from None
     return arr
 
 
-def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp") -> Instance:
+def build_instance(
+    jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp"
+) -> Instance:
     """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
@@ -361,4 +395,6 @@ def build_instance(jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, 
         tables.append(hit[1] if hit is not None and hit[0] is j else job_speeds(j, mode))
     weight = np.array([j.weight for j in jobs], dtype=float)
     all_fit = bool(fits((alpha + gamma).sum(axis=0), cap))
-    return Instance(jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, not all_fit)
+    return Instance(
+        jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, not all_fit
+    )

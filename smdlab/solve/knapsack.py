@@ -49,7 +49,9 @@ class KnapsackResult:
     lp_cols: np.ndarray | None = None
 
 
-def grid_objective(obj: np.ndarray, defer: np.ndarray | None, w: np.ndarray, p: np.ndarray) -> float:
+def grid_objective(
+    obj: np.ndarray, defer: np.ndarray | None, w: np.ndarray, p: np.ndarray
+) -> float:
     """Objective of an allocation on a grid (deferral cost where w == 0)."""
     w = np.asarray(w, dtype=int)
     p = np.asarray(p, dtype=int)
@@ -63,7 +65,13 @@ def grid_objective(obj: np.ndarray, defer: np.ndarray | None, w: np.ndarray, p: 
     return val
 
 
-def _flat(obj: np.ndarray, mask: np.ndarray, alpha: np.ndarray, gamma: np.ndarray, defer: np.ndarray | None):
+def _flat(
+    obj: np.ndarray,
+    mask: np.ndarray,
+    alpha: np.ndarray,
+    gamma: np.ndarray,
+    defer: np.ndarray | None,
+):
     """Kept configurations as flat columns: (cost, use, group, cols(job, w, p))."""
     if defer is not None:
         # cost shifted by the deferral cost, so "sum_c y_ic <= 1" charges defer_i for an unused row;
@@ -88,7 +96,11 @@ def _model(obj, alpha, gamma, capacity, defer, mask) -> tuple[FlatModel, np.ndar
         if not fits((alpha + gamma).sum(axis=0), capacity):
             raise Infeasible("the jobs do not all fit at (1, 1) in the capacity")
     offset = float(defer.sum()) if defer is not None else 0.0
-    return FlatModel(cost, use, group, n, np.asarray(capacity, dtype=float), defer is None), cols, offset
+    return (
+        FlatModel(cost, use, group, n, np.asarray(capacity, dtype=float), defer is None),
+        cols,
+        offset,
+    )
 
 
 def _decode(x: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +115,9 @@ def _decode(x: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
 def _start_vector(obj, alpha, gamma, capacity, defer, cols) -> np.ndarray | None:
     """A heuristic incumbent as a column vector (None if it uses a configuration that was pruned)."""
     if defer is None:
-        w, p = HullKnapsack(-obj, pareto_mask(obj), alpha, gamma, capacity).solve(np.ones(obj.shape[0]))
+        w, p = HullKnapsack(-obj, pareto_mask(obj), alpha, gamma, capacity).solve(
+            np.ones(obj.shape[0])
+        )
     else:
         g = knapsack_greedy(obj, alpha, gamma, capacity, defer)
         w, p = g.workers, g.ps
@@ -118,7 +132,16 @@ def _start_vector(obj, alpha, gamma, capacity, defer, cols) -> np.ndarray | None
 
 
 def knapsack_exact(
-    obj, alpha, gamma, capacity, defer=None, *, backend="auto", time_limit=None, mip_gap=None, mask=None,
+    obj,
+    alpha,
+    gamma,
+    capacity,
+    defer=None,
+    *,
+    backend="auto",
+    time_limit=None,
+    mip_gap=None,
+    mask=None,
     warm_start=True,
 ) -> KnapsackResult:
     """Optimal allocation by MILP (HiGHS or Gurobi), or the incumbent and bound at the time limit.
@@ -129,19 +152,34 @@ def knapsack_exact(
     model, cols, offset = _model(obj, alpha, gamma, capacity, defer, mask)
     start = _start_vector(obj, alpha, gamma, capacity, defer, cols) if warm_start else None
     try:
-        res = solve_flat(model, integral=True, backend=backend, time_limit=time_limit, mip_gap=mip_gap, start=start)
+        res = solve_flat(
+            model,
+            integral=True,
+            backend=backend,
+            time_limit=time_limit,
+            mip_gap=mip_gap,
+            start=start,
+        )
     except SolverError as exc:
         if start is None:
             raise
         # the solver stopped before reading the warm start: that start is still a valid incumbent
-        res = FlatResult(start, float(model.cost @ start), -math.inf, "time_limit", "numpy",
-                         f"solver returned no incumbent ({exc}); the warm-start allocation is reported")
+        res = FlatResult(
+            start,
+            float(model.cost @ start),
+            -math.inf,
+            "time_limit",
+            "numpy",
+            f"solver returned no incumbent ({exc}); the warm-start allocation is reported",
+        )
     w, p = _decode(res.x, cols, model.n)
     value = grid_objective(obj, defer, w, p)
     return KnapsackResult(w, p, value, res.bound + offset, res.status, res.backend, res.note)
 
 
-def knapsack_lp(obj, alpha, gamma, capacity, defer=None, *, backend="auto", time_limit=None, mask=None):
+def knapsack_lp(
+    obj, alpha, gamma, capacity, defer=None, *, backend="auto", time_limit=None, mask=None
+):
     """LP relaxation: its value (a lower bound) and fractional solution (a simplex vertex)."""
     model, cols, offset = _model(obj, alpha, gamma, capacity, defer, mask)
     res: FlatResult = solve_flat(model, integral=False, backend=backend, time_limit=time_limit)
@@ -157,10 +195,33 @@ def knapsack_lp(obj, alpha, gamma, capacity, defer=None, *, backend="auto", time
     # integral part: the column carrying (almost) all of a job's mass
     w, p = _decode(np.where(x >= 1 - _FRAC_TOL, 1.0, 0.0), cols, n)
     value = res.objective + offset
-    return KnapsackResult(w, p, value, value, "optimal", res.backend, res.note, None, tuple(int(i) for i in frac), x, cols)
+    return KnapsackResult(
+        w,
+        p,
+        value,
+        value,
+        "optimal",
+        res.backend,
+        res.note,
+        None,
+        tuple(int(i) for i in frac),
+        x,
+        cols,
+    )
 
 
-def knapsack_lp_round(obj, alpha, gamma, capacity, defer=None, *, backend="auto", time_limit=None, mask=None, fill=True):
+def knapsack_lp_round(
+    obj,
+    alpha,
+    gamma,
+    capacity,
+    defer=None,
+    *,
+    backend="auto",
+    time_limit=None,
+    mask=None,
+    fill=True,
+):
     """LP relaxation, then each fractional job moves to its cheapest configuration that still fits.
 
     Jobs are rounded one at a time; while rounding, every fractional job not yet rounded keeps
@@ -170,7 +231,9 @@ def knapsack_lp_round(obj, alpha, gamma, capacity, defer=None, *, backend="auto"
     (fallback cost - LP cost of the job): the reported ``rounding_bound``. With ``fill``, spare
     capacity then goes to the best upgrades (greedy), which only lowers the cost.
     """
-    lp = knapsack_lp(obj, alpha, gamma, capacity, defer, backend=backend, time_limit=time_limit, mask=mask)
+    lp = knapsack_lp(
+        obj, alpha, gamma, capacity, defer, backend=backend, time_limit=time_limit, mask=mask
+    )
     n = obj.shape[0]
     x, cols = lp.lp_x, lp.lp_cols
     frac = list(lp.fractional_jobs)
@@ -202,7 +265,9 @@ def knapsack_lp_round(obj, alpha, gamma, capacity, defer=None, *, backend="auto"
         if defer is not None and not best < defer[i]:
             continue  # stays unstarted
         if not np.isfinite(best):
-            raise AssertionError("rounding found no fitting configuration although the fallback fits")
+            raise AssertionError(
+                "rounding found no fitting configuration although the fallback fits"
+            )
         w[i], p[i] = np.unravel_index(k, (W, P))
         w[i] += 1
         p[i] += 1
@@ -212,14 +277,18 @@ def knapsack_lp_round(obj, alpha, gamma, capacity, defer=None, *, backend="auto"
         g = knapsack_greedy(obj, alpha, gamma, capacity, defer, start_w=w, start_p=p)
         w, p = g.workers, g.ps
     value = grid_objective(obj, defer, w, p)
-    return KnapsackResult(w, p, value, lp.bound, "heuristic", lp.backend, note, bound, lp.fractional_jobs)
+    return KnapsackResult(
+        w, p, value, lp.bound, "heuristic", lp.backend, note, bound, lp.fractional_jobs
+    )
 
 
 def _use(alpha, gamma, w, p):
     return np.asarray(w, dtype=float) @ alpha + np.asarray(p, dtype=float) @ gamma
 
 
-def knapsack_greedy(obj, alpha, gamma, capacity, defer=None, *, start_w=None, start_p=None, scale=None) -> KnapsackResult:
+def knapsack_greedy(
+    obj, alpha, gamma, capacity, defer=None, *, start_w=None, start_p=None, scale=None
+) -> KnapsackResult:
     """Greedy upgrades: from (1, 1) (or ``start``), repeatedly take the single w+1 / p+1 step
     (or, where jobs may stay out, the start of a job at (1, 1)) with the largest objective
     decrease per unit of normalised resource (sum_r demand_r / capacity_r) that still fits.
@@ -373,13 +442,17 @@ def local_search(
         cand = np.where(ok, col_val, np.inf)
         best_val = np.minimum.reduceat(cand, starts)
         best_at = np.flatnonzero(cand == best_val[job_c])
-        first = best_at[np.r_[True, job_c[best_at][1:] != job_c[best_at][:-1]]]  # first best column per job
+        first = best_at[
+            np.r_[True, job_c[best_at][1:] != job_c[best_at][:-1]]
+        ]  # first best column per job
         gain_re = cur - best_val
         # gain, jobs, new (w, p) per job, resource change: one entry per candidate move
         found = []
         for i in np.flatnonzero(gain_re > eps).tolist():
             c = int(first[i])  # (1, 1) always fits, so every job has a best column
-            found.append((float(gain_re[i]), ((i, int(wi[c]) + 1, int(pi[c]) + 1),), col_use[c] - held[i]))
+            found.append(
+                (float(gain_re[i]), ((i, int(wi[c]) + 1, int(pi[c]) + 1),), col_use[c] - held[i])
+            )
         # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taking task its best giver
         cw, cp, cc = w[cand_job], p[cand_job], cur[cand_job]
         dn_ok = (cw - cand_dw >= 1) & (cp - cand_dp >= 1)
@@ -492,7 +565,12 @@ def _hull_segments(value, mask, alpha, gamma, scale):
     job = np.concatenate(seg_job)
     rnd = np.concatenate([np.full(len(s), k) for k, s in enumerate(seg_job)])
     order = np.lexsort((rnd, job))
-    return job[order], np.concatenate(seg_from)[order], np.concatenate(seg_to)[order], np.concatenate(seg_slope)[order]
+    return (
+        job[order],
+        np.concatenate(seg_from)[order],
+        np.concatenate(seg_to)[order],
+        np.concatenate(seg_slope)[order],
+    )
 
 
 class HullKnapsack:
@@ -509,7 +587,12 @@ class HullKnapsack:
     """
 
     def __init__(
-        self, value: np.ndarray, mask: np.ndarray, alpha: np.ndarray, gamma: np.ndarray, capacity: np.ndarray,
+        self,
+        value: np.ndarray,
+        mask: np.ndarray,
+        alpha: np.ndarray,
+        gamma: np.ndarray,
+        capacity: np.ndarray,
         segments: tuple | None = None,
     ):
         n, W, P = value.shape
@@ -517,24 +600,32 @@ class HullKnapsack:
         self.capacity = np.asarray(capacity, dtype=float)
         self.alpha, self.gamma = alpha, gamma
         if segments is None:
-            segments = _hull_segments(value, mask, alpha, gamma, np.where(self.capacity > 0, self.capacity, 1.0))
+            segments = _hull_segments(
+                value, mask, alpha, gamma, np.where(self.capacity > 0, self.capacity, 1.0)
+            )
         self.seg_job, self.seg_from, self.seg_to, self.seg_slope = segments
         wg = np.repeat(np.arange(1, W + 1), P)
         pg = np.tile(np.arange(1, P + 1), W)
         wt, pt = wg[self.seg_to], pg[self.seg_to]
         wf, pf = wg[self.seg_from], pg[self.seg_from]
         self.seg_w, self.seg_p = wt, pt
-        self.seg_duse = alpha[self.seg_job] * (wt - wf)[:, None] + gamma[self.seg_job] * (pt - pf)[:, None]
+        self.seg_duse = (
+            alpha[self.seg_job] * (wt - wf)[:, None] + gamma[self.seg_job] * (pt - pf)[:, None]
+        )
         self.seg_duse_t = np.ascontiguousarray(self.seg_duse.T)
         self.base = (alpha + gamma).sum(axis=0)
         self.tol = 1e-9 * np.maximum(1.0, np.abs(self.capacity))
         # position of each segment in its job's hull chain
         starts = np.searchsorted(self.seg_job, np.arange(n))
         self.seg_start = starts
-        self.seg_rank = np.arange(len(self.seg_job)) - starts[self.seg_job] if len(self.seg_job) else np.zeros(0, dtype=int)
+        self.seg_rank = (
+            np.arange(len(self.seg_job)) - starts[self.seg_job]
+            if len(self.seg_job)
+            else np.zeros(0, dtype=int)
+        )
 
     @classmethod
-    def several(cls, values, mask, alpha, gamma, capacity) -> list["HullKnapsack"]:
+    def several(cls, values, mask, alpha, gamma, capacity) -> list[HullKnapsack]:
         """One knapsack per value table (same mask and demands), hulls computed in one vectorised pass."""
         k, n = len(values), values[0].shape[0]
         capacity = np.asarray(capacity, dtype=float)
@@ -545,7 +636,16 @@ class HullKnapsack:
         out = []
         for j in range(k):
             sel = (job >= j * n) & (job < (j + 1) * n)
-            out.append(cls(values[j], mask, alpha, gamma, capacity, (job[sel] - j * n, fr[sel], to[sel], slope[sel])))
+            out.append(
+                cls(
+                    values[j],
+                    mask,
+                    alpha,
+                    gamma,
+                    capacity,
+                    (job[sel] - j * n, fr[sel], to[sel], slope[sel]),
+                )
+            )
         return out
 
     def _apply(self, taken: np.ndarray, w: np.ndarray, p: np.ndarray) -> None:

@@ -124,7 +124,9 @@ def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     return np.maximum(counts, 0).astype(np.int64)
 
 
-def fill(free: np.ndarray, demand: np.ndarray, n: int, order: np.ndarray | None = None) -> np.ndarray | None:
+def fill(
+    free: np.ndarray, demand: np.ndarray, n: int, order: np.ndarray | None = None
+) -> np.ndarray | None:
     """Place ``n`` tasks of ``demand`` filling machines in ``order`` (default: index order); per-machine counts, or None.
 
     On success the demand placed is subtracted from ``free`` in place; on failure ``free`` is unchanged.
@@ -151,7 +153,9 @@ def dominant_share(demand: np.ndarray, capacity: np.ndarray) -> float:
     return float(share.max())
 
 
-def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray, machines: int) -> np.ndarray:
+def usage(
+    tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.ndarray, machines: int
+) -> np.ndarray:
     """Resources held per machine by ``tasks`` ((machine, workers, ps) triples) as a (machines x K) array."""
     out = np.zeros((machines, len(alpha)))
     for m, w, p in tasks:
@@ -159,7 +163,9 @@ def usage(tasks: Iterable[tuple[int, int, int]], alpha: np.ndarray, gamma: np.nd
     return out
 
 
-def placement_usage(job: Job, placement: Placement, machines: int, resources: Sequence[str]) -> np.ndarray:
+def placement_usage(
+    job: Job, placement: Placement, machines: int, resources: Sequence[str]
+) -> np.ndarray:
     """Resources a job's placement takes on each machine (machines x resources)."""
     return usage(placement.tasks, *task_vectors(job, resources), machines)
 
@@ -172,7 +178,9 @@ def _tasks(w_take: np.ndarray, p_take: np.ndarray) -> Tasks:
 # ---- rules for one job ----------------------------------------------------------------------
 
 
-def first_fit_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+def first_fit_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
     """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits."""
     pooled = free.sum(axis=0)
     if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
@@ -213,7 +221,9 @@ def _local_pass(free: np.ndarray, n1: int, n2: int, d1: np.ndarray, d2: np.ndarr
     return take1, take2
 
 
-def local_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+def local_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
     """Workers by first fit, then PSs on the machines holding most of the job's workers, then first fit.
 
     The same tasks as ``Ledger.add_task`` called for each worker and then each PS of the job
@@ -230,7 +240,9 @@ def local_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamm
     return None if takes is None else _tasks(takes[1], takes[0])
 
 
-def spread_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+def spread_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
     """Fewest machines holding the job with workers and PSs spread evenly over them (Optimus' rule).
 
     Machines are ranked by how many worker+PS pairs of this job they can still hold (most first);
@@ -255,9 +267,13 @@ def spread_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gam
     return None
 
 
-def consolidated_tasks(free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray) -> Tasks | None:
+def consolidated_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
     """Even spread over the fewest machines (``spread``); if no even spread fits, ``local``."""
-    return spread_tasks(free, workers, ps, alpha, gamma) or local_tasks(free, workers, ps, alpha, gamma)
+    return spread_tasks(free, workers, ps, alpha, gamma) or local_tasks(
+        free, workers, ps, alpha, gamma
+    )
 
 
 PlaceRule = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], "Tasks | None"]
@@ -271,7 +287,13 @@ RULES: dict[str, PlaceRule] = {
 
 
 def first_fit(
-    job: Job, workers: int, ps: int, free: np.ndarray, resources: Sequence[str], *, commit: bool = False
+    job: Job,
+    workers: int,
+    ps: int,
+    free: np.ndarray,
+    resources: Sequence[str],
+    *,
+    commit: bool = False,
 ) -> Placement | None:
     """Place ``workers`` workers and ``ps`` PSs of ``job`` by first-fit decreasing; None if they do not fit.
 
@@ -300,7 +322,9 @@ class Ledger:
     def __init__(self, free: np.ndarray):
         self.free = np.array(free, dtype=float, copy=True)
         if self.free.ndim != 2:
-            raise InvalidInput(f"free must be a (machines x resources) array, got shape {self.free.shape}")
+            raise InvalidInput(
+                f"free must be a (machines x resources) array, got shape {self.free.shape}"
+            )
         self._tasks: dict[str, dict[int, list[int]]] = {}
 
     @property
@@ -441,11 +465,13 @@ def _cheapest_shrink(w, p, costs: _Costs, wd, pd, norm_w, norm_p, blocking, i_fa
     use_w |= fail & (kind_fail == 0)
     use_p |= fail & (kind_fail == 1)
     use_u |= fail
-    score = np.stack([
-        np.where(use_w, loss_w / np.maximum(norm_w[jobs], 1e-12), big),
-        np.where(use_p, loss_p / np.maximum(norm_p[jobs], 1e-12), big),
-        np.where(use_u, loss_u / np.maximum(norm_w[jobs] + norm_p[jobs], 1e-12), big),
-    ])
+    score = np.stack(
+        [
+            np.where(use_w, loss_w / np.maximum(norm_w[jobs], 1e-12), big),
+            np.where(use_p, loss_p / np.maximum(norm_p[jobs], 1e-12), big),
+            np.where(use_u, loss_u / np.maximum(norm_w[jobs] + norm_p[jobs], 1e-12), big),
+        ]
+    )
     if not np.isfinite(score).any():  # only the failing job is left and it is at (1, 1)
         return int(i_fail), 0, 0
     k, r = np.unravel_index(int(np.argmin(score)), score.shape)
@@ -479,7 +505,9 @@ def _alloc_pairs(alloc, n: int) -> np.ndarray:
     return out
 
 
-def _swap_unit_order(i: int, kind: int, w, p, placed: np.ndarray, free_now: np.ndarray, demand) -> bool:
+def _swap_unit_order(
+    i: int, kind: int, w, p, placed: np.ndarray, free_now: np.ndarray, demand
+) -> bool:
     """Job ``i`` at (1, 1) whose task ``kind`` failed after its other task was placed: try this task first.
 
     Takes the other task off its machine, places the failing task by first fit and then the
@@ -524,14 +552,18 @@ def place(
     n = len(jobs)
     pairs = _alloc_pairs(alloc, n)
     w, p = pairs[:, 0], pairs[:, 1]
-    for i in np.flatnonzero((w != 0) | (p != 0)).tolist():  # a job left out is (0, 0); the others need valid counts
+    for i in np.flatnonzero(
+        (w != 0) | (p != 0)
+    ).tolist():  # a job left out is (0, 0); the others need valid counts
         check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", int(w[i]), 1, jobs[i].max_workers)
         check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", int(p[i]), 1, jobs[i].max_ps)
     full = cluster.machine_matrix
     if free is not None:
         free = as_amounts("free", free, f"{full.shape}")
         if free.shape != full.shape or np.any(~np.isfinite(free)) or np.any(free < -TOL):
-            raise InvalidInput(f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free.shape}")
+            raise InvalidInput(
+                f"free must be a finite (machines x resources) = {full.shape} matrix >= 0, got shape {free.shape}"
+            )
     return place_checked(jobs, pairs, cluster, free, mode, demands)
 
 
@@ -610,11 +642,17 @@ def place_checked(
             if costs is None:  # only a shrink needs the timing model
                 dc = defer_costs(jobs, mode) if defer is None else np.asarray(defer, dtype=float)
                 costs = _Costs([jobs[k] for k in live.tolist()], mode, dc[live])
-            blocking = (d[None, :] > free_now + TOL).any(axis=0)  # resources the task lacked somewhere
-            j, new_w, new_p = _cheapest_shrink(w, p, costs, wd, pd, norm_w, norm_p, blocking, i, kind)
+            blocking = (d[None, :] > free_now + TOL).any(
+                axis=0
+            )  # resources the task lacked somewhere
+            j, new_w, new_p = _cheapest_shrink(
+                w, p, costs, wd, pd, norm_w, norm_p, blocking, i, kind
+            )
             for k, new in ((0, new_w), (1, new_p)):
                 surplus = int(count[j, k] - new)
-                while surplus > 0:  # the task removed was already placed: free it where it helps most
+                while (
+                    surplus > 0
+                ):  # the task removed was already placed: free it where it helps most
                     hosts = np.flatnonzero(placed[j, :, k])
                     helps = hosts[np.all(free_now[hosts] + demand[k][j] + TOL >= d, axis=1)]
                     h = int(helps[0]) if helps.size else int(hosts[-1])
@@ -627,7 +665,9 @@ def place_checked(
             steps += 1
     placements = [Placement(())] * n
     jobs_i, hosts = np.nonzero(placed.sum(axis=2))  # row-major: machines ascending per job
-    tasks = zip(hosts.tolist(), placed[jobs_i, hosts, 0].tolist(), placed[jobs_i, hosts, 1].tolist())
+    tasks = zip(
+        hosts.tolist(), placed[jobs_i, hosts, 0].tolist(), placed[jobs_i, hosts, 1].tolist()
+    )
     for i, grp in itertools.groupby(zip(live[jobs_i].tolist(), tasks), key=lambda x: x[0]):
         placements[i] = Placement(tuple(t for _, t in grp))
     w_all[live], p_all[live] = w, p
@@ -636,4 +676,6 @@ def place_checked(
     w, p, shrunk = w_all, p_all, shrunk_all
     left = free_now
     left.setflags(write=False)
-    return PlacementResult(tuple(placements), tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left)
+    return PlacementResult(
+        tuple(placements), tuple(w.tolist()), tuple(p.tolist()), steps, tuple(shrunk.tolist()), left
+    )

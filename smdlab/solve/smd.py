@@ -127,7 +127,9 @@ def sum_of_ratios(
     const_numer = numer.ndim == 1
     N = np.broadcast_to(numer[:, None, None], denom.shape) if const_numer else numer
     if N.shape != denom.shape or np.any(~(N[valid] > 0)):
-        raise InvalidInput("numer must be (n,) or shaped like denom, and > 0 wherever denom is valid")
+        raise InvalidInput(
+            "numer must be (n,) or shaped like denom, and > 0 wherever denom is valid"
+        )
     D = np.where(valid, denom, np.nan)
     ratio = np.where(valid, N / np.where(valid, D, 1.0), np.inf)
     # With constant N the dominance structure of SUB is that of D alone: prune once.
@@ -155,18 +157,30 @@ def sum_of_ratios(
             knap_solves += 1
             backends["numpy"] = None
             return hw, hp
-        obj = np.where(valid, u[:, None, None] * (N - beta[:, None, None] * np.where(valid, D, 0.0)), np.inf)
+        obj = np.where(
+            valid, u[:, None, None] * (N - beta[:, None, None] * np.where(valid, D, 0.0)), np.inf
+        )
         # Each job takes exactly one configuration, so a per-job constant changes no decision; measured
         # from (1, 1) the objective is the total gain, not a near-zero difference of large terms
         # (which would make a relative MIP gap unreachable).
         obj = obj - obj[:, :1, :1]
         if knapsack == "exact":
             r: KnapsackResult = knapsack_exact(
-                obj, alpha, gamma, capacity, backend=backend, time_limit=time_limit, mip_gap=1e-6, mask=fixed_mask,
-                warm_start=time_limit is not None,  # an incumbent only matters if a limit can stop the solve
+                obj,
+                alpha,
+                gamma,
+                capacity,
+                backend=backend,
+                time_limit=time_limit,
+                mip_gap=1e-6,
+                mask=fixed_mask,
+                warm_start=time_limit
+                is not None,  # an incumbent only matters if a limit can stop the solve
             )
         elif knapsack == "lp_round":
-            r = knapsack_lp_round(obj, alpha, gamma, capacity, backend=backend, time_limit=time_limit, mask=fixed_mask)
+            r = knapsack_lp_round(
+                obj, alpha, gamma, capacity, backend=backend, time_limit=time_limit, mask=fixed_mask
+            )
         elif knapsack == "hull":
             hw, hp = HullKnapsack(-obj, pareto_mask(obj), alpha, gamma, capacity).solve(np.ones(n))
             r = KnapsackResult(hw, hp, float("nan"), -np.inf, "heuristic", "numpy")
@@ -197,7 +211,9 @@ def sum_of_ratios(
         if start_hull is not None:  # marginal gains of N / D itself, by the same hull greedy
             w, p = start_hull.solve(np.ones(n))
         elif knapsack == "hull":
-            w, p = HullKnapsack(-ratio, pareto_mask(ratio), alpha, gamma, capacity).solve(np.ones(n))
+            w, p = HullKnapsack(-ratio, pareto_mask(ratio), alpha, gamma, capacity).solve(
+                np.ones(n)
+            )
         else:
             g = knapsack_greedy(ratio, alpha, gamma, capacity)
             w, p = g.workers, g.ps
@@ -239,11 +255,15 @@ def sum_of_ratios(
             step *= xi
         if accepted is None:
             # no sufficient decrease: the discrete SUB solutions cycle; keep the best iterate
-            trace.append(IterationRecord(k, n2, o2, knap_time, knap_solves, 0.0, tuple(beta), tuple(u)))
+            trace.append(
+                IterationRecord(k, n2, o2, knap_time, knap_solves, 0.0, tuple(beta), tuple(u))
+            )
             break
         same = np.array_equal(accepted[2], w) and np.array_equal(accepted[3], p)
         beta, u, w, p, Nx, Dx, norm, obj_now = accepted
-        trace.append(IterationRecord(k, norm, obj_now, knap_time, knap_solves, step, tuple(beta), tuple(u)))
+        trace.append(
+            IterationRecord(k, norm, obj_now, knap_time, knap_solves, step, tuple(beta), tuple(u))
+        )
         converged = norm < tol
         unchanged = unchanged + 1 if same else 0
         if unchanged >= patience:
@@ -258,14 +278,27 @@ def sum_of_ratios(
         if obj < best[0]:
             best = (obj, pw, pp, best[3])
         polish_time = time.perf_counter() - t0
-    return RatioResult(best[1], best[2], best[0], converged, tuple(trace), best[3], tuple(backends), tuple(notes),
-                       moves, polish_time, unpolished)
+    return RatioResult(
+        best[1],
+        best[2],
+        best[0],
+        converged,
+        tuple(trace),
+        best[3],
+        tuple(backends),
+        tuple(notes),
+        moves,
+        polish_time,
+        unpolished,
+    )
 
 
 SELECTIONS = ("smith", "objective")
 
 
-def _most_profitable_per_demand(idx: np.ndarray, profit: np.ndarray, use: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+def _most_profitable_per_demand(
+    idx: np.ndarray, profit: np.ndarray, use: np.ndarray, capacity: np.ndarray
+) -> np.ndarray:
     """The candidates ``idx`` that an optimal selection needs: per distinct (1, 1) demand, the most profitable ones that fit together.
 
     Jobs with equal demand are interchangeable in the knapsack, so an optimal selection takes the
@@ -282,8 +315,14 @@ def _most_profitable_per_demand(idx: np.ndarray, profit: np.ndarray, use: np.nda
     rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
     pos = u > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where(pos, np.floor((capacity + 1e-9 * np.maximum(1, capacity)) / np.where(pos, u, 1.0)), np.inf)
-    limit = per.min(axis=1)  # how many of the job's demand fit at once (inf for a job that needs nothing)
+        per = np.where(
+            pos,
+            np.floor((capacity + 1e-9 * np.maximum(1, capacity)) / np.where(pos, u, 1.0)),
+            np.inf,
+        )
+    limit = per.min(
+        axis=1
+    )  # how many of the job's demand fit at once (inf for a job that needs nothing)
     keep = rank < limit[order]
     return np.sort(idx[order[keep]])
 
@@ -316,7 +355,14 @@ def select_jobs(
         return chosen, ""
     # normalise so the objective has a sane scale for the MILP tolerances
     scale = profit[idx].max()
-    model = FlatModel(-profit[idx] / scale, inst.base_use[idx], np.arange(idx.size), idx.size, inst.capacity, eq=False)
+    model = FlatModel(
+        -profit[idx] / scale,
+        inst.base_use[idx],
+        np.arange(idx.size),
+        idx.size,
+        inst.capacity,
+        eq=False,
+    )
     res = solve_flat(model, integral=True, backend=backend, time_limit=time_limit, mip_gap=1e-9)
     chosen[idx[res.x > 0.5]] = True
     note = res.note

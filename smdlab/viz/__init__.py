@@ -9,12 +9,26 @@ SMD results are labelled "SMD (reconstructed model)" (``smdlab.viz.style.SMD_LAB
 """
 
 from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure
-from smdlab.viz.sim import job_gantt_figure, jct_cdf_figure, policy_summary_figure, utilisation_figure
+from smdlab.viz.sim import (
+    jct_cdf_figure,
+    job_gantt_figure,
+    policy_summary_figure,
+    utilisation_figure,
+)
 from smdlab.viz.solution import allocation_figure, bounds_figure, smd_trace_figure
 from smdlab.viz.style import SMD_LABEL
 
 __all__ = [
-    "SMD_LABEL", "allocation_figure", "bounds_figure", "jct_cdf_figure", "job_gantt_figure", "overlap_figure",
-    "policy_summary_figure", "ps_needed_table", "ratio_figure", "smd_trace_figure", "timeline_figure",
+    "SMD_LABEL",
+    "allocation_figure",
+    "bounds_figure",
+    "jct_cdf_figure",
+    "job_gantt_figure",
+    "overlap_figure",
+    "policy_summary_figure",
+    "ps_needed_table",
+    "ratio_figure",
+    "smd_trace_figure",
+    "timeline_figure",
     "utilisation_figure",
 ]

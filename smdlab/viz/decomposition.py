@@ -19,11 +19,15 @@ from smdlab.solve.knapsack import knapsack_exact
 from smdlab.viz.style import TEMPLATE, base_layout, color
 
 
-def _allocation(inst: Instance, workers: Sequence[int], ps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _allocation(
+    inst: Instance, workers: Sequence[int], ps: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     w = np.asarray(workers, dtype=int).reshape(-1)
     p = np.asarray(ps, dtype=int).reshape(-1)
     if w.shape != (inst.n,) or p.shape != (inst.n,):
-        raise InvalidInput(f"workers and ps must give one value per job ({inst.n}), got {w.size} and {p.size}")
+        raise InvalidInput(
+            f"workers and ps must give one value per job ({inst.n}), got {w.size} and {p.size}"
+        )
     for i, job in enumerate(inst.jobs):
         job.check_config(int(w[i]), int(p[i]))
     return w, p
@@ -99,16 +103,28 @@ def speed_heatmap_figure(
     speed = inst.speed[i, : j.max_workers, : j.max_ps]
     fig = go.Figure(
         go.Heatmap(
-            z=speed, x=np.arange(1, j.max_ps + 1), y=np.arange(1, j.max_workers + 1), colorscale="Viridis",
+            z=speed,
+            x=np.arange(1, j.max_ps + 1),
+            y=np.arange(1, j.max_workers + 1),
+            colorscale="Viridis",
             colorbar={"title": {"text": "samples/s"}},
             hovertemplate="%{y} workers, %{x} PSs: %{z:.1f} samples/s<extra></extra>",
         )
     )
     for k, (label, (w, p)) in enumerate((marks or {}).items()):
         fig.add_trace(
-            go.Scatter(x=[p], y=[w], mode="markers", name=label,
-                       marker={"symbol": ["x", "circle-open", "diamond-open", "square-open"][k % 4], "size": 16,
-                               "color": color(k + 1), "line": {"width": 3}})
+            go.Scatter(
+                x=[p],
+                y=[w],
+                mode="markers",
+                name=label,
+                marker={
+                    "symbol": ["x", "circle-open", "diamond-open", "square-open"][k % 4],
+                    "size": 16,
+                    "color": color(k + 1),
+                    "line": {"width": 3},
+                },
+            )
         )
     fig.update_layout(
         base_layout(

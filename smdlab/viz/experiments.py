@@ -19,15 +19,45 @@ from smdlab.viz.style import PALETTE, SMD_LABEL, base_layout, policy_label
 HOUR = 3600.0
 # Fixed colours per policy, so a policy looks the same in every figure whatever subset is shown;
 # SMD gets the strongest colour (red), the exact per-decision MILP green.
-POLICY_ORDER: tuple[str, ...] = ("fifo", "srtf", "drf", "tetris", "tiresias", "optimus", "milp", "smd")
+POLICY_ORDER: tuple[str, ...] = (
+    "fifo",
+    "srtf",
+    "drf",
+    "tetris",
+    "tiresias",
+    "optimus",
+    "milp",
+    "smd",
+)
 _POLICY_COLORS = {
-    "fifo": "#9D755D", "srtf": "#BAB0AC", "drf": "#4C78A8", "tetris": "#72B7B2", "tiresias": "#B279A2",
-    "optimus": "#F58518", "milp": "#54A24B", "smd": "#E45756",
+    "fifo": "#9D755D",
+    "srtf": "#BAB0AC",
+    "drf": "#4C78A8",
+    "tetris": "#72B7B2",
+    "tiresias": "#B279A2",
+    "optimus": "#F58518",
+    "milp": "#54A24B",
+    "smd": "#E45756",
 }
-_DASHES = {"fifo": "dot", "srtf": "dot", "drf": "dash", "tetris": "dash", "tiresias": "dot", "optimus": "dashdot"}
+_DASHES = {
+    "fifo": "dot",
+    "srtf": "dot",
+    "drf": "dash",
+    "tetris": "dash",
+    "tiresias": "dot",
+    "optimus": "dashdot",
+}
 # Distinct markers: policies with equal results draw on top of each other, and the markers still tell them apart.
-_SYMBOLS_BY_POLICY = {"fifo": "circle", "srtf": "square", "drf": "triangle-up", "tetris": "triangle-down",
-                      "tiresias": "x", "optimus": "star", "milp": "cross", "smd": "diamond"}
+_SYMBOLS_BY_POLICY = {
+    "fifo": "circle",
+    "srtf": "square",
+    "drf": "triangle-up",
+    "tetris": "triangle-down",
+    "tiresias": "x",
+    "optimus": "star",
+    "milp": "cross",
+    "smd": "diamond",
+}
 
 
 def policy_color(policy: str) -> str:
@@ -42,7 +72,9 @@ def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
         raise InvalidInput(f"{what} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InvalidInput(f"{what} lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))}")
+        raise InvalidInput(
+            f"{what} lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))}"
+        )
     if df.empty:
         raise InvalidInput(f"{what} has no rows")
 
@@ -85,69 +117,155 @@ def jct_sweep_figure(
         s = stats[stats["policy"] == pol]
         is_smd = pol == "smd"
         label = policy_label(pol)
-        fig.add_trace(go.Scatter(
-            x=s[x].to_numpy(), y=s["mean"].to_numpy() / HOUR, name=label, mode="lines+markers",
-            error_y={"type": "data", "array": s["sem"].to_numpy() / HOUR, "visible": True, "thickness": 1, "width": 3},
-            line={"color": policy_color(pol), "width": 5 if is_smd else 1.6, "dash": _DASHES.get(pol, "solid")},
-            marker={"size": 11 if is_smd else 7, "symbol": _SYMBOLS_BY_POLICY.get(pol, "circle")},
-            opacity=0.85 if is_smd else 1.0,
-            customdata=s["count"].to_numpy(),
-            hovertemplate=f"{label}<br>{x} = %{{x}}<br>mean JCT %{{y:.2f}} h (%{{customdata}} seeds)<extra></extra>",
-        ))
-    metric = {"mean_jct_s": "mean JCT (h)", "median_jct_s": "median JCT (h)", "p95_jct_s": "95th-percentile JCT (h)",
-              "makespan_s": "makespan (h)"}.get(y, f"{y} / 3600")
+        fig.add_trace(
+            go.Scatter(
+                x=s[x].to_numpy(),
+                y=s["mean"].to_numpy() / HOUR,
+                name=label,
+                mode="lines+markers",
+                error_y={
+                    "type": "data",
+                    "array": s["sem"].to_numpy() / HOUR,
+                    "visible": True,
+                    "thickness": 1,
+                    "width": 3,
+                },
+                line={
+                    "color": policy_color(pol),
+                    "width": 5 if is_smd else 1.6,
+                    "dash": _DASHES.get(pol, "solid"),
+                },
+                marker={
+                    "size": 11 if is_smd else 7,
+                    "symbol": _SYMBOLS_BY_POLICY.get(pol, "circle"),
+                },
+                opacity=0.85 if is_smd else 1.0,
+                customdata=s["count"].to_numpy(),
+                hovertemplate=f"{label}<br>{x} = %{{x}}<br>mean JCT %{{y:.2f}} h (%{{customdata}} seeds)<extra></extra>",
+            )
+        )
+    metric = {
+        "mean_jct_s": "mean JCT (h)",
+        "median_jct_s": "median JCT (h)",
+        "p95_jct_s": "95th-percentile JCT (h)",
+        "makespan_s": "makespan (h)",
+    }.get(y, f"{y} / 3600")
     log = bool(df.attrs.get("log_x", False)) if log_x is None else log_x
     logy = bool(df.attrs.get("log_y", False)) if log_y is None else log_y
     xt = x_title or df.attrs.get("x_title") or x
-    fig.update_layout(base_layout(
-        title or f"{metric.split(' (')[0]} vs {xt}",
-        xaxis={"title": {"text": xt}, "type": "log" if log else "linear",
-               "tickvals": sorted(set(stats[x].tolist())) if log else None},
-        yaxis={"title": {"text": metric}, **({"type": "log"} if logy else {"rangemode": "tozero"})},
-        height=460, width=780,
-    ))
+    fig.update_layout(
+        base_layout(
+            title or f"{metric.split(' (')[0]} vs {xt}",
+            xaxis={
+                "title": {"text": xt},
+                "type": "log" if log else "linear",
+                "tickvals": sorted(set(stats[x].tolist())) if log else None,
+            },
+            yaxis={
+                "title": {"text": metric},
+                **({"type": "log"} if logy else {"rangemode": "tozero"}),
+            },
+            height=460,
+            width=780,
+        )
+    )
     return fig
 
 
-GAP_PANELS = (("gap_to_milp", "gap to the exact MILP optimum"), ("gap_to_lp", "gap to the LP lower bound"))
+GAP_PANELS = (
+    ("gap_to_milp", "gap to the exact MILP optimum"),
+    ("gap_to_lp", "gap to the LP lower bound"),
+)
 GAP_FLOOR_PCT = 1e-4  # a zero gap on the log axis is drawn at this many percent
 
 
 def gap_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Optimality gap (%) versus instance size, log axis: mean over instances; for SMD bars from min to max."""
     _require(df, ["n_jobs", "variant", "label", "gap_to_milp", "gap_to_lp"], "df")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in GAP_PANELS], horizontal_spacing=0.1)
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=[t for _, t in GAP_PANELS], horizontal_spacing=0.1
+    )
     labels = dict(zip(df["variant"], df["label"]))
     for col, (metric, _) in enumerate(GAP_PANELS, start=1):
         stats = summarise(df, "n_jobs", metric, by="variant")
         for k, variant in enumerate(dict.fromkeys(stats["variant"])):
             s = stats[stats["variant"] == variant]
             # Gaps are >= 0 up to round-off; clip so that a zero gap sits on the floor of the log axis.
-            mean, lo, hi = (np.maximum(s[c].to_numpy() * 100, GAP_FLOOR_PCT) for c in ("mean", "min", "max"))
+            mean, lo, hi = (
+                np.maximum(s[c].to_numpy() * 100, GAP_FLOOR_PCT) for c in ("mean", "min", "max")
+            )
             is_smd = variant == "smd"
-            fig.add_trace(go.Scatter(
-                x=s["n_jobs"].to_numpy(), y=mean, name=labels[variant], legendgroup=variant, showlegend=col == 1,
-                mode="lines+markers",
-                # Min-max bars for SMD only: the other variants' bars would hide it.
-                error_y={"type": "data", "symmetric": False, "array": hi - mean, "arrayminus": mean - lo,
-                         "thickness": 1, "width": 3} if is_smd else None,
-                line={"color": PALETTE[k % len(PALETTE)], "width": 3 if is_smd else 1.6,
-                      "dash": "solid" if variant.startswith("smd") else "dash"},
-                marker={"symbol": "diamond" if is_smd else "circle", "size": 8 if is_smd else 6},
-                customdata=s["mean"].to_numpy() * 100,
-                hovertemplate=f"{labels[variant]}<br>%{{x}} jobs: mean gap %{{customdata:.4f}}%<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=s["n_jobs"].to_numpy(),
+                    y=mean,
+                    name=labels[variant],
+                    legendgroup=variant,
+                    showlegend=col == 1,
+                    mode="lines+markers",
+                    # Min-max bars for SMD only: the other variants' bars would hide it.
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": hi - mean,
+                        "arrayminus": mean - lo,
+                        "thickness": 1,
+                        "width": 3,
+                    }
+                    if is_smd
+                    else None,
+                    line={
+                        "color": PALETTE[k % len(PALETTE)],
+                        "width": 3 if is_smd else 1.6,
+                        "dash": "solid" if variant.startswith("smd") else "dash",
+                    },
+                    marker={
+                        "symbol": "diamond" if is_smd else "circle",
+                        "size": 8 if is_smd else 6,
+                    },
+                    customdata=s["mean"].to_numpy() * 100,
+                    hovertemplate=f"{labels[variant]}<br>%{{x}} jobs: mean gap %{{customdata:.4f}}%<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
         fig.update_xaxes(title_text="jobs in the instance", row=1, col=col)
         ticks = [GAP_FLOOR_PCT * 10**k for k in range(7)]
-        fig.update_yaxes(title_text="gap (%, log scale)", type="log", tickvals=ticks,
-                         ticktext=["≈0"] + [f"{t:g}" for t in ticks[1:]], row=1, col=col)
-    fig.update_layout(base_layout(title or f"Optimality gap vs instance size — {SMD_LABEL}", height=460, width=980))
-    fig.update_layout(legend={"y": -0.22, "yanchor": "top", "x": 0.0, "xanchor": "left"}, margin={"b": 110})
+        fig.update_yaxes(
+            title_text="gap (%, log scale)",
+            type="log",
+            tickvals=ticks,
+            ticktext=["≈0"] + [f"{t:g}" for t in ticks[1:]],
+            row=1,
+            col=col,
+        )
+    fig.update_layout(
+        base_layout(
+            title or f"Optimality gap vs instance size — {SMD_LABEL}", height=460, width=980
+        )
+    )
+    fig.update_layout(
+        legend={"y": -0.22, "yanchor": "top", "x": 0.0, "xanchor": "left"}, margin={"b": 110}
+    )
     return fig
 
 
-VALIDATION_FORMS = (("layered", "layered model (reconstructed SMD model)"), ("optimus", "Optimus' speed form"))
-_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down", "pentagon", "hexagon")
+VALIDATION_FORMS = (
+    ("layered", "layered model (reconstructed SMD model)"),
+    ("optimus", "Optimus' speed form"),
+)
+_SYMBOLS = (
+    "circle",
+    "square",
+    "diamond",
+    "triangle-up",
+    "x",
+    "cross",
+    "star",
+    "triangle-down",
+    "pentagon",
+    "hexagon",
+)
 
 
 def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -156,34 +274,96 @@ def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figur
     Subplot titles give each form's MAPE: per network, then the mean over networks (as
     ``smdlab.validation.holdout_report``).
     """
-    _require(df, ["model", "measured_speed", "predicted_layered", "predicted_optimus",
-                  "error_layered_pct", "error_optimus_pct"], "df")
+    _require(
+        df,
+        [
+            "model",
+            "measured_speed",
+            "predicted_layered",
+            "predicted_optimus",
+            "error_layered_pct",
+            "error_optimus_pct",
+        ],
+        "df",
+    )
     per_net = df.groupby("model", sort=True)
-    mape = {f: float(per_net[f"error_{f}_pct"].apply(lambda e: np.mean(np.abs(e))).mean()) for f, _ in VALIDATION_FORMS}
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
-        f"{name}: MAPE {mape[form]:.1f}%" for form, name in VALIDATION_FORMS])
-    lo = float(min(df["measured_speed"].min(), df["predicted_layered"].min(), df["predicted_optimus"].min()))
-    hi = float(max(df["measured_speed"].max(), df["predicted_layered"].max(), df["predicted_optimus"].max()))
+    mape = {
+        f: float(per_net[f"error_{f}_pct"].apply(lambda e: np.mean(np.abs(e))).mean())
+        for f, _ in VALIDATION_FORMS
+    }
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.1,
+        subplot_titles=[f"{name}: MAPE {mape[form]:.1f}%" for form, name in VALIDATION_FORMS],
+    )
+    lo = float(
+        min(
+            df["measured_speed"].min(), df["predicted_layered"].min(), df["predicted_optimus"].min()
+        )
+    )
+    hi = float(
+        max(
+            df["measured_speed"].max(), df["predicted_layered"].max(), df["predicted_optimus"].max()
+        )
+    )
     lo, hi = lo / 1.25, hi * 1.25
     for col, (form, _) in enumerate(VALIDATION_FORMS, start=1):
         for k, (model, g) in enumerate(per_net):
-            fig.add_trace(go.Scatter(
-                x=g["measured_speed"].to_numpy(), y=g[f"predicted_{form}"].to_numpy(), mode="markers", name=model,
-                legendgroup=model, showlegend=col == 1,
-                marker={"color": PALETTE[k % len(PALETTE)], "symbol": _SYMBOLS[k % len(_SYMBOLS)], "size": 7,
-                        "line": {"width": 0.5, "color": "white"}},
-                customdata=np.stack([g["num_workers"], g["num_ps"], g[f"error_{form}_pct"]], axis=-1),
-                hovertemplate=f"{model}: %{{customdata[0]}} workers, %{{customdata[1]}} PSs<br>measured %{{x:.1f}}, "
-                              "predicted %{y:.1f} (%{customdata[2]:+.1f}%)<extra></extra>",
-            ), row=1, col=col)
-        diagonal = go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", showlegend=False, hoverinfo="skip",
-                              line={"color": "#888", "dash": "dash", "width": 1})
+            fig.add_trace(
+                go.Scatter(
+                    x=g["measured_speed"].to_numpy(),
+                    y=g[f"predicted_{form}"].to_numpy(),
+                    mode="markers",
+                    name=model,
+                    legendgroup=model,
+                    showlegend=col == 1,
+                    marker={
+                        "color": PALETTE[k % len(PALETTE)],
+                        "symbol": _SYMBOLS[k % len(_SYMBOLS)],
+                        "size": 7,
+                        "line": {"width": 0.5, "color": "white"},
+                    },
+                    customdata=np.stack(
+                        [g["num_workers"], g["num_ps"], g[f"error_{form}_pct"]], axis=-1
+                    ),
+                    hovertemplate=f"{model}: %{{customdata[0]}} workers, %{{customdata[1]}} PSs<br>measured %{{x:.1f}}, "
+                    "predicted %{y:.1f} (%{customdata[2]:+.1f}%)<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        diagonal = go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            showlegend=False,
+            hoverinfo="skip",
+            line={"color": "#888", "dash": "dash", "width": 1},
+        )
         fig.add_trace(diagonal, row=1, col=col)
-        fig.update_xaxes(title_text="measured speed (samples/s)", type="log", range=[np.log10(lo), np.log10(hi)],
-                         row=1, col=col)
-        fig.update_yaxes(title_text="predicted speed (samples/s)", type="log", range=[np.log10(lo), np.log10(hi)],
-                         row=1, col=col)
-    fig.update_layout(base_layout(title or "Speed model validation: held-out measured PS training speeds",
-                                  height=500, width=980))
-    fig.update_layout(legend={"y": -0.18, "yanchor": "top", "x": 0.0, "xanchor": "left"}, margin={"b": 110})
+        fig.update_xaxes(
+            title_text="measured speed (samples/s)",
+            type="log",
+            range=[np.log10(lo), np.log10(hi)],
+            row=1,
+            col=col,
+        )
+        fig.update_yaxes(
+            title_text="predicted speed (samples/s)",
+            type="log",
+            range=[np.log10(lo), np.log10(hi)],
+            row=1,
+            col=col,
+        )
+    fig.update_layout(
+        base_layout(
+            title or "Speed model validation: held-out measured PS training speeds",
+            height=500,
+            width=980,
+        )
+    )
+    fig.update_layout(
+        legend={"y": -0.18, "yanchor": "top", "x": 0.0, "xanchor": "left"}, margin={"b": 110}
+    )
     return fig

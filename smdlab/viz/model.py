@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES, iteration_time, layer_timeline, speed_table
-from smdlab.viz.style import TEMPLATE, MODE_COLORS, PHASE_COLORS, base_layout
+from smdlab.viz.style import MODE_COLORS, PHASE_COLORS, TEMPLATE, base_layout
 
 LANES: dict[str, str] = {
     "forward": "GPU compute",
@@ -21,7 +21,10 @@ LANES: dict[str, str] = {
     "pull": "pull (PS → worker)",
 }
 _LANE_ORDER = ["pull (PS → worker)", "push (worker → PS)", "GPU compute"]  # bottom to top
-_TIMELINE_MODES = ("sequential", "wfbp")  # modes layer_timeline draws; prefetch is shown as wfbp + its period
+_TIMELINE_MODES = (
+    "sequential",
+    "wfbp",
+)  # modes layer_timeline draws; prefetch is shown as wfbp + its period
 
 
 _PHASE_CODES = {"forward": 0, "backward": 1, "push": 2, "pull": 3}
@@ -37,7 +40,9 @@ def timeline_frame(job: Job, workers: int, ps: int, mode: str = "wfbp") -> pd.Da
     return df
 
 
-def _timeline_arrays(job: Job, workers: int, ps: int, mode: str) -> dict[str, dict[str, np.ndarray]]:
+def _timeline_arrays(
+    job: Job, workers: int, ps: int, mode: str
+) -> dict[str, dict[str, np.ndarray]]:
     # Plain arrays per phase (the figure needs no DataFrame; this path runs on every explorer update).
     df = layer_timeline(job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp")
     phase = df["phase"].to_numpy()
@@ -48,11 +53,18 @@ def _timeline_arrays(job: Job, workers: int, ps: int, mode: str) -> dict[str, di
     out = {}
     for ph in PHASE_COLORS:
         m = phase == ph
-        out[ph] = {"start": start[m], "dur": end[m] - start[m], "index": index[m], "name": names[index[m]]}
+        out[ph] = {
+            "start": start[m],
+            "dur": end[m] - start[m],
+            "index": index[m],
+            "name": names[index[m]],
+        }
     return out
 
 
-def _timeline_traces(arrays: dict, *, showlegend: bool = True, xaxis: str = "x", yaxis: str = "y") -> list[dict]:
+def _timeline_traces(
+    arrays: dict, *, showlegend: bool = True, xaxis: str = "x", yaxis: str = "y"
+) -> list[dict]:
     traces = []
     for phase, colour in PHASE_COLORS.items():
         part = arrays[phase]
@@ -65,9 +77,14 @@ def _timeline_traces(arrays: dict, *, showlegend: bool = True, xaxis: str = "x",
                 "y": [LANES[phase]] * n,
                 "x": part["dur"],
                 "base": part["start"],
-                "customdata": np.stack([part["name"], part["index"]], axis=-1) if n else np.empty((0, 2)),
+                "customdata": np.stack([part["name"], part["index"]], axis=-1)
+                if n
+                else np.empty((0, 2)),
                 # thin white borders separate layers, unless there are so many they would hide the bars
-                "marker": {"color": colour, "line": {"width": 0.5 if n <= 30 else 0, "color": "white"}},
+                "marker": {
+                    "color": colour,
+                    "line": {"width": 0.5 if n <= 30 else 0, "color": "white"},
+                },
                 "hovertemplate": f"{phase} of %{{customdata[0]}} (layer %{{customdata[1]}})<br>"
                 "starts %{base:.2f} ms, lasts %{x:.2f} ms<extra></extra>",
                 "legendgroup": phase,
@@ -79,35 +96,81 @@ def _timeline_traces(arrays: dict, *, showlegend: bool = True, xaxis: str = "x",
     return traces
 
 
-def _timeline_marks(arrays: dict, tau_ms: float, *, xref: str = "x", yref: str = "y") -> tuple[list, list]:
+def _timeline_marks(
+    arrays: dict, tau_ms: float, *, xref: str = "x", yref: str = "y"
+) -> tuple[list, list]:
     compute_ms = float(arrays["forward"]["dur"].sum() + arrays["backward"]["dur"].sum())
     shapes = [
-        {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": compute_ms, "x1": compute_ms,
-         "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#555", "width": 1}},
-        {"type": "line", "xref": xref, "yref": f"{yref} domain", "x0": tau_ms, "x1": tau_ms,
-         "y0": 0, "y1": 1, "line": {"color": "black", "width": 2}},
+        {
+            "type": "line",
+            "xref": xref,
+            "yref": f"{yref} domain",
+            "x0": compute_ms,
+            "x1": compute_ms,
+            "y0": 0,
+            "y1": 1,
+            "line": {"dash": "dot", "color": "#555", "width": 1},
+        },
+        {
+            "type": "line",
+            "xref": xref,
+            "yref": f"{yref} domain",
+            "x0": tau_ms,
+            "x1": tau_ms,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": "black", "width": 2},
+        },
     ]
     # tau to the right of its line, F+B to the left of its own: they never overlap.
     annotations = [
-        {"x": tau_ms, "y": 1, "xref": xref, "yref": f"{yref} domain", "text": f"τ = {tau_ms:.1f} ms",
-         "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}},
-        {"x": compute_ms, "y": 1, "xref": xref, "yref": f"{yref} domain", "text": f"F+B = {compute_ms:.1f} ms ",
-         "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"size": 10, "color": "#555"}},
+        {
+            "x": tau_ms,
+            "y": 1,
+            "xref": xref,
+            "yref": f"{yref} domain",
+            "text": f"τ = {tau_ms:.1f} ms",
+            "showarrow": False,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "font": {"size": 11},
+        },
+        {
+            "x": compute_ms,
+            "y": 1,
+            "xref": xref,
+            "yref": f"{yref} domain",
+            "text": f"F+B = {compute_ms:.1f} ms ",
+            "showarrow": False,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "font": {"size": 10, "color": "#555"},
+        },
     ]
     return shapes, annotations
 
 
-def timeline_spec(job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None,
-                  template: str | None = TEMPLATE) -> dict:
+def timeline_spec(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    *,
+    title: str | None = None,
+    template: str | None = TEMPLATE,
+) -> dict:
     """The timeline figure as a plain dict (data, layout): what ``timeline_figure`` wraps, cheap to redraw."""
     check_choice("mode", mode, MODES)
     arrays = _timeline_arrays(job, workers, ps, mode)
     tau_ms = iteration_time(job, workers, ps, mode) * 1e3
     shapes, annotations = _timeline_marks(arrays, tau_ms)
-    note = "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
+    note = (
+        "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
+    )
     layout = base_layout(
         template=template,
-        title=title or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
+        title=title
+        or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
         barmode="overlay",
         bargap=0.35,
         xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
@@ -120,14 +183,25 @@ def timeline_spec(job: Job, workers: int, ps: int, mode: str = "wfbp", *, title:
 
 
 def timeline_figure(
-    job: Job, workers: int, ps: int, mode: str = "wfbp", *, title: str | None = None, template: str | None = TEMPLATE
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    *,
+    title: str | None = None,
+    template: str | None = TEMPLATE,
 ) -> go.Figure:
     """Gantt chart of one iteration: forward, backward, push and pull of every layer, showing their overlap."""
     return go.Figure(timeline_spec(job, workers, ps, mode, title=title, template=template))
 
 
 def overlap_figure(
-    job: Job, workers: int, ps: int, modes: Sequence[str] = ("sequential", "wfbp"), *, template: str | None = TEMPLATE
+    job: Job,
+    workers: int,
+    ps: int,
+    modes: Sequence[str] = ("sequential", "wfbp"),
+    *,
+    template: str | None = TEMPLATE,
 ) -> go.Figure:
     """One iteration's timeline under each overlap mode, stacked on a shared time axis."""
     modes = [check_choice("mode", m, _TIMELINE_MODES) for m in modes]
@@ -141,11 +215,17 @@ def overlap_figure(
             tr.pop("xaxis"), tr.pop("yaxis")
             fig.add_trace(tr, row=r, col=1)
         suffix = "" if r == 1 else str(r)
-        s, a = _timeline_marks(arrays, iteration_time(job, workers, ps, mode) * 1e3, xref=f"x{suffix}",
-                               yref=f"y{suffix}")
+        s, a = _timeline_marks(
+            arrays,
+            iteration_time(job, workers, ps, mode) * 1e3,
+            xref=f"x{suffix}",
+            yref=f"y{suffix}",
+        )
         shapes += s
         annotations += a
-        fig.update_yaxes(categoryorder="array", categoryarray=_LANE_ORDER, title_text=mode, row=r, col=1)
+        fig.update_yaxes(
+            categoryorder="array", categoryarray=_LANE_ORDER, title_text=mode, row=r, col=1
+        )
     fig.update_layout(
         base_layout(
             template=template,
@@ -161,7 +241,9 @@ def overlap_figure(
     return fig
 
 
-def ps_needed_table(job: Job, modes: Sequence[str] = MODES, threshold: float = 0.97) -> pd.DataFrame:
+def ps_needed_table(
+    job: Job, modes: Sequence[str] = MODES, threshold: float = 0.97
+) -> pd.DataFrame:
     """Per mode and worker count w: the fewest PSs reaching ``threshold`` of the best speed over p at that w."""
     if not 0 < float(threshold) <= 1:
         raise InvalidInput(f"threshold must be in (0, 1], got {threshold!r}")
@@ -187,31 +269,58 @@ def ratio_figure(
     """How the overlap mode changes the best worker/PS ratio: speed vs PSs, and the PSs each worker count needs."""
     w_fixed = job.max_workers if workers is None else job.check_config(workers, 1)[0]
     fig = make_subplots(
-        rows=1, cols=2,
-        subplot_titles=[f"speed with {w_fixed} workers", f"PSs needed for {threshold:.0%} of the best speed"],
+        rows=1,
+        cols=2,
+        subplot_titles=[
+            f"speed with {w_fixed} workers",
+            f"PSs needed for {threshold:.0%} of the best speed",
+        ],
         horizontal_spacing=0.12,
     )
     table = ps_needed_table(job, modes, threshold)
     ps_axis = np.arange(1, job.max_ps + 1)
     for mode in modes:
         colour = MODE_COLORS.get(mode, "#333")
-        dash = "dash" if mode == "wfbp_prefetch" else "solid"  # often equal to wfbp: keep both visible
+        dash = (
+            "dash" if mode == "wfbp_prefetch" else "solid"
+        )  # often equal to wfbp: keep both visible
         sp = speed_table(job, mode)[w_fixed - 1]
-        fig.add_trace(go.Scatter(x=ps_axis, y=sp, mode="lines+markers", name=mode, legendgroup=mode,
-                                 line={"color": colour, "dash": dash}, marker={"size": 5},
-                                 hovertemplate=f"{mode}: %{{x}} PSs → %{{y:.1f}} samples/s<extra></extra>"),
-                      row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=ps_axis,
+                y=sp,
+                mode="lines+markers",
+                name=mode,
+                legendgroup=mode,
+                line={"color": colour, "dash": dash},
+                marker={"size": 5},
+                hovertemplate=f"{mode}: %{{x}} PSs → %{{y:.1f}} samples/s<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
         part = table[table["mode"] == mode]
-        fig.add_trace(go.Scatter(x=part["workers"], y=part["ps"], mode="lines+markers", name=mode,
-                                 legendgroup=mode, showlegend=False,
-                                 line={"color": colour, "shape": "hv", "dash": dash},
-                                 customdata=part[["ratio"]].to_numpy(),
-                                 hovertemplate=f"{mode}: %{{x}} workers need %{{y}} PSs "
-                                 "(ratio %{customdata[0]:.2f})<extra></extra>"),
-                      row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=part["workers"],
+                y=part["ps"],
+                mode="lines+markers",
+                name=mode,
+                legendgroup=mode,
+                showlegend=False,
+                line={"color": colour, "shape": "hv", "dash": dash},
+                customdata=part[["ratio"]].to_numpy(),
+                hovertemplate=f"{mode}: %{{x}} workers need %{{y}} PSs "
+                "(ratio %{customdata[0]:.2f})<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
     fig.update_layout(
         base_layout(
-            template=template, title=f"{job.profile.network}: overlap changes how many PSs a worker needs", height=400
+            template=template,
+            title=f"{job.profile.network}: overlap changes how many PSs a worker needs",
+            height=400,
         )
     )
     fig.update_layout(margin={"t": 100}, legend={"y": 1.12})

@@ -29,7 +29,9 @@ RESOURCE_NAMES = {"gpu": "GPU", "cpu": "CPU", "mem_gb": "memory", "bw_gbps": "NI
 
 def _check_solution(solution: Solution) -> Solution:
     if not isinstance(solution, Solution):
-        raise InvalidInput(f"solution must be a smdlab.solve.Solution, got {type(solution).__name__}")
+        raise InvalidInput(
+            f"solution must be a smdlab.solve.Solution, got {type(solution).__name__}"
+        )
     return solution
 
 
@@ -63,17 +65,38 @@ def allocation_spec(
     workers = np.array(solution.workers, dtype=float)
     ps = np.array(solution.ps, dtype=float)
     started = workers > 0
-    shares = resource_shares(solution, jobs, cluster) if jobs is not None and cluster is not None else None
+    shares = (
+        resource_shares(solution, jobs, cluster)
+        if jobs is not None and cluster is not None
+        else None
+    )
     two = shares is not None
     # Bars are placed by hand (overlay mode): PSs stacked on workers in the upper panel, the
     # resources side by side in the lower one.
     data = [
-        {"type": "bar", "x": names, "y": workers, "name": "workers", "marker": {"color": ROLE_COLORS["workers"]},
-         "text": ["" if st else "not started" for st in started], "textposition": "outside",
-         "hovertemplate": "%{x}: %{y} workers<extra></extra>", "xaxis": "x", "yaxis": "y"},
-        {"type": "bar", "x": names, "y": ps, "base": workers, "name": "parameter servers",
-         "marker": {"color": ROLE_COLORS["ps"]}, "hovertemplate": "%{x}: %{y} parameter servers<extra></extra>",
-         "xaxis": "x", "yaxis": "y"},
+        {
+            "type": "bar",
+            "x": names,
+            "y": workers,
+            "name": "workers",
+            "marker": {"color": ROLE_COLORS["workers"]},
+            "text": ["" if st else "not started" for st in started],
+            "textposition": "outside",
+            "hovertemplate": "%{x}: %{y} workers<extra></extra>",
+            "xaxis": "x",
+            "yaxis": "y",
+        },
+        {
+            "type": "bar",
+            "x": names,
+            "y": ps,
+            "base": workers,
+            "name": "parameter servers",
+            "marker": {"color": ROLE_COLORS["ps"]},
+            "hovertemplate": "%{x}: %{y} parameter servers<extra></extra>",
+            "xaxis": "x",
+            "yaxis": "y",
+        },
     ]
     if two:
         K = len(cluster.resources)
@@ -81,23 +104,45 @@ def allocation_spec(
         for k, r in enumerate(cluster.resources):
             label = RESOURCE_NAMES.get(r, r)
             data.append(
-                {"type": "bar", "x": names, "y": shares[:, k] * 100, "name": label, "width": width,
-                 "offset": -0.4 + k * width, "marker": {"color": RESOURCE_COLORS.get(r, color(k))},
-                 "hovertemplate": f"%{{x}}: %{{y:.1f}}% of the cluster's {label}<extra></extra>",
-                 "xaxis": "x2", "yaxis": "y2"}
+                {
+                    "type": "bar",
+                    "x": names,
+                    "y": shares[:, k] * 100,
+                    "name": label,
+                    "width": width,
+                    "offset": -0.4 + k * width,
+                    "marker": {"color": RESOURCE_COLORS.get(r, color(k))},
+                    "hovertemplate": f"%{{x}}: %{{y:.1f}}% of the cluster's {label}<extra></extra>",
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                }
             )
     top = float((workers + ps).max()) if names else 1.0
     axes = {
-        "xaxis": {"anchor": "y", "domain": [0, 1], **({"matches": "x2", "showticklabels": False} if two else {})},
-        "yaxis": {"anchor": "x", "domain": [0.54, 1] if two else [0, 1], "title": {"text": "tasks"},
-                  "range": [0, max(top, 1.0) * 1.15]},
+        "xaxis": {
+            "anchor": "y",
+            "domain": [0, 1],
+            **({"matches": "x2", "showticklabels": False} if two else {}),
+        },
+        "yaxis": {
+            "anchor": "x",
+            "domain": [0.54, 1] if two else [0, 1],
+            "title": {"text": "tasks"},
+            "range": [0, max(top, 1.0) * 1.15],
+        },
     }
     if two:
         axes["xaxis2"] = {"anchor": "y2", "domain": [0, 1]}
-        axes["yaxis2"] = {"anchor": "x2", "domain": [0, 0.46], "title": {"text": "% of cluster"}, "rangemode": "tozero"}
+        axes["yaxis2"] = {
+            "anchor": "x2",
+            "domain": [0, 0.46],
+            "title": {"text": "% of cluster"},
+            "rangemode": "tozero",
+        }
     layout = base_layout(
         template=template,
-        title=title or f"Allocation by {method_label(solution.method)}: {int(started.sum())}/{len(names)} jobs "
+        title=title
+        or f"Allocation by {method_label(solution.method)}: {int(started.sum())}/{len(names)} jobs "
         f"started, {int(workers.sum())} workers, {int(ps.sum())} PSs",
         barmode="overlay",
         height=260 * (2 if two else 1) + 60,
@@ -150,7 +195,11 @@ def bounds_spec(
         y.append(s.objective)
         colours.append(BOUND_COLORS["achieved"])
         symbols.append("circle")
-        rel = (s.objective - lower) / s.objective if s.objective > 0 and math.isfinite(lower) else math.nan
+        rel = (
+            (s.objective - lower) / s.objective
+            if s.objective > 0 and math.isfinite(lower)
+            else math.nan
+        )
         texts.append(f"{s.objective:,.0f}" + ("" if math.isnan(rel) else f" (+{rel:.2%})"))
     x.append("exact MILP")
     if exact is not None:
@@ -158,7 +207,10 @@ def bounds_spec(
         y.append(exact.objective)
         colours.append(BOUND_COLORS["exact"])
         symbols.append("diamond" if proven else "diamond-open")
-        texts.append(f"{exact.objective:,.0f}" + (" optimal" if proven else " not proven optimal (time limit)"))
+        texts.append(
+            f"{exact.objective:,.0f}"
+            + (" optimal" if proven else " not proven optimal (time limit)")
+        )
     else:
         # No value yet: a hollow placeholder at the LP bound's height carries the note.
         y.append(lower if math.isfinite(lower) else 0.0)
@@ -166,9 +218,21 @@ def bounds_spec(
         symbols.append("circle-open")
         texts.append(exact_note or "not run")
     trace = {
-        "type": "scatter", "x": x, "y": y, "text": texts, "mode": "markers+text", "textposition": "top center",
-        "cliponaxis": False, "showlegend": False, "hovertemplate": "%{x}: %{y:,.1f} s<extra></extra>",
-        "marker": {"color": colours, "symbol": symbols, "size": 18, "line": {"width": 3, "color": colours}},
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "text": texts,
+        "mode": "markers+text",
+        "textposition": "top center",
+        "cliponaxis": False,
+        "showlegend": False,
+        "hovertemplate": "%{x}: %{y:,.1f} s<extra></extra>",
+        "marker": {
+            "color": colours,
+            "symbol": symbols,
+            "size": 18,
+            "line": {"width": 3, "color": colours},
+        },
     }
     # Bounds and results are usually within a few percent: the axis is zoomed onto them (not from 0).
     finite = [v for v in y if math.isfinite(v)]
@@ -179,9 +243,19 @@ def bounds_spec(
         title=title or "JCT: lower bound vs achieved vs exact optimum",
         yaxis={"title": {"text": _objective_label()}, "range": [lo - pad, hi + pad]},
         xaxis={"range": [-0.5, len(x) - 0.2]},
-        shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": lower, "y1": lower,
-                 "line": {"color": BOUND_COLORS["lower"], "dash": "dash", "width": 1}}]
-        if math.isfinite(lower) else [],
+        shapes=[
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": lower,
+                "y1": lower,
+                "line": {"color": BOUND_COLORS["lower"], "dash": "dash", "width": 1},
+            }
+        ]
+        if math.isfinite(lower)
+        else [],
         height=340,
     )
     return {"data": [trace], "layout": layout}
@@ -201,44 +275,89 @@ def bounds_figure(
         marked "not proven optimal". exact_note: text shown instead when there is no exact value
         (e.g. "solving…" or "not solved within 5 s").
     """
-    return go.Figure(bounds_spec(solutions, exact, exact_note=exact_note, title=title, template=template))
+    return go.Figure(
+        bounds_spec(solutions, exact, exact_note=exact_note, title=title, template=template)
+    )
 
 
 def smd_trace_figure(
-    solution: Solution, exact: Solution | None = None, *, title: str | None = None, template: str | None = TEMPLATE
+    solution: Solution,
+    exact: Solution | None = None,
+    *,
+    title: str | None = None,
+    template: str | None = TEMPLATE,
 ) -> go.Figure:
     """SMD's iterations: ||psi|| (log scale) and the true objective, with the LP bound and exact optimum."""
     _check_solution(solution)
     if solution.method != "smd" or not solution.trace:
-        raise InvalidInput(f"solution must come from method 'smd' with a trace, got method {solution.method!r}")
+        raise InvalidInput(
+            f"solution must come from method 'smd' with a trace, got method {solution.method!r}"
+        )
     tr = solution.trace_frame()
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["‖ψ‖ per iteration", "objective per iteration"],
-                        horizontal_spacing=0.12)
-    fig.add_trace(
-        go.Scatter(x=tr["iteration"], y=tr["psi_norm"], mode="lines+markers", name="‖ψ‖",
-                   customdata=tr[["step", "knapsack_time_s", "knapsack_solves"]].to_numpy(),
-                   hovertemplate="iteration %{x}: ‖ψ‖ = %{y:.3g}<br>step %{customdata[0]:.3g}, "
-                   "knapsack %{customdata[1]:.3f} s in %{customdata[2]} solves<extra></extra>",
-                   line={"color": "#555"}),
-        row=1, col=1,
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=["‖ψ‖ per iteration", "objective per iteration"],
+        horizontal_spacing=0.12,
     )
     fig.add_trace(
-        go.Scatter(x=tr["iteration"], y=tr["objective"], mode="lines+markers", name=SMD_LABEL,
-                   hovertemplate="iteration %{x}: %{y:,.1f} s<extra></extra>", line={"color": color(0)}),
-        row=1, col=2,
+        go.Scatter(
+            x=tr["iteration"],
+            y=tr["psi_norm"],
+            mode="lines+markers",
+            name="‖ψ‖",
+            customdata=tr[["step", "knapsack_time_s", "knapsack_solves"]].to_numpy(),
+            hovertemplate="iteration %{x}: ‖ψ‖ = %{y:.3g}<br>step %{customdata[0]:.3g}, "
+            "knapsack %{customdata[1]:.3f} s in %{customdata[2]} solves<extra></extra>",
+            line={"color": "#555"},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=tr["iteration"],
+            y=tr["objective"],
+            mode="lines+markers",
+            name=SMD_LABEL,
+            hovertemplate="iteration %{x}: %{y:,.1f} s<extra></extra>",
+            line={"color": color(0)},
+        ),
+        row=1,
+        col=2,
     )
     xs = [int(tr["iteration"].min()), int(tr["iteration"].max())]
     if math.isfinite(solution.lower_bound):
-        fig.add_trace(go.Scatter(x=xs, y=[solution.lower_bound] * 2, mode="lines", name="LP lower bound",
-                                 line={"color": BOUND_COLORS["lower"], "dash": "dash"}), row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[solution.lower_bound] * 2,
+                mode="lines",
+                name="LP lower bound",
+                line={"color": BOUND_COLORS["lower"], "dash": "dash"},
+            ),
+            row=1,
+            col=2,
+        )
     if exact is not None:
         _check_solution(exact)
         name = "exact MILP" + ("" if exact.status == "optimal" else " (time limit)")
-        fig.add_trace(go.Scatter(x=xs, y=[exact.objective] * 2, mode="lines", name=name,
-                                 line={"color": BOUND_COLORS["exact"], "dash": "dot"}), row=1, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[exact.objective] * 2,
+                mode="lines",
+                name=name,
+                line={"color": BOUND_COLORS["exact"], "dash": "dot"},
+            ),
+            row=1,
+            col=2,
+        )
     fig.update_layout(
         base_layout(
-            template=template, title=title or f"{SMD_LABEL}: iterations of the parametric method", height=360
+            template=template,
+            title=title or f"{SMD_LABEL}: iterations of the parametric method",
+            height=360,
         )
     )
     fig.update_layout(margin={"t": 100}, legend={"y": 1.12})

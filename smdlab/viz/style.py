@@ -29,13 +29,31 @@ RESOURCE_COLORS: dict[str, str] = {
     "bw_gbps": "#72B7B2",
 }
 
-MODE_COLORS: dict[str, str] = {"sequential": "#E45756", "wfbp": "#4C78A8", "wfbp_prefetch": "#54A24B"}
+MODE_COLORS: dict[str, str] = {
+    "sequential": "#E45756",
+    "wfbp": "#4C78A8",
+    "wfbp_prefetch": "#54A24B",
+}
 
-BOUND_COLORS: dict[str, str] = {"lower": "#9D9D9D", "achieved": "#4C78A8", "exact": "#54A24B", "missing": "#E6E6E6"}
+BOUND_COLORS: dict[str, str] = {
+    "lower": "#9D9D9D",
+    "achieved": "#4C78A8",
+    "exact": "#54A24B",
+    "missing": "#E6E6E6",
+}
 
 # Qualitative palette for policies and jobs (cycled).
 PALETTE: tuple[str, ...] = (
-    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#E45756",
+    "#72B7B2",
+    "#EECA3B",
+    "#B279A2",
+    "#FF9DA6",
+    "#9D755D",
+    "#BAB0AC",
 )
 
 TEMPLATE = "plotly_white"
@@ -63,8 +81,15 @@ def base_layout(title: str, template: str | None = TEMPLATE, **extra) -> dict:
     None: applying a template costs tens of milliseconds and theirs never changes).
     """
     out = dict(
-        title={"text": title, "x": 0.01, "xanchor": "left", "y": 0.98, "yanchor": "top", "yref": "container",
-               "font": {"size": 14}},
+        title={
+            "text": title,
+            "x": 0.01,
+            "xanchor": "left",
+            "y": 0.98,
+            "yanchor": "top",
+            "yref": "container",
+            "font": {"size": 14},
+        },
         margin={"l": 60, "r": 20, "t": 80, "b": 50},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0.0},
         **extra,

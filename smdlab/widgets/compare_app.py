@@ -49,14 +49,25 @@ class Compare(BackgroundApp, widgets.HBox):
     ) -> None:
         self.scenario = scenario or load_scenario()
         known = available_policies()
-        chosen = tuple(policies) if policies is not None else tuple(p for p in DEFAULT_POLICIES if p in known)
+        chosen = (
+            tuple(policies)
+            if policies is not None
+            else tuple(p for p in DEFAULT_POLICIES if p in known)
+        )
         for p in chosen:
             if p not in known:
                 raise InvalidInput(f"policies must be among {', '.join(known)}; got {p!r}")
         if not chosen:
             raise InvalidInput("policies must name at least one policy, got none")
-        load = float(self.scenario.workload.get("load", 1.0)) if load is None else check_positive("load", load)
-        machines, n_jobs = check_int("machines", machines, 1, 256), check_int("n_jobs", n_jobs, 1, 2000)
+        load = (
+            float(self.scenario.workload.get("load", 1.0))
+            if load is None
+            else check_positive("load", load)
+        )
+        machines, n_jobs = (
+            check_int("machines", machines, 1, 256),
+            check_int("n_jobs", n_jobs, 1, 2000),
+        )
         self._lock = threading.RLock()
         self.background = Background("simulating", lock=self._lock)
         self._cache: dict[tuple[str, str], SimResult] = {}
@@ -64,21 +75,58 @@ class Compare(BackgroundApp, widgets.HBox):
         self.results: dict[str, SimResult] = {}
         self.last_run_s = 0.0
 
-        self.policies = widgets.SelectMultiple(options=known, value=chosen, rows=min(8, len(known)),
-                                               description="policies", style=_STYLE,
-                                               layout=widgets.Layout(width=_WIDTH))
-        self.load = widgets.FloatSlider(load, min=min(0.25, load), max=max(3.0, load), step=0.05, description="offered load",
-                                        continuous_update=False, style=_STYLE, layout=widgets.Layout(width=_WIDTH))
-        self.machines = widgets.IntSlider(machines, min=1, max=max(32, machines),
-                                          description="machines", continuous_update=False, style=_STYLE,
-                                          layout=widgets.Layout(width=_WIDTH))
-        self.n_jobs = widgets.IntSlider(n_jobs, min=min(10, n_jobs), max=max(200, n_jobs), step=5,
-                                        description="jobs", continuous_update=False, style=_STYLE,
-                                        layout=widgets.Layout(width=_WIDTH))
-        self.seed = widgets.BoundedIntText(self.scenario.seed, min=0, max=10**6, description="seed", style=_STYLE,
-                                           layout=widgets.Layout(width=_WIDTH))
-        self.detail = widgets.Dropdown(options=self._detail_options(chosen), value=chosen[-1],
-                                       description="utilisation of", style=_STYLE, layout=widgets.Layout(width=_WIDTH))
+        self.policies = widgets.SelectMultiple(
+            options=known,
+            value=chosen,
+            rows=min(8, len(known)),
+            description="policies",
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
+        self.load = widgets.FloatSlider(
+            load,
+            min=min(0.25, load),
+            max=max(3.0, load),
+            step=0.05,
+            description="offered load",
+            continuous_update=False,
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
+        self.machines = widgets.IntSlider(
+            machines,
+            min=1,
+            max=max(32, machines),
+            description="machines",
+            continuous_update=False,
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
+        self.n_jobs = widgets.IntSlider(
+            n_jobs,
+            min=min(10, n_jobs),
+            max=max(200, n_jobs),
+            step=5,
+            description="jobs",
+            continuous_update=False,
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
+        self.seed = widgets.BoundedIntText(
+            self.scenario.seed,
+            min=0,
+            max=10**6,
+            description="seed",
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
+        self.detail = widgets.Dropdown(
+            options=self._detail_options(chosen),
+            value=chosen[-1],
+            description="utilisation of",
+            style=_STYLE,
+            layout=widgets.Layout(width=_WIDTH),
+        )
         self.table = widgets.HTML()
         self.status = widgets.HTML()
 
@@ -95,13 +143,26 @@ class Compare(BackgroundApp, widgets.HBox):
         self._show_table()
 
         controls = widgets.VBox(
-            [widgets.HTML("<b>Workload</b>"), self.load, self.machines, self.n_jobs, self.seed,
-             widgets.HTML("<b>Policies</b>"), self.policies, self.detail],
+            [
+                widgets.HTML("<b>Workload</b>"),
+                self.load,
+                self.machines,
+                self.n_jobs,
+                self.seed,
+                widgets.HTML("<b>Policies</b>"),
+                self.policies,
+                self.detail,
+            ],
             layout=widgets.Layout(width="320px", flex="0 0 320px"),
         )
         outputs = widgets.VBox(
-            [widgets.HBox([self.status, self.background.busy]), self.cdf_fig, self.summary_fig, self.table,
-             self.util_fig],
+            [
+                widgets.HBox([self.status, self.background.busy]),
+                self.cdf_fig,
+                self.summary_fig,
+                self.table,
+                self.util_fig,
+            ],
             layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
         )
         super().__init__([controls, outputs], layout=widgets.Layout(width="100%"))
@@ -118,7 +179,14 @@ class Compare(BackgroundApp, widgets.HBox):
         )
 
     def _key(self, sc: Scenario) -> str:
-        return repr((sc.cluster["machines"], sc.workload["jobs"], round(float(sc.workload["load"]), 6), sc.seed))
+        return repr(
+            (
+                sc.cluster["machines"],
+                sc.workload["jobs"],
+                round(float(sc.workload["load"]), 6),
+                sc.seed,
+            )
+        )
 
     def _simulate(self, policy: str, sc: Scenario, workload: tuple) -> SimResult:
         key = (self._key(sc), policy)
@@ -127,8 +195,13 @@ class Compare(BackgroundApp, widgets.HBox):
             sim = sc.simulation
             opts = dict(sc.policy_options.get(policy, {}))
             self._cache[key] = simulate(
-                jobs, cluster, get_policy(policy, **opts), mode=sim["mode"], elastic=sim["elastic"],
-                delta=sim["delta"] or None, unfit=sim["unfit"],
+                jobs,
+                cluster,
+                get_policy(policy, **opts),
+                mode=sim["mode"],
+                elastic=sim["elastic"],
+                delta=sim["delta"] or None,
+                unfit=sim["unfit"],
             )
         return self._cache[key]
 
@@ -181,7 +254,9 @@ class Compare(BackgroundApp, widgets.HBox):
         sync_figure(self.cdf_fig, jct_cdf_figure(results, template=None))
         sync_figure(self.summary_fig, policy_summary_figure(results, template=None))
         if self.detail.value in results:
-            sync_figure(self.util_fig, utilisation_figure(results[self.detail.value], template=None))
+            sync_figure(
+                self.util_fig, utilisation_figure(results[self.detail.value], template=None)
+            )
         self._show_table()
 
     def _on_detail(self) -> None:
@@ -189,7 +264,10 @@ class Compare(BackgroundApp, widgets.HBox):
             return
         with self._lock:
             if self.detail.value in self.results:
-                sync_figure(self.util_fig, utilisation_figure(self.results[self.detail.value], template=None))
+                sync_figure(
+                    self.util_fig,
+                    utilisation_figure(self.results[self.detail.value], template=None),
+                )
 
     def _show_table(self) -> None:
         rows = []

@@ -71,11 +71,15 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.settings = settings or default_settings()
         self.milp_time_limit = check_positive("milp_time_limit", milp_time_limit)
         self._lock = threading.RLock()
-        self.background = Background(f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock)
+        self.background = Background(
+            f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock
+        )
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
         self.solution: Solution | None = None  # the allocation shown
-        self.exact_solution: Solution | None = None  # the exact MILP of the current problem, once known
+        self.exact_solution: Solution | None = (
+            None  # the exact MILP of the current problem, once known
+        )
         self.error: str | None = None
         self.last_update_s: float = 0.0  # seconds the last control change took (solve + redraw)
         self.last_timings: dict[str, float] = {}
@@ -87,7 +91,9 @@ class Explorer(BackgroundApp, widgets.HBox):
         # with their final data (Voila shows a FigureWidget's data as of its first display).
         exact = None
         if run_exact or self.settings.method == "milp":
-            exact = self._solve_exact(self._jobs, self._cluster, self.settings.mode, self.milp_time_limit)
+            exact = self._solve_exact(
+                self._jobs, self._cluster, self.settings.mode, self.milp_time_limit
+            )
             self._exact_cache[self._problem_key()] = exact
         if isinstance(exact, Solution):
             self.exact_solution = exact
@@ -96,12 +102,20 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.allocation_fig = figure_widget(allocation_spec(shown, self._jobs, self._cluster))
         self.timeline_fig = figure_widget(self._timeline(shown))
         self.bounds_fig = figure_widget(
-            bounds_spec(first, self.exact_solution, exact_note=exact if isinstance(exact, str) else "not run")
+            bounds_spec(
+                first,
+                self.exact_solution,
+                exact_note=exact if isinstance(exact, str) else "not run",
+            )
         )
         self.status = widgets.HTML()
         outputs = widgets.VBox(
-            [widgets.HBox([self.status, self.background.busy]), self.allocation_fig, self.bounds_fig,
-             self.timeline_fig],
+            [
+                widgets.HBox([self.status, self.background.busy]),
+                self.allocation_fig,
+                self.bounds_fig,
+                self.timeline_fig,
+            ],
             layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
         )
         super().__init__([self.controls, outputs], layout=widgets.Layout(width="100%"))
@@ -113,36 +127,104 @@ class Explorer(BackgroundApp, widgets.HBox):
     def _build_controls(self) -> None:
         s = self.settings
         style = {"description_width": "110px"}
-        self.machines = widgets.IntSlider(s.machines, min=1, max=max(32, s.machines), description="machines", style=style,
-                                          continuous_update=False, layout=_slider_layout())
-        self.shape = widgets.Dropdown(options=list(MACHINE_SHAPES), value=s.shape, description="machine",
-                                      style=style, layout=_slider_layout())
-        self.bandwidth = widgets.FloatLogSlider(s.bandwidth_gbps, base=10, min=0, max=2.5, step=0.05,
-                                                description="task NIC (Gbps)", style=style, readout_format=".3g",
-                                                continuous_update=False, layout=_slider_layout())
-        self.profiles = widgets.SelectMultiple(options=list_profiles(), value=s.profiles, rows=6,
-                                               description="networks", style=style, layout=_slider_layout())
-        self.n_jobs = widgets.IntSlider(s.n_jobs, min=1, max=max(24, s.n_jobs), description="jobs", style=style,
-                                        continuous_update=False, layout=_slider_layout())
-        self.seed = widgets.BoundedIntText(s.seed, min=0, max=10**6, description="seed", style=style,
-                                           layout=_slider_layout())
-        self.focus = widgets.Dropdown(options=self._focus_options(s), value=s.focus, description="job",
-                                      style=style, layout=_slider_layout())
+        self.machines = widgets.IntSlider(
+            s.machines,
+            min=1,
+            max=max(32, s.machines),
+            description="machines",
+            style=style,
+            continuous_update=False,
+            layout=_slider_layout(),
+        )
+        self.shape = widgets.Dropdown(
+            options=list(MACHINE_SHAPES),
+            value=s.shape,
+            description="machine",
+            style=style,
+            layout=_slider_layout(),
+        )
+        self.bandwidth = widgets.FloatLogSlider(
+            s.bandwidth_gbps,
+            base=10,
+            min=0,
+            max=2.5,
+            step=0.05,
+            description="task NIC (Gbps)",
+            style=style,
+            readout_format=".3g",
+            continuous_update=False,
+            layout=_slider_layout(),
+        )
+        self.profiles = widgets.SelectMultiple(
+            options=list_profiles(),
+            value=s.profiles,
+            rows=6,
+            description="networks",
+            style=style,
+            layout=_slider_layout(),
+        )
+        self.n_jobs = widgets.IntSlider(
+            s.n_jobs,
+            min=1,
+            max=max(24, s.n_jobs),
+            description="jobs",
+            style=style,
+            continuous_update=False,
+            layout=_slider_layout(),
+        )
+        self.seed = widgets.BoundedIntText(
+            s.seed, min=0, max=10**6, description="seed", style=style, layout=_slider_layout()
+        )
+        self.focus = widgets.Dropdown(
+            options=self._focus_options(s),
+            value=s.focus,
+            description="job",
+            style=style,
+            layout=_slider_layout(),
+        )
         edit = s.edit_for(s.network_of(s.focus))
-        self.device = widgets.ToggleButtons(options=list(DEVICES), value=edit.device, description="device",
-                                            style={**style, "button_width": "80px"})
-        log2 = dict(base=2, min=-3, max=3, step=0.25, readout_format=".3g", continuous_update=False, style=style,
-                    layout=_slider_layout())
+        self.device = widgets.ToggleButtons(
+            options=list(DEVICES),
+            value=edit.device,
+            description="device",
+            style={**style, "button_width": "80px"},
+        )
+        log2 = dict(
+            base=2,
+            min=-3,
+            max=3,
+            step=0.25,
+            readout_format=".3g",
+            continuous_update=False,
+            style=style,
+            layout=_slider_layout(),
+        )
         self.compute_scale = widgets.FloatLogSlider(edit.compute, description="compute ×", **log2)
         self.param_scale = widgets.FloatLogSlider(edit.params, description="parameters ×", **log2)
         self.comm_ratio = widgets.FloatLogSlider(edit.comm_ratio, description="comm/comp ×", **log2)
-        self.mode = widgets.Dropdown(options=list(MODES), value=s.mode, description="overlap", style=style,
-                                     layout=_slider_layout())
-        self.batch = widgets.ToggleButtons(options=list(BATCH_MODES), value=s.batch, description="batch",
-                                           style={**style, "button_width": "80px"})
-        self.method = widgets.Dropdown(options=list(METHOD_CHOICES), value=s.method, description="method",
-                                       style=style, layout=_slider_layout())
-        self.exact = widgets.Checkbox(True, description="exact MILP in the background", indent=False)
+        self.mode = widgets.Dropdown(
+            options=list(MODES),
+            value=s.mode,
+            description="overlap",
+            style=style,
+            layout=_slider_layout(),
+        )
+        self.batch = widgets.ToggleButtons(
+            options=list(BATCH_MODES),
+            value=s.batch,
+            description="batch",
+            style={**style, "button_width": "80px"},
+        )
+        self.method = widgets.Dropdown(
+            options=list(METHOD_CHOICES),
+            value=s.method,
+            description="method",
+            style=style,
+            layout=_slider_layout(),
+        )
+        self.exact = widgets.Checkbox(
+            True, description="exact MILP in the background", indent=False
+        )
         self._edit_note = widgets.HTML()
         self._update_edit_note()
 
@@ -153,8 +235,15 @@ class Explorer(BackgroundApp, widgets.HBox):
             [
                 section("Cluster", self.machines, self.shape, self.bandwidth),
                 section("Job mix", self.profiles, self.n_jobs, self.seed),
-                section("Layer profile", self.focus, self._edit_note, self.device, self.compute_scale,
-                        self.param_scale, self.comm_ratio),
+                section(
+                    "Layer profile",
+                    self.focus,
+                    self._edit_note,
+                    self.device,
+                    self.compute_scale,
+                    self.param_scale,
+                    self.comm_ratio,
+                ),
                 section("Model and solver", self.mode, self.batch, self.method, self.exact),
             ],
             layout=widgets.Layout(width="330px", flex="0 0 330px"),
@@ -166,9 +255,7 @@ class Explorer(BackgroundApp, widgets.HBox):
 
     def _update_edit_note(self) -> None:
         net = self.settings.network_of(self.settings.focus)
-        self._edit_note.value = (
-            f'<span style="font-size:90%">edits apply to every <code>{html.escape(net)}</code> job</span>'
-        )
+        self._edit_note.value = f'<span style="font-size:90%">edits apply to every <code>{html.escape(net)}</code> job</span>'
 
     def _observe(self) -> None:
         handlers = {
@@ -186,16 +273,27 @@ class Explorer(BackgroundApp, widgets.HBox):
     def _read_settings(self, group: str) -> ExplorerSettings:
         s = self.settings
         if group == "cluster":
-            return s.replace(machines=self.machines.value, shape=self.shape.value,
-                             bandwidth_gbps=float(self.bandwidth.value))
+            return s.replace(
+                machines=self.machines.value,
+                shape=self.shape.value,
+                bandwidth_gbps=float(self.bandwidth.value),
+            )
         if group == "jobs":
-            profiles = tuple(self.profiles.value) or s.profiles  # an empty selection keeps the old mix
+            profiles = (
+                tuple(self.profiles.value) or s.profiles
+            )  # an empty selection keeps the old mix
             n = self.n_jobs.value
-            return s.replace(profiles=profiles, n_jobs=n, seed=int(self.seed.value), focus=min(s.focus, n - 1))
+            return s.replace(
+                profiles=profiles, n_jobs=n, seed=int(self.seed.value), focus=min(s.focus, n - 1)
+            )
         if group == "edit":
-            return s.with_edit(s.network_of(s.focus), device=self.device.value,
-                               compute=float(self.compute_scale.value), params=float(self.param_scale.value),
-                               comm_ratio=float(self.comm_ratio.value))
+            return s.with_edit(
+                s.network_of(s.focus),
+                device=self.device.value,
+                compute=float(self.compute_scale.value),
+                params=float(self.param_scale.value),
+                comm_ratio=float(self.comm_ratio.value),
+            )
         return s.replace(mode=self.mode.value, batch=self.batch.value, method=self.method.value)
 
     def _on_change(self, group: str) -> None:
@@ -259,11 +357,23 @@ class Explorer(BackgroundApp, widgets.HBox):
         job = self._jobs[i]
         w, p = sol.workers[i], sol.ps[i]
         if w == 0:
-            return timeline_spec(job, 1, 1, self.settings.mode, template=template,
-                                   title=f"{job.name} is not started now; its iteration on 1 worker, 1 PS")
-        return timeline_spec(job, w, p, self.settings.mode, template=template,
-                               title=f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), "
-                               f"{self.settings.mode}")
+            return timeline_spec(
+                job,
+                1,
+                1,
+                self.settings.mode,
+                template=template,
+                title=f"{job.name} is not started now; its iteration on 1 worker, 1 PS",
+            )
+        return timeline_spec(
+            job,
+            w,
+            p,
+            self.settings.mode,
+            template=template,
+            title=f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), "
+            f"{self.settings.mode}",
+        )
 
     def refresh(self, timeline_only: bool = False) -> None:
         """Recompute the fast path for the current settings and redraw; queue the exact MILP if enabled."""
@@ -271,7 +381,10 @@ class Explorer(BackgroundApp, widgets.HBox):
         with self._lock:
             try:
                 if not timeline_only or self.solution is None:
-                    self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
+                    self._jobs, self._cluster = (
+                        build_jobs(self.settings),
+                        build_cluster(self.settings),
+                    )
                     self.solution = self._solve_fast()
                     t1 = time.perf_counter()
                     self.exact_solution = None
@@ -290,8 +403,12 @@ class Explorer(BackgroundApp, widgets.HBox):
             self.updates += 1
             self._show_status()
 
-    def _draw_solution(self, sol: Solution, exact: Solution | None = None, exact_note: str | None = None) -> None:
-        sync_figure(self.allocation_fig, allocation_spec(sol, self._jobs, self._cluster, template=None))
+    def _draw_solution(
+        self, sol: Solution, exact: Solution | None = None, exact_note: str | None = None
+    ) -> None:
+        sync_figure(
+            self.allocation_fig, allocation_spec(sol, self._jobs, self._cluster, template=None)
+        )
         sync_figure(self.timeline_fig, self._timeline(sol, None))
         sync_figure(self.bounds_fig, bounds_spec(sol, exact, exact_note=exact_note, template=None))
 
@@ -303,13 +420,27 @@ class Explorer(BackgroundApp, widgets.HBox):
             self._apply_exact(cached, key)
             return
         if not wanted:
-            self.background.submit("exact", lambda: None, lambda r: None)  # supersede any running request
-            sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note=cached or "not run", template=None))
+            self.background.submit(
+                "exact", lambda: None, lambda r: None
+            )  # supersede any running request
+            sync_figure(
+                self.bounds_fig,
+                bounds_spec(self.solution, exact_note=cached or "not run", template=None),
+            )
             return
-        sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note="solving…", template=None))
-        jobs, cluster, mode, limit = self._jobs, self._cluster, self.settings.mode, self.milp_time_limit
+        sync_figure(
+            self.bounds_fig, bounds_spec(self.solution, exact_note="solving…", template=None)
+        )
+        jobs, cluster, mode, limit = (
+            self._jobs,
+            self._cluster,
+            self.settings.mode,
+            self.milp_time_limit,
+        )
         self.background.submit(
-            "exact", lambda: self._solve_exact(jobs, cluster, mode, limit), lambda r: self._apply_exact(r, key)
+            "exact",
+            lambda: self._solve_exact(jobs, cluster, mode, limit),
+            lambda r: self._apply_exact(r, key),
         )
 
     @staticmethod
@@ -325,11 +456,16 @@ class Explorer(BackgroundApp, widgets.HBox):
         if len(self._exact_cache) > 64:
             self._exact_cache.pop(next(iter(self._exact_cache)))
         if isinstance(result, str):
-            sync_figure(self.bounds_fig, bounds_spec(self.solution, exact_note=result, template=None))
+            sync_figure(
+                self.bounds_fig, bounds_spec(self.solution, exact_note=result, template=None)
+            )
             return
         self.exact_solution = result
         if self.settings.method == "milp":
-            sync_figure(self.allocation_fig, allocation_spec(result, self._jobs, self._cluster, template=None))
+            sync_figure(
+                self.allocation_fig,
+                allocation_spec(result, self._jobs, self._cluster, template=None),
+            )
             sync_figure(self.timeline_fig, self._timeline(result, None))
         sync_figure(self.bounds_fig, bounds_spec(self.solution, result, template=None))
         self._show_status()
@@ -369,7 +505,9 @@ class Explorer(BackgroundApp, widgets.HBox):
     def snapshot(self) -> dict[str, Any]:
         """The data currently drawn: y values of every trace of each figure (tests compare these)."""
         return {
-            "allocation": [tuple(tr.y) if tr.y is not None else () for tr in self.allocation_fig.data],
+            "allocation": [
+                tuple(tr.y) if tr.y is not None else () for tr in self.allocation_fig.data
+            ],
             "timeline": [tuple(tr.x) if tr.x is not None else () for tr in self.timeline_fig.data],
             "bounds": [tuple(tr.y) if tr.y is not None else () for tr in self.bounds_fig.data],
         }

@@ -137,7 +137,7 @@ class Background:
                         apply(result)
             except Superseded:
                 pass
-            except Exception:  # noqa: BLE001 - a failed background job must not kill the app
+            except Exception:
                 self.errors.append(traceback.format_exc())
             finally:
                 self._done(channel)

@@ -30,7 +30,14 @@ MACHINE_SHAPES: Mapping[str, tuple[int, int, int]] = MappingProxyType(
     }
 )
 DEFAULT_SHAPE = "8 GPU · 64 CPU · 256 GB"
-DEFAULT_PROFILES: tuple[str, ...] = ("resnet50", "vgg16", "bert_base", "inception_v3", "lstm_lm", "alexnet")
+DEFAULT_PROFILES: tuple[str, ...] = (
+    "resnet50",
+    "vgg16",
+    "bert_base",
+    "inception_v3",
+    "lstm_lm",
+    "alexnet",
+)
 
 # One worker holds a GPU; a PS is CPU-only. Both reserve the task NIC share (the model's B_w = B_ps).
 WORKER_CPU, WORKER_MEM, PS_CPU, PS_MEM = 4, 16, 4, 16
@@ -127,14 +134,16 @@ class ExplorerSettings:
         for net, edit in self.edits.items():
             check_choice("edits network", net, known)
             if not isinstance(edit, ProfileEdit):
-                raise InvalidInput(f"edits[{net!r}] must be a ProfileEdit, got {type(edit).__name__}")
+                raise InvalidInput(
+                    f"edits[{net!r}] must be a ProfileEdit, got {type(edit).__name__}"
+                )
         object.__setattr__(self, "edits", MappingProxyType(dict(self.edits)))
         check_choice("mode", self.mode, MODES)
         check_choice("batch", self.batch, BATCH_MODES)
         check_int("focus", self.focus, 0, self.n_jobs - 1)
         check_int("max_tasks", self.max_tasks, 1, 64)
 
-    def replace(self, **changes) -> "ExplorerSettings":
+    def replace(self, **changes) -> ExplorerSettings:
         """Copy with some values changed (validated again)."""
         return replace(self, **changes)
 
@@ -142,7 +151,7 @@ class ExplorerSettings:
         """The edit applied to ``network`` (identity when none was made)."""
         return self.edits.get(network, ProfileEdit())
 
-    def with_edit(self, network: str, **changes) -> "ExplorerSettings":
+    def with_edit(self, network: str, **changes) -> ExplorerSettings:
         """Copy with ``network``'s profile edit changed."""
         edit = replace(self.edit_for(network), **changes)
         edits = {k: v for k, v in self.edits.items() if k != network}
@@ -174,13 +183,30 @@ def _job_samples(profiles: tuple[str, ...], n_jobs: int, seed: int) -> tuple[flo
     out = []
     for i in range(n_jobs):
         net = profiles[i % len(profiles)]
-        ref = _job(net, LayerProfile.load(net, "v100"), 1.0, "global", REFERENCE_BW_GBPS, 1, 1, f"ref-{net}")
+        ref = _job(
+            net,
+            LayerProfile.load(net, "v100"),
+            1.0,
+            "global",
+            REFERENCE_BW_GBPS,
+            1,
+            1,
+            f"ref-{net}",
+        )
         out.append(float(hours[i] * 3600.0 / duration(ref, 1, 1, "wfbp")))
     return tuple(out)
 
 
-def _job(name_net: str, profile: LayerProfile, samples: float, batch: str, bw: float, max_w: int, max_p: int,
-         name: str) -> Job:
+def _job(
+    name_net: str,
+    profile: LayerProfile,
+    samples: float,
+    batch: str,
+    bw: float,
+    max_w: int,
+    max_p: int,
+    name: str,
+) -> Job:
     M = int(profile_info(name_net)["default_global_batch"])
     per_worker = max(1, M // 8) if batch == "per_worker" else None
     return Job(

@@ -6,7 +6,19 @@ from smdlab.workloads.synthetic import DEFAULT_GPU_MIX, cluster_bundle_limit, sy
 from smdlab.workloads.trace import load_csv, load_job_table, load_philly, philly_path
 
 __all__ = [
-    "DEFAULT_CUSTOM_BATCH", "DEFAULT_GPU_MIX", "Network", "Scenario", "WORKLOAD_KINDS", "cluster_bundle_limit",
-    "default_scenario_path", "load_csv", "load_job_table", "load_philly", "load_scenario", "offered_load",
-    "philly_path", "resolve_networks", "synthetic",
+    "DEFAULT_CUSTOM_BATCH",
+    "DEFAULT_GPU_MIX",
+    "WORKLOAD_KINDS",
+    "Network",
+    "Scenario",
+    "cluster_bundle_limit",
+    "default_scenario_path",
+    "load_csv",
+    "load_job_table",
+    "load_philly",
+    "load_scenario",
+    "offered_load",
+    "philly_path",
+    "resolve_networks",
+    "synthetic",
 ]

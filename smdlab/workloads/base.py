@@ -49,7 +49,9 @@ class Network:
     global_batch: int
 
 
-def resolve_networks(networks: Sequence[str | LayerProfile] | None, device: str = "v100") -> list[Network]:
+def resolve_networks(
+    networks: Sequence[str | LayerProfile] | None, device: str = "v100"
+) -> list[Network]:
     """Networks from bundled names and/or hand-built profiles (None: every bundled profile)."""
     if networks is None:
         items = list_profiles()
@@ -59,7 +61,9 @@ def resolve_networks(networks: Sequence[str | LayerProfile] | None, device: str 
         try:
             items = list(networks)
         except TypeError:
-            raise InvalidInput(f"networks must be a network name or a list of names/profiles, got {networks!r}") from None
+            raise InvalidInput(
+                f"networks must be a network name or a list of names/profiles, got {networks!r}"
+            ) from None
     if not items:
         raise InvalidInput("networks must name at least one network, got none")
     out = []
@@ -122,13 +126,20 @@ def network_demands(
             wd, pd_ = task_demands(net.profile, bw_gbps=bw)
         else:
             wd, pd_ = {**DEFAULT_WORKER_DEMAND, "bw_gbps": bw}, {**DEFAULT_PS_DEMAND, "bw_gbps": bw}
-        out.append((dict(worker_demand) if worker_demand else wd, dict(ps_demand) if ps_demand else pd_))
+        out.append(
+            (dict(worker_demand) if worker_demand else wd, dict(ps_demand) if ps_demand else pd_)
+        )
     return out
 
 
 def bundle_vectors(cluster: Cluster, pairs: Sequence[Demands]) -> np.ndarray:
     """Demand of one worker plus one PS per (worker, PS) pair, (pairs x resources) in cluster order."""
-    return np.stack([cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand") for wd, pd_ in pairs])
+    return np.stack(
+        [
+            cluster.vector(wd, "worker_demand") + cluster.vector(pd_, "ps_demand")
+            for wd, pd_ in pairs
+        ]
+    )
 
 
 def bundle_limits(cluster: Cluster, bundles: np.ndarray) -> np.ndarray:
@@ -136,7 +147,9 @@ def bundle_limits(cluster: Cluster, bundles: np.ndarray) -> np.ndarray:
     caps = cluster.machine_matrix if cluster.has_machines else cluster.capacity_vector[None, :]
     bundles = np.atleast_2d(np.asarray(bundles, float))
     with np.errstate(divide="ignore", invalid="ignore"):
-        fit = np.where(bundles[:, None, :] > 0, np.floor(caps[None, :, :] / bundles[:, None, :] + 1e-9), np.inf)
+        fit = np.where(
+            bundles[:, None, :] > 0, np.floor(caps[None, :, :] / bundles[:, None, :] + 1e-9), np.inf
+        )
     per_machine = fit.min(axis=2)  # (bundles, machines)
     return np.minimum(per_machine.sum(axis=1), MAX_CAP).astype(np.int64)
 
@@ -160,13 +173,21 @@ def calibrated_jobs(
     reserves ``demands[k]`` (worker, PS) per task.
     """
     check_choice("mode", mode, MODES)
-    cap_factor = check_positive("cap_factor", cap_factor)  # a float: a huge int would overflow numpy
+    cap_factor = check_positive(
+        "cap_factor", cap_factor
+    )  # a float: a huge int would overflow numpy
     if cap_factor < 1:
-        raise InvalidInput(f"cap_factor must be >= 1 (a job may always use its request), got {cap_factor!r}")
+        raise InvalidInput(
+            f"cap_factor must be >= 1 (a job may always use its request), got {cap_factor!r}"
+        )
     requests = np.asarray(requests, dtype=np.int64)
     if requests.size and (requests.min() < 1 or requests.max() > MAX_CAP):
-        raise InvalidInput(f"GPU counts must be integers in [1, {MAX_CAP}], got {int(requests.min())}..{int(requests.max())}")
-    caps = np.minimum(np.ceil(requests * cap_factor), MAX_CAP).astype(np.int64)  # clip before the cast
+        raise InvalidInput(
+            f"GPU counts must be integers in [1, {MAX_CAP}], got {int(requests.min())}..{int(requests.max())}"
+        )
+    caps = np.minimum(np.ceil(requests * cap_factor), MAX_CAP).astype(
+        np.int64
+    )  # clip before the cast
     speeds: dict[tuple[int, int, int], float] = {}
     jobs = []
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
@@ -174,14 +195,37 @@ def calibrated_jobs(
         wd, pd_ = demands[int(k)]
         key = (int(k), int(n), int(cap))
         if key not in speeds:
-            probe = Job("probe", net.profile, 1.0, net.global_batch, wd, pd_, max_workers=int(cap), max_ps=int(cap))
+            probe = Job(
+                "probe",
+                net.profile,
+                1.0,
+                net.global_batch,
+                wd,
+                pd_,
+                max_workers=int(cap),
+                max_ps=int(cap),
+            )
             speeds[key] = float(speed_table(probe, mode)[n - 1, n - 1])
         samples = float(d) * speeds[key]
         if not 0 < samples < np.inf:
-            raise InvalidInput(f"job {str(name)!r}: duration {float(d)!r} s at {int(n)} GPUs gives {samples!r} samples; "
-                               "a duration must give a finite, positive amount of work")
-        jobs.append(Job(str(name), net.profile, samples, net.global_batch, wd, pd_,
-                        arrival=float(a), max_workers=int(cap), max_ps=int(cap), requested_workers=int(min(n, cap))))
+            raise InvalidInput(
+                f"job {str(name)!r}: duration {float(d)!r} s at {int(n)} GPUs gives {samples!r} samples; "
+                "a duration must give a finite, positive amount of work"
+            )
+        jobs.append(
+            Job(
+                str(name),
+                net.profile,
+                samples,
+                net.global_batch,
+                wd,
+                pd_,
+                arrival=float(a),
+                max_workers=int(cap),
+                max_ps=int(cap),
+                requested_workers=int(min(n, cap)),
+            )
+        )
     return jobs
 
 
@@ -194,24 +238,34 @@ def demand_seconds(requests: np.ndarray, durations: np.ndarray, bundles: np.ndar
     return scale[:, None] * np.atleast_2d(np.asarray(bundles, float))
 
 
-def load_from_rate(rate: float, demand: np.ndarray, cluster: Cluster, resource: str | None = None) -> float:
+def load_from_rate(
+    rate: float, demand: np.ndarray, cluster: Cluster, resource: str | None = None
+) -> float:
     """Offered load of jobs with per-job demand-seconds ``demand`` arriving at ``rate`` per second."""
     rho = rate * demand.mean(axis=0) / _capacity(cluster)
     if resource is None:
         return float(np.nanmax(rho))
-    return float(rho[cluster.resources.index(check_choice("load_resource", resource, cluster.resources))])
+    return float(
+        rho[cluster.resources.index(check_choice("load_resource", resource, cluster.resources))]
+    )
 
 
-def rate_for_load(load: float, demand: np.ndarray, cluster: Cluster, resource: str | None = None) -> float:
+def rate_for_load(
+    load: float, demand: np.ndarray, cluster: Cluster, resource: str | None = None
+) -> float:
     """Arrival rate (jobs per second) at which jobs with ``demand`` offer ``load``."""
     check_positive("load", load)
     unit = load_from_rate(1.0, demand, cluster, resource)
     if not unit > 0:
-        raise InvalidInput("the jobs demand none of the load resource, so no arrival rate gives that load")
+        raise InvalidInput(
+            "the jobs demand none of the load resource, so no arrival rate gives that load"
+        )
     rate = load / unit
     if not 0 < rate < np.inf:
-        raise InvalidInput(f"load {load!r} needs an arrival rate of {rate!r} jobs/s for these job sizes; "
-                           "job durations or the load are out of range")
+        raise InvalidInput(
+            f"load {load!r} needs an arrival rate of {rate!r} jobs/s for these job sizes; "
+            "job durations or the load are out of range"
+        )
     return rate
 
 
@@ -242,12 +296,22 @@ def offered_load(
     """Offered load of a job list (module docstring); requests default to min(max_workers, max_ps)."""
     if len(jobs) < 2:
         raise InvalidInput(f"offered load needs at least 2 jobs, got {len(jobs)}")
-    n = np.array(requests if requests is not None else [min(j.max_workers, j.max_ps) for j in jobs], dtype=np.int64)
+    n = np.array(
+        requests if requests is not None else [min(j.max_workers, j.max_ps) for j in jobs],
+        dtype=np.int64,
+    )
     d = np.array([j.samples / float(speed_table(j, mode)[k - 1, k - 1]) for j, k in zip(jobs, n)])
-    demand = np.stack([
-        d_i * k * (cluster.vector(j.worker_demand, "worker_demand") + cluster.vector(j.ps_demand, "ps_demand"))
-        for j, k, d_i in zip(jobs, n, d)
-    ])
+    demand = np.stack(
+        [
+            d_i
+            * k
+            * (
+                cluster.vector(j.worker_demand, "worker_demand")
+                + cluster.vector(j.ps_demand, "ps_demand")
+            )
+            for j, k, d_i in zip(jobs, n, d)
+        ]
+    )
     rate = empirical_rate(np.array([j.arrival for j in jobs]))
     if per_resource:
         rho = rate * demand.mean(axis=0) / _capacity(cluster)

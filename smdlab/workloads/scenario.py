@@ -3,10 +3,10 @@
 Layout (every key optional except where noted; defaults in ``Scenario``)::
 
     name = "default"
-    seed = 1                        # seeds the workload draws
-    policies = ["fifo", "srtf"]     # registered policy names (or one comma-separated string)
+    seed = 1  # seeds the workload draws
+    policies = ["fifo", "srtf"]  # registered policy names (or one comma-separated string)
 
-    [cluster]                       # homogeneous machines
+    [cluster]  # homogeneous machines
     machines = 16
     gpu = 8
     cpu = 64
@@ -14,24 +14,24 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     bw_gbps = 100
 
     [workload]
-    kind = "synthetic"              # synthetic | philly | csv
-    jobs = 200                      # synthetic: how many; philly/csv: the first N (optional)
-    load = 0.8                      # synthetic: offered load; philly: rescale arrivals to it
+    kind = "synthetic"  # synthetic | philly | csv
+    jobs = 200  # synthetic: how many; philly/csv: the first N (optional)
+    load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s
     # philly:    path, window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     cap_factor = 1.0
     device = "v100"
-    demands = "per_network"         # per_network | uniform (per-task demands, workloads.base)
-    task_bw_gbps = 10               # NIC bandwidth each worker and PS reserves
+    demands = "per_network"  # per_network | uniform (per-task demands, workloads.base)
+    task_bw_gbps = 10  # NIC bandwidth each worker and PS reserves
 
     [simulation]
-    mode = "wfbp"                   # timing-model overlap mode
+    mode = "wfbp"  # timing-model overlap mode
     elastic = false
-    delta = 0                       # seconds between periodic decisions; 0: none
-    unfit = "skip"                  # skip | raise
+    delta = 0  # seconds between periodic decisions; 0: none
+    unfit = "skip"  # skip | raise
 
-    [policy_options.NAME]           # keyword options of policy NAME
+    [policy_options.NAME]  # keyword options of policy NAME
 """
 
 from __future__ import annotations
@@ -55,23 +55,66 @@ from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import MAX_JOBS
 
 WORKLOAD_KINDS = ("synthetic", "philly", "csv")
-_TOP_KEYS = ("name", "seed", "policies", "cluster", "workload", "simulation", "policy_options", "description")
+_TOP_KEYS = (
+    "name",
+    "seed",
+    "policies",
+    "cluster",
+    "workload",
+    "simulation",
+    "policy_options",
+    "description",
+)
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
 _SIM_KEYS = ("mode", "elastic", "delta", "unfit")
-_COMMON_WL = ("kind", "jobs", "load", "networks", "mix", "cap_factor", "device", "load_resource", "demands",
-              "task_bw_gbps")
-_JOB_SHAPE = ("jobs", "cap_factor", "device", "demands", "task_bw_gbps")  # kept when the workload kind changes
+_COMMON_WL = (
+    "kind",
+    "jobs",
+    "load",
+    "networks",
+    "mix",
+    "cap_factor",
+    "device",
+    "load_resource",
+    "demands",
+    "task_bw_gbps",
+)
+_JOB_SHAPE = (
+    "jobs",
+    "cap_factor",
+    "device",
+    "demands",
+    "task_bw_gbps",
+)  # kept when the workload kind changes
 _WL_KEYS = {
-    "synthetic": (*_COMMON_WL, "gpu_mix", "duration_median_s", "duration_sigma", "duration_range_s"),
+    "synthetic": (
+        *_COMMON_WL,
+        "gpu_mix",
+        "duration_median_s",
+        "duration_sigma",
+        "duration_range_s",
+    ),
     "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
-    "networks": "names", "vc": "names", "mix": "weights", "gpu_mix": "weights", "duration_range_s": "pair",
-    "window_s": "pair", "path": "text", "device": "text", "load_resource": "text", "on_unsorted": "text",
-    "demands": "text", "task_bw_gbps": "number",
-    "cap_factor": "number", "duration_median_s": "number", "duration_sigma": "number", "rate_scale": "number",
+    "networks": "names",
+    "vc": "names",
+    "mix": "weights",
+    "gpu_mix": "weights",
+    "duration_range_s": "pair",
+    "window_s": "pair",
+    "path": "text",
+    "device": "text",
+    "load_resource": "text",
+    "on_unsorted": "text",
+    "demands": "text",
+    "task_bw_gbps": "number",
+    "cap_factor": "number",
+    "duration_median_s": "number",
+    "duration_sigma": "number",
+    "rate_scale": "number",
 }
 
 
@@ -103,11 +146,17 @@ class Scenario:
     seed: int = 1
     policies: tuple[str, ...] = ("fifo", "srtf")
     cluster: Mapping[str, Any] = field(
-        default_factory=lambda: _frozen({"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100})
+        default_factory=lambda: _frozen(
+            {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100}
+        )
     )
-    workload: Mapping[str, Any] = field(default_factory=lambda: _frozen({"kind": "synthetic", "jobs": 200, "load": 0.8}))
+    workload: Mapping[str, Any] = field(
+        default_factory=lambda: _frozen({"kind": "synthetic", "jobs": 200, "load": 0.8})
+    )
     simulation: Mapping[str, Any] = field(
-        default_factory=lambda: _frozen({"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip"})
+        default_factory=lambda: _frozen(
+            {"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip"}
+        )
     )
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
     base_dir: Path | None = None
@@ -122,11 +171,21 @@ class Scenario:
         object.__setattr__(self, "simulation", _frozen(_check_simulation(self.simulation)))
         opts = self.policy_options
         if not isinstance(opts, Mapping) or not all(isinstance(v, Mapping) for v in opts.values()):
-            raise InvalidInput(f"policy_options must map policy names to tables of options, got {opts!r}")
-        object.__setattr__(self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()}))
+            raise InvalidInput(
+                f"policy_options must map policy names to tables of options, got {opts!r}"
+            )
+        object.__setattr__(
+            self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()})
+        )
 
-    def with_changes(self, *, cluster: Mapping[str, Any] | None = None, workload: Mapping[str, Any] | None = None,
-                     simulation: Mapping[str, Any] | None = None, **fields: Any) -> "Scenario":
+    def with_changes(
+        self,
+        *,
+        cluster: Mapping[str, Any] | None = None,
+        workload: Mapping[str, Any] | None = None,
+        simulation: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Scenario:
         """Copy with fields replaced and the given cluster/workload/simulation keys updated."""
         changes = dict(fields)
         if cluster:
@@ -134,8 +193,11 @@ class Scenario:
         if workload:
             # A new kind keeps only the job count and job shape; a synthetic load would silently
             # rescale a trace's arrivals, so a load must be given again for the new kind.
-            base = self.workload if workload.get("kind", self.workload["kind"]) == self.workload["kind"] else {
-                k: v for k, v in self.workload.items() if k in _JOB_SHAPE}
+            base = (
+                self.workload
+                if workload.get("kind", self.workload["kind"]) == self.workload["kind"]
+                else {k: v for k, v in self.workload.items() if k in _JOB_SHAPE}
+            )
             changes["workload"] = {**base, **workload}
         if simulation:
             changes["simulation"] = {**self.simulation, **simulation}
@@ -145,15 +207,23 @@ class Scenario:
         """Plain (picklable, TOML-shaped) form; ``Scenario(**d)`` rebuilds it."""
         plain = lambda m: {k: (plain(v) if isinstance(v, Mapping) else v) for k, v in m.items()}  # noqa: E731
         return {
-            "name": self.name, "description": self.description, "seed": self.seed, "policies": list(self.policies),
-            "cluster": plain(self.cluster), "workload": plain(self.workload), "simulation": plain(self.simulation),
-            "policy_options": plain(self.policy_options), "base_dir": self.base_dir,
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "policies": list(self.policies),
+            "cluster": plain(self.cluster),
+            "workload": plain(self.workload),
+            "simulation": plain(self.simulation),
+            "policy_options": plain(self.policy_options),
+            "base_dir": self.base_dir,
         }
 
     def build_cluster(self) -> Cluster:
         """The scenario's cluster."""
         c = self.cluster
-        return Cluster.homogeneous(c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"])
+        return Cluster.homogeneous(
+            c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"]
+        )
 
     def build_jobs(self, cluster: Cluster | None = None) -> list[Job]:
         """The scenario's jobs (seeded by ``seed``)."""
@@ -182,14 +252,24 @@ class Scenario:
             return load_philly(path, first=jobs, cluster=cluster, seed=self.seed, mode=mode, **w)
         if path is None:
             raise InvalidInput("workload.path must be given for a csv workload")
-        return load_csv(path, first=jobs, cluster=cluster if w.get("load") is not None else None, seed=self.seed,
-                        mode=mode, **w)
+        return load_csv(
+            path,
+            first=jobs,
+            cluster=cluster if w.get("load") is not None else None,
+            seed=self.seed,
+            mode=mode,
+            **w,
+        )
 
 
 def _policy_list(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [p.strip() for p in value.split(",")]
-    if not isinstance(value, Sequence) or not value or not all(isinstance(p, str) and p for p in value):
+    if (
+        not isinstance(value, Sequence)
+        or not value
+        or not all(isinstance(p, str) and p for p in value)
+    ):
         raise InvalidInput(f"policies must be a non-empty list of policy names, got {value!r}")
     if len(set(value)) != len(value):
         raise InvalidInput(f"policies must not repeat a name, got {list(value)}")
@@ -231,8 +311,12 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("networks"), (str, list, tuple)):
         for name in [out["networks"]] if isinstance(out["networks"], str) else out["networks"]:
             check_choice("workload.networks", name, list_profiles())
-    choices = {"device": sorted(DEVICES), "load_resource": DEFAULT_RESOURCES, "on_unsorted": ("sort", "raise"),
-               "demands": DEMAND_RULES}
+    choices = {
+        "device": sorted(DEVICES),
+        "load_resource": DEFAULT_RESOURCES,
+        "on_unsorted": ("sort", "raise"),
+        "demands": DEMAND_RULES,
+    }
     for key, allowed in choices.items():
         if out.get(key) is not None:
             check_choice(f"workload.{key}", out[key], allowed)
@@ -247,8 +331,14 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
         check_positive(field, value, allow_zero=True)
     if shape == "names":
         names = [value] if isinstance(value, str) else value
-        if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
-            raise InvalidInput(f"{field} must be a name or a non-empty list of names, got {value!r}")
+        if (
+            not isinstance(names, (list, tuple))
+            or not names
+            or not all(isinstance(n, str) and n for n in names)
+        ):
+            raise InvalidInput(
+                f"{field} must be a name or a non-empty list of names, got {value!r}"
+            )
     if shape == "weights":
         if not isinstance(value, Mapping) or not value:
             raise InvalidInput(f"{field} must be a table of name = weight, got {value!r}")
@@ -290,8 +380,20 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
     except OSError as exc:
         raise InvalidInput(f"{p}: cannot read the scenario file ({exc.strerror or exc})") from None
     _unknown(f"{p}", data, _TOP_KEYS)
-    kwargs = {k: data[k] for k in ("name", "description", "seed", "policies", "cluster", "workload", "simulation", "policy_options")
-              if k in data}
+    kwargs = {
+        k: data[k]
+        for k in (
+            "name",
+            "description",
+            "seed",
+            "policies",
+            "cluster",
+            "workload",
+            "simulation",
+            "policy_options",
+        )
+        if k in data
+    }
     kwargs.setdefault("name", p.stem)
     try:
         return Scenario(**kwargs, base_dir=p.parent)

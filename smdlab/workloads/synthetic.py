@@ -48,14 +48,22 @@ from smdlab.workloads.base import (
 )
 
 DEFAULT_GPU_MIX: Mapping[int, float] = {1: 0.5, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.06, 32: 0.02}
-MAX_JOBS = 1_000_000  # a bound on generated workloads (far beyond what a simulation of them can run)
+MAX_JOBS = (
+    1_000_000  # a bound on generated workloads (far beyond what a simulation of them can run)
+)
 
 
 def cluster_bundle_limit(
-    cluster: Cluster, worker_demand: Mapping[str, float] | None = None, ps_demand: Mapping[str, float] | None = None
+    cluster: Cluster,
+    worker_demand: Mapping[str, float] | None = None,
+    ps_demand: Mapping[str, float] | None = None,
 ) -> int:
     """Most whole worker+PS bundles (on one machine each) an empty ``cluster`` holds (default: the uniform bundle)."""
-    return int(bundle_limits(cluster, bundle_vectors(cluster, [demand_vectors(worker_demand, ps_demand)]))[0])
+    return int(
+        bundle_limits(cluster, bundle_vectors(cluster, [demand_vectors(worker_demand, ps_demand)]))[
+            0
+        ]
+    )
 
 
 def _gpu_mix(gpu_mix: Mapping[int, float] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +72,9 @@ def _gpu_mix(gpu_mix: Mapping[int, float] | None) -> tuple[np.ndarray, np.ndarra
     mix = dict(DEFAULT_GPU_MIX if gpu_mix is None else gpu_mix)
     if not mix:
         raise InvalidInput("gpu_mix must give at least one GPU count")
-    sizes = np.array([check_int("gpu_mix GPU count", int(k) if str(k).isdigit() else k, 1, MAX_CAP) for k in mix])
+    sizes = np.array(
+        [check_int("gpu_mix GPU count", int(k) if str(k).isdigit() else k, 1, MAX_CAP) for k in mix]
+    )
     w = np.array([check_positive(f"gpu_mix[{k}]", v, allow_zero=True) for k, v in mix.items()])
     if w.sum() <= 0:
         raise InvalidInput(f"gpu_mix must give some GPU count a positive weight, got {mix}")
@@ -102,10 +112,14 @@ def synthetic(
     duration_median_s = check_positive("duration_median_s", duration_median_s)
     duration_sigma = check_positive("duration_sigma", duration_sigma, allow_zero=True)
     duration_range_s = seconds_pair("duration_range_s", duration_range_s)
-    lo, hi = (check_positive("duration_range_s[0]", duration_range_s[0]),
-              check_positive("duration_range_s[1]", duration_range_s[1]))
+    lo, hi = (
+        check_positive("duration_range_s[0]", duration_range_s[0]),
+        check_positive("duration_range_s[1]", duration_range_s[1]),
+    )
     if lo > hi:
-        raise InvalidInput(f"duration_range_s must be (low, high) with low <= high, got {duration_range_s!r}")
+        raise InvalidInput(
+            f"duration_range_s must be (low, high) with low <= high, got {duration_range_s!r}"
+        )
     nets = resolve_networks(networks, device)
     probs = mix_probabilities(nets, mix)
     sizes, size_p = _gpu_mix(gpu_mix)
@@ -114,8 +128,10 @@ def synthetic(
     limits = bundle_limits(cluster, bundles)
     for k in np.flatnonzero((limits < 1) & (probs > 0)):
         wd, pd_ = pairs[k]
-        raise InvalidInput(f"cluster cannot hold even one worker+PS bundle of network {nets[k].name!r} "
-                           f"(demands={demands!r}: worker {wd}, PS {pd_}) on one machine: {cluster!r}")
+        raise InvalidInput(
+            f"cluster cannot hold even one worker+PS bundle of network {nets[k].name!r} "
+            f"(demands={demands!r}: worker {wd}, PS {pd_}) on one machine: {cluster!r}"
+        )
     rng = np.random.default_rng(seed)
     net_index = rng.choice(len(nets), size=n, p=probs)
     requests = np.minimum(rng.choice(sizes, size=n, p=size_p), limits[net_index])
@@ -125,8 +141,19 @@ def synthetic(
     gaps = rng.exponential(1.0 / rate, size=n)
     arrivals = np.cumsum(gaps) - gaps[0]
     if n >= 2 and arrivals[-1] > 0:
-        arrivals *= (n - 1) / rate / arrivals[-1]  # realised rate (N-1)/span equals the target exactly
+        arrivals *= (
+            (n - 1) / rate / arrivals[-1]
+        )  # realised rate (N-1)/span equals the target exactly
     width = len(str(n - 1))
     names = [f"j{i:0{width}d}" for i in range(n)]
-    return calibrated_jobs(names, arrivals, requests, durations, net_index, nets, cap_factor=cap_factor, mode=mode,
-                           demands=pairs)
+    return calibrated_jobs(
+        names,
+        arrivals,
+        requests,
+        durations,
+        net_index,
+        nets,
+        cap_factor=cap_factor,
+        mode=mode,
+        demands=pairs,
+    )

@@ -114,7 +114,13 @@ def _numeric(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
 
 def _integers(df: pd.DataFrame, column: str, path: Path, lo: int, hi: int) -> np.ndarray:
     values = _numeric(df, column, path)
-    _bad_row(path, df, (values != np.round(values)) | (values < lo) | (values > hi), column, f"an integer in [{lo}, {hi}]")
+    _bad_row(
+        path,
+        df,
+        (values != np.round(values)) | (values < lo) | (values > hi),
+        column,
+        f"an integer in [{lo}, {hi}]",
+    )
     return values.astype(np.int64)
 
 
@@ -129,10 +135,23 @@ def _seconds(df: pd.DataFrame, path: Path) -> np.ndarray:
         return t
     # utc=True: date-times with different offsets (or none) are put on one clock instead of refused by pandas.
     stamps = pd.to_datetime(col, errors="coerce", format="mixed", utc=True)
-    _bad_row(path, df, (stamps.isna() & numeric.isna()).to_numpy(), "timestamp", "a date-time or a number of seconds")
-    _bad_row(path, df, stamps.isna().to_numpy(), "timestamp",
-             "a date-time like the other rows (not a mix with plain numbers)")
-    when = stamps.dt.tz_localize(None).to_numpy()  # in pandas' own unit: no silent overflow of far dates
+    _bad_row(
+        path,
+        df,
+        (stamps.isna() & numeric.isna()).to_numpy(),
+        "timestamp",
+        "a date-time or a number of seconds",
+    )
+    _bad_row(
+        path,
+        df,
+        stamps.isna().to_numpy(),
+        "timestamp",
+        "a date-time like the other rows (not a mix with plain numbers)",
+    )
+    when = stamps.dt.tz_localize(
+        None
+    ).to_numpy()  # in pandas' own unit: no silent overflow of far dates
     return (when - when.min()) / np.timedelta64(1, "s")
 
 
@@ -159,7 +178,9 @@ def _parsed_trace(path: str, mtime_ns: int, size: int, on_unsorted: str) -> pd.D
     gpus = _integers(df, "num_gpus", p, 1, MAX_CAP)
     order = _order(t, p, on_unsorted)
     vc = df["cluster"].astype(str).to_numpy() if "cluster" in df.columns else np.full(len(df), "")
-    out = pd.DataFrame({"row": np.arange(len(df)), "t": t - t.min(), "duration": duration, "gpus": gpus, "vc": vc})
+    out = pd.DataFrame(
+        {"row": np.arange(len(df)), "t": t - t.min(), "duration": duration, "gpus": gpus, "vc": vc}
+    )
     return out.iloc[order].reset_index(drop=True)
 
 
@@ -201,15 +222,21 @@ def load_philly(
     nets = resolve_networks(networks, device)
     pairs = network_demands(nets, demands, worker_demand, ps_demand, task_bw_gbps)
     # One draw per file row, so a job keeps its network whatever subset is selected.
-    net_of_row = np.random.default_rng(seed).choice(len(nets), size=len(trace), p=mix_probabilities(nets, mix))
+    net_of_row = np.random.default_rng(seed).choice(
+        len(nets), size=len(trace), p=mix_probabilities(nets, mix)
+    )
     sel = trace
     if vc is not None:
-        wanted = [vc] if isinstance(vc, str) else list(vc) if isinstance(vc, (list, tuple)) else None
+        wanted = (
+            [vc] if isinstance(vc, str) else list(vc) if isinstance(vc, (list, tuple)) else None
+        )
         if wanted is None or not all(isinstance(v, str) for v in wanted):
             raise InvalidInput(f"vc must be a virtual-cluster name or a list of names, got {vc!r}")
         sel = sel[sel["vc"].isin(wanted)]
         if sel.empty:
-            raise InvalidInput(f"vc must name virtual clusters of the trace; none of {wanted} has jobs")
+            raise InvalidInput(
+                f"vc must name virtual clusters of the trace; none of {wanted} has jobs"
+            )
     if window_s is not None:
         window_s = seconds_pair("window_s", window_s)
         start = check_positive("window_s[0]", window_s[0], allow_zero=True)
@@ -220,7 +247,9 @@ def load_philly(
     if first is not None:
         sel = sel.iloc[: check_int("first", first, 1)]
     if sel.empty:
-        raise InvalidInput(f"{p}: the selection (window_s={window_s!r}, vc={vc!r}) holds no job: the workload is empty")
+        raise InvalidInput(
+            f"{p}: the selection (window_s={window_s!r}, vc={vc!r}) holds no job: the workload is empty"
+        )
     t = sel["t"].to_numpy()
     arrivals = t - t[0]
     requests = sel["gpus"].to_numpy()
@@ -228,18 +257,35 @@ def load_philly(
     net_index = net_of_row[sel["row"].to_numpy()]
     if load is not None:
         if rate_scale != 1.0:
-            raise InvalidInput(f"give rate_scale or load, not both (got rate_scale={rate_scale!r}, load={load!r})")
+            raise InvalidInput(
+                f"give rate_scale or load, not both (got rate_scale={rate_scale!r}, load={load!r})"
+            )
         if cluster is None:
-            raise InvalidInput("load needs a cluster (the offered load is relative to its capacity)")
+            raise InvalidInput(
+                "load needs a cluster (the offered load is relative to its capacity)"
+            )
         check_positive("load", load)
         bundles = bundle_vectors(cluster, pairs)[net_index]  # each job's own worker+PS demand
-        natural = load_from_rate(empirical_rate(arrivals), demand_seconds(requests, durations, bundles), cluster,
-                                 load_resource)
+        natural = load_from_rate(
+            empirical_rate(arrivals),
+            demand_seconds(requests, durations, bundles),
+            cluster,
+            load_resource,
+        )
         rate_scale = load / natural
     arrivals = arrivals / check_positive("rate_scale", rate_scale)
     names = [f"philly{r:05d}" for r in sel["row"]]
-    return calibrated_jobs(names, arrivals, requests, durations, net_index, nets,
-                           cap_factor=cap_factor, mode=mode, demands=pairs)
+    return calibrated_jobs(
+        names,
+        arrivals,
+        requests,
+        durations,
+        net_index,
+        nets,
+        cap_factor=cap_factor,
+        mode=mode,
+        demands=pairs,
+    )
 
 
 def load_job_table(
@@ -264,14 +310,26 @@ def load_job_table(
     _bad_row(p, df, arrival < 0, "arrival", ">= 0 seconds")
     samples = _numeric(df, "samples", p)
     _bad_row(p, df, samples <= 0, "samples", "> 0")
-    max_w = _integers(df, "max_workers", p, 1, MAX_CAP) if "max_workers" in df.columns else np.full(len(df), 16)
+    max_w = (
+        _integers(df, "max_workers", p, 1, MAX_CAP)
+        if "max_workers" in df.columns
+        else np.full(len(df), 16)
+    )
     max_p = _integers(df, "max_ps", p, 1, MAX_CAP) if "max_ps" in df.columns else max_w
     weight = _numeric(df, "weight", p) if "weight" in df.columns else np.ones(len(df))
     _bad_row(p, df, weight <= 0, "weight", "> 0")
     batch = _integers(df, "global_batch", p, 1, 2**31) if "global_batch" in df.columns else None
-    names = df["name"].astype(str).to_numpy() if "name" in df.columns else np.array([f"j{i}" for i in range(len(df))])
-    network = df["network"].map(lambda v: v.strip() if isinstance(v, str) else "").to_numpy(dtype=object)
-    _bad_row(p, df, ~np.isin(network, list_profiles()), "network", f"one of {', '.join(list_profiles())}")
+    names = (
+        df["name"].astype(str).to_numpy()
+        if "name" in df.columns
+        else np.array([f"j{i}" for i in range(len(df))])
+    )
+    network = (
+        df["network"].map(lambda v: v.strip() if isinstance(v, str) else "").to_numpy(dtype=object)
+    )
+    _bad_row(
+        p, df, ~np.isin(network, list_profiles()), "network", f"one of {', '.join(list_profiles())}"
+    )
     used = resolve_networks(sorted(set(network)), device)
     nets = {n.name: n for n in used}
     pairs = dict(zip(nets, network_demands(used, demands, worker_demand, ps_demand, task_bw_gbps)))
@@ -280,10 +338,20 @@ def load_job_table(
     for i in order:
         net = nets[network[i]]
         wd, pd_ = pairs[net.name]
-        jobs.append(Job(str(names[i]), net.profile, float(samples[i]),
-                        int(batch[i]) if batch is not None else net.global_batch, wd, pd_,
-                        arrival=float(arrival[i]), weight=float(weight[i]),
-                        max_workers=int(max_w[i]), max_ps=int(max_p[i])))
+        jobs.append(
+            Job(
+                str(names[i]),
+                net.profile,
+                float(samples[i]),
+                int(batch[i]) if batch is not None else net.global_batch,
+                wd,
+                pd_,
+                arrival=float(arrival[i]),
+                weight=float(weight[i]),
+                max_workers=int(max_w[i]),
+                max_ps=int(max_p[i]),
+            )
+        )
     if len({j.name for j in jobs}) != len(jobs):
         raise InvalidInput(f"{p}: column 'name' must hold unique job names")
     return jobs if first is None else jobs[: check_int("first", first, 1)]
@@ -299,11 +367,30 @@ def load_csv(path: str | os.PathLike, **options) -> list[Job]:
     if all(c in header for c in TRACE_COLUMNS):
         return load_philly(p, **options)
     if all(c in header for c in JOB_TABLE_COLUMNS):
-        allowed = {"first", "device", "on_unsorted", "demands", "task_bw_gbps", "worker_demand", "ps_demand"}
-        context = {"seed", "mode", "cluster", "networks", "mix", "cap_factor"}  # meaningless for a job table
-        extra = sorted(k for k, v in options.items() if k not in allowed | context and v is not None)
+        allowed = {
+            "first",
+            "device",
+            "on_unsorted",
+            "demands",
+            "task_bw_gbps",
+            "worker_demand",
+            "ps_demand",
+        }
+        context = {
+            "seed",
+            "mode",
+            "cluster",
+            "networks",
+            "mix",
+            "cap_factor",
+        }  # meaningless for a job table
+        extra = sorted(
+            k for k, v in options.items() if k not in allowed | context and v is not None
+        )
         if extra:
-            raise InvalidInput(f"{p}: option(s) {', '.join(extra)} apply to traces only, not to a job table")
+            raise InvalidInput(
+                f"{p}: option(s) {', '.join(extra)} apply to traces only, not to a job table"
+            )
         return load_job_table(p, **{k: v for k, v in options.items() if k in allowed})
     raise InvalidInput(
         f"{p}: columns must include either {', '.join(TRACE_COLUMNS)} (a trace) or "
