@@ -13,9 +13,9 @@ class MILP(SMD):
     At each decision point the jobs to allocate (queued; plus running ones in elastic mode) get
     the optimal allocation of (P) from ``smdlab.solve.solve(..., method="milp")``: every job's
     configurations enumerated, a multiple-choice multi-dimensional knapsack solved with gurobipy
-    when its size-limited licence admits the model, else HiGHS. Jobs that cannot all get (1, 1)
-    are left out by the solver's own deferral cost (docs/solver.md, "Jobs that cannot start")
-    rather than by SMD's Smith's-rule selection. Placement, elastic handling and the pooled
+    when its size-limited licence admits the model, else HiGHS. A job waits when the solver's
+    waiting charge (docs/solver.md, "Jobs that wait") is below its best start, even when it
+    fits. Placement, elastic handling and the pooled
     cluster are as in ``SMD``.
 
     It is optimal per decision, not over the whole run (later arrivals are unknown), and its cost
