@@ -608,12 +608,12 @@ def holdout_split(
     frac = check_positive("test_fraction", test_fraction)
     if not frac < 1:
         raise InvalidInput(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
-    _check_frame(df, ("model",) + PREDICT_COLUMNS[1:])
+    _check_frame(df, ("model", *PREDICT_COLUMNS[1:]))
     rng = np.random.default_rng(seed)
     train, test = [], []
     for _, g in df.groupby("model", sort=True):
         order = rng.permutation(len(g))
-        n_test = min(len(g) - 1, max(1, int(round(frac * len(g)))))
+        n_test = min(len(g) - 1, max(1, round(frac * len(g))))
         test.append(g.iloc[np.sort(order[:n_test])])
         train.append(g.iloc[np.sort(order[n_test:])])
     return pd.concat(train), pd.concat(test)
@@ -701,8 +701,8 @@ def convention_report(
 ABLATION_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "default (5)": DEFAULT_LAYERED_FREE,
-        "+ worker NIC (6)": DEFAULT_LAYERED_FREE + ("worker_gbps",),
-        "+ worker and PS NICs (7)": DEFAULT_LAYERED_FREE + ("worker_gbps", "ps_gbps"),
+        "+ worker NIC (6)": (*DEFAULT_LAYERED_FREE, "worker_gbps"),
+        "+ worker and PS NICs (7)": (*DEFAULT_LAYERED_FREE, "worker_gbps", "ps_gbps"),
         "- PS aggregation (4)": tuple(
             k for k in DEFAULT_LAYERED_FREE if k != "ps_aggregate_s_per_gb"
         ),

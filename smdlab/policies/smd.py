@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class SMD:
 
     name = "smd"
     method = "smd"
-    _defaults: dict[str, Any] = {"bound": False}
+    _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
         from smdlab.solve import SOLVE_OPTIONS

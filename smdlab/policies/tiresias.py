@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -76,7 +77,7 @@ class Tiresias:
                 f"thresholds must be a list of attained-service limits (GPU-seconds), got {thresholds!r}"
             )
         th = [check_positive(f"thresholds[{i}]", t) for i, t in enumerate(thresholds)]
-        if any(b <= a for a, b in zip(th, th[1:])):
+        if any(b <= a for a, b in itertools.pairwise(th)):
             raise InvalidInput(f"thresholds must be strictly ascending, got {tuple(thresholds)!r}")
         self.thresholds = tuple(th)
         self.starve_multiple = check_positive("starve_multiple", starve_multiple, allow_inf=True)
@@ -162,7 +163,7 @@ class Tiresias:
         # Admission on pooled capacity (free + held by running jobs).
         pool = np.asarray(state.free, dtype=float).sum(axis=0)
         needs = []
-        for key, kind, e in items:
+        for _key, kind, e in items:
             a, g = demands(e.job, cluster)
             w, p = (e.workers, e.ps) if kind == 0 else self.request(e.job, cluster)
             needs.append(w * a + p * g)

@@ -41,7 +41,6 @@ def pareto_mask(obj: np.ndarray) -> np.ndarray:
     better objective, so removing it changes neither the MILP nor the LP optimum.
     """
     pm = np.minimum.accumulate(np.minimum.accumulate(obj, axis=1), axis=2)
-    n, W, P = obj.shape
     left = np.full_like(obj, np.inf)
     left[:, 1:, :] = pm[:, :-1, :]
     down = np.full_like(obj, np.inf)
@@ -240,9 +239,7 @@ def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
         return hit[1]
     known = set(resources)
     for attr in ("worker_demand", "ps_demand"):
-        d = getattr(
-            job, attr
-        )  # validated (finite, >= 0) by Job; only the names need checking here
+        d = getattr(job, attr)  # validated (finite, >= 0) by Job; only the names need checking here
         if not known.issuperset(d):
             bad = next(r for r in d if r not in known)
             raise InvalidInput(

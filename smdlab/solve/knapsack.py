@@ -293,7 +293,7 @@ def knapsack_greedy(
     (or, where jobs may stay out, the start of a job at (1, 1)) with the largest objective
     decrease per unit of normalised resource (sum_r demand_r / capacity_r) that still fits.
     """
-    n, W, P = obj.shape
+    n, _W, _P = obj.shape
     capacity = np.asarray(capacity, dtype=float)
     if scale is None:
         scale = np.where(capacity > 0, capacity, 1.0)
