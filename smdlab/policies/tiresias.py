@@ -12,7 +12,14 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import demands
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
@@ -144,7 +151,7 @@ class Tiresias:
                 del self._base[name]
 
         # (priority key, kind, entry): kind 0 running, 1 queued
-        items = []
+        items: list[tuple[tuple[int, float, str], int, RunningJob | QueuedJob]] = []
         for r in state.running:
             items.append(
                 ((self.queue_of(r.job.name, r.attained_service), r.job.arrival, r.job.name), 0, r)
@@ -165,7 +172,7 @@ class Tiresias:
         needs = []
         for _key, kind, e in items:
             a, g = demands(e.job, cluster)
-            w, p = (e.workers, e.ps) if kind == 0 else self.request(e.job, cluster)
+            w, p = (e.workers, e.ps) if isinstance(e, RunningJob) else self.request(e.job, cluster)
             needs.append(w * a + p * g)
             if kind == 0:
                 pool = pool + needs[-1]
@@ -179,7 +186,7 @@ class Tiresias:
         victims = [
             (key, e)
             for key, kind, e in reversed(items)
-            if kind == 0 and e.job.name not in admitted_running
+            if isinstance(e, RunningJob) and e.job.name not in admitted_running
         ]
 
         free = np.array(state.free, dtype=float, copy=True)

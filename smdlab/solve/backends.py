@@ -219,7 +219,7 @@ def solve_gurobi(
         if not integral:
             g.Params.Method = 0  # primal simplex: a vertex solution
         elif start is not None:
-            x.Start = start
+            x.setAttr("Start", start)
         g.optimize()
         st = g.Status
         if st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
@@ -321,14 +322,15 @@ def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def configuration_durations(
-    tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps
+    tables: Sequence[np.ndarray], samples: ArrayLike, workers: ArrayLike, ps: ArrayLike
 ) -> np.ndarray:
     """d_k = samples_k / S_k(w_k, p_k) (s): durations at one configuration per speed table."""
     out = np.empty(len(tables))
+    n = np.asarray(samples, dtype=float)
     for k, (t, w, p) in enumerate(
         zip(tables, np.asarray(workers).tolist(), np.asarray(ps).tolist())
     ):
-        out[k] = samples[k] / t[w - 1, p - 1]
+        out[k] = n[k] / t[w - 1, p - 1]
     return out
 
 
