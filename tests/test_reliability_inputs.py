@@ -719,7 +719,7 @@ def test_solver_arguments_of_the_wrong_type_raise_invalid_input(call):
 
 
 def _table_rows() -> list[str]:
-    """The table of docs/reliability.md: each case's library and CLI message, as this code gives them."""
+    """The full table behind docs/reliability.md (section 1): each case's library and CLI message, as this code gives them."""
     import contextlib
     import io
     import tempfile
