@@ -725,7 +725,7 @@ def _short(text: str, tmpdir: str) -> str:
 
 
 def _table_rows() -> list[str]:
-    """The table of docs/reliability.md: each case's library and CLI message, as this code gives them."""
+    """The full table behind docs/reliability.md (section 1): each case's library and CLI message, as this code gives them."""
     import contextlib
     import io
     import tempfile

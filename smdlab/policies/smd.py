@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class SMD:
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
-    What it follows: smd-model.md sections 6-8. At a decision point the jobs to allocate are
+    What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
     Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by

@@ -197,7 +197,7 @@ def assemble(
     running job with another target is released and placed again, and one without a target is
     preempted. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
-    smd-model.md section 8); a job that cannot be placed even at (1, 1) waits (a running one is
+    docs/solver.md, Placement); a job that cannot be placed even at (1, 1) waits (a running one is
     preempted). ``place`` is a placement rule or its name in ``smdlab.solve.placement.RULES``.
     """
     if isinstance(place, str):

@@ -32,7 +32,7 @@ DEFAULT_STARVE_MULTIPLE = 8.0  # assumed: promote after waiting 8x the time the 
 class Tiresias:
     """Tiresias' Discretised 2D-LAS (Gu et al., NSDI 2019), gang-scheduled parameter-server jobs.
 
-    Rule (field.md): priority by attained service (GPUs x time), discretised into queues by
+    Rule (docs/simulator.md, Policies): priority by attained service (GPUs x time), discretised into queues by
     thresholds; jobs in a higher queue preempt lower ones; FIFO within a queue; a starvation
     guard promotes jobs that waited longer than a multiple of their run time. It needs no
     knowledge of job durations or speeds.

@@ -1,7 +1,7 @@
 """The SMD decomposition taken apart for teaching: the ratios, one knapsack subproblem, its effect.
 
 Everything here reads an ``Instance`` (``smdlab.solve.build_instance``) and an allocation; it is
-the reconstructed SMD model's section 6 made visible (``../shared/notes/smd-model.md``), not a
+the SMD section of docs/solver.md made visible, not a
 second implementation of the solver (``smdlab.solve.solve(..., method="smd")`` is that).
 """
 
