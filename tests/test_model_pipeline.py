@@ -166,3 +166,14 @@ def test_non_monotone_table_raises_or_repairs():
     assert fixed["relative_throughput"].tolist() == [1.0, 1.2, 1.0, 1.5]
     with pytest.raises(InvalidInput, match="negative"):
         check_sensitivity(t.assign(cpu_per_gpu=-1))
+
+
+def test_demand_saturates_every_bundled_network_but_mobilenet():
+    # docs/model.md: the demand rule feeds every network at (1, 1) except MobileNetV2
+    slowed = [
+        n
+        for n in NETWORKS
+        if smdlab.speed(smdlab.make_job("j", n, 1e6, pipeline=True), 1, 1)
+        != smdlab.speed(smdlab.make_job("j", n, 1e6), 1, 1)
+    ]
+    assert slowed == ["mobilenet_v2"]

@@ -102,11 +102,13 @@ def bundled_pipeline(profile: LayerProfile) -> InputPipeline | None:
     table = _pipeline_table()
     if profile.network not in table.index:
         return None
-    row = table.loc[profile.network]
+    cols = ["cpu_s_per_sample", "sample_mb", "dataset_gb"]
+    values = table.loc[[profile.network], cols].to_numpy(dtype=float)[0]
+    row: dict[str, float] = dict(zip(cols, values.tolist()))
     return InputPipeline(
-        cpu_s_per_sample=float(row["cpu_s_per_sample"]),
-        sample_mb=float(row["sample_mb"]),
-        dataset_gb=float(row["dataset_gb"]),
+        cpu_s_per_sample=row["cpu_s_per_sample"],
+        sample_mb=row["sample_mb"],
+        dataset_gb=row["dataset_gb"],
         process_mem_gb=WORKER_MEM_BASE_GB + WORKER_PARAM_COPIES * profile.total_param_bytes / 1e9,
     )
 
@@ -119,7 +121,7 @@ def pipeline_table() -> pd.DataFrame:
 def _samples_per_worker(job: Job, workers: np.ndarray) -> np.ndarray:
     if job.batch_mode == "global":
         return job.global_batch / np.asarray(workers, float)
-    return np.full(np.shape(workers), float(job.per_worker_batch))
+    return np.full(np.shape(workers), float(job.per_worker_batch or 0))
 
 
 def _levels(job: Job, cpu: float | None, mem_gb: float | None) -> tuple[float, float]:
