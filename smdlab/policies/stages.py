@@ -24,6 +24,7 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import (
     Allocation,
     ClusterState,
@@ -282,6 +283,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                 f"allocation of {alloc.job!r}: placement holds {alloc.placement.workers} workers and "
                 f"{alloc.placement.ps} PSs, allocation says {alloc.workers} and {alloc.ps}"
             )
+        job = with_worker_resources(job, alloc.cpu, alloc.mem_gb)  # per-worker levels, if set
         free -= usage(alloc.placement.tasks, *demands(job, cluster), free.shape[0])
     over = free < -TOL * np.maximum(1.0, np.abs(np.asarray(state.free)))
     if over.any():
