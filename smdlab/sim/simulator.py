@@ -209,6 +209,11 @@ def simulate(
 
 
 class _Simulator:
+    t: float
+    heap: list[tuple[float, int, int]]
+    queued: dict[str, QueuedJob]
+    _queued_tuple: tuple[QueuedJob, ...] | None
+
     def __init__(self, jobs, cluster, policy, mode, timing, restart_s, unfit, record_history):
         if not isinstance(cluster, Cluster):
             raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
@@ -483,8 +488,9 @@ class _Simulator:
     # ---- the loop --------------------------------------------------------------------------
     def _state(self) -> ClusterState:
         t = self.t
-        if self._queued_tuple is None:
-            self._queued_tuple = tuple(self.queued.values())
+        queued = self._queued_tuple
+        if queued is None:
+            queued = self._queued_tuple = tuple(self.queued.values())
         running = tuple(
             RunningJob(
                 r.job,
@@ -502,7 +508,7 @@ class _Simulator:
         return ClusterState(
             t,
             self.cluster,
-            self._queued_tuple,
+            queued,
             running,
             free,
             self.mode,
@@ -535,10 +541,10 @@ class _Simulator:
         return ok
 
     def run(self) -> SimResult:
-        self.heap: list[tuple[float, int, int]] = []
+        self.heap = []
         self.running: dict[str, _Run] = {}
-        self.queued: dict[str, QueuedJob] = {}
-        self._queued_tuple: tuple[QueuedJob, ...] | None = ()
+        self.queued = {}
+        self._queued_tuple = ()
         self.version = 0
         self.history: list[tuple] = []
         self.skipped: list[str] = []
