@@ -272,7 +272,7 @@ def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figur
     """Measured versus predicted training speed of held-out points, one panel per speed form, log-log.
 
     Subplot titles give each form's MAPE: per network, then the mean over networks (as
-    ``smdlab.validation.holdout_report``).
+    ``smdlab.model.speed_fit.holdout_report``).
     """
     _require(
         df,
