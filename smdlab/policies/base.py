@@ -86,11 +86,6 @@ class ClusterState:
     mode: str = "wfbp"
     elastic: bool = False
 
-    @property
-    def free_pooled(self) -> np.ndarray:
-        """Free capacity summed over machines."""
-        return self.free.sum(axis=0)
-
 
 @dataclass(frozen=True)
 class Allocation:

@@ -19,16 +19,6 @@ from smdlab.viz.style import PALETTE, SMD_LABEL, base_layout, policy_label
 HOUR = 3600.0
 # Fixed colours per policy, so a policy looks the same in every figure whatever subset is shown;
 # SMD gets the strongest colour (red), the exact per-decision MILP green.
-POLICY_ORDER: tuple[str, ...] = (
-    "fifo",
-    "srtf",
-    "drf",
-    "tetris",
-    "tiresias",
-    "optimus",
-    "milp",
-    "smd",
-)
 _POLICY_COLORS = {
     "fifo": "#9D755D",
     "srtf": "#BAB0AC",
