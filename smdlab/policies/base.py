@@ -145,11 +145,6 @@ class ClusterState:
         """Whether the policy may preempt running jobs (preemptive or elastic execution)."""
         return self.execution != "non_elastic"
 
-    @property
-    def free_pooled(self) -> np.ndarray:
-        """Free capacity summed over machines."""
-        return self.free.sum(axis=0)
-
 
 @dataclass(frozen=True)
 class Allocation:

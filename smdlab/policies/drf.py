@@ -9,7 +9,7 @@ import numpy as np
 from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision
 from smdlab.policies.stages import queued_jobs, total_capacity
 from smdlab.solve.instance import demand_kinds, demand_matrices
-from smdlab.solve.placement import Ledger
+from smdlab.solve.ledger import Ledger
 
 
 class DRF:

@@ -10,7 +10,7 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.optimus_form import COEFFICIENTS, SpeedModel, design_matrix, fit_speed_model  # noqa: F401 (re-exported)
+from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.policies.base import DEFAULT_SLOT_S, ClusterState, Decision
 from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity

@@ -8,7 +8,8 @@ from smdlab.errors import check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision
 from smdlab.policies.stages import queued_jobs
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
-from smdlab.solve.placement import TOL, Ledger, capacity_matrix
+from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import TOL, capacity_matrix
 
 
 def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
