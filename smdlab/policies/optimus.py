@@ -10,9 +10,9 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.optimus_form import COEFFICIENTS, SpeedModel, design_matrix, fit_speed_model  # noqa: F401 (re-exported)
+from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import DEFAULT_SLOT_S, ClusterState, Decision
 from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
@@ -93,13 +93,21 @@ class Optimus:
       a job that does not fit is skipped, later smaller ones may still start.
     - Jobs are placed in decreasing order of task count (first-fit decreasing), running jobs
       (elastic mode) before queued ones so that a resize rarely turns into a preemption.
-    - Non-elastic (default): only queued jobs are allocated, in the free capacity; running jobs
+    - Execution: natural mode ``elastic``: Optimus re-allocates every job's workers and PSs at
+      every scheduling interval (the paper's periodic re-scaling by checkpoint and restart).
+      slot_s = 1,200 s, the slot in which DL2's public simulator runs Optimus as a baseline
+      (pengyanghua/DL2, ``optimus_env.py``, ``parameters.py: TS_DURATION = 1200.0``), so that
+      SMD, the MILP, Optimus and DRF re-decide on the same clock.
+    - Non-elastic: only queued jobs are allocated, in the free capacity; running jobs
       keep their allocations. Elastic: Optimus' periodic re-allocation - all running and queued
       jobs are allocated afresh (running jobs admitted first) in the free capacity plus what the
       running jobs hold; a running job whose allocation is unchanged keeps its placement.
     """
 
     name = "optimus"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
 
     def __init__(
         self,

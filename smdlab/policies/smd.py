@@ -9,6 +9,7 @@ import numpy as np
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
     Allocation,
     ClusterState,
     Decision,
@@ -34,8 +35,13 @@ class SMD:
     first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    - Non-elastic (default, section 7): the queued jobs share the free capacity of each machine;
-      running jobs keep their allocations.
+    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
+    al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
+    simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
+
+    - Non-elastic (a controlled-comparison mode): the queued jobs share the free capacity of each
+      machine; running jobs keep their allocations.
     - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
       free capacity plus what the running jobs hold. A running job whose new allocation equals its
       current one keeps its placement; the others are placed again (solve's placement stage, on
@@ -54,6 +60,9 @@ class SMD:
 
     name = "smd"
     method = "smd"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
     _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):

@@ -2,7 +2,7 @@
 
 - Admission order: ``queued_jobs`` (arrival order); policies sort it their own way.
 - Allocation: bundles (one worker plus one PS, the unit of the classic PS-setting baselines):
-  ``bundle_cap``, ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
+  ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
   policy's own rule producing ``Target`` allocations.
 - Placement: the rules of ``smdlab.solve.placement`` (``first_fit``, ``local``, ``spread``,
   ``consolidated``; ``Ledger`` for one task at a time); ``assemble`` places targets with a rule,
@@ -126,11 +126,6 @@ def max_allocation(
         return n, n, placement
     k, extra = _largest(lambda k: first_fit(job, n + k, n, free, resources), job.max_workers - n)
     return (n + k, n, extra) if k else (n, n, placement)
-
-
-def bundle_cap(job: Job) -> int:
-    """Most bundles a job may hold: min(max_workers, max_ps)."""
-    return min(job.max_workers, job.max_ps)
 
 
 def admit_bundles(
