@@ -123,7 +123,9 @@ class SynergyRounds:
     """Round planning shared by GPU-proportional, Synergy-TUNE and Synergy-OPT (module docstring)."""
 
     name = "synergy"
-    lease_s = LEASE_S
+    execution = "preemptive"  # Synergy re-leases every job each round (paper, section 5)
+    executions = ("preemptive",)
+    slot_s = LEASE_S
 
     def __init__(self, base: str = "fifo") -> None:
         self.base = check_choice("base", base, BASES)
