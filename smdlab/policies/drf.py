@@ -7,7 +7,7 @@ import heapq
 import numpy as np
 
 from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision
-from smdlab.policies.stages import queued_jobs, total_capacity
+from smdlab.policies.stages import queued_jobs, total_capacity, work_conserving_fill
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
 
@@ -33,7 +33,9 @@ class DRF:
       ``drf_env.py``, ``parameters.py: TS_DURATION = 1200.0``) re-allocates every time slot.
     - Non-elastic: only queued jobs receive bundles; running jobs keep what they hold.
       Elastic: running jobs join the filling with their current shares and may grow (never
-      shrink), so DRF never preempts.
+      shrink), so DRF never preempts; then the shared work-conserving fill
+      (``stages.work_conserving_fill``) hands out what bundles leave idle (e.g. a GPU whose
+      machine has no room for a PS), so no job that could use a free GPU waits for it.
     - Shares use the whole cluster's capacity as denominator; job weights are ignored (plain DRF).
     """
 
@@ -119,4 +121,4 @@ class DRF:
             for i in range(len(jobs))
             if w[i] > 0 and (w[i], p[i]) != start[i]
         )
-        return Decision(allocations)
+        return work_conserving_fill(state, Decision(allocations))  # elastic only

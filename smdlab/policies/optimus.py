@@ -13,7 +13,14 @@ from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.policies.base import DEFAULT_SLOT_S, ClusterState, Decision
-from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
+from smdlab.policies.stages import (
+    Target,
+    assemble,
+    demands,
+    queued_jobs,
+    total_capacity,
+    work_conserving_fill,
+)
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
 # The "measured points" of a short profiling run: (workers, PSs) pairs, clipped to a job's caps.
@@ -101,7 +108,9 @@ class Optimus:
     - Non-elastic: only queued jobs are allocated, in the free capacity; running jobs
       keep their allocations. Elastic: Optimus' periodic re-allocation - all running and queued
       jobs are allocated afresh (running jobs admitted first) in the free capacity plus what the
-      running jobs hold; a running job whose allocation is unchanged keeps its placement.
+      running jobs hold; a running job whose allocation is unchanged keeps its placement. The
+      decision then goes through the shared work-conserving fill (``stages.work_conserving_fill``):
+      GPUs the pooled allocation or placement left idle go to jobs that speed up with them.
     """
 
     name = "optimus"
@@ -254,4 +263,5 @@ class Optimus:
                 return None
             return min(options, key=lambda c: (float(rem_of[job.name] / m.speed(*c)), -c[0]))
 
-        return assemble(state, targets, place=consolidated_tasks, shrink=shrink)
+        decision = assemble(state, targets, place=consolidated_tasks, shrink=shrink)
+        return work_conserving_fill(state, decision)  # elastic only: no usable GPU left idle
