@@ -7,10 +7,10 @@ import pytest
 
 from smdlab import Cluster
 from smdlab.errors import SolverError
-from smdlab.solve.instance import fits
 from smdlab.solve import GUROBI_SIZE_LIMIT, build_instance, solve
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.cases import small_instance
+from smdlab.solve.instance import fits
 
 SEEDS = range(60)
 REL = 1e-9

@@ -54,7 +54,7 @@ def test_smith_selection_stays_an_option_and_pins_what_fits():
 
 def test_tight_instances_are_seeded_and_check_their_input():
     a, ca = tight_instance(8, 3)
-    b, cb = tight_instance(8, 3)
+    b, _ = tight_instance(8, 3)
     assert [j.samples for j in a] == [j.samples for j in b] and len(ca.machines) == 2
     assert all(5 <= j.worker_demand["bw_gbps"] <= 25 for j in a)
     assert len(tight_instance(8, 3, machines=5)[1].machines) == 5
@@ -89,7 +89,9 @@ def test_non_elastic_batch_of_the_jct_figures_is_not_pinned_at_one_one(policy):
 
     cfg = get_config("quick")
     jobs, cluster = scenario(cfg, "jobs", 24, 0)
-    res = simulate(jobs, cluster, policy, mode=cfg.mode, elastic=False, record_history=False)
+    res = simulate(
+        jobs, cluster, policy, mode=cfg.mode, execution="non_elastic", record_history=False
+    )
     first = res.jobs
     at_unit = int(((first.workers == 1) & (first.ps == 1)).sum())
     assert at_unit <= len(jobs) - 4
@@ -97,7 +99,7 @@ def test_non_elastic_batch_of_the_jct_figures_is_not_pinned_at_one_one(policy):
     # Smith's-rule selection (the specification's) still pins: the option keeps the old behaviour
     if policy == "smd":
         smith = simulate(
-            jobs, cluster, SMD(selection="smith"), mode=cfg.mode, elastic=False,
+            jobs, cluster, SMD(selection="smith"), mode=cfg.mode, execution="non_elastic",
             record_history=False,
         )  # fmt: skip
         assert int(((smith.jobs.workers == 1) & (smith.jobs.ps == 1)).sum()) > at_unit

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from smdlab.policies.smd import SMD
 
 
 class MILP(SMD):
-    """The exact reference of smd-model.md section 5 as an online policy (same shape as SMD).
+    """The exact reference of docs/solver.md as an online policy (same shape as SMD).
 
     At each decision point the jobs to allocate (queued; plus running ones in elastic mode) get
     the optimal allocation of (P) from ``smdlab.solve.solve(..., method="milp")``: every job's
     configurations enumerated, a multiple-choice multi-dimensional knapsack solved with gurobipy
     when its size-limited licence admits the model, else HiGHS. A job waits when the solver's
     waiting charge (docs/solver.md, "Jobs that wait") is below its best start, even when it
-    fits. Placement, elastic handling and the pooled
-    cluster are as in ``SMD``.
+    fits. Placement, elastic handling, the pooled cluster and the natural execution mode
+    (elastic per 1,200 s slot, DL2's public simulator) are as in ``SMD``.
 
     It is optimal per decision, not over the whole run (later arrivals are unknown), and its cost
     grows quickly with the number of jobs and their caps: meant for small runs and for measuring
@@ -26,4 +26,4 @@ class MILP(SMD):
 
     name = "milp"
     method = "milp"
-    _defaults: dict[str, Any] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
-from smdlab.policies.stages import demands, queued_jobs, with_remaining
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
+from smdlab.policies.stages import demands, queued_jobs, with_remaining, work_conserving_fill
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
+
+if TYPE_CHECKING:
+    from smdlab.solve.solution import Solution
 
 
 class SMD:
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
-    What it follows: smd-model.md sections 6-8. At a decision point the jobs to allocate are
+    What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (by default the jobs
     the objective of (P) starts, waiting charge included, so a job may wait for a larger
     configuration even when it fits; ``selection="smith"`` for the specification's Smith's-rule
@@ -26,14 +37,21 @@ class SMD:
     first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    - Non-elastic (default, section 7): the queued jobs share the free capacity of each machine;
-      running jobs keep their allocations.
+    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
+    al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
+    simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
+
+    - Non-elastic (a controlled-comparison mode): the queued jobs share the free capacity of each
+      machine; running jobs keep their allocations.
     - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
       free capacity plus what the running jobs hold. A running job whose new allocation equals its
       current one keeps its placement; the others are placed again (solve's placement stage, on
       the capacity the kept jobs leave); a running job the solver leaves out, or that placement
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
-      beyond re-solving; smdlab lets the solver's selection decide).
+      beyond re-solving; smdlab lets the solver's selection decide). Then the shared
+      work-conserving fill (``stages.work_conserving_fill``) gives GPUs the solution leaves idle
+      to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
     - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
       two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
@@ -46,7 +64,10 @@ class SMD:
 
     name = "smd"
     method = "smd"
-    _defaults: dict[str, Any] = {"bound": False}
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
+    _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
         from smdlab.solve import SOLVE_OPTIONS
@@ -55,7 +76,7 @@ class SMD:
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
-        self.last_solution = None  # the Solution of the latest decision (for inspection)
+        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
     def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
         from smdlab.solve import solve
@@ -113,8 +134,8 @@ class SMD:
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if state.elastic:
-            return self._decide_elastic(state)
+        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+            return work_conserving_fill(state, self._decide_elastic(state))
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)
         # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine
@@ -138,7 +159,7 @@ class SMD:
             held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), n_m)
             if r.remaining > 0:
                 active.append(r)
-        entries = [*active, *queued_jobs(state)]
+        entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
         free_all = np.asarray(state.free, dtype=float) + sum(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -20,14 +21,13 @@ from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
-    HullKnapsack,
     KnapsackResult,
-    defer_search,
     knapsack_exact,
     knapsack_greedy,
     knapsack_lp_round,
-    local_search,
 )
+from smdlab.solve.knapsack_hull import HullKnapsack
+from smdlab.solve.local_search import defer_search, local_search
 
 
 @dataclass(frozen=True)
@@ -486,7 +486,7 @@ def smd(
     kept as the rule made it.
     """
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
-    kw = dict(knapsack=knapsack, tol=tol, max_iter=max_iter, backend=backend,
+    kw: dict[str, Any] = dict(knapsack=knapsack, tol=tol, max_iter=max_iter, backend=backend,
               time_limit=time_limit, polish=polish)  # fmt: skip
     best = _allocate(inst, selected, search=selection == "objective", **kw)
     if (
