@@ -34,6 +34,9 @@ class ExperimentConfig:
     gpu_mix: distribution of the jobs' requested GPU counts, as (GPU count, probability) pairs.
     duration_median_s: median job duration at its request on an idle cluster.
     mode: timing-model overlap mode.
+    demands: per-task demands of the batch jobs: ``per_network`` (each network's, by
+        ``smdlab.model.demands.task_demands``; the default, so that multi-resource policies such as
+        Tetris and DRF see different demand shapes) or ``uniform`` (one bundle for every job).
     jobs_values, machines_values, bandwidth_values, comm_scale_values: the sweep points.
     gap_sizes: instance sizes (jobs) of the optimality-gap experiment; the cluster grows with them.
     gap_seeds: instances per size.
@@ -56,6 +59,7 @@ class ExperimentConfig:
     gpu_mix: tuple[tuple[int, float], ...] = BATCH_GPU_MIX
     duration_median_s: float = 1800.0
     mode: str = "wfbp"
+    demands: str = "per_network"
     jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
     machines_values: tuple[int, ...] = (2, 3, 4, 6, 8, 12)
     bandwidth_values: tuple[float, ...] = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0)
@@ -86,6 +90,7 @@ class ExperimentConfig:
             self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
+        check_choice("demands", self.demands, ("per_network", "uniform"))
         if self.policies is not None:
             object.__setattr__(self, "policies", tuple(self.policies))
 
