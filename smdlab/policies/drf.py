@@ -8,10 +8,11 @@ import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
 from smdlab.policies.stages import demands, queued_jobs, total_capacity
 from smdlab.solve.instance import demand_kinds, demand_matrices
-from smdlab.solve.placement import TOL, Ledger, capacity_matrix, usage
+from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import TOL, capacity_matrix, usage
 
 
 class DRF:
@@ -32,9 +33,10 @@ class DRF:
       and PS go to the least-loaded machines each fits on (a departure: DL2's machines are equal).
     - A job leaves the filling when it reaches ``max_workers`` workers or ``max_ps`` PSs (DL2
       stops at either cap).
-    - Natural mode: elastic per slot (DL2 re-runs the filling from zero for every unfinished job
-      at each 1,200 s time slot, ``TS_DURATION`` in its ``parameters.py``): with
-      ``state.elastic`` every running and queued job is filled afresh on the whole capacity; a
+    - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
+      every unfinished job at each time slot, ``TS_DURATION = 1200.0`` in its ``parameters.py``;
+      DL2 also trains its network to imitate this DRF): with ``state.elastic`` every running
+      and queued job is filled afresh on the whole capacity; a
       running job whose allocation and placement come out unchanged keeps running as it is, one
       left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
       capacity. Job weights are ignored (plain DRF).
@@ -46,8 +48,9 @@ class DRF:
     """
 
     name = "drf"
-    natural_mode = "elastic_per_slot"
-    slot_s = 1200.0  # DL2's time slot (parameters.py, TS_DURATION)
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
     VARIANTS = ("paper", "smdlab")
 
     def __init__(self, variant: str = "paper") -> None:

@@ -14,11 +14,10 @@ from scipy.optimize import nnls
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.optimus_form import COEFFICIENTS, SpeedModel, design_matrix, fit_speed_model  # noqa: F401 (re-exported)
+from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
-from smdlab.policies.convergence import DEFAULT_NOISE as DEFAULT_LOSS_NOISE
-from smdlab.policies.convergence import ConvergenceEstimator
+from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
+from smdlab.policies.convergence import DEFAULT_NOISE as DEFAULT_LOSS_NOISE, ConvergenceEstimator
 from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
 from smdlab.solve.placement import (
     TOL,
@@ -76,7 +75,7 @@ def profile_job(
     if noise > 0:
         rng = np.random.default_rng([seed, zlib.crc32(job.name.encode())])
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
-    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    batch = job.batch
     return fit_speed_model([w for w, _ in pts], [p for _, p in pts], tau, batch, job.batch_mode)
 
 
@@ -121,7 +120,7 @@ def diagonal_profile(
     tau = np.array([table[k - 1, k - 1] for k in ks])
     if noise > 0:
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
-    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    batch = float(job.batch)
     # On the diagonal w/p = 1 and w = p, so the points fix only a, b + c and d + e. The source's
     # curve_fit starts every coefficient at 1 and moves b and c (and d and e) by the same
     # gradient, so they stay equal: fit (a, b + c, d + e), then split each sum in half.
@@ -131,10 +130,10 @@ def diagonal_profile(
     norms[norms == 0] = 1.0
     sol = nnls(X3 / norms, np.ones_like(tau))[0] / norms
     a, bc, de = (float(v) for v in sol)
-    model = SpeedModel((a, bc / 2, bc / 2, de / 2, de / 2), float(batch), job.batch_mode)
+    model = SpeedModel((a, bc / 2, bc / 2, de / 2, de / 2), batch, job.batch_mode)
     err = float(np.mean(np.abs(model.iteration_time(ks, ks) - tau) / tau))
     fit = SpeedModel(model.coef, model.batch, job.batch_mode, err)
-    per_iter = np.where(job.batch_mode == "global", batch, ks * batch)
+    per_iter = np.full(ks.size, batch) if job.batch_mode == "global" else ks * batch
     measured = {(int(k), int(k)): float(s) for k, s in zip(ks, per_iter / tau)}
     return ProfiledSpeed(fit, MappingProxyType(measured))
 
@@ -147,7 +146,7 @@ class Optimus:
 
     Default (``variant="source"``), ``scheduler/optimus_scheduler.py`` (``UTIL_Scheduler._schedule``,
     ``__update_util_queue``, ``__place``), ``estimator.py`` and ``params.py``:
-    - Natural mode: elastic per slot. Every ``SLOT_S`` = 600 s (``TS_INTERVAL``) every unfinished
+    - Natural mode: elastic. Every ``slot_s`` = 600 s (``TS_INTERVAL``) every unfinished
       job's allocation is rebuilt from nothing: jobs in arrival order get one worker and one PS
       while the pooled capacity holds them (a job that does not fit is passed over).
     - Then, from a queue holding each job's better addition (a PS wins ties), the one of largest
@@ -169,11 +168,13 @@ class Optimus:
     feasible addition considered until none helps or fits (no stop at the first misfit), exact
     remaining samples, profiling on ``points`` (off-diagonal too), largest jobs placed first on
     the fewest servers with shrinking; in elastic mode a running job whose allocation is unchanged
-    keeps its placement.
+    keeps its placement; slot_s = 1,200 s, DL2's slot (``parameters.py: TS_DURATION``), the
+    clock SMD, the MILP and DRF share.
     """
 
     name = "optimus"
-    natural_mode = "elastic_per_slot"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
     slot_s = SLOT_S
     VARIANTS = ("source", "smdlab")
 
@@ -187,6 +188,8 @@ class Optimus:
         loss_noise: float = DEFAULT_LOSS_NOISE,
     ):
         self.variant = check_choice("variant", variant, self.VARIANTS)
+        # the smdlab port re-decides on the clock shared with SMD, the MILP and DRF (DL2's slot)
+        self.slot_s = SLOT_S if variant == "source" else DEFAULT_SLOT_S
         if not isinstance(oracle, bool):
             raise InvalidInput(f"oracle must be True or False, got {oracle!r}")
         self.oracle = oracle
@@ -292,7 +295,7 @@ class Optimus:
             gain_w[i] = (now - rtime(i, W[i] + 1, P[i])) / du_w[i] if W[i] < wcap[i] else -np.inf
             gain_p[i] = (now - rtime(i, W[i], P[i] + 1)) / du_p[i] if P[i] < pcap[i] else -np.inf
 
-        for i in on:
+        for i in on.tolist():
             refresh(i)
         while True:
             fits_w = np.all(left[None] + TOL >= alpha, axis=1)
@@ -383,12 +386,15 @@ class Optimus:
         heap: list[tuple[float, float, str, int, str]] = []
 
         def push(i: int) -> None:
-            now = rem[i] / models[i].speed(W[i], P[i])
+            def rtime(w: int, p: int) -> float:
+                return rem[i] / float(models[i].speed(w, p))
+
+            now = rtime(W[i], P[i])
             util_p = util_w = -np.inf
             if P[i] < jobs[i].max_ps and raw_p[i] > 0:
-                util_p = (now - rem[i] / models[i].speed(W[i], P[i] + 1)) / raw_p[i]
+                util_p = (now - rtime(W[i], P[i] + 1)) / raw_p[i]
             if W[i] < jobs[i].max_workers and raw_w[i] > 0:
-                util_w = (now - rem[i] / models[i].speed(W[i] + 1, P[i])) / raw_w[i]
+                util_w = (now - rtime(W[i] + 1, P[i])) / raw_w[i]
             if util_p == util_w == -np.inf:
                 return  # at both caps: nothing more to add
             kind = "ps" if util_p >= util_w else "worker"
@@ -444,8 +450,8 @@ class Optimus:
             if tasks is None:
                 continue
             pl = Placement(tasks)
-            r = running.get(job.name)
-            if r is not None and sorted(r.placement.tasks) == sorted(tasks):
+            prev = running.get(job.name)
+            if prev is not None and sorted(prev.placement.tasks) == sorted(tasks):
                 continue  # same machines, same counts: the job runs on undisturbed
             allocations.append(Allocation(job.name, pl.workers, pl.ps, pl))
         preempt = tuple(n for n in running if state.elastic and n not in placed)
