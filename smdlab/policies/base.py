@@ -148,12 +148,18 @@ class ClusterState:
 
 @dataclass(frozen=True)
 class Allocation:
-    """Start (or, for a running job in elastic mode, resize to) ``workers`` and ``ps`` at ``placement``."""
+    """Start (or, for a running job in elastic mode, resize to) ``workers`` and ``ps`` at ``placement``.
+
+    cpu, mem_gb: CPU cores and memory (GB) each worker reserves and runs with (Synergy-style
+    allocations, ``smdlab.model.pipeline``); None: the job's worker demand.
+    """
 
     job: str
     workers: int
     ps: int
     placement: Placement
+    cpu: float | None = None
+    mem_gb: float | None = None
 
 
 @dataclass(frozen=True)

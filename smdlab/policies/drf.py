@@ -6,10 +6,10 @@ import heapq
 
 import numpy as np
 
-from smdlab.errors import check_choice
+from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
-from smdlab.policies.stages import demands, queued_jobs, total_capacity
+from smdlab.policies.stages import demands, queued_jobs, total_capacity, work_conserving_fill
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
 from smdlab.solve.placement import TOL, capacity_matrix, usage
@@ -39,7 +39,9 @@ class DRF:
       and queued job is filled afresh on the whole capacity; a
       running job whose allocation and placement come out unchanged keeps running as it is, one
       left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
-      capacity. Job weights are ignored (plain DRF).
+      capacity. Job weights are ignored (plain DRF). Not work conserving: what the filling
+      leaves idle stays idle; ``work_conserving=True`` passes each decision through
+      ``stages.work_conserving_fill`` (elastic execution only).
 
     ``variant="smdlab"``, smdlab's earlier port: a job whose bundle does not fit is skipped and the
     filling goes on with the others; a bundle's tasks go to a machine the job already uses if they
@@ -53,14 +55,20 @@ class DRF:
     slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
     VARIANTS = ("paper", "smdlab")
 
-    def __init__(self, variant: str = "paper") -> None:
+    def __init__(self, variant: str = "paper", work_conserving: bool | None = None) -> None:
         self.variant = check_choice("variant", variant, self.VARIANTS)
+        if work_conserving is not None and not isinstance(work_conserving, bool):
+            raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
+        self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the job of smallest dominant share, until the next one does not fit."""
         if self.variant == "smdlab":
-            return self._decide_smdlab(state)
-        return self._decide_paper(state)
+            decision = self._decide_smdlab(state)
+        else:
+            decision = self._decide_paper(state)
+        # elastic execution only; the paper stops at the first misfit and leaves the rest idle
+        return work_conserving_fill(state, decision) if self.work_conserving else decision
 
     def _decide_paper(self, state: ClusterState) -> Decision:
         """Algorithm 1 of the paper with DL2's co-located bundles on the least-loaded machine."""

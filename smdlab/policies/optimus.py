@@ -18,7 +18,14 @@ from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
 from smdlab.policies.convergence import DEFAULT_NOISE as DEFAULT_LOSS_NOISE, ConvergenceEstimator
-from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
+from smdlab.policies.stages import (
+    Target,
+    assemble,
+    demands,
+    queued_jobs,
+    total_capacity,
+    work_conserving_fill,
+)
 from smdlab.solve.placement import (
     TOL,
     capacity_matrix,
@@ -163,12 +170,16 @@ class Optimus:
       alternately, first fit) if that is at least one of each, and the jobs after it wait.
     - Not elastic (a forced mode): the same on the queued jobs and the free capacity only.
     - Job weights are ignored, as in the source.
+    - Not work conserving: GPUs the source leaves idle stay idle. ``work_conserving=True`` passes
+      each decision through ``stages.work_conserving_fill`` (elastic execution only).
 
     ``variant="smdlab"``, smdlab's earlier port: gains divided by the dominant *share*, every
     feasible addition considered until none helps or fits (no stop at the first misfit), exact
     remaining samples, profiling on ``points`` (off-diagonal too), largest jobs placed first on
     the fewest servers with shrinking; in elastic mode a running job whose allocation is unchanged
-    keeps its placement; slot_s = 1,200 s, DL2's slot (``parameters.py: TS_DURATION``), the
+    keeps its placement; the decision then goes through the shared work-conserving fill
+    (``stages.work_conserving_fill``: GPUs the pooled allocation or placement left idle go to
+    jobs that speed up with them); slot_s = 1,200 s, DL2's slot (``parameters.py: TS_DURATION``), the
     clock SMD, the MILP and DRF share.
     """
 
@@ -186,13 +197,13 @@ class Optimus:
         noise: float = 0.0,
         seed: int = 0,
         loss_noise: float = DEFAULT_LOSS_NOISE,
+        work_conserving: bool | None = None,
     ):
         self.variant = check_choice("variant", variant, self.VARIANTS)
+        self.work_conserving = _flag("work_conserving", work_conserving, variant == "smdlab")
         # the smdlab port re-decides on the clock shared with SMD, the MILP and DRF (DL2's slot)
         self.slot_s = SLOT_S if variant == "source" else DEFAULT_SLOT_S
-        if not isinstance(oracle, bool):
-            raise InvalidInput(f"oracle must be True or False, got {oracle!r}")
-        self.oracle = oracle
+        self.oracle = _flag("oracle", oracle, False)
         if (
             isinstance(points, (str, bytes))
             or not isinstance(points, Sequence)
@@ -224,8 +235,11 @@ class Optimus:
     def decide(self, state: ClusterState) -> Decision:
         """Rebuild every job's allocation by marginal utility, then place jobs smallest first."""
         if self.variant == "smdlab":
-            return self._decide_smdlab(state)
-        return self._decide_source(state)
+            decision = self._decide_smdlab(state)
+        else:
+            decision = self._decide_source(state)
+        # elastic execution only; the source leaves what it cannot use idle
+        return work_conserving_fill(state, decision) if self.work_conserving else decision
 
     def model(self, job: Job, mode: str) -> SpeedModel | ProfiledSpeed:
         """The fitted speed model of ``job`` (profiled once per job kind and cached)."""
@@ -562,3 +576,12 @@ def _tasks_of(got: list[tuple[int, str]]) -> tuple[tuple[int, int, int], ...]:
         c = per.setdefault(m, [0, 0])
         c[0 if kind == "worker" else 1] += 1
     return tuple((m, c[0], c[1]) for m, c in sorted(per.items()))
+
+
+def _flag(field: str, value: bool | None, default: bool) -> bool:
+    """A boolean option (None: ``default``)."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{field} must be True or False, got {value!r}")
+    return value

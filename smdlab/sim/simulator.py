@@ -28,6 +28,7 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
 from smdlab.model.timing import MODES
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
@@ -354,6 +355,18 @@ class _Simulator:
                 f"the allocation says {a.workers} and {a.ps}"
             )
 
+    def _alloc_job(self, a) -> Job:
+        """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
+        job = self.jobs[self.index[a.job]]
+        if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
+            return job
+        try:
+            return with_worker_resources(job, a.cpu, a.mem_gb)
+        except InvalidInput as exc:
+            raise InvalidDecision(
+                f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}: {exc}"
+            ) from None
+
     def _apply(self, d: Decision) -> tuple[int, int, int]:
         t = self.t
         where = f"policy {self.policy_name!r} at t={t:g}"
@@ -403,15 +416,23 @@ class _Simulator:
                 )
                 raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
             self._check_alloc(a, job)
-        # An allocation that repeats a running job's allocation and placement changes nothing.
-        resizes = [a for a in resizes if not self._unchanged(self.running[a.job], a)]
+            self._alloc_job(a)  # validates the CPU/memory levels before anything changes
+        # An allocation that repeats a running job's allocation, placement and levels changes nothing.
+        resizes = [
+            a
+            for a in resizes
+            if not (
+                self._unchanged(self.running[a.job], a)
+                and self._alloc_job(a).worker_demand == self.running[a.job].job.worker_demand
+            )
+        ]
         # Capacity: release what preempted and resized jobs hold, then take every new placement.
         free = self.free.copy()
         for name in (*preempt, *(a.job for a in resizes if a.job not in pset)):
             r = self.running[name]
             free[r.rows] += r.usage
         for a in (*starts, *resizes):
-            job = self.jobs[self.index[a.job]]
+            job = self._alloc_job(a)
             wv, pv = task_vectors(job, self.resources)
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
@@ -431,7 +452,9 @@ class _Simulator:
                 rec = self.records[self.index[name]]
                 rec.preemptions += 1
                 rec.status = "queued"
-                self.queued[name] = QueuedJob(r.job, left, r.att0 + r.gpus * (t - r.seg_start), t)
+                self.queued[name] = QueuedJob(
+                    self.jobs[self.index[name]], left, r.att0 + r.gpus * (t - r.seg_start), t
+                )
             # Queue order is arrival order (ties by input position), also for re-queued jobs.
             self.queued = dict(
                 sorted(self.queued.items(), key=lambda kv: (kv[1].job.arrival, self.index[kv[0]]))
@@ -443,7 +466,7 @@ class _Simulator:
             rec.resizes += 1
             rec.restarts += 1
             self.running[a.job] = self._open(
-                r.job,
+                self._alloc_job(a),
                 a.workers,
                 a.ps,
                 a.placement,
@@ -464,7 +487,15 @@ class _Simulator:
                 rec.restarts += 1
             rec.status = "running"
             self.running[a.job] = self._open(
-                q.job, a.workers, a.ps, a.placement, t, t, q.remaining, q.attained_service, pause
+                self._alloc_job(a),
+                a.workers,
+                a.ps,
+                a.placement,
+                t,
+                t,
+                q.remaining,
+                q.attained_service,
+                pause,
             )
         if preempt or starts:
             self._queued_tuple = None
