@@ -28,7 +28,7 @@
 # measured training speeds.
 
 # %%
-from smdlab import make_job, iteration_time, speed, MODES
+from smdlab import MODES, iteration_time, make_job, speed
 from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure
 
 job = make_job("resnet50-demo", "resnet50", samples=1.28e6 * 90)  # 90 ImageNet epochs, V100 times
@@ -45,7 +45,9 @@ job.profile.to_frame().head(8)
 # %%
 W, P = 4, 2
 timeline_figure(job, W, P, "wfbp").show()
-print(f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'wfbp') * 1e3:.1f} ms")
+print(
+    f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'wfbp') * 1e3:.1f} ms"
+)
 
 # %% [markdown]
 # ## What the overlap buys
@@ -57,8 +59,10 @@ print(f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'w
 # %%
 overlap_figure(job, W, P).show()
 for mode in MODES:
-    print(f"{mode:>14}: tau = {iteration_time(job, W, P, mode) * 1e3:7.1f} ms, "
-          f"speed = {speed(job, W, P, mode):8.1f} samples/s")
+    print(
+        f"{mode:>14}: tau = {iteration_time(job, W, P, mode) * 1e3:7.1f} ms, "
+        f"speed = {speed(job, W, P, mode):8.1f} samples/s"
+    )
 
 # %% [markdown]
 # ## Overlap changes how many PSs a worker needs
@@ -70,8 +74,13 @@ for mode in MODES:
 
 # %%
 fast_nic = {"gpu": 1, "cpu": 4, "mem_gb": 16, "bw_gbps": 100}
-fast = make_job("resnet50-100G", "resnet50", samples=1.28e6 * 90, worker_demand=fast_nic,
-                ps_demand={**fast_nic, "gpu": 0})
+fast = make_job(
+    "resnet50-100G",
+    "resnet50",
+    samples=1.28e6 * 90,
+    worker_demand=fast_nic,
+    ps_demand={**fast_nic, "gpu": 0},
+)
 ratio_figure(fast).show()
 needed = ps_needed_table(fast)
 needed[needed["workers"].isin([4, 8, 12, 16])].pivot(index="workers", columns="mode", values="ps")
@@ -93,7 +102,9 @@ from smdlab.validation import holdout_report
 
 report = holdout_report(seed=0, test_fraction=0.3)  # warns that failed runs (speed 0) are dropped
 print(*report.attrs["notes"], sep="\n")
-print("mean MAPE over the 8 networks (%):", {k: round(v, 2) for k, v in report.attrs["mean"].items()})
+print(
+    "mean MAPE over the 8 networks (%):", {k: round(v, 2) for k, v in report.attrs["mean"].items()}
+)
 report[["model", "n_train", "n_test", "mape_layered", "mape_optimus"]].round(2)
 
 # %% [markdown]
@@ -124,13 +135,34 @@ for form in ("layered", "optimus"):
     points.append(test.assign(form=form, predicted=fit.predict(test)))
 points = pd.concat(points, ignore_index=True)
 fig = px.scatter(
-    points, x="total_speed", y="predicted", color="model", facet_col="form", log_x=True, log_y=True,
-    hover_data=["num_workers", "num_ps"], template=TEMPLATE,
-    labels={"total_speed": "measured speed (samples/s)", "predicted": "predicted speed (samples/s)"},
+    points,
+    x="total_speed",
+    y="predicted",
+    color="model",
+    facet_col="form",
+    log_x=True,
+    log_y=True,
+    hover_data=["num_workers", "num_ps"],
+    template=TEMPLATE,
+    labels={
+        "total_speed": "measured speed (samples/s)",
+        "predicted": "predicted speed (samples/s)",
+    },
     title="Held-out measurements (DL2, MXNet): predicted vs measured speed",
 )
-lo, hi = points[["total_speed", "predicted"]].min().min(), points[["total_speed", "predicted"]].max().max()
+lo, hi = (
+    points[["total_speed", "predicted"]].min().min(),
+    points[["total_speed", "predicted"]].max().max(),
+)
 for col in (1, 2):
-    fig.add_scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="grey", dash="dot"),
-                    showlegend=False, hoverinfo="skip", row=1, col=col)
+    fig.add_scatter(
+        x=[lo, hi],
+        y=[lo, hi],
+        mode="lines",
+        line=dict(color="grey", dash="dot"),
+        showlegend=False,
+        hoverinfo="skip",
+        row=1,
+        col=col,
+    )
 fig

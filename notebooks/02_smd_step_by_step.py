@@ -81,7 +81,9 @@ step
 
 # %%
 big = int(step["lambda"].idxmax())
-speed_heatmap_figure(inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}).show()
+speed_heatmap_figure(
+    inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}
+).show()
 
 # %% [markdown]
 # ## The iteration converging
@@ -111,8 +113,10 @@ bounds_figure([smd, lp_round], exact).show()
 lp_bound = smd.lower_bound  # the LP relaxation's value, computed with every SMD run
 print(f"LP lower bound: {lp_bound:12,.1f} s")
 for s in (smd, lp_round, exact):
-    print(f"{s.method:>9}: objective {s.objective:12,.1f} s, {(s.objective - lp_bound) / s.objective:7.3%} above "
-          f"the LP bound, {s.wall_time_s * 1e3:7.1f} ms, status {s.status}")
+    print(
+        f"{s.method:>9}: objective {s.objective:12,.1f} s, {(s.objective - lp_bound) / s.objective:7.3%} above "
+        f"the LP bound, {s.wall_time_s * 1e3:7.1f} ms, status {s.status}"
+    )
 
 # %%
 allocation_figure(smd, jobs, cluster).show()
@@ -131,8 +135,16 @@ rows = []
 for n in (4, 8, 16, 32):
     jb, cl = instance(n, seed=n)
     a, b = solve(jb, cl, "smd"), solve(jb, cl, "milp", time_limit=30)
-    rows.append({"jobs": n, "smd": a.objective, "milp": b.objective, "milp status": b.status,
-                 "smd above optimum": (a.objective - b.objective) / b.objective,
-                 "optimum above LP bound": (b.objective - a.lower_bound) / b.objective,
-                 "smd ms": a.wall_time_s * 1e3, "milp ms": b.wall_time_s * 1e3})
+    rows.append(
+        {
+            "jobs": n,
+            "smd": a.objective,
+            "milp": b.objective,
+            "milp status": b.status,
+            "smd above optimum": (a.objective - b.objective) / b.objective,
+            "optimum above LP bound": (b.objective - a.lower_bound) / b.objective,
+            "smd ms": a.wall_time_s * 1e3,
+            "milp ms": b.wall_time_s * 1e3,
+        }
+    )
 pd.DataFrame(rows)

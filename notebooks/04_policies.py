@@ -30,7 +30,12 @@ import pandas as pd
 from smdlab.paths import data_dir
 from smdlab.policies.registry import list_policies
 from smdlab.sim.runner import run_scenario
-from smdlab.viz.sim import job_gantt_figure, jct_cdf_figure, policy_summary_figure, utilisation_figure
+from smdlab.viz.sim import (
+    jct_cdf_figure,
+    job_gantt_figure,
+    policy_summary_figure,
+    utilisation_figure,
+)
 from smdlab.viz.style import policy_label
 from smdlab.workloads import load_scenario
 
@@ -70,8 +75,12 @@ jct_cdf_figure(results, title="Default scenario: JCT distribution").show()
 # allocation):
 
 # %%
-utilisation_figure(results["smd"], title="Default scenario: utilisation under " + policy_label("smd")).show()
-job_gantt_figure(results["smd"], max_jobs=60, title="Default scenario: schedule under " + policy_label("smd")).show()
+utilisation_figure(
+    results["smd"], title="Default scenario: utilisation under " + policy_label("smd")
+).show()
+job_gantt_figure(
+    results["smd"], max_jobs=60, title="Default scenario: schedule under " + policy_label("smd")
+).show()
 
 # %% [markdown]
 # ## The Philly workload
@@ -81,7 +90,9 @@ job_gantt_figure(results["smd"], max_jobs=60, title="Default scenario: schedule 
 # the synthetic scenario. Only the first 250 jobs are used here (the scenario file has 2,000).
 
 # %%
-philly = load_scenario(data_dir() / "scenarios" / "philly.toml").with_changes(workload={"jobs": 250})
+philly = load_scenario(data_dir() / "scenarios" / "philly.toml").with_changes(
+    workload={"jobs": 250}
+)
 print(philly.description, "- here the first", philly.workload["jobs"], "jobs")
 philly_results = run_scenario(philly, POLICIES)
 summary_table(philly_results).round(2)

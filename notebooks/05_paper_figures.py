@@ -31,11 +31,15 @@ import pandas as pd
 
 from smdlab.experiments import FIGURES, figure, get_config, make_figure
 
-CONFIG = "tiny"  # "quick" or "full" for the sizes of `smdlab reproduce --quick` / `smdlab reproduce`
+CONFIG = (
+    "tiny"  # "quick" or "full" for the sizes of `smdlab reproduce --quick` / `smdlab reproduce`
+)
 get_config(CONFIG)
 
 # %%
-pd.DataFrame([(name, spec.title) for name, spec in FIGURES.items()], columns=["figure", "what it shows"])
+pd.DataFrame(
+    [(name, spec.title) for name, spec in FIGURES.items()], columns=["figure", "what it shows"]
+)
 
 # %% [markdown]
 # ## JCT versus the number of jobs
@@ -115,4 +119,6 @@ committed = Path("..") / "figures" / "jct_vs_bandwidth.csv"
 if committed.exists():
     make_figure("jct_vs_bandwidth", pd.read_csv(committed)).show()
 else:
-    print("no committed figures next to this notebook; run `smdlab reproduce --quick --out figures`")
+    print(
+        "no committed figures next to this notebook; run `smdlab reproduce --quick --out figures`"
+    )

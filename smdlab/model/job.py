@@ -104,6 +104,13 @@ class Job:
             )
 
     @property
+    def batch(self) -> int:
+        """The batch the mode names: M in ``global`` mode, m in ``per_worker`` mode."""
+        if self.batch_mode == "global" or self.per_worker_batch is None:
+            return self.global_batch
+        return self.per_worker_batch
+
+    @property
     def worker_bw_bytes(self) -> float:
         """Worker NIC bandwidth B_w in bytes per second."""
         return self.worker_demand["bw_gbps"] * 1e9 / 8

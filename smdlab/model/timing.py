@@ -134,11 +134,13 @@ def _per_layer(coef: np.ndarray, unit: np.ndarray) -> np.ndarray:
 
 def _lowest_bit(words: np.ndarray) -> np.ndarray:
     """Index of the lowest set bit of each multi-word bitset (words: nw x N uint64); >= 64*(nw-1) if empty."""
-    one, top = np.uint64(1), None
+    one = np.uint64(1)
+    top: np.ndarray | None = None
     for k in range(words.shape[0] - 1, -1, -1):  # the lowest non-empty word wins
         x = words[k]
         trailing = np.bitwise_count((x & (~x + one)) - one).astype(np.int64)  # 64 when x == 0
         top = 64 * k + trailing if top is None else np.where(x != 0, 64 * k + trailing, top)
+    assert top is not None  # words has at least one row
     return top
 
 
@@ -378,7 +380,7 @@ def active_piece(job: Job, workers: int, ps: int, mode: str = "wfbp") -> ActiveP
     """Coefficients of the critical path that sets tau at (workers, ps)."""
     w, p = _check_job(job).check_config(workers, ps)
     t = _evaluate([job], np.array([[float(w)]]), np.array([[float(p)]]), mode, track=True)[:, 0, 0]
-    cs = job.global_batch / w if job.batch_mode == "global" else float(job.per_worker_batch)
+    cs = job.global_batch / w if job.batch_mode == "global" else float(job.batch)
     return ActivePiece(
         compute=float(t[1]), ps_comm=float(t[2]), const=float(t[3]), compute_scale=cs, ratio=w / p
     )

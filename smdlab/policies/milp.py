@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from smdlab.policies.smd import SMD
 
@@ -26,4 +26,4 @@ class MILP(SMD):
 
     name = "milp"
     method = "milp"
-    _defaults: dict[str, Any] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}

@@ -63,7 +63,7 @@ def profile_job(
     if noise > 0:
         rng = np.random.default_rng([seed, zlib.crc32(job.name.encode())])
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
-    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    batch = job.batch
     return fit_speed_model([w for w, _ in pts], [p for _, p in pts], tau, batch, job.batch_mode)
 
 
@@ -190,7 +190,7 @@ class Optimus:
             gain_w[i] = (now - rtime(i, W[i] + 1, P[i])) / du_w[i] if W[i] < wcap[i] else -np.inf
             gain_p[i] = (now - rtime(i, W[i], P[i] + 1)) / du_p[i] if P[i] < pcap[i] else -np.inf
 
-        for i in on:
+        for i in on.tolist():
             refresh(i)
         while True:
             fits_w = np.all(left[None] + TOL >= alpha, axis=1)

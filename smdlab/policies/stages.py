@@ -149,7 +149,7 @@ def admit_bundles(
     allocations = []
     for q in order:
         w, p, placement = max_allocation(q.job, free, resources)
-        if w == 0:
+        if placement is None:  # not one bundle fits (w == 0)
             if stop_at_first_unfit:
                 break
             continue

@@ -53,8 +53,9 @@ def resolve_networks(
     networks: Sequence[str | LayerProfile] | None, device: str = "v100"
 ) -> list[Network]:
     """Networks from bundled names and/or hand-built profiles (None: every bundled profile)."""
+    items: list[str | LayerProfile]
     if networks is None:
-        items = list_profiles()
+        items = list(list_profiles())
     elif isinstance(networks, (str, LayerProfile)):
         items = [networks]
     else:
