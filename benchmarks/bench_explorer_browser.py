@@ -182,6 +182,11 @@ def _press(page, label: str, key: str, quiet_s: float) -> dict:
     readout = slider.locator(".widget-readout").first
     before = readout.inner_text()
     page.keyboard.press(key)
+    # The first repaint, however slow the machine, then quiet: the rest of the change.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            "() => window.__smdlab.paints.some(p => p.length > 0)", timeout=30_000
+        )
     state = _quiet(page, quiet_s)
     after = readout.inner_text()
     if state["key"] is None or before == after:
