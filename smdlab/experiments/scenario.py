@@ -56,6 +56,7 @@ def batch_jobs(config: ExperimentConfig, seed: int, n_jobs: int | None = None) -
         mode=config.mode,
         worker_demand=wd,
         ps_demand=pd_,
+        pipeline=False,
     )
     return [j.replace(arrival=0.0) for j in jobs]
 

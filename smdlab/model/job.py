@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
+from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
 BATCH_MODES = ("global", "per_worker")
@@ -55,6 +56,9 @@ class Job:
     latency_s: per-message latency added to every push and pull.
     requested_workers: workers the user asked for (trace GPU count); request-driven policies use
         it (e.g. Tiresias). None: not given (such policies fall back to ``max_workers``).
+    pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
+        the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
+        ``mem_gb`` set how fast data arrives.
     """
 
     name: str
@@ -71,6 +75,7 @@ class Job:
     per_worker_batch: int | None = None
     latency_s: float = 0.0
     requested_workers: int | None = None
+    pipeline: InputPipeline | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -102,6 +107,16 @@ class Job:
                 "requested_workers",
                 check_int("requested_workers", self.requested_workers, 1, self.max_workers),
             )
+        if self.pipeline is not None:
+            if not isinstance(self.pipeline, InputPipeline):
+                raise InvalidInput(
+                    f"pipeline must be an InputPipeline or None, got {type(self.pipeline).__name__}"
+                )
+            if self.pipeline.cpu_s_per_sample > 0 and self.worker_demand.get("cpu", 0) <= 0:
+                raise InvalidInput(
+                    "worker_demand['cpu'] must be > 0 for a job whose input pipeline uses the CPU, "
+                    f"got {self.worker_demand.get('cpu', 0)!r}"
+                )
 
     @property
     def batch(self) -> int:
@@ -149,9 +164,14 @@ def make_job(
     global_batch: int | None = None,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
+    pipeline: bool | InputPipeline | None = False,
     **kwargs,
 ) -> Job:
-    """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``)."""
+    """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``).
+
+    pipeline: True attaches the network's bundled data stage (``bundled_pipeline``), an
+    InputPipeline attaches that one, False/None none (the layered model alone).
+    """
     from smdlab.model.profiles import profile_info
 
     profile = LayerProfile.load(network, device)
@@ -161,6 +181,10 @@ def make_job(
         else int(profile_info(network)["default_global_batch"])
     )
     wd, pd_ = task_demands(profile)
+    if pipeline is True:
+        pipeline = bundled_pipeline(profile)
+    elif pipeline is False:
+        pipeline = None
     return Job(
         name,
         profile,
@@ -168,5 +192,6 @@ def make_job(
         batch,
         dict(worker_demand or wd),
         dict(ps_demand or pd_),
+        pipeline=pipeline,
         **kwargs,
     )
