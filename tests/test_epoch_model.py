@@ -68,7 +68,10 @@ def test_job_duration_is_epochs_times_epoch_time():
         (lambda t: t.assign(epoch_time=t["epoch_time"].where(t.index != 3, -1.0)), "epoch_time"),
         (lambda t: pd.concat([t, t.iloc[[5]]]), "duplicate"),
         (lambda t: t.drop(columns=["epoch_time"]), "epoch_time"),
-        (lambda t: t.assign(num_gpus=t["num_gpus"].astype(float).where(t.index != 2, 2.5)), "num_gpus"),
+        (
+            lambda t: t.assign(num_gpus=t["num_gpus"].astype(float).where(t.index != 2, 2.5)),
+            "num_gpus",
+        ),
     ],
 )
 def test_bad_tables(mutate, field):

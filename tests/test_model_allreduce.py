@@ -71,8 +71,10 @@ def _reference(job: Job, g: int, mode: str, bw: float) -> float:
 
 
 def _bw(job: Job, g: int) -> float:
-    return job.intra_bw_bytes if g <= job.gpus_per_machine else min(
-        job.intra_bw_bytes, job.worker_bw_bytes
+    return (
+        job.intra_bw_bytes
+        if g <= job.gpus_per_machine
+        else min(job.intra_bw_bytes, job.worker_bw_bytes)
     )
 
 
@@ -127,8 +129,11 @@ def test_monotone_in_bytes_for_a_fixed_bucket_layout(seed, mode, factor):
     one = job.replace(bucket_mb=1e6)
     sizes = np.array(job.profile.param_bytes)
     sizes[int(rng.integers(job.profile.layers))] *= factor
-    grown = one.replace(profile=LayerProfile(job.profile.names, job.profile.forward_s,
-                                             job.profile.backward_s, sizes))
+    grown = one.replace(
+        profile=LayerProfile(
+            job.profile.names, job.profile.forward_s, job.profile.backward_s, sizes
+        )
+    )
     assert np.all(
         iteration_time_table([grown], mode)[0] >= iteration_time_table([one], mode)[0] * (1 - 1e-12)
     )
@@ -137,10 +142,20 @@ def test_monotone_in_bytes_for_a_fixed_bucket_layout(seed, mode, factor):
 def test_bucket_layout_change_can_lower_tau():
     # 24 MB output layer + 1 MB input layer with a long backward: at 25 MB buckets they share one
     # bucket (ready at the very end); 5% more bytes split them and the big one overlaps compute.
-    prof = LayerProfile(("in", "out"), np.array([1e-4, 1e-6]), np.array([1.0, 1e-6]),
-                        np.array([1e6, 24e6]))
-    job = Job("x", prof, 1e4, 1, {"gpu": 1, "bw_gbps": 10}, {}, arch="allreduce", max_workers=8,
-              gpus_per_machine=1)
+    prof = LayerProfile(
+        ("in", "out"), np.array([1e-4, 1e-6]), np.array([1.0, 1e-6]), np.array([1e6, 24e6])
+    )
+    job = Job(
+        "x",
+        prof,
+        1e4,
+        1,
+        {"gpu": 1, "bw_gbps": 10},
+        {},
+        arch="allreduce",
+        max_workers=8,
+        gpus_per_machine=1,
+    )
     bigger = job.replace(profile=prof.scaled(params=1.05))
     assert iteration_time(bigger, 8, 0) < iteration_time(job, 8, 0)
 
@@ -169,9 +184,22 @@ def test_wfbp_never_exceeds_sequential(seed):
 def test_uniform_layers_match_closed_form(n, compute, total_bytes, g, bw, alpha, mode):
     prof = uniform_profile(n, compute, total_bytes)
     # bucket size = one layer's bytes, so each layer is its own bucket
-    job = Job("u", prof, 1e4, 1, {"gpu": 1, "bw_gbps": 1}, {}, arch="allreduce", max_workers=16,
-              bucket_mb=total_bytes / n / 1e6, intra_link=bw * 8 / 1e9, gpus_per_machine=16,
-              latency_s=alpha, batch_mode="per_worker", per_worker_batch=1)
+    job = Job(
+        "u",
+        prof,
+        1e4,
+        1,
+        {"gpu": 1, "bw_gbps": 1},
+        {},
+        arch="allreduce",
+        max_workers=16,
+        bucket_mb=total_bytes / n / 1e6,
+        intra_link=bw * 8 / 1e9,
+        gpus_per_machine=16,
+        latency_s=alpha,
+        batch_mode="per_worker",
+        per_worker_batch=1,
+    )
     F, B = compute / 3, 2 * compute / 3
     expected = closed_form_uniform(n, F, B, total_bytes, g, bw, alpha, mode)
     assert iteration_time(job, g, 0, mode) == pytest.approx(expected, rel=1e-9)

@@ -58,9 +58,7 @@ def bucket_layout(param_bytes: np.ndarray, bucket_bytes: float) -> tuple[np.ndar
     return np.array(sizes, dtype=float), np.array(lowest, dtype=np.int64)
 
 
-def ring_times(
-    sizes: np.ndarray, g: np.ndarray, bandwidth: np.ndarray, alpha: float
-) -> np.ndarray:
+def ring_times(sizes: np.ndarray, g: np.ndarray, bandwidth: np.ndarray, alpha: float) -> np.ndarray:
     """Ring all-reduce time of each bucket at each point: (points x buckets), 0 where g = 1."""
     g = np.asarray(g, dtype=float)[:, None]
     bw = np.asarray(bandwidth, dtype=float)[:, None]
@@ -204,9 +202,7 @@ def allreduce_timeline(
         start = clock if mode == "sequential" else max(clock, be[lowest[k]])
         clock = start + r[k]
         rows.append((int(lowest[k]), "allreduce", start, clock, k, float(sizes[k])))
-    df = pd.DataFrame(
-        rows, columns=["layer_index", "phase", "start", "end", "bucket", "bytes"]
-    )
+    df = pd.DataFrame(rows, columns=["layer_index", "phase", "start", "end", "bucket", "bytes"])
     df["layer"] = [prof.names[i] for i in df["layer_index"]]
     return df
 

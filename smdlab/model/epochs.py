@@ -41,7 +41,8 @@ from smdlab.paths import data_dir
 EPOCH_COLUMNS: tuple[str, ...] = ("model", "task", "num_gpus", "epoch_time")
 GENERIC_LAYERS = 4
 GENERIC_BYTES = 100e6  # 4 x 25 MB: one DDP bucket per layer
-STEPS_PER_EPOCH = 100  # a normalisation: only steps x step time enters an epoch time
+STEPS_PER_EPOCH = 10_000  # a normalisation (only steps x step time enters an epoch time) that gives
+# step times of 0.1-2 s and effective link bandwidths of 1-13 Gbps for the fitted jobs
 DEFAULT_UNIT_S = 60.0  # the table's unit in seconds (the source appears to give minutes)
 DEFAULT_GPUS_PER_MACHINE = 4  # OMRU's cluster: 8 nodes of 4 V100
 # Networks of the table with a bundled profile (the table's name -> bundled profile).
@@ -83,7 +84,9 @@ def check_epoch_table(table: pd.DataFrame, required_gpus: Sequence[int] = ()) ->
         raise InvalidInput("table must have at least one row, got 0")
     g = pd.to_numeric(table["num_gpus"], errors="coerce").to_numpy(dtype=float)
     if not np.all(np.isfinite(g)) or np.any(g < 1) or np.any(g != np.round(g)):
-        bad = table["num_gpus"].iloc[int(np.flatnonzero(~(np.isfinite(g) & (g >= 1)) | (g != np.round(g)))[0])]
+        bad = table["num_gpus"].iloc[
+            int(np.flatnonzero(~(np.isfinite(g) & (g >= 1)) | (g != np.round(g)))[0])
+        ]
         raise InvalidInput(f"num_gpus must be integers >= 1, got {bad!r}")
     t = pd.to_numeric(table["epoch_time"], errors="coerce").to_numpy(dtype=float)
     if not np.all(np.isfinite(t) & (t > 0)):
@@ -131,8 +134,15 @@ def _generic_epoch(
     comm = np.where(g <= gpus_per_machine, intra, np.maximum(intra, inter))
     bw = GENERIC_BYTES * STEPS_PER_EPOCH / comm  # bytes per table unit
     tau = ring_tau(
-        prof.forward_s, prof.backward_s, prof.param_bytes, GENERIC_BYTES / GENERIC_LAYERS,
-        per_step / prof_compute(), g, bw, 0.0, mode,
+        prof.forward_s,
+        prof.backward_s,
+        prof.param_bytes,
+        GENERIC_BYTES / GENERIC_LAYERS,
+        per_step / prof_compute(),
+        g,
+        bw,
+        0.0,
+        mode,
     )
     return STEPS_PER_EPOCH / g * tau
 
@@ -260,9 +270,7 @@ def check_epoch_table_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def _fit_one(
-    residual, x0s: Sequence[np.ndarray], lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray:
+def _fit_one(residual, x0s: Sequence[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     best = None
     for x0 in x0s:
         r = least_squares(residual, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi))

@@ -13,7 +13,9 @@ from smdlab.model.profiles import LayerProfile
 BATCH_MODES = ("global", "per_worker")
 ARCHS = ("ps", "allreduce")
 DEFAULT_MAX_PS = 16
-DEFAULT_BUCKET_MB = 25.0  # PyTorch DDP's default bucket_cap_mb (torch.nn.parallel.DistributedDataParallel)
+DEFAULT_BUCKET_MB = (
+    25.0  # PyTorch DDP's default bucket_cap_mb (torch.nn.parallel.DistributedDataParallel)
+)
 INTERCONNECTS = ("nvlink", "pcie")
 
 # One uniform per-task bundle (one GPU worker, a CPU-only PS): the workloads' ``demands="uniform"``
@@ -27,7 +29,9 @@ DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType(
 )
 
 
-def _demand(field: str, demand: Mapping[str, float] | None, arch: str = "ps") -> Mapping[str, float]:
+def _demand(
+    field: str, demand: Mapping[str, float] | None, arch: str = "ps"
+) -> Mapping[str, float]:
     if arch == "allreduce" and field == "ps_demand":
         if demand is None:
             return MappingProxyType({})

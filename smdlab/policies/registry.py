@@ -23,6 +23,11 @@ _BUILTIN: dict[str, str] = {
     "tiresias": "smdlab.policies.tiresias:Tiresias",
     "smd": "smdlab.policies.smd:SMD",
     "milp": "smdlab.policies.milp:MILP",
+    "omru": "smdlab.policies.omru:OMRU",
+    "omru_noreuse": "smdlab.policies.omru_noreuse:OMRUNoReuse",
+    "seqex": "smdlab.policies.seqex:SeqEx",
+    "parallel": "smdlab.policies.parallel:Parallel",
+    "optimus_like": "smdlab.policies.optimus_like:OptimusLike",
 }
 _EXTRA: dict[str, Any] = {}
 

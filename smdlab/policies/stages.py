@@ -120,8 +120,8 @@ def max_allocation(
     Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
     to ``max_workers`` (the bundle convention of the classic baselines).
     """
-    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.max_ps))
-    if n == 0 or n < job.max_ps or job.max_workers <= n:
+    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.ps_slots))
+    if n == 0 or n < job.ps_slots or job.max_workers <= n:
         return n, n, placement
     k, extra = _largest(lambda k: first_fit(job, n + k, n, free, resources), job.max_workers - n)
     return (n + k, n, extra) if k else (n, n, placement)
@@ -129,7 +129,7 @@ def max_allocation(
 
 def bundle_cap(job: Job) -> int:
     """Most bundles a job may hold: min(max_workers, max_ps)."""
-    return min(job.max_workers, job.max_ps)
+    return min(job.max_workers, job.ps_slots)
 
 
 def admit_bundles(
