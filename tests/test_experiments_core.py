@@ -84,7 +84,7 @@ def test_jct_sweep_rows_and_lower_bound():
     assert set(df.loc[df["policy"] == "smd", "label"]) == {SMD_LABEL}
     # No policy can beat every job running alone at its fastest configuration.
     for (machines, seed), part in df.groupby([spec.column, "seed"]):
-        jobs, cluster = scenario(TINY, "machines", machines, seed)
+        jobs, _cluster = scenario(TINY, "machines", machines, seed)
         fastest = np.nanmin(duration_grid(jobs).reshape(len(jobs), -1), axis=1)
         assert (part["mean_jct_s"] >= fastest.mean() * (1 - 1e-9)).all()
     assert df.attrs["x"] == spec.column

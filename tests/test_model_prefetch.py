@@ -1,4 +1,4 @@
-"""The wfbp_prefetch mode: priority pulls and the exact steady-state period (smd-model.md section 3).
+"""The wfbp_prefetch mode: priority pulls and the exact steady-state period (docs/model.md).
 
 Times here are multiples of TICK = 2**-10 s on NICs of exactly 2**20 bytes/s, so every sum the model
 forms is exact in floating point and ties (a pull released just as the link frees) are real ties,

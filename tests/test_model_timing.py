@@ -1,4 +1,4 @@
-"""Properties of the layered timing model (smd-model.md section 3), each a test."""
+"""Properties of the layered timing model (docs/model.md), each a test."""
 
 from __future__ import annotations
 

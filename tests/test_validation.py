@@ -137,7 +137,7 @@ def test_holdout_target_layered_beats_optimus():
 
 def test_holdout_split_is_seeded_and_disjoint(small):
     tr1, te1 = holdout_split(small, seed=5, test_fraction=0.3)
-    tr2, te2 = holdout_split(small, seed=5, test_fraction=0.3)
+    _tr2, te2 = holdout_split(small, seed=5, test_fraction=0.3)
     pd.testing.assert_frame_equal(te1, te2)
     assert set(tr1.index).isdisjoint(te1.index)
     assert len(tr1) + len(te1) == len(small)

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
+from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
 BATCH_MODES = ("global", "per_worker")
@@ -80,6 +81,9 @@ class Job:
         device's link, ``smdlab.model.devices``), or a number in Gbps.
     gpus_per_machine: GPUs of one machine an all-reduce ring fills before it crosses machines: a
         ring of w <= gpus_per_machine workers is taken to sit on one machine in the timing tables.
+    pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
+        the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
+        ``mem_gb`` set how fast data arrives.
     """
 
     name: str
@@ -100,6 +104,7 @@ class Job:
     bucket_mb: float = DEFAULT_BUCKET_MB
     intra_link: str | float = "nvlink"
     gpus_per_machine: int = 8
+    pipeline: InputPipeline | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -150,6 +155,23 @@ class Job:
                 "requested_workers",
                 check_int("requested_workers", self.requested_workers, 1, self.max_workers),
             )
+        if self.pipeline is not None:
+            if not isinstance(self.pipeline, InputPipeline):
+                raise InvalidInput(
+                    f"pipeline must be an InputPipeline or None, got {type(self.pipeline).__name__}"
+                )
+            if self.pipeline.cpu_s_per_sample > 0 and self.worker_demand.get("cpu", 0) <= 0:
+                raise InvalidInput(
+                    "worker_demand['cpu'] must be > 0 for a job whose input pipeline uses the CPU, "
+                    f"got {self.worker_demand.get('cpu', 0)!r}"
+                )
+
+    @property
+    def batch(self) -> int:
+        """The batch the mode names: M in ``global`` mode, m in ``per_worker`` mode."""
+        if self.batch_mode == "global" or self.per_worker_batch is None:
+            return self.global_batch
+        return self.per_worker_batch
 
     @property
     def worker_bw_bytes(self) -> float:
@@ -214,11 +236,15 @@ def make_job(
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
     arch: str = "ps",
+    pipeline: bool | InputPipeline | None = False,
     **kwargs,
 ) -> Job:
     """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``).
 
     ``arch="allreduce"``: a ring all-reduce job (no PS; the worker demand as for a PS job).
+
+    pipeline: True attaches the network's bundled data stage (``bundled_pipeline``), an
+    InputPipeline attaches that one, False/None none (the layered model alone).
     """
     from smdlab.model.profiles import profile_info
 
@@ -233,6 +259,10 @@ def make_job(
         ps_side = dict(ps_demand or {})  # validated by Job: an all-reduce job has no PS
     else:
         ps_side = dict(ps_demand or pd_)
+    if pipeline is True:
+        pipeline = bundled_pipeline(profile)
+    elif pipeline is False:
+        pipeline = None
     return Job(
         name,
         profile,
@@ -241,5 +271,6 @@ def make_job(
         dict(worker_demand or wd),
         ps_side,
         arch=arch,
+        pipeline=pipeline,
         **kwargs,
     )

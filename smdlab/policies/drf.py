@@ -15,7 +15,7 @@ from smdlab.solve.placement import Ledger
 class DRF:
     """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) ported to parameter-server jobs.
 
-    Rule (field.md): repeatedly give one bundle to the job with the smallest dominant share (its
+    Rule (docs/simulator.md, Policies): repeatedly give one bundle to the job with the smallest dominant share (its
     largest share of any resource, over the pooled capacity of the whole cluster), ties by arrival,
     until no bundle fits.
 

@@ -1,6 +1,6 @@
 """FIFO: first come, first served, in worker+PS bundles, with head-of-line blocking.
 
-Rule (field.md, classic baselines as ported to the parameter-server setting): take queued jobs
+Rule (docs/simulator.md, Policies; classic baselines as ported to the parameter-server setting): take queued jobs
 in arrival order; give the head job as many bundles (1 worker + 1 PS) as fit, up to its cap,
 before looking at the next job; stop at the first job that gets no bundle at all. The cap:
 bundles up to min(max_workers, max_ps), then single workers up to max_workers once the job holds

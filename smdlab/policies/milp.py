@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from smdlab.policies.smd import SMD
 
 
 class MILP(SMD):
-    """The exact reference of smd-model.md section 5 as an online policy (same shape as SMD).
+    """The exact reference of docs/solver.md as an online policy (same shape as SMD).
 
     At each decision point the jobs to allocate (queued; plus running ones in elastic mode) get
     the optimal allocation of (P) from ``smdlab.solve.solve(..., method="milp")``: every job's
@@ -26,4 +26,4 @@ class MILP(SMD):
 
     name = "milp"
     method = "milp"
-    _defaults: dict[str, Any] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import demands, queued_jobs, with_remaining
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
+
+if TYPE_CHECKING:
+    from smdlab.solve.solution import Solution
 
 
 class SMD:
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
-    What it follows: smd-model.md sections 6-8. At a decision point the jobs to allocate are
+    What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
     Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by
@@ -44,7 +54,7 @@ class SMD:
 
     name = "smd"
     method = "smd"
-    _defaults: dict[str, Any] = {"bound": False}
+    _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
         from smdlab.solve import SOLVE_OPTIONS
@@ -53,7 +63,7 @@ class SMD:
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
-        self.last_solution = None  # the Solution of the latest decision (for inspection)
+        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
     def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
         from smdlab.solve import solve
@@ -136,7 +146,7 @@ class SMD:
             held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), n_m)
             if r.remaining > 0:
                 active.append(r)
-        entries = [*active, *queued_jobs(state)]
+        entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
         free_all = np.asarray(state.free, dtype=float) + sum(

@@ -1,6 +1,6 @@
 """SRTF: shortest remaining time first, in worker+PS bundles.
 
-Rule (field.md): as FIFO, but queued jobs are ordered by remaining work, measured as
+Rule (docs/simulator.md, Policies): as FIFO, but queued jobs are ordered by remaining work, measured as
 remaining samples divided by the speed at the minimal allocation (1 worker, 1 PS) of the
 layered timing model; ties by arrival. Assumptions: non-preemptive (a running job keeps its
 allocation, so this is the non-preemptive shortest-job-first form); head-of-line blocking as in

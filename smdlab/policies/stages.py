@@ -149,7 +149,7 @@ def admit_bundles(
     allocations = []
     for q in order:
         w, p, placement = max_allocation(q.job, free, resources)
-        if w == 0:
+        if placement is None:  # not one bundle fits (w == 0)
             if stop_at_first_unfit:
                 break
             continue
@@ -197,7 +197,7 @@ def assemble(
     running job with another target is released and placed again, and one without a target is
     preempted. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
-    smd-model.md section 8); a job that cannot be placed even at (1, 1) waits (a running one is
+    docs/solver.md, Placement); a job that cannot be placed even at (1, 1) waits (a running one is
     preempted). ``place`` is a placement rule or its name in ``smdlab.solve.placement.RULES``.
     """
     if isinstance(place, str):

@@ -25,7 +25,7 @@ def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
 class Tetris:
     """Tetris (Grandl et al., SIGCOMM 2014) ported to parameter-server jobs.
 
-    Rule (field.md): score each (job, bundle) by alignment = dot(free resources, demand) plus a
+    Rule (docs/simulator.md, Policies): score each (job, bundle) by alignment = dot(free resources, demand) plus a
     weight times a remaining-work preference (shorter first); allocate the best; repeat until no
     bundle fits.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -11,7 +12,14 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import demands
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
@@ -24,7 +32,7 @@ DEFAULT_STARVE_MULTIPLE = 8.0  # assumed: promote after waiting 8x the time the 
 class Tiresias:
     """Tiresias' Discretised 2D-LAS (Gu et al., NSDI 2019), gang-scheduled parameter-server jobs.
 
-    Rule (field.md): priority by attained service (GPUs x time), discretised into queues by
+    Rule (docs/simulator.md, Policies): priority by attained service (GPUs x time), discretised into queues by
     thresholds; jobs in a higher queue preempt lower ones; FIFO within a queue; a starvation
     guard promotes jobs that waited longer than a multiple of their run time. It needs no
     knowledge of job durations or speeds.
@@ -76,7 +84,7 @@ class Tiresias:
                 f"thresholds must be a list of attained-service limits (GPU-seconds), got {thresholds!r}"
             )
         th = [check_positive(f"thresholds[{i}]", t) for i, t in enumerate(thresholds)]
-        if any(b <= a for a, b in zip(th, th[1:])):
+        if any(b <= a for a, b in itertools.pairwise(th)):
             raise InvalidInput(f"thresholds must be strictly ascending, got {tuple(thresholds)!r}")
         self.thresholds = tuple(th)
         self.starve_multiple = check_positive("starve_multiple", starve_multiple, allow_inf=True)
@@ -143,7 +151,7 @@ class Tiresias:
                 del self._base[name]
 
         # (priority key, kind, entry): kind 0 running, 1 queued
-        items = []
+        items: list[tuple[tuple[int, float, str], int, RunningJob | QueuedJob]] = []
         for r in state.running:
             items.append(
                 ((self.queue_of(r.job.name, r.attained_service), r.job.arrival, r.job.name), 0, r)
@@ -162,9 +170,9 @@ class Tiresias:
         # Admission on pooled capacity (free + held by running jobs).
         pool = np.asarray(state.free, dtype=float).sum(axis=0)
         needs = []
-        for key, kind, e in items:
+        for _key, kind, e in items:
             a, g = demands(e.job, cluster)
-            w, p = (e.workers, e.ps) if kind == 0 else self.request(e.job, cluster)
+            w, p = (e.workers, e.ps) if isinstance(e, RunningJob) else self.request(e.job, cluster)
             needs.append(w * a + p * g)
             if kind == 0:
                 pool = pool + needs[-1]
@@ -178,7 +186,7 @@ class Tiresias:
         victims = [
             (key, e)
             for key, kind, e in reversed(items)
-            if kind == 0 and e.job.name not in admitted_running
+            if isinstance(e, RunningJob) and e.job.name not in admitted_running
         ]
 
         free = np.array(state.free, dtype=float, copy=True)

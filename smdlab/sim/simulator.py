@@ -136,6 +136,11 @@ def simulate(
 
 
 class _Simulator:
+    t: float
+    heap: list[tuple[float, int, int]]
+    queued: dict[str, QueuedJob]
+    _queued_tuple: tuple[QueuedJob, ...] | None
+
     def __init__(self, jobs, cluster, policy, mode, elastic, delta, unfit, record_history):
         if not isinstance(cluster, Cluster):
             raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
@@ -368,8 +373,9 @@ class _Simulator:
     # ---- the loop --------------------------------------------------------------------------
     def _state(self) -> ClusterState:
         t = self.t
-        if self._queued_tuple is None:
-            self._queued_tuple = tuple(self.queued.values())
+        queued = self._queued_tuple
+        if queued is None:
+            queued = self._queued_tuple = tuple(self.queued.values())
         running = tuple(
             RunningJob(
                 r.job,
@@ -384,9 +390,7 @@ class _Simulator:
         )
         free = self.free.copy()
         free.setflags(write=False)
-        return ClusterState(
-            t, self.cluster, self._queued_tuple, running, free, self.mode, self.elastic
-        )
+        return ClusterState(t, self.cluster, queued, running, free, self.mode, self.elastic)
 
     def _screen_unfit(self) -> list[int]:
         """Indices of jobs that can run at all; the rest are skipped or raise."""
@@ -411,10 +415,10 @@ class _Simulator:
         return ok
 
     def run(self) -> SimResult:
-        self.heap: list[tuple[float, int, int]] = []
+        self.heap = []
         self.running: dict[str, _Run] = {}
-        self.queued: dict[str, QueuedJob] = {}
-        self._queued_tuple: tuple[QueuedJob, ...] | None = ()
+        self.queued = {}
+        self._queued_tuple = ()
         self.version = 0
         self.history: list[tuple] = []
         self.skipped: list[str] = []

@@ -52,17 +52,69 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static tools see the real names
-    from smdlab.solve.api import DEFAULT_KNAPSACK, METHODS, SOLVE_OPTIONS, solve
-    from smdlab.solve.backends import BACKENDS, GUROBI_SIZE_LIMIT
-    from smdlab.solve.brute import BRUTE_MAX_COMBINATIONS
-    from smdlab.solve.instance import Instance, build_instance, demand_matrices, task_vectors
-    from smdlab.solve.knapsack import KNAPSACKS
-    from smdlab.solve.placement import RULES, Placement, PlacementResult, place
-    from smdlab.solve.smd import (
-        SELECTIONS,
-        IterationRecord,
-        RatioResult,
-        select_jobs,
-        sum_of_ratios,
+    from smdlab.solve.api import (
+        DEFAULT_KNAPSACK as DEFAULT_KNAPSACK,
     )
-    from smdlab.solve.solution import Solution
+    from smdlab.solve.api import (
+        METHODS as METHODS,
+    )
+    from smdlab.solve.api import (
+        SOLVE_OPTIONS as SOLVE_OPTIONS,
+    )
+    from smdlab.solve.api import (
+        solve as solve,
+    )
+    from smdlab.solve.backends import (
+        BACKENDS as BACKENDS,
+    )
+    from smdlab.solve.backends import (
+        GUROBI_SIZE_LIMIT as GUROBI_SIZE_LIMIT,
+    )
+    from smdlab.solve.brute import (
+        BRUTE_MAX_COMBINATIONS as BRUTE_MAX_COMBINATIONS,
+    )
+    from smdlab.solve.instance import (
+        Instance as Instance,
+    )
+    from smdlab.solve.instance import (
+        build_instance as build_instance,
+    )
+    from smdlab.solve.instance import (
+        demand_matrices as demand_matrices,
+    )
+    from smdlab.solve.instance import (
+        task_vectors as task_vectors,
+    )
+    from smdlab.solve.knapsack import (
+        KNAPSACKS as KNAPSACKS,
+    )
+    from smdlab.solve.placement import (
+        RULES as RULES,
+    )
+    from smdlab.solve.placement import (
+        Placement as Placement,
+    )
+    from smdlab.solve.placement import (
+        PlacementResult as PlacementResult,
+    )
+    from smdlab.solve.placement import (
+        place as place,
+    )
+    from smdlab.solve.smd import (
+        SELECTIONS as SELECTIONS,
+    )
+    from smdlab.solve.smd import (
+        IterationRecord as IterationRecord,
+    )
+    from smdlab.solve.smd import (
+        RatioResult as RatioResult,
+    )
+    from smdlab.solve.smd import (
+        select_jobs as select_jobs,
+    )
+    from smdlab.solve.smd import (
+        sum_of_ratios as sum_of_ratios,
+    )
+    from smdlab.solve.solution import (
+        Solution as Solution,
+    )

@@ -66,7 +66,7 @@ def _capacity(cluster: Cluster, free) -> np.ndarray:
 
 def _check_jobs_fit_cluster(inst: Instance, cluster: Cluster) -> None:
     total = cluster.capacity_vector
-    too_big = ~fits(inst.base_use, total)
+    too_big = ~np.asarray(fits(inst.base_use, total))
     if too_big.any():
         i = int(np.argmax(too_big))
         r = int(np.argmax(inst.base_use[i] - total))
@@ -148,7 +148,7 @@ def solve(
             time_limit=time_limit,
             mask=inst.pareto,
         )
-        frac = [[] for _ in range(inst.n)]
+        frac: list[list[tuple[int, int, float]]] = [[] for _ in range(inst.n)]
         for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
             if v > 1e-9:
                 frac[j].append((int(cw), int(cp), float(v)))
@@ -204,10 +204,9 @@ def solve(
             extra.update(
                 trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves
             )
-            if s.ratio.polish_moves:
-                gain = (
-                    s.ratio.unpolished_objective - s.ratio.objective
-                ) / s.ratio.unpolished_objective
+            before = s.ratio.unpolished_objective
+            if s.ratio.polish_moves and before is not None:
+                gain = (before - s.ratio.objective) / before
                 notes.append(
                     f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
                 )

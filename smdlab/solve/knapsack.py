@@ -293,7 +293,7 @@ def knapsack_greedy(
     (or, where jobs may stay out, the start of a job at (1, 1)) with the largest objective
     decrease per unit of normalised resource (sum_r demand_r / capacity_r) that still fits.
     """
-    n, W, P = obj.shape
+    n, _W, _P = obj.shape
     capacity = np.asarray(capacity, dtype=float)
     if scale is None:
         scale = np.where(capacity > 0, capacity, 1.0)
@@ -330,8 +330,11 @@ def knapsack_greedy(
     version = [0] * n
     heap: list[tuple[float, int, int, int]] = []
 
-    def cur(i):
-        return o[i][wl[i] - 1][pl[i] - 1] if wl[i] > 0 else d_l[i]
+    def cur(i: int) -> float:
+        if wl[i] > 0:
+            return o[i][wl[i] - 1][pl[i] - 1]
+        assert d_l is not None  # a job at 0 workers exists only where jobs may stay out
+        return d_l[i]
 
     def push(i):
         c = cur(i)
@@ -447,7 +450,7 @@ def local_search(
         ]  # first best column per job
         gain_re = cur - best_val
         # gain, jobs, new (w, p) per job, resource change: one entry per candidate move
-        found = []
+        found: list[tuple[float, tuple[tuple[int, int, int], ...], np.ndarray]] = []
         for i in np.flatnonzero(gain_re > eps).tolist():
             c = int(first[i])  # (1, 1) always fits, so every job has a best column
             found.append(

@@ -8,7 +8,7 @@ task reserves its own NIC share), so it matters only for capacity.
 Rules for one job's (workers, PSs), each ``rule(free, workers, ps, alpha, gamma) -> tasks or None``
 (``RULES``):
 
-- ``first_fit``: first-fit decreasing on the dominant resource (smd-model.md section 8): the
+- ``first_fit``: first-fit decreasing on the dominant resource (docs/solver.md, Placement): the
   task type with the larger dominant share of the pooled free capacity goes first, each task on
   the lowest-index machine it fits on (FIFO, SRTF, the simulator's fit check).
 - ``local``: workers by first fit, then each PS on a machine already holding most of the job's

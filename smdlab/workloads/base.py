@@ -29,6 +29,7 @@ from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.demands import task_demands
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job
+from smdlab.model.pipeline import InputPipeline
 from smdlab.model.profiles import LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import MODES, speed_table
 
@@ -53,8 +54,9 @@ def resolve_networks(
     networks: Sequence[str | LayerProfile] | None, device: str = "v100"
 ) -> list[Network]:
     """Networks from bundled names and/or hand-built profiles (None: every bundled profile)."""
+    items: list[str | LayerProfile]
     if networks is None:
-        items = list_profiles()
+        items = list(list_profiles())
     elif isinstance(networks, (str, LayerProfile)):
         items = [networks]
     else:
@@ -165,12 +167,14 @@ def calibrated_jobs(
     cap_factor: float = 1.0,
     mode: str = "wfbp",
     demands: Sequence[Demands],
+    pipelines: Sequence[InputPipeline | None] | None = None,
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
 
     samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor);
     requested_workers = n_i (the request, which the caps always admit); a job on ``nets[k]``
-    reserves ``demands[k]`` (worker, PS) per task.
+    reserves ``demands[k]`` (worker, PS) per task and has the input pipeline ``pipelines[k]``
+    (None: no data stage).
     """
     check_choice("mode", mode, MODES)
     cap_factor = check_positive(
@@ -193,6 +197,7 @@ def calibrated_jobs(
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
         net = nets[int(k)]
         wd, pd_ = demands[int(k)]
+        pipe = None if pipelines is None else pipelines[int(k)]
         key = (int(k), int(n), int(cap))
         if key not in speeds:
             probe = Job(
@@ -204,6 +209,7 @@ def calibrated_jobs(
                 pd_,
                 max_workers=int(cap),
                 max_ps=int(cap),
+                pipeline=pipe,
             )
             speeds[key] = float(speed_table(probe, mode)[n - 1, n - 1])
         samples = float(d) * speeds[key]
@@ -224,6 +230,7 @@ def calibrated_jobs(
                 max_workers=int(cap),
                 max_ps=int(cap),
                 requested_workers=int(min(n, cap)),
+                pipeline=pipe,
             )
         )
     return jobs

@@ -215,7 +215,10 @@ class Scenario:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain (picklable, TOML-shaped) form; ``Scenario(**d)`` rebuilds it."""
-        plain = lambda m: {k: (plain(v) if isinstance(v, Mapping) else v) for k, v in m.items()}  # noqa: E731
+
+        def plain(m: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: (plain(v) if isinstance(v, Mapping) else v) for k, v in m.items()}
+
         return {
             "name": self.name,
             "description": self.description,
