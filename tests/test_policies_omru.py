@@ -46,7 +46,7 @@ def _reference(genes, table: EpochTable, reuse: bool) -> float:
             g[i] += 1
     comp = lambda i: left[i] * T[i, g[i]]  # noqa: E731
     if reuse:
-        for cur, nxt in zip(batches, batches[1:]):
+        for cur, nxt in itertools.pairwise(batches):
             longest = max(comp(i) for i in cur)
             slices = sorted([i for i in cur if longest - comp(i) > 0], key=lambda i: (comp(i), i))
             takers = sorted(nxt, key=lambda i: (-comp(i), i))

@@ -106,7 +106,7 @@ def ring_bandwidth(job: Job, machines: int, sharing: int = 1) -> float:
 def _compute_scale(job: Job, g: np.ndarray) -> np.ndarray:
     if job.batch_mode == "global":
         return job.global_batch / g
-    return np.full_like(g, float(job.per_worker_batch))
+    return np.full_like(g, float(job.per_worker_batch or 0))
 
 
 def packed_machines(job: Job, workers: np.ndarray | int) -> np.ndarray:

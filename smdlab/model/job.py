@@ -95,7 +95,7 @@ class Job:
     arrival: float = 0.0
     weight: float = 1.0
     max_workers: int = 16
-    max_ps: int | None = None
+    max_ps: int = None  # type: ignore[assignment]  # None: the arch's default (16; all-reduce 0)
     batch_mode: str = "global"
     per_worker_batch: int | None = None
     latency_s: float = 0.0

@@ -170,7 +170,7 @@ class BatchPlanPolicy:
         cluster = state.cluster
         if "gpu" not in cluster.resources:
             raise InvalidInput(f"policy {self.name!r} needs a 'gpu' resource in the cluster")
-        return int(round(cluster.capacity["gpu"]))
+        return round(float(cluster.capacity["gpu"]))
 
     def decide(self, state: ClusterState) -> Decision:
         """Start (or move) the jobs the plan makes active now."""
@@ -198,13 +198,17 @@ class BatchPlanPolicy:
             for e in plan.batches[k]:
                 if e.job in unfinished and not (set(e.after) & unfinished):
                     want[e.job] = e.gpus
-            for r in plan.reuses:
-                if r.owner in names[k] and r.owner not in unfinished and r.job in unfinished:
-                    if k + 1 < len(names) and r.job in names[k + 1]:
-                        want.setdefault(r.job, r.gpus)
+            for ru in plan.reuses:
+                if (
+                    ru.owner in names[k]
+                    and ru.owner not in unfinished
+                    and ru.job in unfinished
+                    and k + 1 < len(names)
+                    and ru.job in names[k + 1]
+                ):
+                    want.setdefault(ru.job, ru.gpus)
             break  # one plan at a time: a later set waits for the earlier one
         free = np.array(state.free, dtype=float)
-        resources = state.cluster.resources
         preempt: list[str] = []
         allocations: list[Allocation] = []
         moves = []

@@ -249,7 +249,7 @@ class Scenario:
         if kind in ("omru-image", "omru-action"):
             from smdlab.workloads.omru import omru_jobs
 
-            gpm = int(round(max((m.capacity.get("gpu", 0) for m in cluster.machines), default=0)))
+            gpm = round(max((float(m.capacity.get("gpu", 0)) for m in cluster.machines), default=0))
             if gpm < 1:
                 raise InvalidInput(f"cluster.gpu must be >= 1 for workload {kind!r}, got {gpm}")
             return omru_jobs(
