@@ -26,7 +26,7 @@ from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
 from smdlab.policies.stages import demands
 from smdlab.solve.instance import job_speeds
-from smdlab.solve.placement import consolidated_tasks, usage
+from smdlab.solve.placement import Tasks, consolidated_tasks, first_fit_tasks, usage
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,8 @@ class BatchPlanPolicy:
     The plan covers the jobs queued at the first decision (offline batch: all jobs known at 0);
     jobs that arrive later are planned as a new set run after the current one. Jobs start on
     consolidated placements (fewest machines); an all-reduce job gets p = 0, a PS job one PS per
-    worker up to its cap.
+    worker up to its cap. Assumption: where the planned workers do not fit (a resource other than
+    GPUs binds, or a worker needs more than one GPU), the job starts with the most that fit.
     """
 
     name = "batch_plan"
@@ -222,10 +223,10 @@ class BatchPlanPolicy:
                 continue
             entry = running[name] if name in running else queued[name]
             job = entry.job
-            g = min(g, job.max_workers)
-            ps = 0 if job.arch == "allreduce" else min(g, job.max_ps)
             a, gm = demands(job, state.cluster)
-            tasks = consolidated_tasks(free, g, ps, a, gm)
+            tasks, g, ps = _place(
+                free, job, min(g, job.max_workers), a, gm, shrink=name not in moves
+            )
             if tasks is None:
                 if name in moves:  # cannot move now: keep it where it is
                     r = running[name]
@@ -237,6 +238,19 @@ class BatchPlanPolicy:
         if not state.elastic:
             preempt = moves  # non-elastic: restart on the new GPU count (work done is kept)
         return Decision(tuple(allocations), tuple(preempt), note=self.name)
+
+
+def _place(
+    free: np.ndarray, job: Job, g: int, a: np.ndarray, gm: np.ndarray, shrink: bool
+) -> tuple[Tasks | None, int, int]:
+    """Tasks for g workers (fewest machines), or, with ``shrink``, the most workers below g that
+    fit (other resources than GPUs may bind); PS jobs get one PS per worker up to their cap."""
+    for w in range(g, 0 if shrink else g - 1, -1):
+        ps = 0 if job.arch == "allreduce" else min(w, job.max_ps)
+        tasks = consolidated_tasks(free, w, ps, a, gm) or first_fit_tasks(free, w, ps, a, gm)
+        if tasks:
+            return tasks, w, ps
+    return None, 0, 0
 
 
 def plan_makespan(batches: Sequence[Sequence[int]], c: np.ndarray) -> float:
