@@ -144,7 +144,7 @@ def test_gap_figure_has_two_panels():
 def test_validation_points_reproduce_holdout_report():
     from smdlab.experiments import model_validation
     from smdlab.experiments.validation import mape_by_network, validation_data
-    from smdlab.validation import holdout_report
+    from smdlab.model.speed_fit import holdout_report
     from smdlab.viz.experiments import validation_figure
 
     df = model_validation(TINY)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from smdlab import Job, LayerProfile, active_piece, iteration_time_grid
 from smdlab.model import timing

@@ -7,14 +7,8 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, state
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time
-from smdlab.policies.optimus import (
-    DEFAULT_PROFILE_POINTS,
-    Optimus,
-    SpeedModel,
-    design_matrix,
-    fit_speed_model,
-    profile_job,
-)
+from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
+from smdlab.policies.optimus import DEFAULT_PROFILE_POINTS, Optimus, profile_job
 from smdlab.policies.stages import apply_decision
 from smdlab.solve.placement import spread_tasks
 

@@ -11,7 +11,7 @@ from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.solve import build_instance, solve
 from smdlab.solve.cases import small_instance
 from smdlab.solve.instance import fits, pareto_mask
-from smdlab.solve.knapsack import local_search
+from smdlab.solve.local_search import local_search
 
 DELTAS = ((1, 0), (0, 1), (1, 1))
 

@@ -5,8 +5,9 @@ barrier). Inside a batch each entry names a job, its GPU count and, optionally, 
 must finish before it starts (``after``: several jobs in turn on one slice of GPUs, as in the
 "sorting allocation" of OMRU's baselines). A ``Reuse`` lets a job of batch k+1 pre-train on the
 GPUs a job of batch k leaves idle when it finishes before the batch's longest job (OMRU's GPU
-reuse); at the barrier the job moves to its own GPU count (a restart: preempt and start again,
-or a resize when the simulator is elastic).
+reuse); at the barrier the job moves to its own GPU count (a restart: preempt and start again in
+preemptive execution, a resize in elastic execution; in non-elastic execution it stays on the
+slice's GPUs).
 
 Completion times come from the layered model: ``epoch_table`` gives each job's epoch count and
 epoch time at 1..G GPUs (G: the cluster's GPUs), with an epoch of ``samples_per_epoch`` samples
@@ -153,6 +154,8 @@ class BatchPlanPolicy:
     """
 
     name = "batch_plan"
+    execution = "non_elastic"
+    executions: tuple[str, ...] = ("non_elastic", "preemptive", "elastic")
     samples_per_epoch: float = STEPS_PER_EPOCH
 
     def __init__(self) -> None:
@@ -214,7 +217,7 @@ class BatchPlanPolicy:
         allocations: list[Allocation] = []
         moves = []
         for name, g in want.items():
-            if name in running and running[name].workers != g:
+            if state.preemptive and name in running and running[name].workers != g:
                 r = running[name]
                 free += usage(r.placement.tasks, *demands(r.job, state.cluster), free.shape[0])
                 moves.append(name)
@@ -236,7 +239,7 @@ class BatchPlanPolicy:
             free -= usage(tasks, a, gm, free.shape[0])
             allocations.append(Allocation(name, g, ps, Placement(tasks)))
         if not state.elastic:
-            preempt = moves  # non-elastic: restart on the new GPU count (work done is kept)
+            preempt = moves  # preemptive: restart on the new GPU count (work done is kept)
         return Decision(tuple(allocations), tuple(preempt), note=self.name)
 
 

@@ -3,8 +3,9 @@
 Paper: "Optimizing makespan and resource utilization for multi-DNN training in GPU cluster"
 (Li, Chang, Hu, Fu et al., Future Generation Computer Systems, 2021); the rules below follow our
 reading of its public implementation (GitHub 1a2yd09/gpu-scheduling-algorithm; no licence: read,
-nothing copied). Mode: offline and non-preemptive per batch (all jobs known at time 0); the only
-restarts are the reusing jobs that move to their own GPU count at a batch barrier.
+nothing copied). Mode: offline (all jobs known at time 0), ``preemptive`` execution: the only
+preemptions are the reusing jobs, which restart on their own GPU count at a batch barrier (each
+pays the simulator's ``restart_s``); in non-elastic execution they keep the slice's GPUs.
 
 - Chromosome: one gene per job, a batch index in 0..n-1. Jobs with equal genes form a batch;
   batches run one after another in gene order. Inside a gene, jobs are ordered by completion time
@@ -220,6 +221,7 @@ class OMRU(BatchPlanPolicy):
 
     name = "omru"
     reuse = True
+    execution = "preemptive"
 
     def __init__(
         self,

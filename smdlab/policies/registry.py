@@ -28,6 +28,9 @@ _BUILTIN: dict[str, str] = {
     "seqex": "smdlab.policies.seqex:SeqEx",
     "parallel": "smdlab.policies.parallel:Parallel",
     "optimus_like": "smdlab.policies.optimus_like:OptimusLike",
+    "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
+    "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
+    "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -24,8 +24,8 @@ _EXPORTS: dict[str, str] = {
     "task_vectors": "instance",
     "KNAPSACKS": "knapsack",
     "Placement": "placement",
-    "PlacementResult": "placement",
-    "place": "placement",
+    "PlacementResult": "shrink_placement",
+    "place": "shrink_placement",
     "RULES": "placement",
     "SELECTIONS": "smd",
     "IterationRecord": "smd",
@@ -54,20 +54,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static tools see the real names
     from smdlab.solve.api import (
         DEFAULT_KNAPSACK as DEFAULT_KNAPSACK,
-    )
-    from smdlab.solve.api import (
         METHODS as METHODS,
-    )
-    from smdlab.solve.api import (
         SOLVE_OPTIONS as SOLVE_OPTIONS,
-    )
-    from smdlab.solve.api import (
         solve as solve,
     )
     from smdlab.solve.backends import (
         BACKENDS as BACKENDS,
-    )
-    from smdlab.solve.backends import (
         GUROBI_SIZE_LIMIT as GUROBI_SIZE_LIMIT,
     )
     from smdlab.solve.brute import (
@@ -75,14 +67,8 @@ if TYPE_CHECKING:  # static tools see the real names
     )
     from smdlab.solve.instance import (
         Instance as Instance,
-    )
-    from smdlab.solve.instance import (
         build_instance as build_instance,
-    )
-    from smdlab.solve.instance import (
         demand_matrices as demand_matrices,
-    )
-    from smdlab.solve.instance import (
         task_vectors as task_vectors,
     )
     from smdlab.solve.knapsack import (
@@ -90,29 +76,17 @@ if TYPE_CHECKING:  # static tools see the real names
     )
     from smdlab.solve.placement import (
         RULES as RULES,
-    )
-    from smdlab.solve.placement import (
         Placement as Placement,
     )
-    from smdlab.solve.placement import (
+    from smdlab.solve.shrink_placement import (
         PlacementResult as PlacementResult,
-    )
-    from smdlab.solve.placement import (
         place as place,
     )
     from smdlab.solve.smd import (
         SELECTIONS as SELECTIONS,
-    )
-    from smdlab.solve.smd import (
         IterationRecord as IterationRecord,
-    )
-    from smdlab.solve.smd import (
         RatioResult as RatioResult,
-    )
-    from smdlab.solve.smd import (
         select_jobs as select_jobs,
-    )
-    from smdlab.solve.smd import (
         sum_of_ratios as sum_of_ratios,
     )
     from smdlab.solve.solution import (

@@ -17,9 +17,8 @@ from smdlab.solve.brute import brute_force
 from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster, fits
 from smdlab.solve.knapsack import KNAPSACKS, knapsack_exact, knapsack_lp, knapsack_lp_round
 from smdlab.solve.placement import TOL as PLACE_TOL
-from smdlab.solve.placement import place_checked
-from smdlab.solve.smd import SELECTIONS
-from smdlab.solve.smd import smd as smd_run
+from smdlab.solve.shrink_placement import place_checked
+from smdlab.solve.smd import SELECTIONS, smd as smd_run
 from smdlab.solve.solution import Solution
 
 METHODS = ("smd", "milp", "lp", "lp_round", "brute")

@@ -53,7 +53,7 @@ __all__ = [
     "SpeedModelFit",
     "ablation_report",
     "convention_report",
-    "fit_speed_model",
+    "fit_speed_form",
     "generic_profile",
     "holdout_report",
     "holdout_split",
@@ -523,7 +523,7 @@ class SpeedModelFit:
         return pd.DataFrame(rows)
 
 
-def fit_speed_model(
+def fit_speed_form(
     df: pd.DataFrame,
     form: str,
     *,
@@ -646,7 +646,7 @@ def holdout_report(
     clean = _drop_failed(df, notes)
     train, test = holdout_split(clean, seed, test_fraction)
     fits = {
-        form: fit_speed_model(
+        form: fit_speed_form(
             train,
             form,
             convention=convention,
@@ -765,7 +765,7 @@ def _mean_optimus_inverse_speed(seed: int, test_fraction: float) -> float:
         warnings.simplefilter("ignore")
         data = _drop_failed(load_measurements(), [])
     train, test = holdout_split(data, seed, test_fraction)
-    fit = fit_speed_model(train, "optimus", optimus_loss="inverse_speed")
+    fit = fit_speed_form(train, "optimus", optimus_loss="inverse_speed")
     return float(
         np.mean(
             [mape(fit.predict(g), g["total_speed"]) for _, g in test.groupby("model", sort=True)]
@@ -774,7 +774,7 @@ def _mean_optimus_inverse_speed(seed: int, test_fraction: float) -> float:
 
 
 def report_markdown(seed: int = 0, test_fraction: float = 0.3, ablation: bool = True) -> str:
-    """The validation tables of docs/model.md as markdown (``python -m smdlab.validation``)."""
+    """The validation tables of docs/model.md as markdown (``python -m smdlab.model.speed_fit``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = holdout_report(seed=seed, test_fraction=test_fraction)
