@@ -16,3 +16,4 @@ class OMRUNoReuse(OMRU):
 
     name = "omru_noreuse"
     reuse = False
+    execution = "non_elastic"

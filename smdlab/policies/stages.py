@@ -272,7 +272,8 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             raise InvalidInput(
                 f"allocation names {alloc.job!r}, which is neither queued nor running"
             )
-        job.check_config(alloc.workers, alloc.ps)
+        # an all-reduce job may get a zero-demand PS slot from PS-minded policies; it runs with p = 0
+        job.check_config(alloc.workers, 0 if job.arch == "allreduce" else alloc.ps)
         if (alloc.placement.workers, alloc.placement.ps) != (alloc.workers, alloc.ps):
             raise InvalidInput(
                 f"allocation of {alloc.job!r}: placement holds {alloc.placement.workers} workers and "
