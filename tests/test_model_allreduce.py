@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time, layer_timeline, make_job
 from smdlab.model.allreduce import (

@@ -32,10 +32,10 @@ from smdlab.model.job import Job
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.model.timing import MODES
 from smdlab.policies.base import (
-    Allocation,
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
     EXECUTIONS,
+    Allocation,
     ClusterState,
     Decision,
     Placement,
