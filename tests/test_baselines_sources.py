@@ -35,7 +35,7 @@ def test_default_figure_scenario_uses_per_network_demands():
     assert len({tuple(sorted(j.worker_demand.items())) for j in uniform}) == 1
 
 
-@pytest.mark.parametrize("a, b", [("optimus", "drf")])
+@pytest.mark.parametrize("a, b", [("optimus", "drf"), ("tetris", "srtf")])
 def test_baselines_differ_on_the_default_figure_scenario(a, b):
     differ = [_mean_jct(a, s) != pytest.approx(_mean_jct(b, s), rel=1e-9) for s in SEEDS]
     assert sum(differ) >= 5, differ

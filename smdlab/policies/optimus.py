@@ -56,7 +56,7 @@ def profile_points(
     """The profiling points within the job's caps (clipped, de-duplicated, order kept)."""
     out: list[tuple[int, int]] = []
     for w, p in points:
-        pt = (min(int(w), job.max_workers), min(int(p), job.max_ps))
+        pt = (min(int(w), job.max_workers), min(int(p), job.ps_slots))
         if pt not in out:
             out.append(pt)
     return out
@@ -295,7 +295,7 @@ class Optimus:
         du_w = np.array([dominant_share(a, capacity) for a in alpha])
         du_p = np.array([dominant_share(g, capacity) for g in gamma])
         wcap = np.array([j.max_workers for j in jobs])
-        pcap = np.array([j.max_ps for j in jobs])
+        pcap = np.array([j.ps_slots for j in jobs])
 
         def rtime(i: int, w: int, p: int) -> float:
             return float(rem[i] / models[i].speed(w, p))

@@ -16,6 +16,7 @@ preempted job when it resumes, makes no progress for ``restart_s`` seconds (chec
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -34,6 +35,7 @@ from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
     EXECUTIONS,
+    Allocation,
     ClusterState,
     Decision,
     Placement,
@@ -115,6 +117,15 @@ def _policy_from(policy: Policy | str) -> Policy:
             f"policy must have a decide(state) method or be a registered name, got {policy!r}"
         )
     return policy
+
+
+def as_allreduce(a: Allocation, job: Job) -> Allocation:
+    """An all-reduce job's allocation with p = 0 and no PS tasks (policies written for PS jobs
+    may give it PSs: their demand is zero, and the simulator drops them)."""
+    if job.arch != "allreduce" or a.ps == 0 or not isinstance(a.placement, Placement):
+        return a
+    tasks = tuple((m, w, 0) for m, w, _ in a.placement.tasks if w)
+    return dataclasses.replace(a, ps=0, placement=Placement(tasks))
 
 
 def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
@@ -331,17 +342,17 @@ class _Simulator:
     # ---- decision validation -------------------------------------------------------------
     def _check_alloc(self, a, job: Job) -> None:
         where = f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}"
-        for field, value, cap in (
-            ("workers", a.workers, job.max_workers),
-            ("ps", a.ps, job.max_ps),
+        for field, value, low, cap in (
+            ("workers", a.workers, 1, job.max_workers),
+            ("ps", a.ps, 0 if job.arch == "allreduce" else 1, job.max_ps),
         ):
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, np.integer))
-                or not 1 <= value <= cap
+                or not low <= value <= cap
             ):
                 raise InvalidDecision(
-                    f"{where}: {field} must be an integer in [1, {cap}], got {value!r}"
+                    f"{where}: {field} must be an integer in [{low}, {cap}], got {value!r}"
                 )
         if not isinstance(a.placement, Placement):
             raise InvalidDecision(
@@ -494,6 +505,8 @@ class _Simulator:
         seen: set[str] = set()
         starts, resizes = [], []
         for a in d.allocations:
+            if a.job in self.index:
+                a = as_allreduce(a, self.jobs[self.index[a.job]])
             if a.job in seen:
                 raise InvalidDecision(f"{where}: job {a.job!r} has two allocations in one decision")
             seen.add(a.job)
