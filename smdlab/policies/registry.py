@@ -31,6 +31,8 @@ _BUILTIN: dict[str, str] = {
     "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
+    "muri_s": "smdlab.policies.muri:MuriS",
+    "muri_l": "smdlab.policies.muri:MuriL",
 }
 _EXTRA: dict[str, Any] = {}
 
