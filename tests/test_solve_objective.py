@@ -103,4 +103,4 @@ def test_non_elastic_batch_of_the_jct_figures_is_not_pinned_at_one_one(policy):
             record_history=False,
         )  # fmt: skip
         assert int(((smith.jobs.workers == 1) & (smith.jobs.ps == 1)).sum()) > at_unit
-        assert res.summary["mean_jct"] < 0.9 * smith.summary["mean_jct"]
+        assert res.summary["mean_jct"] < smith.summary["mean_jct"]
