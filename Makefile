@@ -62,8 +62,10 @@ lab: install
 dashboard: install-test
 	$(VENV)/bin/voila notebooks/03_explorer.ipynb --no-browser --port $(PORT)
 
-bench: install
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+# Every benchmark; each one's output becomes its section of benchmarks/RESULTS.md.
+# BENCH_FLAGS=--quick runs the smaller options (a shared machine).
+bench: install-test system-deps
+	$(PY) tools/bench_results.py --out benchmarks/RESULTS.md $(BENCH_FLAGS)
 
 # The percent-format .py files are the notebooks' source; --update keeps the ids (and any outputs)
 # of unchanged cells, so an unchanged source rebuilds its .ipynb byte for byte.

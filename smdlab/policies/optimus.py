@@ -56,7 +56,7 @@ def profile_points(
     """The profiling points within the job's caps (clipped, de-duplicated, order kept)."""
     out: list[tuple[int, int]] = []
     for w, p in points:
-        pt = (min(int(w), job.max_workers), min(int(p), job.max_ps))
+        pt = (min(int(w), job.max_workers), min(int(p), job.ps_slots))
         if pt not in out:
             out.append(pt)
     return out
@@ -122,9 +122,13 @@ def diagonal_profile(
     lo, hi = DIAGONAL_RANGE
     ks = np.sort(rng.choice(np.arange(lo, hi + 1), size=DIAGONAL_POINTS, replace=False))
     top = int(ks.max())
-    wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
-    table = iteration_time_table([wide], mode)[0]
-    tau = np.array([table[k - 1, k - 1] for k in ks])
+    if job.arch == "allreduce":  # no PS: the profiling runs vary the ring size only (p = 0)
+        wide = job.replace(max_workers=max(top, job.max_workers))
+        tau = iteration_time_table([wide], mode)[0][ks - 1, 0]
+    else:
+        wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
+        table = iteration_time_table([wide], mode)[0]
+        tau = np.array([table[k - 1, k - 1] for k in ks])
     if noise > 0:
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
     batch = float(job.batch)
@@ -295,7 +299,7 @@ class Optimus:
         du_w = np.array([dominant_share(a, capacity) for a in alpha])
         du_p = np.array([dominant_share(g, capacity) for g in gamma])
         wcap = np.array([j.max_workers for j in jobs])
-        pcap = np.array([j.max_ps for j in jobs])
+        pcap = np.array([j.ps_slots for j in jobs])
 
         def rtime(i: int, w: int, p: int) -> float:
             return float(rem[i] / models[i].speed(w, p))

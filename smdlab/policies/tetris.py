@@ -114,7 +114,7 @@ class Tetris:
         w_arr = np.array(ws, dtype=int)
         p_arr = np.array(ps, dtype=int)
         max_w = np.array([j.max_workers for j in jobs], dtype=int)
-        max_p = np.array([j.max_ps for j in jobs], dtype=int)
+        max_p = np.array([j.ps_slots for j in jobs], dtype=int)
         active = w_arr < max_w
         while active.any():
             free = ledger.free
