@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     "PlacementResult": "shrink_placement",
     "place": "shrink_placement",
     "RULES": "placement",
+    "ScheduleBound": "schedule_bound",
+    "mean_jct_lower_bound": "schedule_bound",
+    "optimal_batch_mean_jct": "schedule_bound",
     "SELECTIONS": "smd",
     "IterationRecord": "smd",
     "RatioResult": "smd",
@@ -81,6 +84,11 @@ if TYPE_CHECKING:  # static tools see the real names
     from smdlab.solve.shrink_placement import (
         PlacementResult as PlacementResult,
         place as place,
+    )
+    from smdlab.solve.schedule_bound import (
+        ScheduleBound,
+        mean_jct_lower_bound,
+        optimal_batch_mean_jct,
     )
     from smdlab.solve.smd import (
         SELECTIONS as SELECTIONS,
