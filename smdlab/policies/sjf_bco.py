@@ -24,6 +24,9 @@ How the parts the abstract leaves open are filled in (assumptions, each marked h
   blocking), so smaller later jobs may start; the paper's time-slot model is replaced by the
   simulator's events.
 - [A6] A PS job (the paper has none) gets one PS per worker up to its cap, placed first fit.
+- [A7] When nothing runs and the first job in order does not fit at its worker count (the
+  cluster or another resource cannot hold it), it starts with the most workers that fit, so
+  that no job waits forever.
 The simulator times each ring by the machines its placement spans; NIC sharing between rings
 enters the policy's choice, not the simulated speeds.
 """
@@ -130,18 +133,24 @@ class SJFBCO:
                 (job_size(q.job, q.remaining, w, state.mode), q.job.arrival, q.job.name, q, w)
             )
         entries.sort(key=lambda e: e[:3])
-        allocations = []
+        allocations: list[Allocation] = []
         for _, _, name, q, w in entries:
             job = q.job
             a, g = demands(job, cluster)
-            if gpu_i is not None and free[:, gpu_i].sum() + 1e-9 < w * a[gpu_i]:
-                continue
-            if job.arch == "allreduce":
-                tasks, _ = balanced_tasks(job, w, a, free, crossing, state.mode)
-                ps = 0
-            else:
-                ps = min(w, job.max_ps)
-                tasks = first_fit_tasks(free, w, ps, a, g)
+            idle = not state.running and not allocations
+            tasks, ps = None, 0
+            for k in range(w, 0 if idle else w - 1, -1):  # [A7] an idle cluster shrinks a job
+                if gpu_i is not None and free[:, gpu_i].sum() + 1e-9 < k * a[gpu_i]:
+                    continue
+                if job.arch == "allreduce":
+                    tasks, _ = balanced_tasks(job, k, a, free, crossing, state.mode)
+                    ps = 0
+                else:
+                    ps = min(k, job.max_ps)
+                    tasks = first_fit_tasks(free, k, ps, a, g)
+                if tasks:
+                    w = k
+                    break
             if not tasks:
                 continue
             free -= usage(tasks, a, g, free.shape[0])
