@@ -15,6 +15,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -23,9 +24,10 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
 from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
+from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, first_fit
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, first_fit
 
 UNFIT = ("skip", "raise")
 
@@ -93,7 +95,48 @@ def _policy_from(policy: Policy | str) -> Policy:
 
 
 def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
+    if job.gang:  # a gang runs on its whole request or not at all: that must fit the empty cluster
+        w, p = job.gang_allocation
+        wv, pv = task_vectors(job, resources)
+        return consolidated_tasks(capacity, w, p, wv, pv) is not None
     return first_fit(job, 1, 1, capacity, resources) is not None
+
+
+class _RunningView(Sequence[RunningJob]):
+    """The running jobs at one decision point, built on first use (FIFO never looks at them)."""
+
+    def __init__(self, sim: _Simulator, t: float):
+        self._sim, self._t = sim, t
+        self._items: tuple[RunningJob, ...] | None = None
+
+    def _get(self) -> tuple[RunningJob, ...]:
+        if self._items is None:
+            t = self._t
+            self._items = tuple(
+                RunningJob(
+                    r.job,
+                    r.workers,
+                    r.ps,
+                    r.placement,
+                    r.start,
+                    max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
+                    r.att0 + r.gpus * (t - r.seg_start),
+                )
+                for r in self._sim.running.values()
+            )
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._sim.running) if self._items is None else len(self._items)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._get()[i]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
 
 def simulate(
@@ -106,6 +149,7 @@ def simulate(
     delta: float | None = None,
     unfit: str = "skip",
     record_history: bool = True,
+    progress: bool = False,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -113,12 +157,21 @@ def simulate(
     between periodic decision points (None: decide only at arrivals and completions). unfit: what
     to do with a job that fits on no machine even at (1 worker, 1 PS): ``skip`` (warn and record
     it) or ``raise`` (Infeasible). record_history: keep the allocation-history table
-    (turn off to save memory on very long runs; the summary is unaffected).
+    (turn off to save memory on very long runs; the summary is unaffected). progress: a tqdm bar
+    on stderr counting finished jobs.
+
+    A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
+    resized; one whose gang does not fit the empty cluster is unfit (skipped or raised).
+    A decision's ``wake_at`` asks for another decision point at that time (Tiresias' demotions).
     """
-    return _Simulator(jobs, cluster, policy, mode, elastic, delta, unfit, record_history).run()
+    sim = _Simulator(jobs, cluster, policy, mode, elastic, delta, unfit, record_history)
+    sim.progress = bool(progress)
+    return sim.run()
 
 
 class _Simulator:
+    progress = False
+
     def __init__(self, jobs, cluster, policy, mode, elastic, delta, unfit, record_history):
         if not isinstance(cluster, Cluster):
             raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
@@ -239,6 +292,11 @@ class _Simulator:
                     f"{where}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
                     f"and workers, ps >= 0"
                 )
+        if job.gang and (a.workers, a.ps) != job.gang_allocation:
+            raise InvalidDecision(
+                f"{where}: job {a.job!r} is a gang of {job.gang_allocation[0]} workers and "
+                f"{job.gang_allocation[1]} PSs (all or nothing); the allocation gives {a.workers} and {a.ps}"
+            )
         if (a.placement.workers, a.placement.ps) != (a.workers, a.ps):
             raise InvalidDecision(
                 f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
@@ -274,6 +332,10 @@ class _Simulator:
                         f"{where}: allocation resizes running job {a.job!r}; resizing needs elastic=True"
                     )
                 job = self.running[a.job].job
+                if job.gang:
+                    raise InvalidDecision(
+                        f"{where}: allocation resizes running job {a.job!r}, a gang job (never resized)"
+                    )
                 resizes.append(a)
             else:
                 state = (
@@ -351,18 +413,7 @@ class _Simulator:
         t = self.t
         if self._queued_tuple is None:
             self._queued_tuple = tuple(self.queued.values())
-        running = tuple(
-            RunningJob(
-                r.job,
-                r.workers,
-                r.ps,
-                r.placement,
-                r.start,
-                max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
-                r.att0 + r.gpus * (t - r.seg_start),
-            )
-            for r in self.running.values()
-        )
+        running = cast(tuple[RunningJob, ...], _RunningView(self, t))
         free = self.free.copy()
         free.setflags(write=False)
         return ClusterState(
@@ -374,16 +425,24 @@ class _Simulator:
         ok, cache = [], {}
         for i, j in enumerate(self.jobs):
             wv, pv = task_vectors(j, self.resources)
-            key = (wv.tobytes(), pv.tobytes())
+            key = (wv.tobytes(), pv.tobytes(), j.gang and j.gang_allocation)
             if key not in cache:
                 cache[key] = _fits_empty(j, self.capacity, self.resources)
             if cache[key]:
                 ok.append(i)
                 continue
-            msg = (
-                f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
-                f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
-            )
+            if j.gang:
+                w, p = j.gang_allocation
+                msg = (
+                    f"job {j.name!r} is a gang of {w} workers and {p} PSs (worker needs "
+                    f"{dict(j.worker_demand)}, PS needs {dict(j.ps_demand)}) that does not fit "
+                    f"the whole empty cluster"
+                )
+            else:
+                msg = (
+                    f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
+                    f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
+                )
             if self.unfit == "raise":
                 raise Infeasible(msg)
             warnings.warn(msg + "; skipped", stacklevel=3)
@@ -404,6 +463,7 @@ class _Simulator:
         if hasattr(self.policy, "reset"):
             self.policy.reset()
         order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
+        self.has_gang = any(self.jobs[i].gang for i in order)
         arrivals = [self.jobs[i].arrival for i in order]
         n_arr = len(order)
         k = 0
@@ -413,7 +473,13 @@ class _Simulator:
         if n_arr:
             util_rows.append((arrivals[0], *used, 0, 0))
         next_tick = math.inf
+        next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
         idle_points = 0
+        bar = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n_arr, desc=f"simulate {self.policy_name}", unit="job", leave=False)
         wall0 = time.perf_counter()
         while True:
             t_arr = arrivals[k] if k < n_arr else math.inf
@@ -422,7 +488,7 @@ class _Simulator:
             t_cmp = self.heap[0][0] if self.heap else math.inf
             busy = bool(self.queued or self.running)
             t_tick = next_tick if (self.delta is not None and busy) else math.inf
-            t = min(t_arr, t_cmp, t_tick)
+            t = min(t_arr, t_cmp, t_tick, next_wake if busy else math.inf)
             if t == math.inf:
                 break
             self.t = t
@@ -439,6 +505,8 @@ class _Simulator:
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                if bar is not None:
+                    bar.update()
             # Arrivals.
             while k < n_arr and arrivals[k] <= t:
                 i = order[k]
@@ -449,13 +517,19 @@ class _Simulator:
                 k += 1
             if self.delta is not None:
                 next_tick = (math.floor(t / self.delta + 1e-9) + 1) * self.delta
+            if next_wake <= t:
+                next_wake = math.inf
             # Decision.
             if self.queued or (self.elastic and self.running):
                 state = self._state()
                 t0 = time.perf_counter()
                 decision = self.policy.decide(state)
+                if self.has_gang and isinstance(decision, Decision):
+                    decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
+                wake = getattr(decision, "wake_at", None)
+                next_wake = wake if wake is not None and wake > t else math.inf
                 self.decisions.append(
                     (t, spent, started, preempted, resized, len(self.queued), len(self.running))
                 )
@@ -475,6 +549,8 @@ class _Simulator:
             if not np.array_equal(new_used, used) or new_counts != counts or not util_rows:
                 util_rows.append((t, *new_used, *new_counts))
             used, counts = new_used, new_counts
+        if bar is not None:
+            bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
 

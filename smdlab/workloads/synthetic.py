@@ -156,4 +156,5 @@ def synthetic(
         cap_factor=cap_factor,
         mode=mode,
         demands=pairs,
+        gpu_only=demands == "gpu_only",
     )
