@@ -75,63 +75,67 @@ class SRTF:
         """Forget cached per-job demands (the simulator calls this before a run)."""
         self._need.clear()
 
-    def _need_of(self, job: Job, resources: tuple[str, ...]) -> tuple[np.ndarray, float]:
-        """Pooled demand vector of the job's request and its GPU count (cached per job object)."""
+    def _need_of(self, job: Job, resources: tuple[str, ...], mode: str) -> tuple:
+        """(pooled demand of the job's request, its GPUs, 1 / speed at the request), cached per job."""
         hit = self._need.get(id(job))
-        if hit is not None and hit[0] is job:
-            return hit[1], hit[2]
+        if hit is not None and hit[0] is job and hit[4] == mode and hit[5] == resources:
+            return hit[1], hit[2], hit[3]
         w, p = request(job)
         a, g = task_vectors(job, resources)
         vec = w * a + p * g
         gi = resources.index("gpu") if "gpu" in resources else None
         gpus = float(vec[gi]) if gi is not None else 0.0
+        inv = 1.0 / float(job_speeds(job, mode)[w - 1, p - 1])
         if len(self._need) > 200_000:
             self._need.clear()
-        self._need[id(job)] = (job, vec, gpus)
-        return vec, gpus
+        self._need[id(job)] = (job, vec, gpus, inv, mode, resources)
+        return vec, gpus, inv
 
     def decide(self, state: ClusterState) -> Decision:
         """Keep or start jobs in order of remaining time while they fit; preempt running ones that do not."""
         mode = state.mode
         cluster = state.cluster
         resources = tuple(cluster.resources)
+        need = self._need_of
         running = list(state.running) if self.preemptive else []
         items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
-            (remaining_time(q, mode), q.job.arrival, q.job.name, 1, q)
+            (q.remaining * need(q.job, resources, mode)[2], q.job.arrival, q.job.name, 1, q)
             for q in state.queued
             if q.remaining > 0
         ]
-        items += [(remaining_time(r, mode), r.job.arrival, r.job.name, 0, r) for r in running]
+        items += [
+            (r.remaining * need(r.job, resources, mode)[2], r.job.arrival, r.job.name, 0, r)
+            for r in running
+        ]
         items.sort(key=lambda x: x[:3])
         free = np.array(state.free, dtype=float)
-        pool = free.sum(axis=0)
-        gpu_only = all(e.job.gpu_only for *_, e in items) and "gpu" in resources
-        held: dict[str, np.ndarray] = {}
-        for r in running:
-            held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
-            pool += held[r.job.name].sum(axis=0)
-        # Phase 1: who runs, on pooled capacity.
+        n_m = free.shape[0]
+        gpu_only = "gpu" in resources and all(e.job.gpu_only for *_, e in items)
+        # Phase 1: who runs, on pooled capacity (free plus what running jobs hold).
         chosen: list[QueuedJob] = []
         kept: set[str] = set()
-        if gpu_only:
+        if gpu_only:  # GPU counts only: scalar arithmetic
             gi = resources.index("gpu")
-            left = float(pool[gi]) + TOL
+            left = float(free[:, gi].sum()) + sum(need(r.job, resources, mode)[1] for r in running)
+            left += TOL
             for *_, kind, e in items:
                 if left < 1.0:
                     break
-                need = self._need_of(e.job, resources)[1]
-                if need <= left:
-                    left -= need
+                g = need(e.job, resources, mode)[1]
+                if g <= left:
+                    left -= g
                     if kind:
                         chosen.append(e)  # type: ignore[arg-type]
                     else:
                         kept.add(e.job.name)
         else:
+            held = {
+                r.job.name: usage(r.placement.tasks, *demands(r.job, cluster), n_m).sum(axis=0)
+                for r in running
+            }
+            pool = free.sum(axis=0) + sum(held.values(), np.zeros(len(resources)))
             for *_, kind, e in items:
-                if kind:
-                    vec = self._need_of(e.job, resources)[0]
-                else:
-                    vec = held[e.job.name].sum(axis=0)
+                vec = need(e.job, resources, mode)[0] if kind else held[e.job.name]
                 if np.all(pool + TOL * np.maximum(1.0, vec) >= vec):
                     pool = pool - vec
                     if kind:
@@ -139,8 +143,11 @@ class SRTF:
                     else:
                         kept.add(e.job.name)
         preempt = tuple(r.job.name for r in running if r.job.name not in kept)
-        for name in preempt:
-            free += held[name]
+        if preempt:
+            by_name = {r.job.name: r for r in running}
+            for name in preempt:
+                r = by_name[name]
+                free += usage(r.placement.tasks, *demands(r.job, cluster), n_m)
         # Phase 2: place the jobs that start, in priority order.
         allocations = []
         for q in chosen:
@@ -155,7 +162,7 @@ class SRTF:
                 if pl is None or n == 0:
                     continue
                 w = p = n
-            free -= placement_usage(job, pl, free.shape[0], resources)
+            free -= placement_usage(job, pl, n_m, resources)
             allocations.append(Allocation(job.name, w, p, pl))
         return Decision(tuple(allocations), preempt)
 
@@ -167,4 +174,3 @@ class SJF(SRTF):
 
     def __init__(self, preemptive: bool = False) -> None:
         super().__init__(preemptive)
-

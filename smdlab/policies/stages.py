@@ -130,6 +130,14 @@ def gang_placement(
         pooled = free.sum(axis=0)
     if np.any(pooled + TOL * np.maximum(1.0, need) < need):
         return None
+    if job.gpu_only and p == 1 and not pv.any():
+        # The one-machine case of the rule below, in one pass: the machine with the most room
+        # for this job's workers (lowest index on ties) takes the whole gang and the empty PS.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(wv > 0, (free + TOL) / np.where(wv > 0, wv, 1.0), np.inf).min(axis=1)
+        m = int(np.argmax(room))
+        if room[m] >= w:
+            return Placement(((m, w, 1),))
     tasks = consolidated_tasks(free, w, p, wv, pv)
     return None if tasks is None else Placement(tasks)
 
@@ -348,8 +356,10 @@ def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
 
     def ok(a: Allocation) -> bool:
         job = lookup.get(a.job)
-        return job is None or not job.gang or (
-            not resize(a) and (a.workers, a.ps) == job.gang_allocation
+        return (
+            job is None
+            or not job.gang
+            or (not resize(a) and (a.workers, a.ps) == job.gang_allocation)
         )
 
     if all(ok(a) for a in allocs):

@@ -23,7 +23,15 @@ from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, c
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
-from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
@@ -524,7 +532,7 @@ class _Simulator:
                 state = self._state()
                 t0 = time.perf_counter()
                 decision = self.policy.decide(state)
-                if self.has_gang and isinstance(decision, Decision):
+                if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
                     decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
@@ -553,6 +561,21 @@ class _Simulator:
             bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
+
+    def _breaks_gang(self, d: Decision) -> bool:
+        """Whether ``d`` starts a gang job on less than its request or resizes a running one."""
+        pre = d.preempt
+        for a in d.allocations:
+            i = self.index.get(a.job) if isinstance(a, Allocation) else None
+            if i is None:
+                continue
+            job = self.jobs[i]
+            if job.gang and (
+                (a.workers, a.ps) != job.gang_allocation
+                or (a.job in self.running and a.job not in pre)
+            ):
+                return True
+        return False
 
     def _stale(self, entry: tuple[float, int, int]) -> bool:
         r = self.running.get(self.jobs[entry[1]].name)

@@ -240,9 +240,7 @@ def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
         return hit[1]
     known = set(resources)
     for attr in ("worker_demand", "ps_demand"):
-        d = getattr(
-            job, attr
-        )  # validated (finite, >= 0) by Job; only the names need checking here
+        d = getattr(job, attr)  # validated (finite, >= 0) by Job; only the names need checking here
         if not known.issuperset(d):
             bad = next(r for r in d if r not in known)
             raise InvalidInput(
