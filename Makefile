@@ -4,11 +4,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: help install install-test system-deps reproduce reproduce-quick test test-fast lab dashboard bench clean-venv
+.PHONY: help install install-test system-deps reproduce reproduce-quick lint test test-fast lab dashboard bench clean-venv
+
+# What the lint and format gates cover (mypy checks the package: [tool.mypy] in pyproject.toml).
+LINT_PATHS := smdlab tests benchmarks tools notebooks
 
 help:
 	@echo "make reproduce   regenerate every figure into figures/ (creates $(VENV) if needed)"
-	@echo "make test        install the project, its test extras and system packages; run all tests"
+	@echo "make lint        ruff (lint + format check) and mypy; the gates make test enforces"
+	@echo "make test        install the project, its test extras and system packages; lint, type-check, run all tests"
 	@echo "make lab         open JupyterLab on notebooks/"
 	@echo "make dashboard   serve the explorer notebook as a Voila dashboard"
 	@echo "make bench       run the benchmarks (prints side-by-side ratios)"
@@ -40,7 +44,12 @@ reproduce: install system-deps
 reproduce-quick: install system-deps
 	$(VENV)/bin/smdlab reproduce --quick --out figures
 
-test: install-test system-deps
+lint: install-test
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+
+test: install-test system-deps lint
 	$(PY) -m pytest -q
 
 test-fast: install-test

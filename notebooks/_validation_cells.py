@@ -20,7 +20,7 @@ SOURCE = r"""
 # the fitting.
 
 # %%
-from smdlab.validation import holdout_report
+from smdlab.model.speed_fit import holdout_report
 
 report = holdout_report(seed=0, test_fraction=0.3)  # warns that failed runs (speed 0) are dropped
 print(*report.attrs["notes"], sep="\n")
@@ -28,10 +28,10 @@ print("mean MAPE over the 8 networks (%):", {k: round(v, 2) for k, v in report.a
 report[["model", "n_train", "n_test", "mape_layered", "mape_optimus"]].round(2)
 
 # %% [markdown]
-# The fitted parameters per network (units in `smdlab.validation.LAYERED_PARAMS`):
+# The fitted parameters per network (units in `smdlab.model.speed_fit.LAYERED_PARAMS`):
 
 # %%
-from smdlab.validation import DEFAULT_LAYERED_FREE, LAYERED_PARAMS
+from smdlab.model.speed_fit import DEFAULT_LAYERED_FREE, LAYERED_PARAMS
 
 print({k: LAYERED_PARAMS[k].unit for k in DEFAULT_LAYERED_FREE})
 report[["model", *DEFAULT_LAYERED_FREE]].round(3)
@@ -43,7 +43,7 @@ report[["model", *DEFAULT_LAYERED_FREE]].round(3)
 import pandas as pd
 import plotly.express as px
 
-from smdlab.validation import fit_speed_model, holdout_split, load_measurements
+from smdlab.model.speed_fit import fit_speed_form, holdout_split, load_measurements
 from smdlab.viz.style import TEMPLATE
 
 data = load_measurements()
@@ -51,7 +51,7 @@ data = data[data["total_speed"] > 0]  # failed runs
 train, test = holdout_split(data, seed=0, test_fraction=0.3)
 points = []
 for form in ("layered", "optimus"):
-    fit = fit_speed_model(train, form)
+    fit = fit_speed_form(train, form)
     points.append(test.assign(form=form, predicted=fit.predict(test)))
 points = pd.concat(points, ignore_index=True)
 fig = px.scatter(

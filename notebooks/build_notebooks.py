@@ -3,7 +3,7 @@
 The cells live here as Python lists so reviews read plain text; the .ipynb files are generated.
 Run ``python notebooks/build_notebooks.py`` after editing a cell; ``--check`` exits 1 if a notebook
 on disk differs from what this script would write (the test suite runs it). Notebook 01 includes
-the model-validation cells of ``notebooks/_validation_cells.py`` (written with smdlab.validation).
+the model-validation cells of ``notebooks/_validation_cells.py`` (written with smdlab.model.speed_fit).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from smdlab.model.job import Job
@@ -13,13 +15,16 @@ def random_profile(rng: np.random.Generator, layers: int | None = None) -> Layer
     n = int(layers or rng.integers(1, 12))
     f = rng.uniform(1e-5, 1e-4, n)
     return LayerProfile(
-        [f"l{i}" for i in range(n)], f, 2 * f * rng.uniform(0.8, 1.2, n), rng.uniform(1e5, 5e6, n)
+        tuple(f"l{i}" for i in range(n)),
+        f,
+        2 * f * rng.uniform(0.8, 1.2, n),
+        rng.uniform(1e5, 5e6, n),
     )
 
 
-def random_job(rng: np.random.Generator, name: str = "j", **overrides) -> Job:
+def random_job(rng: np.random.Generator, name: str = "j", **overrides: Any) -> Job:
     """A job on a random profile with random NIC bandwidths; keyword arguments override fields."""
-    args = dict(
+    args: dict[str, Any] = dict(
         profile=random_profile(rng),
         samples=float(rng.integers(10_000, 1_000_000)),
         global_batch=int(rng.integers(16, 512)),

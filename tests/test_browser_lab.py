@@ -9,6 +9,7 @@ Skipped only when no ``chromium`` is on PATH (CI installs it with tools/system-d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -111,18 +112,12 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
 def _stop(proc: subprocess.Popen) -> None:
     """Stop the server we started and everything in its process group (its kernels)."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # kernels left behind by a slow shutdown
-    except ProcessLookupError:
-        pass
+    with contextlib.suppress(ProcessLookupError):  # kernels left behind by a slow shutdown
+        os.killpg(proc.pid, signal.SIGKILL)
     if proc.poll() is None:
         proc.wait(timeout=10)
 

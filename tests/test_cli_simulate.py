@@ -17,7 +17,7 @@ SMALL = ["--jobs", "12", "--machines", "2"]
 
 def test_json_output_is_only_json(capfd):
     assert main(["simulate", *SMALL, "--policy", "fifo,srtf", "--json"]) == 0
-    out, err = capfd.readouterr()
+    out, _err = capfd.readouterr()
     data = json.loads(out)
     assert set(data) == {"fifo", "srtf"}
     for summary in data.values():

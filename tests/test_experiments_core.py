@@ -84,7 +84,7 @@ def test_jct_sweep_rows_and_lower_bound():
     assert set(df.loc[df["policy"] == "smd", "label"]) == {SMD_LABEL}
     # No policy can beat every job running alone at its fastest configuration.
     for (machines, seed), part in df.groupby([spec.column, "seed"]):
-        jobs, cluster = scenario(TINY, "machines", machines, seed)
+        jobs, _cluster = scenario(TINY, "machines", machines, seed)
         fastest = np.nanmin(duration_grid(jobs).reshape(len(jobs), -1), axis=1)
         assert (part["mean_jct_s"] >= fastest.mean() * (1 - 1e-9)).all()
     assert df.attrs["x"] == spec.column
@@ -144,7 +144,7 @@ def test_gap_figure_has_two_panels():
 def test_validation_points_reproduce_holdout_report():
     from smdlab.experiments import model_validation
     from smdlab.experiments.validation import mape_by_network, validation_data
-    from smdlab.validation import holdout_report
+    from smdlab.model.speed_fit import holdout_report
     from smdlab.viz.experiments import validation_figure
 
     df = model_validation(TINY)

@@ -27,8 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 from smdlab import Cluster, SmdlabError
 from smdlab.policies.registry import get_policy, list_policies

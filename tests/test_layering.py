@@ -14,7 +14,6 @@ RANK = {
     "paths": 0,
     "model": 1,
     "testing": 1,
-    "validation": 2,
     "solve": 2,
     "policies": 3,
     "workloads": 3,

@@ -1,4 +1,4 @@
-"""The wfbp_prefetch mode: priority pulls and the exact steady-state period (smd-model.md section 3).
+"""The wfbp_prefetch mode: priority pulls and the exact steady-state period (docs/model.md).
 
 Times here are multiples of TICK = 2**-10 s on NICs of exactly 2**20 bytes/s, so every sum the model
 forms is exact in floating point and ties (a pull released just as the link frees) are real ties,
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from smdlab import Job, LayerProfile, active_piece, iteration_time_grid
 from smdlab.model import timing

@@ -1,4 +1,4 @@
-"""Properties of the layered timing model (smd-model.md section 3), each a test."""
+"""Properties of the layered timing model (docs/model.md), each a test."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from smdlab import (
     Job,

@@ -1,4 +1,4 @@
-"""DRF: progressive filling by bundles equalises dominant shares (field.md)."""
+"""DRF: progressive filling by bundles equalises dominant shares (docs/simulator.md, Policies)."""
 
 from __future__ import annotations
 

@@ -7,14 +7,8 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, state
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time
-from smdlab.policies.optimus import (
-    DEFAULT_PROFILE_POINTS,
-    Optimus,
-    SpeedModel,
-    design_matrix,
-    fit_speed_model,
-    profile_job,
-)
+from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
+from smdlab.policies.optimus import DEFAULT_PROFILE_POINTS, Optimus, profile_job
 from smdlab.policies.stages import apply_decision
 from smdlab.solve.placement import spread_tasks
 
@@ -40,7 +34,7 @@ def test_nnls_keeps_coefficients_nonnegative():
 
 
 def test_one_layer_sequential_model_is_exactly_optimus_form():
-    # smd-model.md section 3: L = 1, sequential, global batch, PS NIC binding -> Optimus' form, d = e = 0
+    # docs/model.md, Properties: L = 1, sequential, global batch, PS NIC binding -> Optimus' form, d = e = 0
     prof = LayerProfile(["l0"], [1e-4], [2e-4], [4e6])
     j = Job(
         "one", prof, 1e5, 128, {"gpu": 1, "bw_gbps": 10}, {"bw_gbps": 2}, max_workers=8, max_ps=8

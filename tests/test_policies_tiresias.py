@@ -19,7 +19,13 @@ def _contended(attained: float, time: float = 10_000.0):
     cl = cluster(1)  # 4 GPUs
     old = job("old", max_workers=4, max_ps=2)
     new = job("new", arrival=time, max_workers=4, max_ps=2)
-    return state(cl, [queued(new)], [running(old, [(0, 4, 2)], attained=attained)], time=time)
+    return state(
+        cl,
+        [queued(new)],
+        [running(old, [(0, 4, 2)], attained=attained)],
+        time=time,
+        execution="preemptive",
+    )
 
 
 def test_higher_queue_preempts_lower():
@@ -57,14 +63,19 @@ def test_starvation_guard_promotes_and_then_preempts():
     r = running(hog, [(0, 4, 2)], attained=4 * 2000.0)
     q_short = queued(starved, attained=4 * 1000.0, since=1000.0)
     d = Tiresias(thresholds=(3600.0,), starve_multiple=8).decide(
-        state(cl, [q_short], [r], time=1000.0 + 7000.0)
+        state(cl, [q_short], [r], time=1000.0 + 7000.0, execution="preemptive")
     )  # waited 7x its run time
     assert d.preempt == ()
     assert (
-        Tiresias(thresholds=(3600.0,)).decide(state(cl, [q_short], [r], time=9000.0)).preempt == ()
+        Tiresias(thresholds=(3600.0,))
+        .decide(state(cl, [q_short], [r], time=9000.0, execution="preemptive"))
+        .preempt
+        == ()
     )
     pol = Tiresias(thresholds=(3600.0,), starve_multiple=8)
-    st = state(cl, [q_short], [r], time=1000.0 + 8000.0)  # waited 8x: promoted to queue 0
+    st = state(
+        cl, [q_short], [r], time=1000.0 + 8000.0, execution="preemptive"
+    )  # waited 8x: promoted to queue 0
     d = pol.decide(st)
     assert d.preempt == ("hog",) and alloc_of(d, "starved") == (4, 2)
     apply_decision(st, d)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -233,7 +234,7 @@ def test_unknown_kind_raises(devices):
 
 def test_device_is_frozen(devices):
     dev = devices.get_device("v100")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         dev.peak_flops = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError):
         dev.efficiency["conv"] = 1.0  # type: ignore[index]

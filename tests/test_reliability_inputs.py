@@ -718,8 +718,14 @@ def test_solver_arguments_of_the_wrong_type_raise_invalid_input(call):
         )
 
 
+def _short(text: str, tmpdir: str) -> str:
+    """One table cell: the message with the temporary directory named DIR, at most 200 chars."""
+    clean = " ".join(text.replace(tmpdir, "DIR").split()).replace("|", "\\|")
+    return clean if len(clean) <= 200 else clean[:197] + "..."
+
+
 def _table_rows() -> list[str]:
-    """The table of docs/reliability.md: each case's library and CLI message, as this code gives them."""
+    """The full table behind docs/reliability.md (section 1): each case's library and CLI message, as this code gives them."""
     import contextlib
     import io
     import tempfile
@@ -751,11 +757,7 @@ def _table_rows() -> list[str]:
                     warnings.simplefilter("ignore")
                     rc = main(["simulate", *(a.replace("{d}", str(d)) for a in case.argv)])
                 cli = f"{err.getvalue().strip()}" if rc == 2 else f"EXIT {rc}"
-            clean = lambda text: " ".join(text.replace(str(d), "DIR").split()).replace("|", "\\|")  # noqa: E731
-            short = lambda text: (
-                clean(text) if len(clean(text)) <= 200 else clean(text)[:197] + "..."
-            )  # noqa: E731
-            rows.append(f"| {case.id} | `{short(lib)}` | `{short(cli)}` |")
+            rows.append(f"| {case.id} | `{_short(lib, str(d))}` | `{_short(cli, str(d))}` |")
     return rows
 
 

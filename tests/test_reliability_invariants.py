@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import event, given, settings
-from hypothesis import strategies as st
+from hypothesis import event, given, settings, strategies as st
 
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState, Decision

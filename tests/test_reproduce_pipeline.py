@@ -73,7 +73,7 @@ def test_foreign_file_is_refused_untouched_and_others_kept(tmp_path, capsys):
     out.mkdir()
     (out / "jct_vs_jobs.csv").write_text("mine\n")
     (out / "notes.txt").write_text("keep me\n")
-    with pytest.raises(SmdlabError, match="jct_vs_jobs.csv"):
+    with pytest.raises(SmdlabError, match=r"jct_vs_jobs\.csv"):
         reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None)
     assert (out / "jct_vs_jobs.csv").read_text() == "mine\n"
     # Through the CLI: one error line, exit status 2, nothing written.
@@ -110,7 +110,7 @@ def test_file_changed_after_smdlab_wrote_it_is_refused(tmp_path):
     reproduce(out, "tiny", only=["optimality_gap"], formats=["csv"], log=None)
     with open(out / "optimality_gap.csv", "a") as fh:
         fh.write("edited by hand\n")
-    with pytest.raises(SmdlabError, match="optimality_gap.csv"):
+    with pytest.raises(SmdlabError, match=r"optimality_gap\.csv"):
         reproduce(out, "tiny", only=["optimality_gap"], formats=["csv"], log=None)
     assert (out / "optimality_gap.csv").read_text().endswith("edited by hand\n")
 

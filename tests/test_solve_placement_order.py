@@ -17,7 +17,8 @@ from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.registry import list_policies
 from smdlab.sim import simulate
 from smdlab.solve import place
-from smdlab.solve.placement import RULES, Ledger, first_fit_tasks
+from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import RULES, first_fit_tasks
 
 RES = ("gpu", "cpu", "mem_gb", "bw_gbps")
 PROFILE = LayerProfile(["a"], [1e-4], [2e-4], [1e6])

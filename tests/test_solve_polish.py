@@ -11,7 +11,7 @@ from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.solve import build_instance, solve
 from smdlab.solve.cases import small_instance
 from smdlab.solve.instance import fits, pareto_mask
-from smdlab.solve.knapsack import local_search
+from smdlab.solve.local_search import local_search
 
 DELTAS = ((1, 0), (0, 1), (1, 1))
 
@@ -39,11 +39,12 @@ def _is_local_optimum(v, alpha, gamma, cap, w, p, rtol) -> bool:
     for i in range(n):
         room = left + w[i] * alpha[i] + p[i] * gamma[i]
         for a, b in itertools.product(range(1, W + 1), range(1, P + 1)):
-            if np.isfinite(v[i, a - 1, b - 1]) and np.all(
-                a * alpha[i] + b * gamma[i] <= room + tol
+            if (
+                np.isfinite(v[i, a - 1, b - 1])
+                and np.all(a * alpha[i] + b * gamma[i] <= room + tol)
+                and v[i, a - 1, b - 1] < cur[i] - eps
             ):
-                if v[i, a - 1, b - 1] < cur[i] - eps:
-                    return False
+                return False
     for i, j in itertools.permutations(range(n), 2):
         for (dw, dp), (uw, up) in itertools.product(DELTAS, DELTAS):
             wi, pi, wj, pj = w[i] - dw, p[i] - dp, w[j] + uw, p[j] + up

@@ -168,7 +168,7 @@ def test_smd_on_bundled_networks_is_close_to_milp():
 @pytest.mark.parametrize("seed", range(6))
 def test_hull_knapsack_equals_its_sequential_rule(seed):
     # the vectorised rounds must do exactly what the one-segment-at-a-time rule does
-    from smdlab.solve.knapsack import HullKnapsack
+    from smdlab.solve.knapsack_hull import HullKnapsack
 
     rng = np.random.default_rng(seed)
     jobs = [small_job(rng, f"j{i}", max_workers=8, max_ps=8) for i in range(25)]

@@ -74,7 +74,7 @@ def test_srtf_preempts_for_shorter_jobs_and_skips_jobs_that_do_not_fit(tmp_path)
     # D: 1 GPU, 200 s at 12.
     jobs = _trace(tmp_path, [(0, 100, 4), (10, 20, 2), (10, 30, 1), (12, 200, 1)])
     cl = _gpus(1, 4)
-    srtf = _times(simulate(jobs, cl, "srtf"))
+    srtf = _times(simulate(jobs, cl, "srtf", restart_s=0))
     # t=10: B (20 s) and C (30 s) rank before A (90 s left): A is preempted, B and C start.
     # t=12: order B, C, A (90), D (200): A needs 4 of the 1 GPU left and is skipped; D fits.
     # t=30: B ends; A (4 GPUs) still does not fit beside C and D.
@@ -86,6 +86,9 @@ def test_srtf_preempts_for_shorter_jobs_and_skips_jobs_that_do_not_fit(tmp_path)
         "2": (10, 40, 0),
         "3": (12, 302, 1),
     }
+    # a restart cost delays each resumed job: A resumes at 40 + 30, D at 160 + 30
+    slow = _times(simulate(jobs, cl, "srtf", restart_s=30))
+    assert (slow["0"][1], slow["3"][1]) == (160, 362)
     sjf = _times(simulate(jobs, cl, "sjf"))
     # non-preemptive: A keeps the machine until 100; then B, C and D (shortest first) all fit
     assert sjf == {"0": (0, 100, 0), "1": (100, 120, 0), "2": (100, 130, 0), "3": (100, 300, 0)}
@@ -96,7 +99,7 @@ def test_tiresias_demotes_at_the_threshold_and_orders_a_queue_by_entry(tmp_path)
     # A: 2 GPUs, 300 s at 0. B: 2 GPUs, 100 s at 10.
     jobs = _trace(tmp_path, [(0, 300, 2), (10, 100, 2)])
     cl = _gpus(1, 2)
-    got = _times(simulate(jobs, cl, Tiresias(thresholds=(100.0,))))
+    got = _times(simulate(jobs, cl, Tiresias(thresholds=(100.0,)), restart_s=0))
     # t=10: both in queue 0; A runs and is ahead of B: B waits.
     # t=50: A reaches 100 GPU-s (2 GPUs x 50 s) and drops to queue 1: B (queue 0) preempts it.
     # t=100: B reaches 100 GPU-s and joins queue 1 *behind* A, which entered it at 50: A resumes
@@ -104,7 +107,7 @@ def test_tiresias_demotes_at_the_threshold_and_orders_a_queue_by_entry(tmp_path)
     assert got == {"0": (0, 350, 1), "1": (50, 400, 1)}
     # Time-based service: A drops at t=100 (100 s run); B then runs its whole 100 s (ends at 200,
     # exactly at its own limit); A resumes with 200 s left and ends at 400.
-    got = _times(simulate(jobs, cl, Tiresias(thresholds=(100.0,), service="time")))
+    got = _times(simulate(jobs, cl, Tiresias(thresholds=(100.0,), service="time"), restart_s=0))
     assert got == {"0": (0, 400, 1), "1": (100, 200, 0)}
 
 
@@ -149,7 +152,11 @@ def test_simulator_holds_gang_jobs_to_all_or_nothing(tmp_path):
     res = simulate(jobs, cl, Partial())
     assert res.jobs.loc[0, "workers"] == 4 and res.jobs.loc[0, "jct"] == pytest.approx(100)
     # and every registered policy runs GPU-only gangs on exactly their GPUs
-    trace = load_philly(first=40, demands="gpu_only")
+    rng = np.random.default_rng(3)
+    rows = [
+        (10 * i, int(rng.integers(100, 3000)), int(rng.choice([1, 2, 4, 8]))) for i in range(12)
+    ]
+    trace = _trace(tmp_path, rows, "mix.csv")
     for policy in ("fifo", "srtf", "sjf", "tiresias", "drf", "tetris", "optimus", "smd"):
         df = simulate(trace, _gpus(4, 8), policy).jobs
         want = [j.gang_allocation[0] for j in trace]

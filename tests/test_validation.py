@@ -1,4 +1,4 @@
-"""Validation of the layered model against DL2's measured PS training speeds (smdlab.validation)."""
+"""Validation of the layered model against DL2's measured PS training speeds (smdlab.model.speed_fit)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 from smdlab import InvalidInput, LayerProfile
-from smdlab.validation import (
+from smdlab.model.speed_fit import (
     DEFAULT_LAYERED_FREE,
     LAYERED_NEUTRAL,
     OPTIMUS_TERMS,
     SpeedModelFit,
-    fit_speed_model,
+    fit_speed_form,
     holdout_report,
     holdout_split,
     load_measurements,
@@ -46,7 +46,7 @@ def test_project_copy_of_the_measurements(data):
 
 @pytest.mark.parametrize("form", ["layered", "optimus"])
 def test_fit_and_predict_shape(small, form):
-    fit = fit_speed_model(small, form, n_starts=1)
+    fit = fit_speed_form(small, form, n_starts=1)
     assert fit.models == ["cnn-text-classification", "dssm"]
     rows = small.iloc[::7]
     pred = fit.predict(rows)
@@ -62,10 +62,10 @@ def test_nonpositive_rows_dropped_with_note(small):
     bad = small.copy()
     bad.loc[[0, 3], "total_speed"] = [0.0, -1.0]
     with pytest.warns(UserWarning, match="dropped 2 rows with non-positive total_speed"):
-        fit = fit_speed_model(bad, "optimus")
+        fit = fit_speed_form(bad, "optimus")
     assert any("dropped 2 rows" in n for n in fit.notes)
     assert sum(fit.n_rows.values()) == len(small) - 2
-    clean = fit_speed_model(small, "optimus")
+    clean = fit_speed_form(small, "optimus")
     assert clean.notes == ()
 
 
@@ -81,7 +81,7 @@ def test_optimus_recovers_its_own_coefficients(convention, loss):
     cs = b / w if convention == "global" else b
     tau = np.column_stack([cs, np.ones_like(w), w / p, w, p]) @ theta
     df["total_speed"] = (b if convention == "global" else w * b) / tau
-    fit = fit_speed_model(df, "optimus", convention=convention, optimus_loss=loss)
+    fit = fit_speed_form(df, "optimus", convention=convention, optimus_loss=loss)
     got = np.array([fit.params["net"][k] for k in OPTIMUS_TERMS])
     np.testing.assert_allclose(got, theta, rtol=1e-6)
     np.testing.assert_allclose(fit.predict(df), df["total_speed"], rtol=1e-9)
@@ -109,7 +109,7 @@ def test_layered_recovers_its_own_parameters():
     )
     df = pd.concat([_grid("toy", 64), _grid("toy", 128, workers=(1, 3, 8))], ignore_index=True)
     df["total_speed"] = model.predict(df)
-    fit = fit_speed_model(df, "layered", profiles={"toy": prof}, seed=3)
+    fit = fit_speed_form(df, "layered", profiles={"toy": prof}, seed=3)
     for k, v in truth.items():
         assert fit.params["toy"][k] == pytest.approx(v, rel=1e-3), k
     np.testing.assert_allclose(fit.predict(df), df["total_speed"], rtol=1e-6)
@@ -137,7 +137,7 @@ def test_holdout_target_layered_beats_optimus():
 
 def test_holdout_split_is_seeded_and_disjoint(small):
     tr1, te1 = holdout_split(small, seed=5, test_fraction=0.3)
-    tr2, te2 = holdout_split(small, seed=5, test_fraction=0.3)
+    _tr2, te2 = holdout_split(small, seed=5, test_fraction=0.3)
     pd.testing.assert_frame_equal(te1, te2)
     assert set(tr1.index).isdisjoint(te1.index)
     assert len(tr1) + len(te1) == len(small)
@@ -149,26 +149,26 @@ def test_holdout_split_is_seeded_and_disjoint(small):
 
 def test_bad_input_names_the_field(small):
     with pytest.raises(InvalidInput, match="form"):
-        fit_speed_model(small, "linear")
+        fit_speed_form(small, "linear")
     with pytest.raises(InvalidInput, match="num_ps"):
-        fit_speed_model(small.drop(columns=["num_ps"]), "optimus")
+        fit_speed_form(small.drop(columns=["num_ps"]), "optimus")
     with pytest.raises(InvalidInput, match="total_speed"):
-        fit_speed_model(small.drop(columns=["total_speed"]), "layered")
+        fit_speed_form(small.drop(columns=["total_speed"]), "layered")
     with pytest.raises(InvalidInput, match="num_workers"):
-        fit_speed_model(small.assign(num_workers=0), "optimus")
+        fit_speed_form(small.assign(num_workers=0), "optimus")
     with pytest.raises(InvalidInput, match="total_speed"):
-        fit_speed_model(small.assign(total_speed=np.nan), "optimus")
+        fit_speed_form(small.assign(total_speed=np.nan), "optimus")
     with pytest.raises(InvalidInput, match="convention"):
-        fit_speed_model(small, "optimus", convention="local")
+        fit_speed_form(small, "optimus", convention="local")
     with pytest.raises(InvalidInput, match="optimus_loss"):
-        fit_speed_model(small, "optimus", optimus_loss="l1")
+        fit_speed_form(small, "optimus", optimus_loss="l1")
     with pytest.raises(InvalidInput, match="free"):
-        fit_speed_model(small, "layered", free=["bandwidth"])
+        fit_speed_form(small, "layered", free=["bandwidth"])
     with pytest.raises(InvalidInput, match="model 'alexnet-x' has no profile"):
-        fit_speed_model(small.assign(model="alexnet-x"), "layered")
+        fit_speed_form(small.assign(model="alexnet-x"), "layered")
     with pytest.raises(InvalidInput, match="df must be a pandas DataFrame"):
-        fit_speed_model(small.to_dict(), "optimus")
-    fit = fit_speed_model(small, "optimus")
+        fit_speed_form(small.to_dict(), "optimus")
+    fit = fit_speed_form(small, "optimus")
     with pytest.raises(InvalidInput, match="model must be one of"):
         fit.predict(small.assign(model="wlm"))
     with pytest.raises(InvalidInput, match="batch_size"):

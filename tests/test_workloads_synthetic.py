@@ -16,9 +16,10 @@ def test_same_seed_same_jobs_other_seed_other_jobs():
     a = synthetic(40, cl, seed=7, networks=NETS)
     b = synthetic(40, cl, seed=7, networks=NETS)
     c = synthetic(40, cl, seed=8, networks=NETS)
-    key = lambda jobs: [
-        (j.name, j.profile.network, j.samples, j.arrival, j.max_workers) for j in jobs
-    ]  # noqa: E731
+
+    def key(jobs):
+        return [(j.name, j.profile.network, j.samples, j.arrival, j.max_workers) for j in jobs]
+
     assert key(a) == key(b)
     assert key(a) != key(c)
 

@@ -72,7 +72,7 @@ def test_unsorted_traces_are_sorted_or_refused(tmp_path):
     p = _write(tmp_path, GOOD)
     jobs = load_philly(p, networks=NETS)
     assert [j.arrival for j in jobs] == [0.0, 10.0] and jobs[0].max_workers == 1
-    with pytest.raises(InvalidInput, match="time order.*line 3"):
+    with pytest.raises(InvalidInput, match=r"time order.*line 3"):
         load_philly(p, networks=NETS, on_unsorted="raise")
     numeric = _write(tmp_path, "timestamp,duration,num_gpus\n0,10,1\n5.5,20,4\n", "n.csv")
     assert [j.arrival for j in load_philly(numeric, networks=NETS)] == [0.0, 5.5]
@@ -126,5 +126,5 @@ def test_job_table_and_format_detection(tmp_path):
     bad = _write(tmp_path, "network,arrival,samples\nalexnet,0,-1\n", "bad.csv")
     with pytest.raises(InvalidInput, match="'samples' must be > 0; line 2"):
         load_job_table(bad)
-    with pytest.raises(InvalidInput, match="'network' must be one of .*; line 2 has 'nope'"):
+    with pytest.raises(InvalidInput, match=r"'network' must be one of .*; line 2 has 'nope'"):
         load_job_table(_write(tmp_path, "network,arrival,samples\nnope,0,1\n", "n.csv"))

@@ -1,6 +1,6 @@
 """Optimality gap of SMD versus instance size: against the exact MILP optimum and the LP lower bound.
 
-Offline instances of problem (P) (smd-model.md section 5): ``n`` synthetic jobs at time 0 on a
+Offline instances of problem (P) (docs/solver.md): ``n`` synthetic jobs at time 0 on a
 cluster of ``ceil(n / gap_jobs_per_machine)`` servers, solved by ``smdlab.solve.solve`` with SMD
 (three knapsack methods), LP rounding, the exact MILP and the LP relaxation. Gaps are relative to
 the exact optimum ((objective - MILP) / MILP) and to the LP bound ((objective - LP) / objective).

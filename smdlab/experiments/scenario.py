@@ -56,6 +56,7 @@ def batch_jobs(config: ExperimentConfig, seed: int, n_jobs: int | None = None) -
         mode=config.mode,
         worker_demand=wd,
         ps_demand=pd_,
+        pipeline=False,
     )
     return [j.replace(arrival=0.0) for j in jobs]
 
@@ -81,7 +82,7 @@ def with_comm_scale(jobs: Sequence[Job], scale: float) -> list[Job]:
 def comm_comp_ratio(job: Job) -> float:
     """Per-iteration push time over compute time (forward + backward) at 1 worker and 1 PS."""
     comm = job.profile.total_param_bytes * max(1.0 / job.worker_bw_bytes, 1.0 / job.ps_bw_bytes)
-    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    batch = job.batch
     compute = (job.profile.forward_total_s + job.profile.backward_total_s) * batch
     return float(comm / compute)
 

@@ -1,6 +1,6 @@
 """Model validation: the layered model and Optimus' form, fitted to measured PS speeds, on held-out points.
 
-Exactly the procedure of ``smdlab.validation.holdout_report`` (failed runs dropped, seeded split per
+Exactly the procedure of ``smdlab.model.speed_fit.holdout_report`` (failed runs dropped, seeded split per
 network, both forms fitted to the same training rows), kept point by point: one row per held-out
 measurement with both predictions, so the figure can show measured against predicted.
 """
@@ -28,7 +28,7 @@ VALIDATION_COLUMNS = (
 
 def validation_data(config: ExperimentConfig) -> pd.DataFrame:
     """The measured speeds the configuration validates on (failed runs, speed <= 0, removed)."""
-    from smdlab.validation import load_measurements
+    from smdlab.model.speed_fit import load_measurements
 
     df = load_measurements()
     if config.validation_models is not None:
@@ -42,7 +42,7 @@ def validation_data(config: ExperimentConfig) -> pd.DataFrame:
 
 def model_validation(config: str | ExperimentConfig = "quick") -> pd.DataFrame:
     """Measured versus predicted speed of every held-out measurement, for the layered and the Optimus form."""
-    from smdlab.validation import fit_speed_model, holdout_split
+    from smdlab.model.speed_fit import fit_speed_form, holdout_split
 
     cfg = get_config(config)
     data = validation_data(cfg)
@@ -50,7 +50,7 @@ def model_validation(config: str | ExperimentConfig = "quick") -> pd.DataFrame:
     out = test[["model", "batch_size", "num_ps", "num_workers"]].copy()
     out["measured_speed"] = test["total_speed"].to_numpy(dtype=float)
     for form in ("layered", "optimus"):
-        fit = fit_speed_model(
+        fit = fit_speed_form(
             train, form, convention="global", mode=cfg.mode, seed=cfg.validation_seed
         )
         pred = fit.predict(test)

@@ -3,6 +3,7 @@
 from smdlab.model.cluster import DEFAULT_RESOURCES, Cluster, Machine
 from smdlab.model.demands import task_demands
 from smdlab.model.job import BATCH_MODES, DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job, make_job
+from smdlab.model.pipeline import InputPipeline, bundled_pipeline, stage_times
 from smdlab.model.profiles import BYTES_PER_PARAM, LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import (
     MODES,
@@ -14,6 +15,7 @@ from smdlab.model.timing import (
     iteration_time_grid,
     iteration_time_table,
     layer_timeline,
+    layered_iteration_time,
     speed,
     speed_grid,
     speed_table,
@@ -28,21 +30,25 @@ __all__ = [
     "MODES",
     "ActivePiece",
     "Cluster",
+    "InputPipeline",
     "Job",
     "LayerProfile",
     "Machine",
     "active_piece",
+    "bundled_pipeline",
     "duration",
     "duration_grid",
     "iteration_time",
     "iteration_time_grid",
     "iteration_time_table",
     "layer_timeline",
+    "layered_iteration_time",
     "list_profiles",
     "make_job",
     "profile_info",
     "speed",
     "speed_grid",
     "speed_table",
+    "stage_times",
     "task_demands",
 ]

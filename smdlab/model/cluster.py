@@ -92,7 +92,9 @@ class Cluster:
     @property
     def capacity(self) -> Mapping[str, float]:
         """Pooled capacity: resource name -> amount summed over machines."""
-        return self.pooled_capacity
+        pooled = self.pooled_capacity
+        assert pooled is not None  # __post_init__ always sets it
+        return pooled
 
     @property
     def capacity_vector(self) -> np.ndarray:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
+from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
 BATCH_MODES = ("global", "per_worker")
@@ -67,6 +68,9 @@ class Job:
         what ``worker_demand`` lists (GPUs), ``max_ps`` is 1 and that one PS entry reserves
         nothing (the allocation format keeps a PS count; ``ps_demand`` must be all zeros); the
         demands need no ``bw_gbps`` (the timing model then assumes ``GPU_ONLY_TIMING_BW_GBPS``).
+    pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
+        the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
+        ``mem_gb`` set how fast data arrives.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Job:
     requested_workers: int | None = None
     gang: bool = False
     gpu_only: bool = False
+    pipeline: InputPipeline | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -128,6 +133,16 @@ class Job:
             )
         if self.gpu_only and self.max_ps != 1:
             raise InvalidInput(f"max_ps of a gpu_only job must be 1 (no PS), got {self.max_ps}")
+        if self.pipeline is not None:
+            if not isinstance(self.pipeline, InputPipeline):
+                raise InvalidInput(
+                    f"pipeline must be an InputPipeline or None, got {type(self.pipeline).__name__}"
+                )
+            if self.pipeline.cpu_s_per_sample > 0 and self.worker_demand.get("cpu", 0) <= 0:
+                raise InvalidInput(
+                    "worker_demand['cpu'] must be > 0 for a job whose input pipeline uses the CPU, "
+                    f"got {self.worker_demand.get('cpu', 0)!r}"
+                )
 
     @property
     def gang_allocation(self) -> tuple[int, int]:
@@ -140,6 +155,13 @@ class Job:
         """GPUs the job holds at its gang allocation."""
         w, p = self.gang_allocation
         return w * self.worker_demand.get("gpu", 0.0) + p * self.ps_demand.get("gpu", 0.0)
+
+    @property
+    def batch(self) -> int:
+        """The batch the mode names: M in ``global`` mode, m in ``per_worker`` mode."""
+        if self.batch_mode == "global" or self.per_worker_batch is None:
+            return self.global_batch
+        return self.per_worker_batch
 
     @property
     def worker_bw_bytes(self) -> float:
@@ -183,9 +205,14 @@ def make_job(
     global_batch: int | None = None,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
+    pipeline: bool | InputPipeline | None = False,
     **kwargs,
 ) -> Job:
-    """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``)."""
+    """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``).
+
+    pipeline: True attaches the network's bundled data stage (``bundled_pipeline``), an
+    InputPipeline attaches that one, False/None none (the layered model alone).
+    """
     from smdlab.model.profiles import profile_info
 
     profile = LayerProfile.load(network, device)
@@ -195,6 +222,10 @@ def make_job(
         else int(profile_info(network)["default_global_batch"])
     )
     wd, pd_ = task_demands(profile)
+    if pipeline is True:
+        pipeline = bundled_pipeline(profile)
+    elif pipeline is False:
+        pipeline = None
     return Job(
         name,
         profile,
@@ -202,5 +233,6 @@ def make_job(
         batch,
         dict(worker_demand or wd),
         dict(ps_demand or pd_),
+        pipeline=pipeline,
         **kwargs,
     )

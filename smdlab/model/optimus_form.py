@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
@@ -67,7 +68,7 @@ class SpeedModel:
 def fit_speed_model(
     workers: Sequence[int],
     ps: Sequence[int],
-    tau: Sequence[float],
+    tau: ArrayLike,
     batch: float,
     batch_mode: str = "global",
     relative: bool = True,
@@ -91,6 +92,7 @@ def fit_speed_model(
     norms[norms == 0] = 1.0
     sol, _ = nnls(A / norms, y * scale)
     coef = sol / norms
-    model = SpeedModel(tuple(float(c) for c in coef), float(batch), batch_mode)
+    a, b, c, d, e = (float(c) for c in coef)
+    model = SpeedModel((a, b, c, d, e), float(batch), batch_mode)
     err = float(np.mean(np.abs(model.iteration_time(X[:, 3], X[:, 4]) - y) / y))
     return SpeedModel(model.coef, model.batch, batch_mode, err)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.paths import data_dir
@@ -15,7 +15,7 @@ from smdlab.paths import data_dir
 BYTES_PER_PARAM = 4  # fp32 parameters and gradients
 
 
-def _frozen_array(field_name: str, values: Sequence[float], n: int) -> np.ndarray:
+def _frozen_array(field_name: str, values: ArrayLike, n: int) -> np.ndarray:
     try:
         arr = np.array(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):

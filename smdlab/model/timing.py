@@ -22,6 +22,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
+from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
 
 MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
 # Preemptive priority pulls (P3-style slicing) keep tau monotone in sizes, bandwidths and p; the
@@ -134,11 +135,13 @@ def _per_layer(coef: np.ndarray, unit: np.ndarray) -> np.ndarray:
 
 def _lowest_bit(words: np.ndarray) -> np.ndarray:
     """Index of the lowest set bit of each multi-word bitset (words: nw x N uint64); >= 64*(nw-1) if empty."""
-    one, top = np.uint64(1), None
+    one = np.uint64(1)
+    top: np.ndarray | None = None
     for k in range(words.shape[0] - 1, -1, -1):  # the lowest non-empty word wins
         x = words[k]
         trailing = np.bitwise_count((x & (~x + one)) - one).astype(np.int64)  # 64 when x == 0
         top = 64 * k + trailing if top is None else np.where(x != 0, 64 * k + trailing, top)
+    assert top is not None  # words has at least one row
     return top
 
 
@@ -270,7 +273,41 @@ def _key(job: Job, mode: str) -> tuple:
 
 
 def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]:
-    """Per job, its (max_workers x max_ps) table of iteration times tau[w-1, p-1] (cached)."""
+    """Per job, its (max_workers x max_ps) table of iteration times tau[w-1, p-1] (cached).
+
+    A job with an input pipeline is bounded below by its data stage at its worker demand
+    (``smdlab.model.pipeline``); without one, the layered model's table.
+    """
+    jobs = _check_jobs(jobs)
+    tables = _layered_tables(jobs, mode)
+    return [t if j.pipeline is None else _with_data(j, t, mode) for j, t in zip(jobs, tables)]
+
+
+_DATA_CACHE: dict[tuple, np.ndarray] = {}
+
+
+def _with_data(job: Job, layered: np.ndarray, mode: str) -> np.ndarray:
+    key = (
+        _key(job, mode),
+        job.pipeline,
+        job.worker_demand.get("cpu", 0.0),
+        job.worker_demand.get("mem_gb", 0.0),
+    )
+    with _CACHE_LOCK:
+        hit = _DATA_CACHE.get(key)
+    if hit is not None:
+        return hit
+    table = apply_data_stage(job, layered)
+    table.setflags(write=False)
+    with _CACHE_LOCK:
+        if len(_DATA_CACHE) >= _CACHE_MAX:
+            _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+        _DATA_CACHE[key] = table
+    return table
+
+
+def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]:
+    """Per job, the layered model's table (compute and communication only; cached)."""
     check_choice("mode", mode, MODES)
     jobs = _check_jobs(jobs)
     keys = [_key(j, mode) for j in jobs]
@@ -356,21 +393,53 @@ def duration_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
         return samples / speed_grid(jobs, mode)
 
 
-def iteration_time(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
-    """Time of one training iteration (s) of ``job`` on ``workers`` workers and ``ps`` PSs."""
+def iteration_time(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    cpu: float | None = None,
+    mem_gb: float | None = None,
+) -> float:
+    """Time of one training iteration (s) of ``job`` on ``workers`` workers and ``ps`` PSs.
+
+    cpu, mem_gb: CPU cores and memory (GB) per worker; None means the job's worker demand. They
+    matter only for a job with an input pipeline (``Job.pipeline``).
+    """
     w, p = _check_job(job).check_config(workers, ps)
+    job = with_worker_resources(job, cpu, mem_gb)
     return float(iteration_time_table([job], mode)[0][w - 1, p - 1])
 
 
-def speed(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
-    """Training speed in samples per second."""
-    tau = iteration_time(job, workers, ps, mode)  # validates job and configuration first
+def layered_iteration_time(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
+    """The layered model's iteration time (compute and communication, no data stage)."""
+    w, p = _check_job(job).check_config(workers, ps)
+    return float(_layered_tables([job], mode)[0][w - 1, p - 1])
+
+
+def speed(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    cpu: float | None = None,
+    mem_gb: float | None = None,
+) -> float:
+    """Training speed in samples per second (cpu, mem_gb per worker; None: the job's demand)."""
+    tau = iteration_time(job, workers, ps, mode, cpu, mem_gb)  # validates everything first
     return float(_samples_per_iteration(job, workers)) / tau
 
 
-def duration(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
+def duration(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    cpu: float | None = None,
+    mem_gb: float | None = None,
+) -> float:
     """Time (s) to process the job's remaining samples at this allocation."""
-    v = speed(job, workers, ps, mode)
+    v = speed(job, workers, ps, mode, cpu, mem_gb)
     return job.samples / v
 
 
@@ -378,18 +447,31 @@ def active_piece(job: Job, workers: int, ps: int, mode: str = "wfbp") -> ActiveP
     """Coefficients of the critical path that sets tau at (workers, ps)."""
     w, p = _check_job(job).check_config(workers, ps)
     t = _evaluate([job], np.array([[float(w)]]), np.array([[float(p)]]), mode, track=True)[:, 0, 0]
-    cs = job.global_batch / w if job.batch_mode == "global" else float(job.per_worker_batch)
+    cs = job.global_batch / w if job.batch_mode == "global" else float(job.batch)
     return ActivePiece(
         compute=float(t[1]), ps_comm=float(t[2]), const=float(t[3]), compute_scale=cs, ratio=w / p
     )
 
 
-def layer_timeline(job: Job, workers: int, ps: int, mode: str = "wfbp"):
-    """Per-layer start/end of forward, backward, push and pull in one iteration (a DataFrame)."""
+def layer_timeline(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    cpu: float | None = None,
+    mem_gb: float | None = None,
+):
+    """Per-layer start/end of forward, backward, push and pull in one iteration (a DataFrame).
+
+    A job with an input pipeline adds two rows on the ``input`` layer (index -1): ``read`` and
+    ``preprocess``, the prefetch of the next batch that runs alongside this iteration; when the
+    data stage binds, the iteration ends with it.
+    """
     import pandas as pd
 
     check_choice("mode", mode, ("sequential", "wfbp"))
     w, p = _check_job(job).check_config(workers, ps)
+    job = with_worker_resources(job, cpu, mem_gb)
     t = _Batch([job], np.array([[float(w)]]), np.array([[float(p)]]), track=False)
     L = job.profile.layers
     f = job.profile.forward_s * t.cs[0, 0]
@@ -419,6 +501,10 @@ def layer_timeline(job: Job, workers: int, ps: int, mode: str = "wfbp"):
             qs = max(Q, P + u[l])
             Q = qs + c[l]
             rows.append((l, "pull", qs, Q))
+    if job.pipeline is not None:
+        io, c = data_stage_times(job, w)
+        rows.append((-1, "read", 0.0, float(io)))
+        rows.append((-1, "preprocess", 0.0, float(c)))
     df = pd.DataFrame(rows, columns=["layer_index", "phase", "start", "end"])
-    df["layer"] = [job.profile.names[i] for i in df["layer_index"]]
+    df["layer"] = [job.profile.names[i] if i >= 0 else "input" for i in df["layer_index"]]
     return df

@@ -6,16 +6,16 @@ import heapq
 
 import numpy as np
 
-from smdlab.policies.base import Allocation, ClusterState, Decision
+from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision
 from smdlab.policies.stages import queued_jobs, total_capacity
 from smdlab.solve.instance import demand_kinds, demand_matrices
-from smdlab.solve.placement import Ledger
+from smdlab.solve.ledger import Ledger
 
 
 class DRF:
     """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) ported to parameter-server jobs.
 
-    Rule (field.md): repeatedly give one bundle to the job with the smallest dominant share (its
+    Rule (docs/simulator.md, Policies): repeatedly give one bundle to the job with the smallest dominant share (its
     largest share of any resource, over the pooled capacity of the whole cluster), ties by arrival,
     until no bundle fits.
 
@@ -28,13 +28,19 @@ class DRF:
       the worker first, and if the PS then fits nowhere, the PS first (``Ledger.add_pair``).
       A job whose next bundle fits nowhere is skipped for the rest of this decision (free
       capacity only shrinks while filling, so it cannot fit later in the same decision).
-    - Non-elastic (default): only queued jobs receive bundles; running jobs keep what they hold.
+    - Execution: natural mode ``elastic`` every 1,200 s, as DL2 runs DRF as its baseline (and as
+      the teacher of its supervised warm-up): its public simulator (pengyanghua/DL2,
+      ``drf_env.py``, ``parameters.py: TS_DURATION = 1200.0``) re-allocates every time slot.
+    - Non-elastic: only queued jobs receive bundles; running jobs keep what they hold.
       Elastic: running jobs join the filling with their current shares and may grow (never
       shrink), so DRF never preempts.
     - Shares use the whole cluster's capacity as denominator; job weights are ignored (plain DRF).
     """
 
     name = "drf"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the job of smallest dominant share, until none fits."""

@@ -6,7 +6,7 @@ it gets before looking at the next. Strict (``backfill=False``, default): the pa
 first job that does not fit, so a large job at the head blocks the smaller ones behind it (the
 field's FIFO). Backfill (``backfill=True``, the reference's fit-job-first): a job that does not
 fit is passed over and later jobs may start. Mode: non-preemptive (running jobs keep their
-allocation; never resized).
+allocation; never resized). Execution: ``non_elastic`` only.
 
 Allocation: a gang job (``Job.gang``, e.g. every ``demands="gpu_only"`` trace job) gets its whole
 request or nothing (``stages.gang_placement``: consolidated on one machine, else spread). Other
@@ -29,6 +29,8 @@ class FIFO:
     """First in, first out; strict head-of-line blocking unless ``backfill``."""
 
     name = "fifo"
+    execution = "non_elastic"
+    executions = ("non_elastic",)
 
     def __init__(self, backfill: bool = False) -> None:
         if not isinstance(backfill, (bool, np.bool_)):

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from smdlab.policies.smd import SMD
 
 
 class MILP(SMD):
-    """The exact reference of smd-model.md section 5 as an online policy (same shape as SMD).
+    """The exact reference of docs/solver.md as an online policy (same shape as SMD).
 
     At each decision point the jobs to allocate (queued; plus running ones in elastic mode) get
     the optimal allocation of (P) from ``smdlab.solve.solve(..., method="milp")``: every job's
     configurations enumerated, a multiple-choice multi-dimensional knapsack solved with gurobipy
     when its size-limited licence admits the model, else HiGHS. Jobs that cannot all get (1, 1)
     are left out by the solver's own deferral cost (docs/solver.md, "Jobs that cannot start")
-    rather than by SMD's Smith's-rule selection. Placement, elastic handling and the pooled
-    cluster are as in ``SMD``.
+    rather than by SMD's Smith's-rule selection. Placement, elastic handling, the pooled
+    cluster and the natural execution mode (elastic per 1,200 s slot, DL2's public simulator) are
+    as in ``SMD``.
 
     It is optimal per decision, not over the whole run (later arrivals are unknown), and its cost
     grows quickly with the number of jobs and their caps: meant for small runs and for measuring
@@ -26,4 +27,4 @@ class MILP(SMD):
 
     name = "milp"
     method = "milp"
-    _defaults: dict[str, Any] = {}
+    _defaults: ClassVar[dict[str, Any]] = {}

@@ -10,9 +10,9 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.optimus_form import COEFFICIENTS, SpeedModel, design_matrix, fit_speed_model  # noqa: F401 (re-exported)
+from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import DEFAULT_SLOT_S, ClusterState, Decision
 from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
@@ -63,7 +63,7 @@ def profile_job(
     if noise > 0:
         rng = np.random.default_rng([seed, zlib.crc32(job.name.encode())])
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
-    batch = job.global_batch if job.batch_mode == "global" else job.per_worker_batch
+    batch = job.batch
     return fit_speed_model([w for w, _ in pts], [p for _, p in pts], tau, batch, job.batch_mode)
 
 
@@ -77,29 +77,37 @@ class Optimus:
     then schedules with the fitted model, never the exact one. In per-worker batch mode the term
     a*M/w becomes a*m (the per-worker compute does not change with w).
 
-    Allocation (field.md): every job starts at 1 worker + 1 PS; then repeatedly add one worker or
+    Allocation (docs/simulator.md, Policies): every job starts at 1 worker + 1 PS; then repeatedly add one worker or
     one PS to the job whose addition saves the most remaining time, per unit of that task's
     dominant resource share; stop when no addition helps or fits. Remaining time = remaining
     samples / fitted speed; the saving is weighted by the job's weight (1 by default, the paper's
     unweighted rule). Allocation works on pooled free capacity, as in the paper.
 
-    Placement (field.md): fewest servers, PSs and workers spread evenly over them
+    Placement (docs/simulator.md, Policies): fewest servers, PSs and workers spread evenly over them
     (``smdlab.solve.placement.spread_tasks``); if no even spread fits, tasks one by one (first fit); if even that
     fails, the job loses the one task whose removal costs least predicted time and placement is
-    tried again (smd-model.md section 8); at (1, 1) and still unplaced, it waits.
+    tried again (docs/solver.md, Placement); at (1, 1) and still unplaced, it waits.
 
     Assumptions where the paper is silent:
     - Admission to (1, 1) in arrival order while the pooled free capacity holds another (1, 1);
       a job that does not fit is skipped, later smaller ones may still start.
     - Jobs are placed in decreasing order of task count (first-fit decreasing), running jobs
       (elastic mode) before queued ones so that a resize rarely turns into a preemption.
-    - Non-elastic (default): only queued jobs are allocated, in the free capacity; running jobs
+    - Execution: natural mode ``elastic``: Optimus re-allocates every job's workers and PSs at
+      every scheduling interval (the paper's periodic re-scaling by checkpoint and restart).
+      slot_s = 1,200 s, the slot in which DL2's public simulator runs Optimus as a baseline
+      (pengyanghua/DL2, ``optimus_env.py``, ``parameters.py: TS_DURATION = 1200.0``), so that
+      SMD, the MILP, Optimus and DRF re-decide on the same clock.
+    - Non-elastic: only queued jobs are allocated, in the free capacity; running jobs
       keep their allocations. Elastic: Optimus' periodic re-allocation - all running and queued
       jobs are allocated afresh (running jobs admitted first) in the free capacity plus what the
       running jobs hold; a running job whose allocation is unchanged keeps its placement.
     """
 
     name = "optimus"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
 
     def __init__(
         self,
@@ -190,7 +198,7 @@ class Optimus:
             gain_w[i] = (now - rtime(i, W[i] + 1, P[i])) / du_w[i] if W[i] < wcap[i] else -np.inf
             gain_p[i] = (now - rtime(i, W[i], P[i] + 1)) / du_p[i] if P[i] < pcap[i] else -np.inf
 
-        for i in on:
+        for i in on.tolist():
             refresh(i)
         while True:
             fits_w = np.all(left[None] + TOL >= alpha, axis=1)

@@ -2,30 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, RunningJob
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import demands, queued_jobs, with_remaining
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
+
+if TYPE_CHECKING:
+    from smdlab.solve.solution import Solution
 
 
 class SMD:
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
-    What it follows: smd-model.md sections 6-8. At a decision point the jobs to allocate are
+    What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
     Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by
     first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    - Non-elastic (default, section 7): the queued jobs share the free capacity of each machine;
-      running jobs keep their allocations.
+    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
+    al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
+    simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
+
+    - Non-elastic (a controlled-comparison mode): the queued jobs share the free capacity of each
+      machine; running jobs keep their allocations.
     - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
       free capacity plus what the running jobs hold. A running job whose new allocation equals its
       current one keeps its placement; the others are placed again (solve's placement stage, on
@@ -44,7 +60,10 @@ class SMD:
 
     name = "smd"
     method = "smd"
-    _defaults: dict[str, Any] = {"bound": False}
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
+    _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
         from smdlab.solve import SOLVE_OPTIONS
@@ -53,7 +72,7 @@ class SMD:
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
-        self.last_solution = None  # the Solution of the latest decision (for inspection)
+        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
     def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
         from smdlab.solve import solve
@@ -136,7 +155,7 @@ class SMD:
             held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), n_m)
             if r.remaining > 0:
                 active.append(r)
-        entries = [*active, *queued_jobs(state)]
+        entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
         free_all = np.asarray(state.free, dtype=float) + sum(

@@ -7,7 +7,9 @@ speed at ``request``; for a trace job, its remaining trace time), ties by arriva
 Walk that order over the pooled capacity of the cluster (free plus what running jobs hold): a
 job that fits is kept or started, a job that does not is skipped (later, shorter-to-fit jobs may
 still run). Running jobs that no longer fit are preempted; they keep their progress and lose
-what ``restart_s`` costs in the simulator. Mode: preemptive (``preemptive=True``, default).
+what ``restart_s`` costs in the simulator. Execution: natural mode ``preemptive``
+(``preemptive=True``, default); forced ``non_elastic`` (a controlled comparison), it never
+preempts.
 
 ``preemptive=False`` (also registered as ``sjf``): running jobs are never preempted; waiting
 jobs are started in the same order, skipping those that do not fit.
@@ -64,12 +66,16 @@ class SRTF:
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
+    executions = ("non_elastic", "preemptive")
 
     def __init__(self, preemptive: bool = True) -> None:
         if not isinstance(preemptive, (bool, np.bool_)):
             raise InvalidInput(f"preemptive must be True or False, got {preemptive!r}")
         self.preemptive = bool(preemptive)
-        self._need: dict[int, tuple[Job, np.ndarray, float]] = {}
+        self.execution = "preemptive" if self.preemptive else "non_elastic"
+        self._need: dict[
+            int, tuple
+        ] = {}  # id(job) -> (job, demand, GPUs, 1/speed, mode, resources)
 
     def reset(self) -> None:
         """Forget cached per-job demands (the simulator calls this before a run)."""
@@ -97,7 +103,7 @@ class SRTF:
         cluster = state.cluster
         resources = tuple(cluster.resources)
         need = self._need_of
-        running = list(state.running) if self.preemptive else []
+        running = list(state.running) if self.preemptive and state.preemptive else []
         items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
             (q.remaining * need(q.job, resources, mode)[2], q.job.arrival, q.job.name, 1, q)
             for q in state.queued

@@ -2,7 +2,7 @@
 
 - Admission order: ``queued_jobs`` (arrival order); policies sort it their own way.
 - Allocation: bundles (one worker plus one PS, the unit of the classic PS-setting baselines):
-  ``bundle_cap``, ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
+  ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
   policy's own rule producing ``Target`` allocations.
 - Placement: the rules of ``smdlab.solve.placement`` (``first_fit``, ``local``, ``spread``,
   ``consolidated``; ``Ledger`` for one task at a time); ``assemble`` places targets with a rule,
@@ -161,11 +161,6 @@ def max_allocation(
     return (n + k, n, extra) if k else (n, n, placement)
 
 
-def bundle_cap(job: Job) -> int:
-    """Most bundles a job may hold: min(max_workers, max_ps)."""
-    return min(job.max_workers, job.max_ps)
-
-
 def admit_bundles(
     order: Iterable[QueuedJob],
     state: ClusterState,
@@ -241,7 +236,7 @@ def assemble(
     running job with another target is released and placed again, and one without a target is
     preempted. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
-    smd-model.md section 8); a job that cannot be placed even at (1, 1) waits (a running one is
+    docs/solver.md, Placement); a job that cannot be placed even at (1, 1) waits (a running one is
     preempted). ``place`` is a placement rule or its name in ``smdlab.solve.placement.RULES``.
     """
     if isinstance(place, str):

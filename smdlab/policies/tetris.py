@@ -8,7 +8,8 @@ from smdlab.errors import check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision
 from smdlab.policies.stages import queued_jobs
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
-from smdlab.solve.placement import TOL, Ledger, capacity_matrix
+from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import TOL, capacity_matrix
 
 
 def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
@@ -25,7 +26,7 @@ def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
 class Tetris:
     """Tetris (Grandl et al., SIGCOMM 2014) ported to parameter-server jobs.
 
-    Rule (field.md): score each (job, bundle) by alignment = dot(free resources, demand) plus a
+    Rule (docs/simulator.md, Policies): score each (job, bundle) by alignment = dot(free resources, demand) plus a
     weight times a remaining-work preference (shorter first); allocate the best; repeat until no
     bundle fits.
 
@@ -44,12 +45,17 @@ class Tetris:
       (the same estimate SRTF uses); preference = (smallest remaining work among candidates) /
       (the job's remaining work), in (0, 1], so shorter jobs score higher.
     - weight defaults to 1.0 (alignment and preference count alike on average).
+    - Execution: natural mode ``non_elastic``: Tetris packs tasks when they start and never
+      resizes them (in the paper, tasks are packed onto a machine when they start and run there to
+      completion); the elastic mode (growing running jobs) is a controlled-comparison option.
     - Ties go to the earlier arrival. A job whose bundle fits nowhere is skipped for the rest of
       the decision. Non-elastic: only queued jobs receive bundles. Elastic: running jobs may also
       grow (never shrink), so Tetris never preempts.
     """
 
     name = "tetris"
+    execution = "non_elastic"
+    executions = ("non_elastic", "elastic")
 
     def __init__(self, weight: float = 1.0):
         self.weight = check_positive("weight", weight, allow_zero=True)

@@ -68,10 +68,14 @@ class Tiresias:
     Jobs that are not gang jobs (parameter-server workloads) run on a request: workers =
     ``requested_workers`` (else ``max_workers``), capped by the policy's ``max_workers``; PSs =
     clamp(ceil(workers * ps_per_worker), 1, max_ps) (one PS per worker by default); lowered to the
-    most workers the empty cluster holds. ``preemption=False`` keeps every running job.
+    most workers the empty cluster holds. ``preemption=False`` keeps every running job, and so
+    does a forced ``non_elastic`` execution (a controlled comparison); the natural execution is
+    ``preemptive``.
     """
 
     name = "tiresias"
+    execution = "preemptive"
+    executions = ("non_elastic", "preemptive")
 
     def __init__(
         self,
@@ -182,13 +186,14 @@ class Tiresias:
         fast = self._all_fit(state, qmap)
         if fast is not None:
             return fast
+        preemption = self.preemption and state.preemptive
         running = list(state.running)
         rmap = {r.job.name: r for r in running}
         unseen = [r for r in running if r.job.name not in self._qid]
-        for r in sorted(unseen, key=lambda r: (r.job.arrival, r.job.name), reverse=True):
+        for u in sorted(unseen, key=lambda r: (r.job.arrival, r.job.name), reverse=True):
             # running before this policy saw it: its queue by service, ahead of the waiting jobs
-            name = r.job.name
-            k = self.queue_of(name, r.attained_service, self._gpus(r.job, r.workers, r.ps))
+            name = u.job.name
+            k = self.queue_of(name, u.attained_service, self._gpus(u.job, u.workers, u.ps))
             self._qid[name] = k
             self._queues[k] = {name: None, **self._queues[k]}
             self._pend[name] = [0.0, math.nan]
@@ -209,17 +214,17 @@ class Tiresias:
         pool = free.sum(axis=0) + sum(
             (h.sum(axis=0) for h in held.values()), np.zeros(len(resources))
         )
-        if not self.preemption:
+        if not preemption:
             pool = free.sum(axis=0)
         left = float(pool[gi]) + TOL if scalar and gi is not None else 0.0
         chosen: list[str] = []
         preempt: list[str] = []
         for queue in self._queues:
             for name in queue:
-                r = rmap.get(name)
+                r: RunningJob | None = rmap.get(name)
                 if r is not None:
                     vec = held[name].sum(axis=0)
-                    if not self.preemption:
+                    if not preemption:
                         continue
                 else:
                     q = qmap[name]

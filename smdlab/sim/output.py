@@ -20,13 +20,15 @@ from pathlib import Path
 from smdlab.errors import SmdlabError
 
 MANIFEST = ".smdlab-manifest.json"
+# file name -> its hash, or the list of hashes it may hold while a write is under way
+Manifest = dict[str, str | list[str]]
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_manifest(folder: str | os.PathLike) -> dict[str, str]:
+def read_manifest(folder: str | os.PathLike) -> Manifest:
     """The manifest of ``folder`` (file name -> SHA-256 smdlab wrote); empty if missing or unreadable."""
     folder = Path(folder)
     try:
@@ -60,9 +62,7 @@ def _hashes(entry: object) -> list[str]:
     return [h for h in entry if isinstance(h, str)] if isinstance(entry, list) else []
 
 
-def check_replaceable(
-    path: Path, *, force: bool = False, manifest: dict[str, str] | None = None
-) -> None:
+def check_replaceable(path: Path, *, force: bool = False, manifest: Manifest | None = None) -> None:
     """Raise unless ``path`` is absent, or smdlab wrote it and it is unchanged, or ``force``."""
     if force or not path.exists():
         return

@@ -24,8 +24,8 @@ _EXPORTS: dict[str, str] = {
     "task_vectors": "instance",
     "KNAPSACKS": "knapsack",
     "Placement": "placement",
-    "PlacementResult": "placement",
-    "place": "placement",
+    "PlacementResult": "shrink_placement",
+    "place": "shrink_placement",
     "RULES": "placement",
     "SELECTIONS": "smd",
     "IterationRecord": "smd",
@@ -52,17 +52,43 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static tools see the real names
-    from smdlab.solve.api import DEFAULT_KNAPSACK, METHODS, SOLVE_OPTIONS, solve
-    from smdlab.solve.backends import BACKENDS, GUROBI_SIZE_LIMIT
-    from smdlab.solve.brute import BRUTE_MAX_COMBINATIONS
-    from smdlab.solve.instance import Instance, build_instance, demand_matrices, task_vectors
-    from smdlab.solve.knapsack import KNAPSACKS
-    from smdlab.solve.placement import RULES, Placement, PlacementResult, place
-    from smdlab.solve.smd import (
-        SELECTIONS,
-        IterationRecord,
-        RatioResult,
-        select_jobs,
-        sum_of_ratios,
+    from smdlab.solve.api import (
+        DEFAULT_KNAPSACK as DEFAULT_KNAPSACK,
+        METHODS as METHODS,
+        SOLVE_OPTIONS as SOLVE_OPTIONS,
+        solve as solve,
     )
-    from smdlab.solve.solution import Solution
+    from smdlab.solve.backends import (
+        BACKENDS as BACKENDS,
+        GUROBI_SIZE_LIMIT as GUROBI_SIZE_LIMIT,
+    )
+    from smdlab.solve.brute import (
+        BRUTE_MAX_COMBINATIONS as BRUTE_MAX_COMBINATIONS,
+    )
+    from smdlab.solve.instance import (
+        Instance as Instance,
+        build_instance as build_instance,
+        demand_matrices as demand_matrices,
+        task_vectors as task_vectors,
+    )
+    from smdlab.solve.knapsack import (
+        KNAPSACKS as KNAPSACKS,
+    )
+    from smdlab.solve.placement import (
+        RULES as RULES,
+        Placement as Placement,
+    )
+    from smdlab.solve.shrink_placement import (
+        PlacementResult as PlacementResult,
+        place as place,
+    )
+    from smdlab.solve.smd import (
+        SELECTIONS as SELECTIONS,
+        IterationRecord as IterationRecord,
+        RatioResult as RatioResult,
+        select_jobs as select_jobs,
+        sum_of_ratios as sum_of_ratios,
+    )
+    from smdlab.solve.solution import (
+        Solution as Solution,
+    )

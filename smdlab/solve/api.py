@@ -17,9 +17,8 @@ from smdlab.solve.brute import brute_force
 from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster, fits
 from smdlab.solve.knapsack import KNAPSACKS, knapsack_exact, knapsack_lp, knapsack_lp_round
 from smdlab.solve.placement import TOL as PLACE_TOL
-from smdlab.solve.placement import place_checked
-from smdlab.solve.smd import SELECTIONS
-from smdlab.solve.smd import smd as smd_run
+from smdlab.solve.shrink_placement import place_checked
+from smdlab.solve.smd import SELECTIONS, smd as smd_run
 from smdlab.solve.solution import Solution
 
 METHODS = ("smd", "milp", "lp", "lp_round", "brute")
@@ -66,7 +65,7 @@ def _capacity(cluster: Cluster, free) -> np.ndarray:
 
 def _check_jobs_fit_cluster(inst: Instance, cluster: Cluster) -> None:
     total = cluster.capacity_vector
-    too_big = ~fits(inst.base_use, total)
+    too_big = ~np.asarray(fits(inst.base_use, total))
     if too_big.any():
         i = int(np.argmax(too_big))
         r = int(np.argmax(inst.base_use[i] - total))
@@ -148,7 +147,7 @@ def solve(
             time_limit=time_limit,
             mask=inst.pareto,
         )
-        frac = [[] for _ in range(inst.n)]
+        frac: list[list[tuple[int, int, float]]] = [[] for _ in range(inst.n)]
         for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
             if v > 1e-9:
                 frac[j].append((int(cw), int(cp), float(v)))
@@ -204,10 +203,9 @@ def solve(
             extra.update(
                 trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves
             )
-            if s.ratio.polish_moves:
-                gain = (
-                    s.ratio.unpolished_objective - s.ratio.objective
-                ) / s.ratio.unpolished_objective
+            before = s.ratio.unpolished_objective
+            if s.ratio.polish_moves and before is not None:
+                gain = (before - s.ratio.objective) / before
                 notes.append(
                     f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
                 )

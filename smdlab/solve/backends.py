@@ -7,6 +7,7 @@ It is built from numpy/scipy arrays in one call; nothing loops over columns in P
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -41,10 +42,9 @@ def new_highs():
         os.dup2(devnull, 1)
         try:
             h = highspy.Highs()
-            try:
+            # no C library handle (unusual platforms): nothing buffered to flush
+            with contextlib.suppress(OSError):
                 ctypes.CDLL(None).fflush(None)
-            except OSError:  # no C library handle (unusual platforms): nothing buffered to flush
-                pass
         finally:
             os.dup2(saved, 1)
             os.close(saved)
@@ -219,7 +219,7 @@ def solve_gurobi(
         if not integral:
             g.Params.Method = 0  # primal simplex: a vertex solution
         elif start is not None:
-            x.Start = start
+            x.setAttr("Start", start)
         g.optimize()
         st = g.Status
         if st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):

@@ -39,7 +39,7 @@ def brute_force(inst: Instance) -> tuple[np.ndarray, np.ndarray, float]:
     cost = np.zeros(1)
     use = np.zeros((1, inst.K))
     choice = np.zeros((1, 0), dtype=int)
-    for w, p, c, u in options:
+    for _w, _p, c, u in options:
         cost = (cost[:, None] + c[None, :]).ravel()
         use = (use[:, None, :] + u[None, :, :]).reshape(-1, inst.K)
         choice = np.hstack(

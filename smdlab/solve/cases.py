@@ -54,7 +54,7 @@ def small_instance(
     rng = np.random.default_rng(seed)
     n = jobs if jobs is not None else int(rng.integers(2, 5))
     K = resources if resources is not None else int(rng.integers(2, 5))
-    res = ("bw_gbps",) + tuple(rng.permutation(["gpu", "cpu", "mem_gb"])[: K - 1])
+    res = ("bw_gbps", *tuple(rng.permutation(["gpu", "cpu", "mem_gb"])[: K - 1]))
     js = [
         small_job(rng, f"j{i}", res, int(rng.integers(1, 4)), int(rng.integers(1, 4)))
         for i in range(n)

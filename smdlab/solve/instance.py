@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
@@ -41,7 +42,6 @@ def pareto_mask(obj: np.ndarray) -> np.ndarray:
     better objective, so removing it changes neither the MILP nor the LP optimum.
     """
     pm = np.minimum.accumulate(np.minimum.accumulate(obj, axis=1), axis=2)
-    n, W, P = obj.shape
     left = np.full_like(obj, np.inf)
     left[:, 1:, :] = pm[:, :-1, :]
     down = np.full_like(obj, np.inf)
@@ -322,14 +322,15 @@ def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
 
 
 def configuration_durations(
-    tables: Sequence[np.ndarray], samples: Sequence[float], workers, ps
+    tables: Sequence[np.ndarray], samples: ArrayLike, workers: ArrayLike, ps: ArrayLike
 ) -> np.ndarray:
     """d_k = samples_k / S_k(w_k, p_k) (s): durations at one configuration per speed table."""
     out = np.empty(len(tables))
+    n = np.asarray(samples, dtype=float)
     for k, (t, w, p) in enumerate(
         zip(tables, np.asarray(workers).tolist(), np.asarray(ps).tolist())
     ):
-        out[k] = samples[k] / t[w - 1, p - 1]
+        out[k] = n[k] / t[w - 1, p - 1]
     return out
 
 

@@ -20,13 +20,13 @@ from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
-    HullKnapsack,
     KnapsackResult,
     knapsack_exact,
     knapsack_greedy,
     knapsack_lp_round,
-    local_search,
 )
+from smdlab.solve.knapsack_hull import HullKnapsack
+from smdlab.solve.local_search import local_search
 
 
 @dataclass(frozen=True)

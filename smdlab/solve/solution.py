@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from smdlab.solve.placement import PlacementResult
+from smdlab.solve.shrink_placement import PlacementResult
 from smdlab.solve.smd import IterationRecord
 
 

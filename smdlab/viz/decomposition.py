@@ -1,7 +1,7 @@
 """The SMD decomposition taken apart for teaching: the ratios, one knapsack subproblem, its effect.
 
 Everything here reads an ``Instance`` (``smdlab.solve.build_instance``) and an allocation; it is
-the reconstructed SMD model's section 6 made visible (``../shared/notes/smd-model.md``), not a
+the SMD section of docs/solver.md made visible, not a
 second implementation of the solver (``smdlab.solve.solve(..., method="smd")`` is that).
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from numpy.typing import ArrayLike
 
 from smdlab.errors import InvalidInput, check_int
 from smdlab.solve.instance import Instance
@@ -19,9 +20,7 @@ from smdlab.solve.knapsack import knapsack_exact
 from smdlab.viz.style import TEMPLATE, base_layout, color
 
 
-def _allocation(
-    inst: Instance, workers: Sequence[int], ps: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray]:
+def _allocation(inst: Instance, workers: ArrayLike, ps: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     w = np.asarray(workers, dtype=int).reshape(-1)
     p = np.asarray(ps, dtype=int).reshape(-1)
     if w.shape != (inst.n,) or p.shape != (inst.n,):
@@ -33,7 +32,7 @@ def _allocation(
     return w, p
 
 
-def ratio_table(inst: Instance, workers: Sequence[int], ps: Sequence[int]) -> pd.DataFrame:
+def ratio_table(inst: Instance, workers: ArrayLike, ps: ArrayLike) -> pd.DataFrame:
     """Per job: N_i = omega_i W_i, D_i = speed at its (w, p), the ratio N_i / D_i and Jong's beta_i, u_i there.
 
     The objective of (P) is the sum of the ``ratio`` column (every job started).

@@ -19,16 +19,6 @@ from smdlab.viz.style import PALETTE, SMD_LABEL, base_layout, policy_label
 HOUR = 3600.0
 # Fixed colours per policy, so a policy looks the same in every figure whatever subset is shown;
 # SMD gets the strongest colour (red), the exact per-decision MILP green.
-POLICY_ORDER: tuple[str, ...] = (
-    "fifo",
-    "srtf",
-    "drf",
-    "tetris",
-    "tiresias",
-    "optimus",
-    "milp",
-    "smd",
-)
 _POLICY_COLORS = {
     "fifo": "#9D755D",
     "srtf": "#BAB0AC",
@@ -272,7 +262,7 @@ def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figur
     """Measured versus predicted training speed of held-out points, one panel per speed form, log-log.
 
     Subplot titles give each form's MAPE: per network, then the mean over networks (as
-    ``smdlab.validation.holdout_report``).
+    ``smdlab.model.speed_fit.holdout_report``).
     """
     _require(
         df,

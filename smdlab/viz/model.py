@@ -27,19 +27,6 @@ _TIMELINE_MODES = (
 )  # modes layer_timeline draws; prefetch is shown as wfbp + its period
 
 
-_PHASE_CODES = {"forward": 0, "backward": 1, "push": 2, "pull": 3}
-
-
-def timeline_frame(job: Job, workers: int, ps: int, mode: str = "wfbp") -> pd.DataFrame:
-    """The per-layer timeline (ms) of one iteration, with the lane each phase occupies."""
-    check_choice("mode", mode, MODES)
-    df = layer_timeline(job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp")
-    df = df.assign(start_ms=df["start"] * 1e3, end_ms=df["end"] * 1e3)
-    df["duration_ms"] = df["end_ms"] - df["start_ms"]
-    df["lane"] = df["phase"].map(LANES)
-    return df
-
-
 def _timeline_arrays(
     job: Job, workers: int, ps: int, mode: str
 ) -> dict[str, dict[str, np.ndarray]]:

@@ -19,6 +19,7 @@ HOUR = 3600.0
 def _results(
     results: SimResult | Sequence[SimResult] | Mapping[str, SimResult],
 ) -> list[tuple[str, SimResult]]:
+    items: list[tuple[str, SimResult]] | None
     if isinstance(results, SimResult):
         items = [(results.policy, results)]
     elif isinstance(results, Mapping):

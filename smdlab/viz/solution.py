@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -73,7 +74,7 @@ def allocation_spec(
     two = shares is not None
     # Bars are placed by hand (overlay mode): PSs stacked on workers in the upper panel, the
     # resources side by side in the lower one.
-    data = [
+    data: list[dict[str, Any]] = [
         {
             "type": "bar",
             "x": names,
@@ -98,7 +99,7 @@ def allocation_spec(
             "yaxis": "y",
         },
     ]
-    if two:
+    if shares is not None and cluster is not None:
         K = len(cluster.resources)
         width = 0.8 / K
         for k, r in enumerate(cluster.resources):

@@ -392,7 +392,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                     self._queue_exact()
                 else:
                     t1 = time.perf_counter()
-                    sync_figure(self.timeline_fig, self._timeline(self.shown_solution, None))
+                    sync_figure(self.timeline_fig, self._timeline(self._shown, None))
                 self.error = None
             except SmdlabError as exc:
                 self._show_error(str(exc))
@@ -425,12 +425,10 @@ class Explorer(BackgroundApp, widgets.HBox):
             )  # supersede any running request
             sync_figure(
                 self.bounds_fig,
-                bounds_spec(self.solution, exact_note=cached or "not run", template=None),
+                bounds_spec(self._fast, exact_note=cached or "not run", template=None),
             )
             return
-        sync_figure(
-            self.bounds_fig, bounds_spec(self.solution, exact_note="solving…", template=None)
-        )
+        sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note="solving…", template=None))
         jobs, cluster, mode, limit = (
             self._jobs,
             self._cluster,
@@ -456,9 +454,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         if len(self._exact_cache) > 64:
             self._exact_cache.pop(next(iter(self._exact_cache)))
         if isinstance(result, str):
-            sync_figure(
-                self.bounds_fig, bounds_spec(self.solution, exact_note=result, template=None)
-            )
+            sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note=result, template=None))
             return
         self.exact_solution = result
         if self.settings.method == "milp":
@@ -467,8 +463,23 @@ class Explorer(BackgroundApp, widgets.HBox):
                 allocation_spec(result, self._jobs, self._cluster, template=None),
             )
             sync_figure(self.timeline_fig, self._timeline(result, None))
-        sync_figure(self.bounds_fig, bounds_spec(self.solution, result, template=None))
+        sync_figure(self.bounds_fig, bounds_spec(self._fast, result, template=None))
         self._show_status()
+
+    @property
+    def _fast(self) -> Solution:
+        """The fast method's allocation (set from the end of ``__init__`` on)."""
+        if self.solution is None:
+            raise RuntimeError("the explorer has no allocation before __init__ has finished")
+        return self.solution
+
+    @property
+    def _shown(self) -> Solution:
+        """``shown_solution``, which exists from the end of ``__init__`` on."""
+        shown = self.shown_solution
+        if shown is None:
+            raise RuntimeError("the explorer has no allocation before __init__ has finished")
+        return shown
 
     @property
     def shown_solution(self) -> Solution | None:

@@ -202,4 +202,4 @@ class BackgroundApp:
         background = getattr(self, "background", None)  # absent when __init__ failed early
         if background is not None:
             background.close()
-        super().close()
+        super().close()  # type: ignore[misc]  # the widget class after this mixin in the MRO has close()

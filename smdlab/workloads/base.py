@@ -33,6 +33,7 @@ from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.demands import task_demands
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job
+from smdlab.model.pipeline import InputPipeline
 from smdlab.model.profiles import LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import MODES, speed_table
 
@@ -58,8 +59,9 @@ def resolve_networks(
     networks: Sequence[str | LayerProfile] | None, device: str = "v100"
 ) -> list[Network]:
     """Networks from bundled names and/or hand-built profiles (None: every bundled profile)."""
+    items: list[str | LayerProfile]
     if networks is None:
-        items = list_profiles()
+        items = list(list_profiles())
     elif isinstance(networks, (str, LayerProfile)):
         items = [networks]
     else:
@@ -179,13 +181,15 @@ def calibrated_jobs(
     demands: Sequence[Demands],
     gpu_only: bool = False,
     gang: bool | None = None,
+    pipelines: Sequence[InputPipeline | None] | None = None,
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
 
     samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor);
     requested_workers = n_i (the request, which the caps always admit); a job on ``nets[k]``
-    reserves ``demands[k]`` (worker, PS) per task. gpu_only: GPU-only jobs (``Job.gpu_only``),
-    calibrated at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
+    reserves ``demands[k]`` (worker, PS) per task and has the input pipeline ``pipelines[k]``
+    (None: no data stage). gpu_only: GPU-only jobs (``Job.gpu_only``, no data stage), calibrated
+    at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
     """
     gang = gpu_only if gang is None else gang
     if not isinstance(gang, bool) or not isinstance(gpu_only, bool):
@@ -211,6 +215,7 @@ def calibrated_jobs(
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
         net = nets[int(k)]
         wd, pd_ = demands[int(k)]
+        pipe = None if pipelines is None or gpu_only else pipelines[int(k)]
         key = (int(k), int(n), int(cap))
         ps_cap = 1 if gpu_only else int(cap)
         if key not in speeds:
@@ -224,6 +229,7 @@ def calibrated_jobs(
                 max_workers=int(cap),
                 max_ps=ps_cap,
                 gpu_only=gpu_only,
+                pipeline=pipe,
             )
             speeds[key] = float(speed_table(probe, mode)[n - 1, min(n, ps_cap) - 1])
         samples = float(d) * speeds[key]
@@ -246,6 +252,7 @@ def calibrated_jobs(
                 requested_workers=int(min(n, cap)),
                 gang=gang,
                 gpu_only=gpu_only,
+                pipeline=pipe,
             )
         )
     return jobs

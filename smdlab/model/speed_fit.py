@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ __all__ = [
     "SpeedModelFit",
     "ablation_report",
     "convention_report",
-    "fit_speed_model",
+    "fit_speed_form",
     "generic_profile",
     "holdout_report",
     "holdout_split",
@@ -208,10 +209,10 @@ def validation_profile(model: str, batch: int) -> LayerProfile:
         raise InvalidInput(
             f"model {model!r} has no profile; known: {', '.join(known)} (or pass profiles=)"
         )
-    row = types.loc[model]
-    return generic_profile(
-        model, float(row["model_size_mb"]), float(row["local_compute_time_s"]), batch
+    size_mb, compute_s = types.loc[model, ["model_size_mb", "local_compute_time_s"]].to_numpy(
+        dtype=float
     )
+    return generic_profile(model, float(size_mb), float(compute_s), batch)
 
 
 def mape(predicted, measured) -> float:
@@ -339,7 +340,7 @@ def _layered_tau(
     """
     ws = np.unique(w)
     wmax, pmax = int(w.max()), int(p.max())
-    batch_kw = (
+    batch_kw: dict[str, Any] = (
         {} if convention == "global" else {"batch_mode": "per_worker", "per_worker_batch": batch}
     )
     jobs = []
@@ -438,11 +439,11 @@ def _fit_layered(
         np.clip(starts[0] + rng.normal(0.0, _START_SPREAD, len(free)), lo, hi)
         for _ in range(n_starts - 1)
     ]
-    best = None
-    for x0 in starts:
-        r = least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf", x_scale=1.0)
-        if best is None or r.cost < best.cost:
-            best = r
+    runs = [
+        least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf", x_scale=1.0)
+        for x0 in starts
+    ]
+    best = min(runs, key=lambda r: r.cost)  # the first of equal costs, as before
     params = sets([best.x])[0]
     return params, float(best.cost)
 
@@ -522,7 +523,7 @@ class SpeedModelFit:
         return pd.DataFrame(rows)
 
 
-def fit_speed_model(
+def fit_speed_form(
     df: pd.DataFrame,
     form: str,
     *,
@@ -556,8 +557,11 @@ def fit_speed_model(
     if len(df) == 0:
         raise InvalidInput("df has no row with total_speed > 0 to fit")
     need = len(OPTIMUS_TERMS) if form == "optimus" else len(free)
-    params, used, n_rows = {}, {}, {}
-    for m, g in df.groupby("model", sort=True):
+    params: dict[str, Mapping[str, float]] = {}
+    used: dict[str, LayerProfile] = {}
+    n_rows: dict[str, int] = {}
+    for key, g in df.groupby("model", sort=True):
+        m = str(key)
         if len(g) < need:
             raise InvalidInput(
                 f"model {m!r} has {len(g)} usable rows; the {form} form needs >= {need}"
@@ -608,12 +612,12 @@ def holdout_split(
     frac = check_positive("test_fraction", test_fraction)
     if not frac < 1:
         raise InvalidInput(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
-    _check_frame(df, ("model",) + PREDICT_COLUMNS[1:])
+    _check_frame(df, ("model", *PREDICT_COLUMNS[1:]))
     rng = np.random.default_rng(seed)
     train, test = [], []
     for _, g in df.groupby("model", sort=True):
         order = rng.permutation(len(g))
-        n_test = min(len(g) - 1, max(1, int(round(frac * len(g)))))
+        n_test = min(len(g) - 1, max(1, round(frac * len(g))))
         test.append(g.iloc[np.sort(order[:n_test])])
         train.append(g.iloc[np.sort(order[n_test:])])
     return pd.concat(train), pd.concat(test)
@@ -642,7 +646,7 @@ def holdout_report(
     clean = _drop_failed(df, notes)
     train, test = holdout_split(clean, seed, test_fraction)
     fits = {
-        form: fit_speed_model(
+        form: fit_speed_form(
             train,
             form,
             convention=convention,
@@ -655,8 +659,9 @@ def holdout_report(
         for form in FORMS
     }
     rows = []
-    for m, g in test.groupby("model", sort=True):
-        row = {"model": m, "n_train": fits["layered"].n_rows[m], "n_test": len(g)}
+    for key, g in test.groupby("model", sort=True):
+        m = str(key)
+        row: dict[str, Any] = {"model": m, "n_train": fits["layered"].n_rows[m], "n_test": len(g)}
         for form, fit in fits.items():
             row[f"mape_{form}"] = mape(fit.predict(g), g["total_speed"])
         row.update({k: fits["layered"].params[m][k] for k in fits["layered"].free})
@@ -701,8 +706,8 @@ def convention_report(
 ABLATION_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "default (5)": DEFAULT_LAYERED_FREE,
-        "+ worker NIC (6)": DEFAULT_LAYERED_FREE + ("worker_gbps",),
-        "+ worker and PS NICs (7)": DEFAULT_LAYERED_FREE + ("worker_gbps", "ps_gbps"),
+        "+ worker NIC (6)": (*DEFAULT_LAYERED_FREE, "worker_gbps"),
+        "+ worker and PS NICs (7)": (*DEFAULT_LAYERED_FREE, "worker_gbps", "ps_gbps"),
         "- PS aggregation (4)": tuple(
             k for k in DEFAULT_LAYERED_FREE if k != "ps_aggregate_s_per_gb"
         ),
@@ -745,7 +750,10 @@ def ablation_report(
 
 def _markdown(df: pd.DataFrame, formats: Mapping[str, str]) -> str:
     cells = [
-        [format(v, formats.get(c, "")) if not isinstance(v, str) else v for c, v in row.items()]
+        [
+            format(v, formats.get(str(c), "")) if not isinstance(v, str) else v
+            for c, v in row.items()
+        ]
         for _, row in df.iterrows()
     ]
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
@@ -757,7 +765,7 @@ def _mean_optimus_inverse_speed(seed: int, test_fraction: float) -> float:
         warnings.simplefilter("ignore")
         data = _drop_failed(load_measurements(), [])
     train, test = holdout_split(data, seed, test_fraction)
-    fit = fit_speed_model(train, "optimus", optimus_loss="inverse_speed")
+    fit = fit_speed_form(train, "optimus", optimus_loss="inverse_speed")
     return float(
         np.mean(
             [mape(fit.predict(g), g["total_speed"]) for _, g in test.groupby("model", sort=True)]
@@ -766,7 +774,7 @@ def _mean_optimus_inverse_speed(seed: int, test_fraction: float) -> float:
 
 
 def report_markdown(seed: int = 0, test_fraction: float = 0.3, ablation: bool = True) -> str:
-    """The validation tables of docs/model.md as markdown (``python -m smdlab.validation``)."""
+    """The validation tables of docs/model.md as markdown (``python -m smdlab.model.speed_fit``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = holdout_report(seed=seed, test_fraction=test_fraction)

@@ -1,0 +1,217 @@
+"""Convex-hull greedy for the multiple-choice knapsack with profits lambda_i * V_i(c) (SMD's fast subproblem).
+
+Each job's configurations are reduced to its upper concave hull of (size, value); the segments
+of all jobs are taken in decreasing order of lambda_i * slope while they fit (``HullKnapsack``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
+    """First column where any resource row of ``cum`` (K x m) exceeds ``cap`` (K x 1); m if none."""
+    first = cum.shape[1]
+    for r in range(cum.shape[0]):
+        row = cum[r, :first] > cap[r, 0]
+        k = int(row.argmax()) if first else 0
+        if first and row[k]:
+            first = k
+    return first
+
+
+def _hull_segments(value, mask, alpha, gamma, scale):
+    """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order."""
+    n, W, P = value.shape
+    wg = np.repeat(np.arange(1, W + 1), P)
+    pg = np.tile(np.arange(1, P + 1), W)
+    keep = mask.reshape(n, W * P).copy()
+    keep[:, 0] = True  # (1, 1) is every job's start vertex
+    # gather each job's kept configurations into a narrow padded table (flat index 0 first)
+    counts = keep.sum(axis=1)
+    width = int(counts.max())
+    jr, fc = np.nonzero(keep)  # row-major: each job's kept flat indices, ascending
+    pos = np.arange(len(jr)) - np.repeat(np.cumsum(counts) - counts, counts)
+    cols = np.zeros((n, width), dtype=int)
+    cols[jr, pos] = fc
+    keep = np.zeros((n, width), dtype=bool)
+    keep[jr, pos] = True
+    V = value.reshape(n, W * P)[np.arange(n)[:, None], cols]
+    wk, pk = wg[cols], pg[cols]
+    size = (alpha / scale).sum(axis=1)[:, None] * wk + (gamma / scale).sum(axis=1)[:, None] * pk
+    keep &= np.isfinite(V)
+    cur = np.zeros(n, dtype=int)
+    seg_job, seg_from, seg_to, seg_slope = [], [], [], []
+    act = np.arange(n)  # jobs whose hull may continue
+    # gift wrapping of the upper hull, vectorised over the active jobs: next vertex = steepest point to the right
+    while act.size:
+        c = cur[act]
+        sz, vv, kk = size[act], V[act], keep[act]
+        r = np.arange(act.size)
+        ds = sz - sz[r, c][:, None]
+        dv = vv - vv[r, c][:, None]
+        # only configurations that add tasks (w' >= w, p' >= p): every upgrade then uses more of
+        # every resource, so a segment that does not fit now never fits later (see ``solve``)
+        wa, pa = wk[act], pk[act]
+        ok = kk & (wa >= wa[r, c][:, None]) & (pa >= pa[r, c][:, None]) & (ds > 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
+        best = slope.max(axis=1)
+        good = best > 0
+        if not good.any():
+            break
+        # among the steepest, the farthest point (skips collinear vertices)
+        tie = (slope >= best[:, None] * (1 - 1e-12)) & ok
+        nxt = np.where(tie, sz, -np.inf).argmax(axis=1)
+        idx = act[good]
+        seg_job.append(idx)
+        seg_from.append(cols[idx, c[good]])
+        seg_to.append(cols[idx, nxt[good]])
+        seg_slope.append(best[good])
+        cur[idx] = nxt[good]
+        act = idx
+    if not seg_job:
+        empty = np.zeros(0, dtype=int)
+        return empty, empty, empty, np.zeros(0)
+    # segments were produced round by round; return them job-major, in hull order
+    job = np.concatenate(seg_job)
+    rnd = np.concatenate([np.full(len(s), k) for k, s in enumerate(seg_job)])
+    order = np.lexsort((rnd, job))
+    return (
+        job[order],
+        np.concatenate(seg_from)[order],
+        np.concatenate(seg_to)[order],
+        np.concatenate(seg_slope)[order],
+    )
+
+
+class HullKnapsack:
+    """Convex-hull greedy for the knapsack with profits lambda_i * V_i(c) (maximised), V fixed.
+
+    Each job's kept configurations are reduced to one scalar size, sum_r use_r / scale_r; the
+    upper concave hull of (size, V) from (1, 1) gives the job's efficient upgrades (a jump from
+    one hull vertex to the next, possibly several tasks at once). For given lambda the segments
+    of all jobs are taken in decreasing order of lambda_i * slope while they fit the capacity in
+    every resource; a segment that does not fit ends that job's upgrades (classical aggregate-
+    resource greedy for multiple-choice knapsacks, Sinha-Zoltners/Toyoda style). With one
+    resource this is the rounded-down optimum of the LP relaxation. The hulls depend only on V,
+    so repeated solves with new lambda (SMD's iterations) reuse them.
+    """
+
+    def __init__(
+        self,
+        value: np.ndarray,
+        mask: np.ndarray,
+        alpha: np.ndarray,
+        gamma: np.ndarray,
+        capacity: np.ndarray,
+        segments: tuple | None = None,
+    ):
+        n, W, P = value.shape
+        self.n, self.W, self.P = n, W, P
+        self.capacity = np.asarray(capacity, dtype=float)
+        self.alpha, self.gamma = alpha, gamma
+        if segments is None:
+            segments = _hull_segments(
+                value, mask, alpha, gamma, np.where(self.capacity > 0, self.capacity, 1.0)
+            )
+        self.seg_job, self.seg_from, self.seg_to, self.seg_slope = segments
+        wg = np.repeat(np.arange(1, W + 1), P)
+        pg = np.tile(np.arange(1, P + 1), W)
+        wt, pt = wg[self.seg_to], pg[self.seg_to]
+        wf, pf = wg[self.seg_from], pg[self.seg_from]
+        self.seg_w, self.seg_p = wt, pt
+        self.seg_duse = (
+            alpha[self.seg_job] * (wt - wf)[:, None] + gamma[self.seg_job] * (pt - pf)[:, None]
+        )
+        self.seg_duse_t = np.ascontiguousarray(self.seg_duse.T)
+        self.base = (alpha + gamma).sum(axis=0)
+        self.tol = 1e-9 * np.maximum(1.0, np.abs(self.capacity))
+        # position of each segment in its job's hull chain
+        starts = np.searchsorted(self.seg_job, np.arange(n))
+        self.seg_start = starts
+        self.seg_rank = (
+            np.arange(len(self.seg_job)) - starts[self.seg_job]
+            if len(self.seg_job)
+            else np.zeros(0, dtype=int)
+        )
+
+    @classmethod
+    def several(cls, values, mask, alpha, gamma, capacity) -> list[HullKnapsack]:
+        """One knapsack per value table (same mask and demands), hulls computed in one vectorised pass."""
+        k, n = len(values), values[0].shape[0]
+        capacity = np.asarray(capacity, dtype=float)
+        job, fr, to, slope = _hull_segments(
+            np.concatenate(values), np.concatenate([mask] * k), np.tile(alpha, (k, 1)), np.tile(gamma, (k, 1)),
+            np.where(capacity > 0, capacity, 1.0),
+        )  # fmt: skip
+        out = []
+        for j in range(k):
+            sel = (job >= j * n) & (job < (j + 1) * n)
+            out.append(
+                cls(
+                    values[j],
+                    mask,
+                    alpha,
+                    gamma,
+                    capacity,
+                    (job[sel] - j * n, fr[sel], to[sel], slope[sel]),
+                )
+            )
+        return out
+
+    def _apply(self, taken: np.ndarray, w: np.ndarray, p: np.ndarray) -> None:
+        """Move each job with taken segments to the end vertex of its furthest one."""
+        if not taken.size:
+            return
+        far = np.full(self.n, -1)
+        np.maximum.at(far, self.seg_job[taken], self.seg_rank[taken])
+        jobs = np.flatnonzero(far >= 0)
+        seg = self.seg_start[jobs] + far[jobs]
+        w[jobs] = self.seg_w[seg]
+        p[jobs] = self.seg_p[seg]
+
+    def solve(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(workers, ps) for profits lambda_i * V_i (lambda > 0)."""
+        w = np.ones(self.n, dtype=int)
+        p = np.ones(self.n, dtype=int)
+        if not len(self.seg_job):
+            return w, p
+        eff = np.asarray(lam, dtype=float)[self.seg_job] * self.seg_slope
+        order = np.argsort(-eff, kind="stable")
+        cap = (self.capacity + self.tol)[:, None]
+        # resources x segments, so cumulative sums run along contiguous rows
+        cum = self.base[:, None] + np.cumsum(self.seg_duse_t[:, order], axis=1)
+        first = _first_over(cum, cap)
+        self._apply(order[:first], w, p)
+        if first < len(order):
+            # The rest, with the sequential rule (take a segment if it fits, else close its job) done
+            # in vectorised rounds. Upgrades only add resources, so a segment that does not fit the
+            # current slack will not fit when its turn comes: it closes its job at once.
+            used = cum[:, first - 1 : first] if first > 0 else self.base[:, None].copy()
+            rest = order[first:]
+            rank = self.seg_rank
+            while rest.size:
+                d = self.seg_duse_t[:, rest]
+                slack = cap - used
+                fail = d[0] > slack[0]
+                for r in range(1, d.shape[0]):  # row by row: contiguous and cheap
+                    fail |= d[r] > slack[r]
+                if fail.any():
+                    # close each failing job from its first failing segment (in hull order) onwards
+                    cut = np.full(self.n, np.iinfo(np.int64).max)
+                    np.minimum.at(cut, self.seg_job[rest[fail]], rank[rest[fail]])
+                    alive = rank[rest] < cut[self.seg_job[rest]]
+                    rest, d = rest[alive], d[:, alive]
+                    if not rest.size:
+                        break
+                cum = used + np.cumsum(d, axis=1)
+                stop = _first_over(cum, cap)
+                self._apply(rest[:stop], w, p)
+                if stop == len(rest):
+                    break
+                used = cum[:, stop - 1 : stop] if stop > 0 else used
+                j = self.seg_job[rest[stop]]
+                later = rest[stop:]
+                rest = later[(self.seg_job[later] != j)]
+        return w, p
