@@ -1,6 +1,6 @@
 """FIFO: first come, first served, strict (head-of-line blocking) by default, backfill as an option.
 
-Rule (field.md, and the ``fifo`` / ``fjf`` schedulers of the Tiresias simulator,
+Rule (docs/simulator.md, Policies; the ``fifo`` / ``fjf`` schedulers of the Tiresias simulator,
 SymbioticLab/Tiresias ``run_sim.py``): take queued jobs in arrival order and start each on what
 it gets before looking at the next. Strict (``backfill=False``, default): the pass stops at the
 first job that does not fit, so a large job at the head blocks the smaller ones behind it (the

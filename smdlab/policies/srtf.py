@@ -1,6 +1,6 @@
 """SRTF: shortest remaining time first, preemptive by default; SJF is its non-preemptive form.
 
-Rule (field.md; the ``shortest`` scheduler of the Tiresias simulator, SymbioticLab/Tiresias
+Rule (docs/simulator.md, Policies; the ``shortest`` scheduler of the Tiresias simulator, SymbioticLab/Tiresias
 ``run_sim.py``, which Tiresias and Muri use as a baseline): at every decision point rank every
 job, running or waiting, by its remaining time at its requested allocation (remaining samples /
 speed at ``request``; for a trace job, its remaining trace time), ties by arrival then name.
@@ -66,6 +66,7 @@ class SRTF:
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
+    execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
     def __init__(self, preemptive: bool = True) -> None:
@@ -177,6 +178,7 @@ class SJF(SRTF):
     """Shortest remaining time first without preemption (the non-preemptive SRTF)."""
 
     name = "sjf"
+    execution = "non_elastic"
 
     def __init__(self, preemptive: bool = False) -> None:
         super().__init__(preemptive)
