@@ -22,6 +22,8 @@ _LAZY: dict[str, str] = {
     "simulate": "smdlab.sim",
     "SimResult": "smdlab.sim",
     "get_policy": "smdlab.policies.registry",
+    "fit_epoch_model": "smdlab.model.epochs",
+    "load_epoch_times": "smdlab.model.epochs",
     "list_policies": "smdlab.policies.registry",
 }
 

@@ -14,7 +14,19 @@ from smdlab.sim import simulate
 from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.testing import random_job
 
-POLICIES = ["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd", "milp"]
+POLICIES = [
+    "fifo",
+    "srtf",
+    "drf",
+    "tetris",
+    "optimus",
+    "tiresias",
+    "smd",
+    "milp",
+    "gpu_proportional",
+    "synergy_tune",
+    "synergy_opt",
+]
 
 
 def _cluster() -> Cluster:

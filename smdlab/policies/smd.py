@@ -17,7 +17,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands, queued_jobs, with_remaining
+from smdlab.policies.stages import demands, queued_jobs, with_remaining, work_conserving_fill
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
 
@@ -32,10 +32,10 @@ class SMD:
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
     Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by
-    first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
+    first-fit decreasing with shrinking. Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    Execution (docs/simulator.md): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
     schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
     al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
     simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
@@ -47,7 +47,9 @@ class SMD:
       current one keeps its placement; the others are placed again (solve's placement stage, on
       the capacity the kept jobs leave); a running job the solver leaves out, or that placement
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
-      beyond re-solving; smdlab lets the solver's selection decide).
+      beyond re-solving; smdlab lets the solver's selection decide). Then the shared
+      work-conserving fill (``stages.work_conserving_fill``) gives GPUs the solution leaves idle
+      to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
     - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
       two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
@@ -130,8 +132,8 @@ class SMD:
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if state.elastic:
-            return self._decide_elastic(state)
+        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+            return work_conserving_fill(state, self._decide_elastic(state))
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)
         # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine
