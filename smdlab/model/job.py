@@ -84,8 +84,8 @@ class Job:
     gang: all-or-nothing: the job starts only on exactly ``gang_allocation`` (its request) and is
         never resized (the trace schedulers' rule: a trace job runs on its GPUs or not at all).
     gpu_only: a GPU-only trace job: one gang of GPU workers and no PS. Its worker reserves only
-        what ``worker_demand`` lists (GPUs), ``max_ps`` is 1 and that one PS entry reserves
-        nothing (the allocation format keeps a PS count; ``ps_demand`` must be all zeros); the
+        what ``worker_demand`` lists (GPUs); the loaders set ``max_ps`` to 1, and that PS entry
+        reserves nothing (the allocation format keeps a PS count; ``ps_demand`` must be all 0); the
         demands need no ``bw_gbps`` (the timing model then assumes ``GPU_ONLY_TIMING_BW_GBPS``).
     arch: ``ps`` (parameter servers) or ``allreduce`` (ring all-reduce among the workers, no PS).
     bucket_mb: all-reduce gradient bucket size in MB (1e6 bytes; PyTorch DDP's 25 by default).
@@ -183,8 +183,6 @@ class Job:
                 "requested_workers",
                 check_int("requested_workers", self.requested_workers, 1, self.max_workers),
             )
-        if self.gpu_only and self.max_ps != 1:
-            raise InvalidInput(f"max_ps of a gpu_only job must be 1 (no PS), got {self.max_ps}")
         if self.pipeline is not None:
             if not isinstance(self.pipeline, InputPipeline):
                 raise InvalidInput(
