@@ -18,8 +18,8 @@ Allocation: a gang job (``Job.gang``, every ``demands="gpu_only"`` trace job) ru
 request or not at all (``stages.gang_placement``: consolidated on one machine, else spread; for
 GPU-only jobs the pooled GPU count decides, as in the reference's count-based placement).
 Another job's request is n = ``requested_workers`` (else min(max_workers, max_ps)) worker+PS
-bundles; it starts on as many bundles as fit, up to n, placed first-fit decreasing, and its
-remaining time is measured at (n, n).
+bundles: the walk reserves one bundle for it, and it starts on as many bundles as fit, up to
+n, placed first-fit decreasing; its remaining time is measured at (n, n).
 Assumption: a started job that cannot be placed on real machines after the pooled walk (only
 possible with several resources per machine) waits for the next decision.
 """
@@ -142,7 +142,13 @@ class SRTF:
             }
             pool = free.sum(axis=0) + sum(held.values(), np.zeros(len(resources)))
             for *_, kind, e in items:
-                vec = need(e.job, resources, mode)[0] if kind else held[e.job.name]
+                if not kind:
+                    vec = held[e.job.name]
+                elif e.job.gang:
+                    vec = need(e.job, resources, mode)[0]
+                else:  # at least one bundle; it gets up to its request below if more fits
+                    a, g = task_vectors(e.job, resources)
+                    vec = a + g
                 if np.all(pool + TOL * np.maximum(1.0, vec) >= vec):
                     pool = pool - vec
                     if kind:
