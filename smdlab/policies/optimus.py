@@ -122,9 +122,13 @@ def diagonal_profile(
     lo, hi = DIAGONAL_RANGE
     ks = np.sort(rng.choice(np.arange(lo, hi + 1), size=DIAGONAL_POINTS, replace=False))
     top = int(ks.max())
-    wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
-    table = iteration_time_table([wide], mode)[0]
-    tau = np.array([table[k - 1, k - 1] for k in ks])
+    if job.arch == "allreduce":  # no PS: the profiling runs vary the ring size only (p = 0)
+        wide = job.replace(max_workers=max(top, job.max_workers))
+        tau = iteration_time_table([wide], mode)[0][ks - 1, 0]
+    else:
+        wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
+        table = iteration_time_table([wide], mode)[0]
+        tau = np.array([table[k - 1, k - 1] for k in ks])
     if noise > 0:
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
     batch = float(job.batch)
