@@ -64,6 +64,9 @@ class ExperimentConfig:
     validation_seed: seed of the train/test split of the measured speeds (and of the fits' random starts).
     validation_models: measured networks to validate on (None: all of them).
     validation_test_fraction: share of each network's measurements held out.
+    cpu_per_gpu_values: CPU cores per GPU of the servers in ``jct_vs_cpu_per_gpu`` (Synergy).
+    muri_load_values: offered loads of ``muri_jct_vs_load``.
+    online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
     """
 
     name: str
@@ -93,6 +96,9 @@ class ExperimentConfig:
     validation_seed: int = 0
     validation_models: tuple[str, ...] | None = None
     validation_test_fraction: float = 0.3
+    cpu_per_gpu_values: tuple[float, ...] = (3.0, 4.0, 6.0, 8.0, 12.0)
+    muri_load_values: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+    online_jobs: int = 48
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -104,6 +110,8 @@ class ExperimentConfig:
             "comm_scale_values",
             "gap_sizes",
             "gap_seeds",
+            "cpu_per_gpu_values",
+            "muri_load_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -142,6 +150,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gap_sizes=(4, 8, 16, 32),
         gap_seeds=(0, 1, 2),
         milp_time_limit=20.0,
+        cpu_per_gpu_values=(3.0, 6.0, 12.0),
+        muri_load_values=(0.75, 1.5),
+        online_jobs=32,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -158,6 +169,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gap_jobs_per_machine=3,
         milp_time_limit=10.0,
         validation_models=("resnext-110", "seq2seq"),  # the two fastest layered fits
+        cpu_per_gpu_values=(4.0,),
+        muri_load_values=(1.0,),
+        online_jobs=8,
     ),
 }
 

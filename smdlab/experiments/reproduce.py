@@ -83,6 +83,24 @@ def _draw_gap(df: pd.DataFrame):
     return gap_figure(df)
 
 
+def _multiresource(name: str) -> Callable[[ExperimentConfig, int], pd.DataFrame]:
+    def compute(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+        from smdlab.experiments import multiresource
+
+        return getattr(multiresource, name)(cfg, workers=workers)
+
+    return compute
+
+
+def _draw_multiresource(x: str, x_title: str) -> Callable[[pd.DataFrame], object]:
+    def draw(df: pd.DataFrame):
+        from smdlab.viz.experiments import jct_sweep_figure
+
+        return jct_sweep_figure(df, x=x, x_title=x_title, log_x=False, log_y=False)
+
+    return draw
+
+
 def _validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.validation import model_validation
 
@@ -145,6 +163,18 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of every policy vs the per-layer communication/computation ratio",
             _jct("comm_scale"),
             _draw_jct("comm_scale"),
+        ),
+        FigureSpec(
+            "jct_vs_cpu_per_gpu",
+            "mean JCT of GPU-proportional, Synergy-TUNE, Synergy-OPT and SMD vs CPU cores per GPU",
+            _multiresource("jct_vs_cpu_per_gpu"),
+            _draw_multiresource("cpu_per_gpu", "CPU cores per GPU"),
+        ),
+        FigureSpec(
+            "muri_jct_vs_load",
+            "mean JCT of Muri-S, Muri-L, SRTF, Tiresias and SMD vs offered load",
+            _multiresource("muri_jct_vs_load"),
+            _draw_multiresource("load", "offered load"),
         ),
         FigureSpec(
             "optimality_gap",

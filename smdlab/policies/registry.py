@@ -17,6 +17,7 @@ from smdlab.policies.base import Policy
 _BUILTIN: dict[str, str] = {
     "fifo": "smdlab.policies.fifo:FIFO",
     "srtf": "smdlab.policies.srtf:SRTF",
+    "sjf": "smdlab.policies.srtf:SJF",
     "drf": "smdlab.policies.drf:DRF",
     "tetris": "smdlab.policies.tetris:Tetris",
     "optimus": "smdlab.policies.optimus:Optimus",

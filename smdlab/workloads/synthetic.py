@@ -174,6 +174,7 @@ def synthetic(
         cap_factor=cap_factor,
         mode=mode,
         demands=pairs,
+        gpu_only=demands == "gpu_only",
         pipelines=[bundled_pipeline(net.profile) if pipeline else None for net in nets],
     )
     if arch_mix > 0:  # drawn last, so that arch_mix = 0 leaves every earlier draw as it was
