@@ -52,6 +52,8 @@ def request(job: Job) -> tuple[int, int]:
     if job.gang:
         return job.gang_allocation
     n = job.requested_workers if job.requested_workers is not None else job.max_workers
+    if job.arch == "allreduce":  # no PS: n workers and the zero-demand PS slot (run with p = 0)
+        return min(n, job.max_workers), 1
     n = min(n, job.max_workers, job.max_ps)
     return n, n
 
