@@ -86,12 +86,29 @@ job_gantt_figure(
 # ## How a policy is run: execution modes
 #
 # Every policy runs in the *execution mode* its paper uses (`docs/simulator.md`, "Execution
-# modes"): SMD, the MILP, Optimus and DRF are **elastic** (every running job's workers and PSs are
-# re-decided at arrivals, completions and every slot), FIFO, SRTF and Tetris are **non-elastic**
-# (an allocation is fixed for life), Tiresias is **preemptive**. A re-allocation or a resume costs
-# a 30 s checkpoint-restart. `simulate(..., execution="non_elastic")` forces one mode on every
-# policy instead.
-#
+# modes"): **non-elastic** (an allocation is fixed for life), **preemptive** (a running job can be
+# stopped and resumed later) or **elastic** (every running job's workers and PSs are re-decided at
+# arrivals, completions and every slot). A re-allocation or a resume costs a 30 s
+# checkpoint-restart. Each policy declares its natural mode; `simulate(..., execution=...)`
+# forces one mode on every policy instead.
+
+# %%
+from smdlab.policies.base import natural_execution, supported_executions
+from smdlab.policies.registry import policy_class
+
+pd.DataFrame(
+    [
+        {
+            "policy": name,
+            "natural mode": natural_execution(policy_class(name)),
+            "slot (s)": getattr(policy_class(name), "slot_s", None),
+            "can run in": ", ".join(supported_executions(policy_class(name))),
+        }
+        for name in POLICIES
+    ]
+).set_index("policy")
+
+# %% [markdown]
 # How a policy is run matters as much as what it optimises. Below, the base batch of the JCT
 # figures (24 jobs arriving together on 4 servers of 8 GPUs, `EXPERIMENTS.md`) is run twice by the
 # same policies: forced non-elastic, then in their natural modes. Under non-elastic execution a
