@@ -14,6 +14,11 @@ preempts.
 ``preemptive=False`` (also registered as ``sjf``): running jobs are never preempted; waiting
 jobs are started in the same order, skipping those that do not fit.
 
+Key (docs/baselines.md, SRTF): ``key="remaining_time"`` (default) ranks by remaining time as
+above, the textbook rule and Tiresias'; ``key="progress"`` ranks by the remaining fraction of the
+job's work (remaining samples / samples), DL2's ``1 - progress/epochs`` (pengyanghua/DL2,
+``srtf_env.py``): jobs that have not started tie, and the tie goes to the earlier arrival.
+
 Allocation: a gang job (``Job.gang``, every ``demands="gpu_only"`` trace job) runs on exactly its
 request or not at all (``stages.gang_placement``: consolidated on one machine, else spread; for
 GPU-only jobs the pooled GPU count decides, as in the reference's count-based placement).
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdlab.errors import InvalidInput
+from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import (
     Allocation,
@@ -47,6 +52,8 @@ def request(job: Job) -> tuple[int, int]:
     if job.gang:
         return job.gang_allocation
     n = job.requested_workers if job.requested_workers is not None else job.max_workers
+    if job.arch == "allreduce":  # no PS: n workers and the zero-demand PS slot (run with p = 0)
+        return min(n, job.max_workers), 1
     n = min(n, job.max_workers, job.max_ps)
     return n, n
 
@@ -69,10 +76,13 @@ class SRTF:
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
-    def __init__(self, preemptive: bool = True) -> None:
+    KEYS = ("remaining_time", "progress")
+
+    def __init__(self, preemptive: bool = True, key: str = "remaining_time") -> None:
         if not isinstance(preemptive, (bool, np.bool_)):
             raise InvalidInput(f"preemptive must be True or False, got {preemptive!r}")
         self.preemptive = bool(preemptive)
+        self.key = check_choice("key", key, self.KEYS)
         self.execution = "preemptive" if self.preemptive else "non_elastic"
         self._need: dict[
             int, tuple
@@ -105,15 +115,16 @@ class SRTF:
         resources = tuple(cluster.resources)
         need = self._need_of
         running = list(state.running) if self.preemptive and state.preemptive else []
+
+        def rank(e: QueuedJob | RunningJob) -> float:
+            if self.key == "progress":  # a division, so that jobs at equal progress tie exactly
+                return e.remaining / e.job.samples
+            return e.remaining * need(e.job, resources, mode)[2]
+
         items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
-            (q.remaining * need(q.job, resources, mode)[2], q.job.arrival, q.job.name, 1, q)
-            for q in state.queued
-            if q.remaining > 0
+            (rank(q), q.job.arrival, q.job.name, 1, q) for q in state.queued if q.remaining > 0
         ]
-        items += [
-            (r.remaining * need(r.job, resources, mode)[2], r.job.arrival, r.job.name, 0, r)
-            for r in running
-        ]
+        items += [(rank(r), r.job.arrival, r.job.name, 0, r) for r in running]
         items.sort(key=lambda x: x[:3])
         free = np.array(state.free, dtype=float)
         n_m = free.shape[0]
@@ -186,5 +197,5 @@ class SJF(SRTF):
     name = "sjf"
     execution = "non_elastic"
 
-    def __init__(self, preemptive: bool = False) -> None:
-        super().__init__(preemptive)
+    def __init__(self, preemptive: bool = False, key: str = "remaining_time") -> None:
+        super().__init__(preemptive, key)

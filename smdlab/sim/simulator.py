@@ -308,6 +308,7 @@ class _Simulator:
         self.unfit = check_choice("unfit", unfit, UNFIT)
         self.record_history = bool(record_history)
         self.policy = _policy_from(policy)
+        self.decide_on_completion = bool(getattr(self.policy, "decide_on_completion", False))
         self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
         execution, elastic, slot_s, delta = timing
         self.execution, self.delta = resolve_execution(
@@ -859,6 +860,7 @@ class _Simulator:
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
+            completed_now = False
             while self.heap and self.heap[0][0] <= limit:
                 _, i, version = heapq.heappop(self.heap)
                 name = self.jobs[i].name
@@ -870,6 +872,7 @@ class _Simulator:
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                completed_now = True
                 if bar is not None:
                     bar.update()
                 if r.group is not None:
@@ -887,7 +890,10 @@ class _Simulator:
             if next_wake <= t:
                 next_wake = math.inf
             # Decision.
-            if self.queued or (self.elastic and self.running):
+            # A policy with ``decide_on_completion`` (plans with barriers, e.g. OMRU) is asked at
+            # every completion, also when nothing waits.
+            on_completion = completed_now and bool(self.running) and self.decide_on_completion
+            if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
                 decision = self.policy.decide(state)

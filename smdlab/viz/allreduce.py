@@ -1,0 +1,144 @@
+"""Figures of the all-reduce half: epoch-model validation and OMRU-style makespans."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from smdlab.viz.style import PALETTE, base_layout
+
+POLICY_LABELS = {
+    "seqex": "SeqEx",
+    "parallel": "Parallel",
+    "optimus_like": "Optimus-like",
+    "omru_noreuse": "OMRU without reuse",
+    "omru": "OMRU",
+    "sjf_bco": "SJF-BCO",
+}
+
+
+def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
+    """Measured vs predicted held-out epoch times, one panel per model form, MAPE in the titles."""
+    forms = [
+        ("generic", "all-reduce model, fitted per network"),
+        ("layered", "layered model on bundled profiles"),
+    ]
+    titles = []
+    for form, label in forms:
+        per = df.dropna(subset=[f"predicted_{form}"]).groupby("model")[f"error_{form}_pct"]
+        titles.append(f"{label}: MAPE {per.apply(lambda e: np.abs(e).mean()).mean():.1f}%")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.1)
+    models = sorted(df["model"].unique())
+    lo, hi = float(df["measured"].min()) / 1.2, float(df["measured"].max()) * 1.2
+    for col, (form, _) in enumerate(forms, start=1):
+        for k, model in enumerate(models):
+            g = df[(df["model"] == model) & df[f"predicted_{form}"].notna()]
+            if g.empty:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=g["measured"],
+                    y=g[f"predicted_{form}"],
+                    mode="markers",
+                    name=model,
+                    legendgroup=model,
+                    showlegend=col == 1,
+                    marker={"color": PALETTE[k % len(PALETTE)], "size": 8},
+                    text=[f"{model}, {n} GPUs" for n in g["num_gpus"]],
+                    hovertemplate="%{text}<br>measured %{x:.2f}, predicted %{y:.2f}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi],
+                y=[lo, hi],
+                mode="lines",
+                showlegend=False,
+                line={"color": "#9D9D9D", "dash": "dot"},
+                hoverinfo="skip",
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(type="log", title_text="measured epoch time (source unit)", row=1, col=col)
+        fig.update_yaxes(type="log", title_text="predicted", row=1, col=col)
+    fig.update_layout(
+        **base_layout(
+            "OMRU's V100 epoch times: fitted on 1, 2, 4, 8 GPUs, predicting 3, 5, 6, 7", height=430
+        )
+    )
+    return fig
+
+
+def makespan_figure(df: pd.DataFrame) -> go.Figure:
+    """Makespan vs machines for the image and action workloads, and GPU utilisation (all runs)."""
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        subplot_titles=["omru-image: makespan", "omru-action: makespan", "GPU utilisation"],
+        horizontal_spacing=0.08,
+    )
+    policies = [p for p in POLICY_LABELS if p in set(df["policy"])]
+    for k, policy in enumerate(policies):
+        color = PALETTE[k % len(PALETTE)]
+        for col, workload in enumerate(("omru-image", "omru-action"), start=1):
+            g = df[(df["policy"] == policy) & (df["workload"] == workload)].sort_values("machines")
+            fig.add_trace(
+                go.Scatter(
+                    x=g["machines"],
+                    y=g["makespan_h"],
+                    mode="lines+markers",
+                    name=POLICY_LABELS[policy],
+                    legendgroup=policy,
+                    showlegend=col == 1,
+                    line={"color": color},
+                    marker={
+                        "color": color,
+                        "size": 9,
+                        "symbol": ["circle-open" if e else "circle" for e in g["extrapolated"]],
+                    },
+                    text=["extrapolated" if e else "measured range" for e in g["extrapolated"]],
+                    hovertemplate="%{x} machines: %{y:.1f} h (%{text})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        util = df[df["policy"] == policy].groupby("machines")["gpu_utilization"].mean()
+        fig.add_trace(
+            go.Scatter(
+                x=util.index.to_numpy(),
+                y=util.to_numpy(),
+                mode="lines+markers",
+                name=POLICY_LABELS[policy],
+                legendgroup=policy,
+                showlegend=False,
+                line={"color": color, "dash": "dot"},
+                marker={"color": color},
+            ),
+            row=1,
+            col=3,
+        )
+    for col in (1, 2, 3):
+        fig.update_xaxes(
+            title_text="machines of 4 GPUs",
+            tickvals=sorted(df["machines"].unique()),
+            row=1,
+            col=col,
+        )
+    fig.update_yaxes(title_text="makespan (h)", row=1, col=1)
+    fig.update_yaxes(title_text="time-weighted GPU utilisation", range=[0, 1.05], row=1, col=3)
+    fig.update_layout(
+        **base_layout(
+            "Reproduction of OMRU's comparison (assumed epoch counts; open markers: 16 and 32 GPUs,"
+            " extrapolated beyond the 8 measured)",
+            height=430,
+        )
+    )
+    return fig
+
+
+__all__ = ["epoch_validation_figure", "makespan_figure"]
