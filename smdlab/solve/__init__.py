@@ -81,14 +81,14 @@ if TYPE_CHECKING:  # static tools see the real names
         RULES as RULES,
         Placement as Placement,
     )
+    from smdlab.solve.schedule_bound import (
+        ScheduleBound as ScheduleBound,
+        mean_jct_lower_bound as mean_jct_lower_bound,
+        optimal_batch_mean_jct as optimal_batch_mean_jct,
+    )
     from smdlab.solve.shrink_placement import (
         PlacementResult as PlacementResult,
         place as place,
-    )
-    from smdlab.solve.schedule_bound import (
-        ScheduleBound,
-        mean_jct_lower_bound,
-        optimal_batch_mean_jct,
     )
     from smdlab.solve.smd import (
         SELECTIONS as SELECTIONS,
