@@ -85,6 +85,28 @@ fig.show()
 df.groupby("comm_scale")["comm_comp_ratio"].first()
 
 # %% [markdown]
+# ## Beyond GPUs: JCT versus CPU cores per GPU (Synergy)
+#
+# An online workload whose jobs have input pipelines (`docs/model.md`, "The data stage") on servers
+# with fewer or more CPU cores per GPU. GPU-proportional gives every worker the same share of CPU
+# and memory; Synergy-TUNE gives each job what it needs where that fits (`docs/multiresource.md`).
+
+# %%
+fig, df = figure("jct_vs_cpu_per_gpu", CONFIG)
+fig.show()
+df.groupby(["cpu_per_gpu", "policy"])["mean_jct_s"].mean().unstack()
+
+# %% [markdown]
+# ## Beyond GPUs: Muri's interleaving versus load
+#
+# The same kind of workload at several offered loads: Muri-S and Muri-L group jobs of the same size
+# that interleave their storage, CPU, GPU and network stages on one GPU set.
+
+# %%
+fig, df = figure("muri_jct_vs_load", CONFIG)
+fig.show()
+
+# %% [markdown]
 # ## Optimality gap versus instance size
 #
 # Offline instances of the allocation problem, solved by SMD (three knapsack methods), LP rounding,
@@ -106,6 +128,28 @@ df.pivot_table(index="n_jobs", columns="variant", values="gap_to_milp", aggfunc=
 
 # %%
 fig, df = figure("model_validation", CONFIG)
+fig.show()
+
+# %% [markdown]
+# ## All-reduce epoch models against OMRU's measurements
+#
+# OMRU's measured V100 epoch times (`data/measurements/epoch_times_v100.csv`): each network's
+# all-reduce model fitted on 1, 2, 4 and 8 GPUs predicts 3, 5, 6 and 7; beside it, the layered
+# model on our bundled profiles for the networks we have.
+
+# %%
+fig, df = figure("allreduce_validation", CONFIG)
+fig.show()
+
+# %% [markdown]
+# ## Makespan vs machines (OMRU reproduction)
+#
+# OMRU's image and action workloads on 2, 4 and 8 machines of 4 GPUs under SeqEx, Parallel,
+# Optimus-like, OMRU without reuse, OMRU and SJF-BCO. The epoch counts are assumed (each network's
+# standard recipe); 16 and 32-GPU points use the fitted model beyond the 8 measured GPUs.
+
+# %%
+fig, df = figure("makespan_vs_nodes", CONFIG)
 fig.show()
 
 # %% [markdown]

@@ -83,6 +83,24 @@ def _draw_gap(df: pd.DataFrame):
     return gap_figure(df)
 
 
+def _multiresource(name: str) -> Callable[[ExperimentConfig, int], pd.DataFrame]:
+    def compute(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+        from smdlab.experiments import multiresource
+
+        return getattr(multiresource, name)(cfg, workers=workers)
+
+    return compute
+
+
+def _draw_multiresource(x: str, x_title: str) -> Callable[[pd.DataFrame], object]:
+    def draw(df: pd.DataFrame):
+        from smdlab.viz.experiments import jct_sweep_figure
+
+        return jct_sweep_figure(df, x=x, x_title=x_title, log_x=False, log_y=False)
+
+    return draw
+
+
 def _validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.validation import model_validation
 
@@ -93,6 +111,30 @@ def _draw_validation(df: pd.DataFrame):
     from smdlab.viz.experiments import validation_figure
 
     return validation_figure(df)
+
+
+def _epoch_validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.allreduce import epoch_validation
+
+    return epoch_validation(cfg)
+
+
+def _draw_epoch_validation(df: pd.DataFrame):
+    from smdlab.viz.allreduce import epoch_validation_figure
+
+    return epoch_validation_figure(df)
+
+
+def _makespan(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.allreduce import makespan_vs_nodes
+
+    return makespan_vs_nodes(cfg, workers)
+
+
+def _draw_makespan(df: pd.DataFrame):
+    from smdlab.viz.allreduce import makespan_figure
+
+    return makespan_figure(df)
 
 
 FIGURES: dict[str, FigureSpec] = {
@@ -123,6 +165,18 @@ FIGURES: dict[str, FigureSpec] = {
             _draw_jct("comm_scale"),
         ),
         FigureSpec(
+            "jct_vs_cpu_per_gpu",
+            "mean JCT of GPU-proportional, Synergy-TUNE, Synergy-OPT and SMD vs CPU cores per GPU",
+            _multiresource("jct_vs_cpu_per_gpu"),
+            _draw_multiresource("cpu_per_gpu", "CPU cores per GPU"),
+        ),
+        FigureSpec(
+            "muri_jct_vs_load",
+            "mean JCT of Muri-S, Muri-L, SRTF, Tiresias and SMD vs offered load",
+            _multiresource("muri_jct_vs_load"),
+            _draw_multiresource("load", "offered load"),
+        ),
+        FigureSpec(
             "optimality_gap",
             "gap of SMD to the exact MILP optimum and to the LP bound vs instance size",
             _gap,
@@ -133,6 +187,18 @@ FIGURES: dict[str, FigureSpec] = {
             "layered model vs measured PS training speeds (held-out points)",
             _validation,
             _draw_validation,
+        ),
+        FigureSpec(
+            "allreduce_validation",
+            "all-reduce epoch models vs OMRU's measured V100 epoch times (held-out GPU counts)",
+            _epoch_validation,
+            _draw_epoch_validation,
+        ),
+        FigureSpec(
+            "makespan_vs_nodes",
+            "makespan and GPU utilisation of OMRU and its baselines vs machines (assumed epochs)",
+            _makespan,
+            _draw_makespan,
         ),
     )
 }
@@ -302,17 +368,25 @@ def reproduce(
     workers: int | None = None,
     log: Callable[[str], None] | None = _log,
     execution: str | None = None,
+    baselines: str | None = None,
+    demands: str | None = None,
 ) -> list[Path]:
     """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written.
 
     execution: force one execution mode on every policy (None: the configuration's, by default
-    each policy's natural mode).
+    each policy's natural mode). baselines: ``source`` or ``smdlab`` (docs/baselines.md; None:
+    the configuration's, by default ``source``). demands: ``per_network`` or ``uniform`` (None:
+    the configuration's, by default ``per_network``).
     """
     from smdlab.sim.output import write_files
 
     cfg = get_config(config)
     if execution is not None:
         cfg = cfg.replace(execution=execution)
+    if baselines is not None:
+        cfg = cfg.replace(baselines=baselines)
+    if demands is not None:
+        cfg = cfg.replace(demands=demands)
     names = _names(only)
     fmts = _formats(formats)
     if workers is None:

@@ -122,15 +122,19 @@ def diagonal_profile(
     lo, hi = DIAGONAL_RANGE
     ks = np.sort(rng.choice(np.arange(lo, hi + 1), size=DIAGONAL_POINTS, replace=False))
     top = int(ks.max())
-    wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
-    table = iteration_time_table([wide], mode)[0]
-    tau = np.array([table[k - 1, k - 1] for k in ks])
+    if job.arch == "allreduce":  # no PS: the profiling runs vary the ring size only (p = 0)
+        wide = job.replace(max_workers=max(top, job.max_workers))
+        tau = iteration_time_table([wide], mode)[0][ks - 1, 0]
+    else:
+        wide = job.replace(max_workers=max(top, job.max_workers), max_ps=max(top, job.max_ps))
+        table = iteration_time_table([wide], mode)[0]
+        tau = np.array([table[k - 1, k - 1] for k in ks])
     if noise > 0:
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
     batch = float(job.batch)
-    # On the diagonal w/p = 1 and w = p, so the points fix only a, b + c and d + e. The source's
-    # curve_fit starts every coefficient at 1 and moves b and c (and d and e) by the same
-    # gradient, so they stay equal: fit (a, b + c, d + e), then split each sum in half.
+    # On the diagonal w/p = 1 and w = p, so the points fix only a, b + c and d + e; the source's
+    # curve_fit starts every coefficient at 1 and gives b and c (d and e) the same gradient, so
+    # they would stay equal in exact arithmetic: fit (a, b + c, d + e), split each sum in half.
     X = design_matrix(ks, ks, batch, job.batch_mode)
     X3 = np.column_stack([X[:, 0], X[:, 1] + X[:, 2], X[:, 3] + X[:, 4]]) / tau[:, None]
     norms = np.linalg.norm(X3, axis=0)

@@ -23,14 +23,16 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
+from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.pipeline import with_worker_resources
-from smdlab.model.timing import MODES
+from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
+from smdlab.model.timing import MODES, iteration_time, speed as speed_of
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
@@ -45,9 +47,10 @@ from smdlab.policies.base import (
     natural_execution,
     supported_executions,
 )
+from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, first_fit
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, first_fit
 
 UNFIT = ("skip", "raise")
 EXECUTION_CHOICES = ("natural", *EXECUTIONS)
@@ -84,6 +87,8 @@ class _Run:
     gpus: float  # GPUs held (attained service rate)
     finish: float
     version: int
+    group: str | None = None  # id of the interleaved group (Muri); None: alone
+    solo: np.ndarray | None = None  # per-machine use of the job alone (``rows``), for regrouping
 
 
 @dataclass
@@ -127,7 +132,55 @@ def as_allreduce(a: Allocation, job: Job) -> Allocation:
 
 
 def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
+    if job.gang:  # a gang runs on its whole request or not at all: that must fit the empty cluster
+        w, p = job.gang_allocation
+        wv, pv = task_vectors(job, resources)
+        return consolidated_tasks(capacity, w, p, wv, pv) is not None
     return first_fit(job, 1, 1, capacity, resources) is not None
+
+
+_new = object.__new__
+
+
+class _RunningView(Sequence[RunningJob]):
+    """The running jobs at one decision point, built on first use (FIFO never looks at them)."""
+
+    def __init__(self, sim: _Simulator, t: float):
+        self._sim, self._t = sim, t
+        self._items: tuple[RunningJob, ...] | None = None
+
+    def _get(self) -> tuple[RunningJob, ...]:
+        if self._items is None:
+            t, sim = self._t, self._sim
+            items = []
+            for r in sim.running.values():
+                # RunningJob's fields set directly: a frozen dataclass's __init__ costs twice as much
+                o = _new(RunningJob)
+                o.__dict__.update(
+                    job=r.job,
+                    workers=r.workers,
+                    ps=r.ps,
+                    placement=r.placement,
+                    start=r.start,
+                    remaining=sim._remaining(r, t),
+                    attained_service=r.att0 + r.gpus * (t - r.seg_start),
+                    group=r.group,
+                )
+                items.append(o)
+            self._items = tuple(items)
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._sim.running) if self._items is None else len(self._items)
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
 
 def resolve_execution(
@@ -194,6 +247,7 @@ def simulate(
     record_history: bool = True,
     elastic: bool | None = None,
     delta: float | None = None,
+    progress: bool = False,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -206,9 +260,14 @@ def simulate(
     ``skip`` (warn and record it) or ``raise`` (Infeasible). record_history: keep the
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
-    delta for slot_s, 0 meaning none).
+    delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
+
+    A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
+    resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
+    decision that breaks this is first corrected by ``stages.enforce_gang`` (so every policy runs
+    gang jobs all-or-nothing). A decision's ``wake_at`` asks for another decision point then.
     """
-    return _Simulator(
+    sim = _Simulator(
         jobs,
         cluster,
         policy,
@@ -217,10 +276,13 @@ def simulate(
         restart_s,
         unfit,
         record_history,
-    ).run()
+    )
+    sim.progress = bool(progress)
+    return sim.run()
 
 
 class _Simulator:
+    progress = False
     t: float
     heap: list[tuple[float, int, int]]
     queued: dict[str, QueuedJob]
@@ -246,6 +308,7 @@ class _Simulator:
         self.unfit = check_choice("unfit", unfit, UNFIT)
         self.record_history = bool(record_history)
         self.policy = _policy_from(policy)
+        self.decide_on_completion = bool(getattr(self.policy, "decide_on_completion", False))
         self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
         execution, elastic, slot_s, delta = timing
         self.execution, self.delta = resolve_execution(
@@ -283,6 +346,18 @@ class _Simulator:
                 self.history.append((r.job.name, paused, t, r.workers, r.ps, r.speed, done))
         return r.rem0 - done
 
+    def _ring_speed(self, job: Job, workers: int, placement: Placement) -> float | None:
+        """An all-reduce ring's speed over the machines its placement spans, when that differs
+        from the packed ring of the timing tables (None: the tables hold it)."""
+        if job.arch != "allreduce" or job.pipeline is not None:
+            return None
+        machines = len({m for m, w, _ in placement.tasks if w > 0})
+        if machines == int(packed_machines(job, workers)):
+            return None
+        tau = allreduce_iteration_time(job, workers, machines=machines, mode=self.mode)
+        per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
+        return float(per_iter / tau)
+
     def _remaining(self, r: _Run, t: float) -> float:
         return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
@@ -297,6 +372,9 @@ class _Simulator:
         remaining: float,
         attained: float,
         pause: float = 0.0,
+        speed: float | None = None,
+        share: np.ndarray | None = None,
+        group: str | None = None,
     ) -> _Run:
         wv, pv = task_vectors(job, self.resources)
         per_machine: dict[int, np.ndarray] = {}
@@ -304,7 +382,13 @@ class _Simulator:
             per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
         rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
         usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
-        speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+        solo = usage
+        if share is not None:  # a group member holds its share of the group's use
+            usage = share[rows]
+        if speed is None:
+            speed = self._ring_speed(job, workers, placement)
+        if speed is None:
+            speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
@@ -324,6 +408,8 @@ class _Simulator:
             gpus,
             t + pause + remaining / speed,
             self.version,
+            group,
+            solo,
         )
         heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
         return r
@@ -360,10 +446,109 @@ class _Simulator:
                     f"{where}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
                     f"and workers, ps >= 0"
                 )
+        if job.gang and (a.workers, a.ps) != job.gang_allocation:
+            raise InvalidDecision(
+                f"{where}: job {a.job!r} is a gang of {job.gang_allocation[0]} workers and "
+                f"{job.gang_allocation[1]} PSs (all or nothing); the allocation gives {a.workers} and {a.ps}"
+            )
         if (a.placement.workers, a.placement.ps) != (a.workers, a.ps):
             raise InvalidDecision(
                 f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
                 f"the allocation says {a.workers} and {a.ps}"
+            )
+
+    def _check_groups(self, allocations, starts, where: str) -> dict[str, list]:
+        """Allocations per group label, checked: at most 4 jobs, same counts and placement, all starts."""
+        groups: dict[str, list] = {}
+        started = {a.job for a in starts}
+        for a in allocations:
+            label = getattr(a, "group", None)
+            if label is None:
+                continue
+            if a.job not in started:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} resizes running job {a.job!r}; a group starts its jobs"
+                )
+            groups.setdefault(str(label), []).append(a)
+        for label, members in groups.items():
+            if len(members) > MAX_GROUP:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} has {len(members)} jobs; group size must be in "
+                    f"[1, {MAX_GROUP}]"
+                )
+            first = members[0]
+            for a in members[1:]:
+                if (a.workers, a.ps) != (first.workers, first.ps):
+                    raise InvalidDecision(
+                        f"{where}: group {label!r} mixes {first.workers} and {a.workers} GPUs "
+                        f"(workers) or PS counts; a group's jobs must have the same GPU count"
+                    )
+                if sorted(a.placement.tasks) != sorted(first.placement.tasks):
+                    raise InvalidDecision(
+                        f"{where}: group {label!r}: job {a.job!r} is not placed on the group's tasks"
+                    )
+        return groups
+
+    def _group_use(self, members) -> np.ndarray:
+        """Per-machine use of a group: the maximum of its members' (machines x resources)."""
+        use = np.zeros_like(self.capacity)
+        for a in members:
+            wv, pv = task_vectors(self._alloc_job(a), self.resources)
+            one = np.zeros_like(self.capacity)
+            for m, w, p in a.placement.tasks:
+                one[m] += w * wv + p * pv
+            use = np.maximum(use, one)
+        return use
+
+    def _group_runs(self, gid: str, leaving: set[str] | None = None) -> list[_Run]:
+        """Running members of group ``gid``, less ``leaving``."""
+        leaving = leaving or set()
+        return [
+            r
+            for n in sorted(self.groups.get(gid, ()))
+            if n not in leaving and (r := self.running.get(n)) is not None and r.group == gid
+        ]
+
+    def _group_held_use(self, gid: str, leaving: set[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(what the members of ``gid`` that stay hold now, what they will hold as a group)."""
+        use = np.zeros_like(self.capacity)
+        held = np.zeros_like(self.capacity)
+        for r in self._group_runs(gid, leaving):
+            one = np.zeros_like(self.capacity)
+            one[r.rows] = r.solo
+            use = np.maximum(use, one)
+            held[r.rows] += r.usage
+        return held, use
+
+    def _regroup(self, gid: str, t: float, adjust_free: bool = True) -> None:
+        """After a member left group ``gid``: the rest share its use anew and speed up."""
+        runs = self._group_runs(gid)
+        if not runs:
+            self.groups.pop(gid, None)
+            return
+        self.groups[gid] = {r.job.name for r in runs}
+        held, use = self._group_held_use(gid, set())
+        if adjust_free:
+            self.free += held - use
+        w, p = runs[0].workers, runs[0].ps
+        jobs = [r.job for r in runs]
+        tau = group_iteration_time(jobs, w, p, self.mode)
+        for r in runs:
+            left = self._close_segment(r, t, final=False)
+            v = speed_of(r.job, w, p, self.mode) * iteration_time(r.job, w, p, self.mode) / tau
+            self.running[r.job.name] = self._open(
+                r.job,
+                w,
+                p,
+                r.placement,
+                t,
+                r.start,
+                left,
+                r.att0 + r.gpus * (t - r.seg_start),
+                max(0.0, r.resume - t),
+                speed=v,
+                share=use / len(runs),
+                group=gid,
             )
 
     def _alloc_job(self, a) -> Job:
@@ -415,6 +600,10 @@ class _Simulator:
                         f"{self.execution!r} (resizing needs 'elastic')"
                     )
                 job = self.running[a.job].job
+                if job.gang:
+                    raise InvalidDecision(
+                        f"{where}: allocation resizes running job {a.job!r}, a gang job (never resized)"
+                    )
                 resizes.append(a)
             else:
                 state = (
@@ -430,6 +619,7 @@ class _Simulator:
                 raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
             self._check_alloc(a, job)
             self._alloc_job(a)  # validates the CPU/memory levels before anything changes
+        groups = self._check_groups(d.allocations, starts, where)
         # An allocation that repeats a running job's allocation, placement and levels changes nothing.
         resizes = [
             a
@@ -441,14 +631,24 @@ class _Simulator:
         ]
         # Capacity: release what preempted and resized jobs hold, then take every new placement.
         free = self.free.copy()
-        for name in (*preempt, *(a.job for a in resizes if a.job not in pset)):
+        leaving = {*preempt, *(a.job for a in resizes)}
+        for name in leaving:
             r = self.running[name]
             free[r.rows] += r.usage
+        touched = {g for n in leaving if (g := self.running[n].group) is not None}
+        for gid in touched:  # members that stay share their group's use anew
+            held, use = self._group_held_use(gid, leaving)
+            free += held - use
         for a in (*starts, *resizes):
+            if getattr(a, "group", None) is not None:
+                continue  # charged once per group below
             job = self._alloc_job(a)
             wv, pv = task_vectors(job, self.resources)
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
+        group_use = {label: self._group_use(members) for label, members in groups.items()}
+        for use in group_use.values():
+            free -= use
         over = free < -TOL * np.maximum(1.0, self.capacity)
         if over.any():
             m, k = (int(x) for x in np.argwhere(over)[0])
@@ -489,6 +689,20 @@ class _Simulator:
                 r.att0 + r.gpus * (t - r.seg_start),
                 self.restart_s,
             )
+        for gid in touched:
+            self._regroup(gid, t, adjust_free=False)
+        started_groups = {}
+        for label, members in groups.items():
+            self.group_seq += 1
+            gid = f"{label}#{self.group_seq}"
+            jobs = [self._alloc_job(a) for a in members]
+            w, p = members[0].workers, members[0].ps
+            tau = group_iteration_time(jobs, w, p, self.mode)
+            speed = {
+                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
+                for j in jobs
+            }
+            started_groups[label] = (gid, speed, group_use[label] / len(members))
         for a in starts:
             q = self.queued.pop(a.job)
             rec = self.records[self.index[a.job]]
@@ -499,6 +713,25 @@ class _Simulator:
                 pause = self.restart_s
                 rec.restarts += 1
             rec.status = "running"
+            glabel = getattr(a, "group", None)
+            if glabel is not None:
+                gid, speed, share = started_groups[str(glabel)]
+                self.groups.setdefault(gid, set()).add(a.job)
+                self.running[a.job] = self._open(
+                    self._alloc_job(a),
+                    a.workers,
+                    a.ps,
+                    a.placement,
+                    t,
+                    t,
+                    q.remaining,
+                    q.attained_service,
+                    pause,
+                    speed=speed[a.job],
+                    share=share,
+                    group=gid,
+                )
+                continue
             self.running[a.job] = self._open(
                 self._alloc_job(a),
                 a.workers,
@@ -535,18 +768,7 @@ class _Simulator:
         queued = self._queued_tuple
         if queued is None:
             queued = self._queued_tuple = tuple(self.queued.values())
-        running = tuple(
-            RunningJob(
-                r.job,
-                r.workers,
-                r.ps,
-                r.placement,
-                r.start,
-                self._remaining(r, t),
-                r.att0 + r.gpus * (t - r.seg_start),
-            )
-            for r in self.running.values()
-        )
+        running = cast(tuple[RunningJob, ...], _RunningView(self, t))
         free = self.free.copy()
         free.setflags(write=False)
         return ClusterState(
@@ -567,16 +789,24 @@ class _Simulator:
         ok, cache = [], {}
         for i, j in enumerate(self.jobs):
             wv, pv = task_vectors(j, self.resources)
-            key = (wv.tobytes(), pv.tobytes())
+            key = (wv.tobytes(), pv.tobytes(), j.gang and j.gang_allocation)
             if key not in cache:
                 cache[key] = _fits_empty(j, self.capacity, self.resources)
             if cache[key]:
                 ok.append(i)
                 continue
-            msg = (
-                f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
-                f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
-            )
+            if j.gang:
+                w, p = j.gang_allocation
+                msg = (
+                    f"job {j.name!r} is a gang of {w} workers and {p} PSs (worker needs "
+                    f"{dict(j.worker_demand)}, PS needs {dict(j.ps_demand)}) that does not fit "
+                    f"the whole empty cluster"
+                )
+            else:
+                msg = (
+                    f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
+                    f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
+                )
             if self.unfit == "raise":
                 raise Infeasible(msg)
             warnings.warn(msg + "; skipped", stacklevel=3)
@@ -590,6 +820,8 @@ class _Simulator:
         self.queued = {}
         self._queued_tuple = ()
         self.version = 0
+        self.group_seq = 0
+        self.groups: dict[str, set[str]] = {}
         self.history: list[tuple] = []
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
@@ -597,6 +829,7 @@ class _Simulator:
         if hasattr(self.policy, "reset"):
             self.policy.reset()
         order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
+        self.has_gang = any(self.jobs[i].gang for i in order)
         arrivals = [self.jobs[i].arrival for i in order]
         n_arr = len(order)
         k = 0
@@ -606,7 +839,13 @@ class _Simulator:
         if n_arr:
             util_rows.append((arrivals[0], *used, 0, 0))
         next_tick = math.inf
+        next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
         idle_points = 0
+        bar = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n_arr, desc=f"simulate {self.policy_name}", unit="job", leave=False)
         wall0 = time.perf_counter()
         while True:
             t_arr = arrivals[k] if k < n_arr else math.inf
@@ -615,12 +854,13 @@ class _Simulator:
             t_cmp = self.heap[0][0] if self.heap else math.inf
             busy = bool(self.queued or self.running)
             t_tick = next_tick if (self.delta is not None and busy) else math.inf
-            t = min(t_arr, t_cmp, t_tick)
+            t = min(t_arr, t_cmp, t_tick, next_wake if busy else math.inf)
             if t == math.inf:
                 break
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
+            completed_now = False
             while self.heap and self.heap[0][0] <= limit:
                 _, i, version = heapq.heappop(self.heap)
                 name = self.jobs[i].name
@@ -632,6 +872,11 @@ class _Simulator:
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                completed_now = True
+                if bar is not None:
+                    bar.update()
+                if r.group is not None:
+                    self._regroup(r.group, t)
             # Arrivals.
             while k < n_arr and arrivals[k] <= t:
                 i = order[k]
@@ -642,13 +887,22 @@ class _Simulator:
                 k += 1
             if self.delta is not None:
                 next_tick = (math.floor(t / self.delta + 1e-9) + 1) * self.delta
+            if next_wake <= t:
+                next_wake = math.inf
             # Decision.
-            if self.queued or (self.elastic and self.running):
+            # A policy with ``decide_on_completion`` (plans with barriers, e.g. OMRU) is asked at
+            # every completion, also when nothing waits.
+            on_completion = completed_now and bool(self.running) and self.decide_on_completion
+            if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
                 decision = self.policy.decide(state)
+                if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
+                    decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
+                wake = getattr(decision, "wake_at", None)
+                next_wake = wake if wake is not None and wake > t else math.inf
                 self.decisions.append(
                     (t, spent, started, preempted, resized, len(self.queued), len(self.running))
                 )
@@ -668,8 +922,25 @@ class _Simulator:
             if not np.array_equal(new_used, used) or new_counts != counts or not util_rows:
                 util_rows.append((t, *new_used, *new_counts))
             used, counts = new_used, new_counts
+        if bar is not None:
+            bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
+
+    def _breaks_gang(self, d: Decision) -> bool:
+        """Whether ``d`` starts a gang job on less than its request or resizes a running one."""
+        pre = d.preempt
+        for a in d.allocations:
+            i = self.index.get(a.job) if isinstance(a, Allocation) else None
+            if i is None:
+                continue
+            job = self.jobs[i]
+            if job.gang and (
+                (a.workers, a.ps) != job.gang_allocation
+                or (a.job in self.running and a.job not in pre)
+            ):
+                return True
+        return False
 
     def _stale(self, entry: tuple[float, int, int]) -> bool:
         r = self.running.get(self.jobs[entry[1]].name)
