@@ -83,37 +83,3 @@ def test_cli_bad_input_exits_2(capsys, argv, field):
     )
     err = capsys.readouterr().err
     assert rc == 2 and field in err and len(err.strip().splitlines()) == 1
-
-
-class _TwoRingsOnTwoMachines:
-    """Places every queued job as a ring of 2 + 2 workers on machines 0 and 1 (a test policy)."""
-
-    name = "two_rings"
-
-    def decide(self, state):
-        from smdlab.policies.base import Allocation, Decision, Placement
-
-        return Decision(
-            tuple(
-                Allocation(q.job.name, 4, 0, Placement(((0, 2, 0), (1, 2, 0))))
-                for q in state.queued
-            )
-        )
-
-
-def test_rings_crossing_the_same_nics_share_them():
-    from smdlab.model.allreduce import allreduce_iteration_time
-
-    cluster = smdlab.Cluster.homogeneous(2, gpu=4, cpu=64, mem_gb=256, bw_gbps=100)
-    a = smdlab.make_job("a", "vgg16", 2e4, arch="allreduce", max_workers=4, gpus_per_machine=4)
-    b = a.replace(name="b", samples=4e4)
-    r = simulate([a, b], cluster, _TwoRingsOnTwoMachines())
-    assert r.summary["jobs_completed"] == 2
-    per_iter = a.global_batch
-    shared = per_iter / allreduce_iteration_time(a, 4, machines=2, sharing=2)
-    alone = per_iter / allreduce_iteration_time(a, 4, machines=2, sharing=1)
-    speeds = r.history[r.history["job"] == "b"]["speed"].tolist()
-    assert speeds[0] == pytest.approx(shared) and speeds[-1] == pytest.approx(alone)
-    assert alone > shared
-    done = r.jobs.set_index("job")["samples_done"]
-    assert done["b"] == pytest.approx(4e4)

@@ -27,8 +27,8 @@ How the parts the abstract leaves open are filled in (assumptions, each marked h
 - [A7] When nothing runs and the first job in order does not fit at its worker count (the
   cluster or another resource cannot hold it), it starts with the most workers that fit, so
   that no job waits forever.
-The simulator times each ring by the machines its placement spans and the rings crossing the
-same NICs, with the same model the policy estimates with.
+The simulator times each ring by the machines its placement spans; NIC sharing between rings
+enters the policy's choice, not the simulated speeds.
 """
 
 from __future__ import annotations

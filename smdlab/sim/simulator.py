@@ -326,7 +326,6 @@ class _Simulator:
         self.jobs = jobs
         self.index = {j.name: i for i, j in enumerate(jobs)}
         self.records = [_Record(i) for i in range(len(jobs))]
-        self.has_rings = any(j.arch == "allreduce" for j in jobs)
 
     # ---- bookkeeping helpers -------------------------------------------------------------
     def _close_segment(self, r: _Run, t: float, final: bool) -> float:
@@ -346,45 +345,6 @@ class _Simulator:
             if t > paused:
                 self.history.append((r.job.name, paused, t, r.workers, r.ps, r.speed, done))
         return r.rem0 - done
-
-    def _share_nics(self, t: float) -> None:
-        """Rings that cross machines share those machines' NICs: each runs at the speed the model
-        gives for the rings on its busiest NIC (``docs/model.md``, "All-reduce jobs"); a ring whose
-        speed changes starts a new segment (no restart pause)."""
-        spans: dict[str, list[int]] = {}
-        crossing = np.zeros(self.capacity.shape[0], dtype=np.int64)
-        for name, r in self.running.items():
-            if r.job.arch != "allreduce" or r.group is not None or r.job.pipeline is not None:
-                continue
-            machines = sorted({int(m) for m, w, _ in r.placement.tasks if w > 0})
-            if len(machines) > 1:
-                spans[name] = machines
-                crossing[machines] += 1
-        for name, machines in spans.items():
-            r = self.running[name]
-            sharing = int(crossing[machines].max())
-            tau = allreduce_iteration_time(
-                r.job, r.workers, machines=len(machines), sharing=sharing, mode=self.mode
-            )
-            per_iter = (
-                r.job.global_batch if r.job.batch_mode == "global" else r.workers * r.job.batch
-            )
-            v = float(per_iter / tau)
-            if abs(v - r.speed) <= 1e-12 * r.speed:
-                continue
-            left = self._close_segment(r, t, final=False)
-            self.running[name] = self._open(
-                r.job,
-                r.workers,
-                r.ps,
-                r.placement,
-                t,
-                r.start,
-                left,
-                r.att0 + r.gpus * (t - r.seg_start),
-                max(0.0, r.resume - t),
-                speed=v,
-            )
 
     def _ring_speed(self, job: Job, workers: int, placement: Placement) -> float | None:
         """An all-reduce ring's speed over the machines its placement spans, when that differs
@@ -956,8 +916,6 @@ class _Simulator:
                         )
                 else:
                     idle_points = 0
-            if self.has_rings:
-                self._share_nics(t)
             new_used = self.pooled_capacity - self.free.sum(axis=0)
             new_counts = (len(self.running), len(self.queued))
             # a row whenever usage or the job counts change (a queue can grow while usage stays put)
