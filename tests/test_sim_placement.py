@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from smdlab import Cluster, Job, LayerProfile, Machine
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import ClusterState, Decision, Policy
 from smdlab.policies.stages import admit_bundles, max_allocation, max_bundles
 from smdlab.sim import simulate
 from smdlab.solve.instance import job_speeds
@@ -90,7 +90,7 @@ def test_admit_bundles_stop_rule():
     assert [a.job for a in skipping.allocations] == ["small"]
 
 
-class NaiveSRTF:
+class NaiveSRTF(Policy):
     """SRTF by a full sort at every decision (the reference for the incremental one)."""
 
     name = "naive-srtf"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -117,6 +117,57 @@ class Job:
                     "worker_demand['cpu'] must be > 0 for a job whose input pipeline uses the CPU, "
                     f"got {self.worker_demand.get('cpu', 0)!r}"
                 )
+
+    @property
+    def value_key(self) -> tuple:
+        """Every field by value (the profile by its fingerprint): equal keys, equal jobs."""
+        return self._memo(
+            "_value_key",
+            lambda: (
+                self.name,
+                self.samples,
+                self.arrival,
+                self.weight,
+                self.requested_workers,
+                self.model_key,
+            ),
+        )
+
+    @property
+    def model_key(self) -> tuple:
+        """Every field the timing model reads, by value (the key of the speed-table caches)."""
+        return self._memo(
+            "_model_key",
+            lambda: (
+                self.profile.fingerprint,
+                self.global_batch,
+                self.batch_mode,
+                self.per_worker_batch,
+                self.latency_s,
+                self.max_workers,
+                self.max_ps,
+                self.pipeline,
+                self.demand_key,
+            ),
+        )
+
+    @property
+    def demand_key(self) -> tuple:
+        """The worker and PS demands as sorted (resource, amount) pairs (the demand caches' key)."""
+        return self._memo(
+            "_demand_key",
+            lambda: (
+                tuple(sorted(self.worker_demand.items())),
+                tuple(sorted(self.ps_demand.items())),
+            ),
+        )
+
+    def _memo(self, attr: str, compute: Callable[[], tuple]) -> tuple:
+        found = self.__dict__.get(attr)
+        if found is None:
+            found = compute()
+            object.__setattr__(self, attr, found)  # the job is immutable: its keys never change
+        return found
 
     @property
     def batch(self) -> int:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
-
-from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import queued_jobs, total_capacity
+from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
+from smdlab.policies.stages import inverse_capacity, queued_jobs, total_capacity
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
 
 
-class DRF:
+class DRF(Policy):
     """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) ported to parameter-server jobs.
 
     Rule (docs/simulator.md, Policies): repeatedly give one bundle to the job with the smallest dominant share (its
@@ -40,7 +38,7 @@ class DRF:
         """Bundles to the job of smallest dominant share, until none fits."""
         cluster = state.cluster
         cap = total_capacity(state)
-        inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+        inv = inverse_capacity(cap)
         ledger = Ledger(state.free)
         queued = queued_jobs(state)
         running = list(state.running) if state.elastic else []

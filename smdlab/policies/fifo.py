@@ -11,11 +11,11 @@ first-fit decreasing (``smdlab.solve.placement.first_fit``).
 
 from __future__ import annotations
 
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import ClusterState, Decision, Policy
 from smdlab.policies.stages import admit_bundles
 
 
-class FIFO:
+class FIFO(Policy):
     """First in, first out over worker+PS bundles; stops at the first job that does not fit."""
 
     name = "fifo"

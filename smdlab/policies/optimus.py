@@ -12,8 +12,9 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import ClusterState, Decision
-from smdlab.policies.stages import Target, assemble, demands, queued_jobs, total_capacity
+from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.policies.stages import Target, assemble, queued_jobs, running_by_arrival, total_capacity
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
 # The "measured points" of a short profiling run: (workers, PSs) pairs, clipped to a job's caps.
@@ -67,7 +68,7 @@ def profile_job(
     return fit_speed_model([w for w, _ in pts], [p for _, p in pts], tau, batch, job.batch_mode)
 
 
-class Optimus:
+class Optimus(Policy):
     """Optimus (Peng et al., EuroSys 2018) in smdlab's parameter-server model.
 
     Speed model: each job's iteration time is fitted to Optimus' form a*M/w + b + c*w/p + d*w +
@@ -161,8 +162,8 @@ class Optimus:
         """
         n = len(jobs)
         K = len(cluster.resources)
-        alpha = np.array([demands(j, cluster)[0] for j in jobs]).reshape(n, K)
-        gamma = np.array([demands(j, cluster)[1] for j in jobs]).reshape(n, K)
+        alpha = np.array([task_vectors(j, cluster.resources)[0] for j in jobs]).reshape(n, K)
+        gamma = np.array([task_vectors(j, cluster.resources)[1] for j in jobs]).reshape(n, K)
         left = np.array(free, dtype=float, copy=True)
         W = np.zeros(n, dtype=int)
         P = np.zeros(n, dtype=int)
@@ -218,8 +219,8 @@ class Optimus:
         free = np.asarray(state.free, dtype=float).sum(axis=0)
         entries: list[tuple[Job, float]] = []
         if state.elastic:
-            for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
-                a, g = demands(r.job, cluster)
+            for r in running_by_arrival(state):
+                a, g = task_vectors(r.job, cluster.resources)
                 free = free + r.workers * a + r.ps * g
                 entries.append((r.job, r.remaining))
         entries += [(q.job, q.remaining) for q in queued]

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import bisect
 
-from smdlab.policies.base import ClusterState, Decision, QueuedJob
+from smdlab.policies.base import ClusterState, Decision, Policy, QueuedJob
 from smdlab.policies.stages import admit_bundles
-from smdlab.solve.instance import job_speeds
+from smdlab.solve.instance import base_speeds
 
 
 def remaining_time_at_minimum(q: QueuedJob, mode: str) -> float:
     """Remaining samples / speed at (1 worker, 1 PS), in seconds."""
-    return q.remaining / float(job_speeds(q.job, mode)[0, 0])
+    return q.remaining / float(base_speeds([q.job], mode)[0])
 
 
-class SRTF:
+class SRTF(Policy):
     """Shortest remaining time (at the minimal allocation) first, bundles up to each job's cap."""
 
     name = "srtf"

@@ -1,6 +1,10 @@
 """Stages the baseline policies share (Blox-style): admission order -> allocation -> placement -> decision.
 
-- Admission order: ``queued_jobs`` (arrival order); policies sort it their own way.
+- Admission order: ``queued_jobs`` (arrival order), ``running_by_arrival``; policies sort them
+  their own way.
+- Shared arithmetic: ``task_vectors`` (``smdlab.solve.instance``: the one per-task demand
+  accessor), ``base_speeds`` (the speed at one worker and one PS), ``inverse_capacity``,
+  ``unchanged`` (running jobs a decision leaves as they are: only changes are returned).
 - Allocation: bundles (one worker plus one PS, the unit of the classic PS-setting baselines):
   ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
   policy's own rule producing ``Target`` allocations.
@@ -16,13 +20,12 @@ returns fits every machine by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, check_choice
-from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.base import (
     Allocation,
@@ -42,11 +45,6 @@ from smdlab.solve.placement import (
     placement_usage,
     usage,
 )
-
-
-def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources`` (cached, read-only)."""
-    return task_vectors(job, cluster.resources)
 
 
 def queued_jobs(state: ClusterState) -> list[QueuedJob]:
@@ -71,6 +69,22 @@ def with_remaining(entry: QueuedJob | RunningJob) -> Job:
 def total_capacity(state: ClusterState) -> np.ndarray:
     """Pooled capacity of the whole cluster (free or not): the denominator of dominant shares."""
     return state.cluster.capacity_vector.astype(float)
+
+
+def inverse_capacity(capacity: np.ndarray) -> np.ndarray:
+    """1 / capacity elementwise, 0 where the capacity is 0 (shares of a resource nobody has count 0)."""
+    cap = np.asarray(capacity, dtype=float)
+    return np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+
+
+def running_by_arrival(state: ClusterState) -> list[RunningJob]:
+    """Running jobs in arrival order (ties by name): the order policies revisit them in."""
+    return sorted(state.running, key=lambda r: (r.job.arrival, r.job.name))
+
+
+def unchanged(running: Iterable[RunningJob], configs: Mapping[str, tuple[int, int]]) -> set[str]:
+    """Names of running jobs whose (workers, ps) in ``configs`` equals what they hold (kept as they are)."""
+    return {r.job.name for r in running if configs.get(r.job.name) == (r.workers, r.ps)}
 
 
 # ---- allocation by bundles ------------------------------------------------------------------
@@ -213,7 +227,7 @@ def assemble(
                 f"target for running job {name!r} differs from its allocation, but the state is not elastic"
             )
         else:
-            a, g = demands(r.job, cluster)
+            a, g = task_vectors(r.job, cluster.resources)
             free += usage(r.placement.tasks, a, g, free.shape[0])
     allocations: list[Allocation] = []
     placed: set[str] = set()
@@ -221,7 +235,7 @@ def assemble(
         name = t.job.name
         if name in keep:
             continue
-        a, g = demands(t.job, cluster)
+        a, g = task_vectors(t.job, cluster.resources)
         config: tuple[int, int] | None = (t.workers, t.ps)
         while config is not None:
             tasks = place(free, config[0], config[1], a, g)
@@ -249,7 +263,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
         if name not in running:
             raise InvalidInput(f"preempt names {name!r}, which is not running")
         r = running[name]
-        free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+        free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
     seen: set[str] = set()
     for alloc in decision.allocations:
         if alloc.job in seen:
@@ -261,7 +275,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                     f"allocation resizes running job {alloc.job!r} but the state is not elastic"
                 )
             r = running[alloc.job]
-            free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
             job = r.job
         elif alloc.job in queued:
             job = queued[alloc.job].job
@@ -277,7 +291,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                 f"allocation of {alloc.job!r}: placement holds {alloc.placement.workers} workers and "
                 f"{alloc.placement.ps} PSs, allocation says {alloc.workers} and {alloc.ps}"
             )
-        free -= usage(alloc.placement.tasks, *demands(job, cluster), free.shape[0])
+        free -= usage(alloc.placement.tasks, *task_vectors(job, cluster.resources), free.shape[0])
     over = free < -TOL * np.maximum(1.0, np.abs(np.asarray(state.free)))
     if over.any():
         m, k = np.argwhere(over)[0]

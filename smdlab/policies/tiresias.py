@@ -17,10 +17,11 @@ from smdlab.policies.base import (
     ClusterState,
     Decision,
     Placement,
+    Policy,
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 DEFAULT_THRESHOLDS: tuple[float, ...] = (
@@ -29,7 +30,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (
 DEFAULT_STARVE_MULTIPLE = 8.0  # assumed: promote after waiting 8x the time the job has run
 
 
-class Tiresias:
+class Tiresias(Policy):
     """Tiresias' Discretised 2D-LAS (Gu et al., NSDI 2019), gang-scheduled parameter-server jobs.
 
     Rule (docs/simulator.md, Policies): priority by attained service (GPUs x time), discretised into queues by
@@ -114,7 +115,7 @@ class Tiresias:
         if hit is not None and hit[0] is job and hit[1] is cluster:
             return hit[2]
         cap = capacity_matrix(cluster)
-        a, g = demands(job, cluster)
+        a, g = task_vectors(job, cluster.resources)
         while w > 1 and consolidated_tasks(cap, w, self._ps_for(job, w), a, g) is None:
             w -= 1  # a request larger than the whole cluster would wait forever
         out = (w, self._ps_for(job, w))
@@ -171,7 +172,7 @@ class Tiresias:
         pool = np.asarray(state.free, dtype=float).sum(axis=0)
         needs = []
         for _key, kind, e in items:
-            a, g = demands(e.job, cluster)
+            a, g = task_vectors(e.job, cluster.resources)
             w, p = (e.workers, e.ps) if isinstance(e, RunningJob) else self.request(e.job, cluster)
             needs.append(w * a + p * g)
             if kind == 0:
@@ -195,7 +196,7 @@ class Tiresias:
         for key, kind, e in admitted:
             if kind == 0:
                 continue
-            a, g = demands(e.job, cluster)
+            a, g = task_vectors(e.job, cluster.resources)
             w, p = self.request(e.job, cluster)
             tasks = consolidated_tasks(free, w, p, a, g)
             if tasks is None and self.preemption:
@@ -204,7 +205,9 @@ class Tiresias:
                 for vkey, v in victims:
                     if v.job.name in released or vkey[0] <= key[0]:
                         continue
-                    trial = trial + usage(v.placement.tasks, *demands(v.job, cluster), n_m)
+                    trial = trial + usage(
+                        v.placement.tasks, *task_vectors(v.job, cluster.resources), n_m
+                    )
                     chosen.append(v.job.name)
                     tasks = consolidated_tasks(trial, w, p, a, g)
                     if tasks is not None:
