@@ -75,10 +75,29 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--mode", help="timing-model overlap mode (sequential, wfbp, wfbp_prefetch)")
     p.add_argument(
-        "--elastic", action="store_true", default=None, help="let policies resize running jobs"
+        "--execution",
+        metavar="{natural,non_elastic,preemptive,elastic}",
+        help="execution mode: each policy's own (natural, the default) or one for all",
     )
     p.add_argument(
-        "--delta", type=float, metavar="SECONDS", help="periodic decision interval (0: none)"
+        "--slot-s",
+        type=float,
+        dest="slot_s",
+        metavar="SECONDS",
+        help="seconds between periodic decision points (default: each policy's own slot)",
+    )
+    p.add_argument(
+        "--restart-s",
+        type=float,
+        dest="restart_s",
+        metavar="SECONDS",
+        help="seconds without progress after a re-allocation or a resume (default 30)",
+    )
+    p.add_argument(
+        "--elastic", action="store_true", default=None, help="former name of --execution elastic"
+    )
+    p.add_argument(
+        "--delta", type=float, metavar="SECONDS", help="former name of --slot-s (0: none)"
     )
     p.add_argument(
         "--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise"
@@ -108,9 +127,14 @@ def _scenario_from(
         workload["load"] = load
     simulation = {
         k: getattr(args, k)
-        for k in ("mode", "elastic", "delta", "unfit")
+        for k in ("mode", "execution", "slot_s", "restart_s", "elastic", "delta", "unfit")
         if getattr(args, k) is not None
     }
+    # A switch on the command line replaces the scenario's value and its former name.
+    if args.execution is not None and args.elastic is None:
+        simulation["elastic"] = None
+    if args.slot_s is not None and args.delta is None:
+        simulation["delta"] = None
     fields: dict[str, Any] = {}
     if args.policy is not None:
         fields["policies"] = args.policy

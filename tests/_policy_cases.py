@@ -79,6 +79,7 @@ def state(
     time: float = 0.0,
     elastic: bool = False,
     mode: str = "wfbp",
+    execution: str | None = None,
 ) -> ClusterState:
     """A ClusterState whose free capacity is the cluster minus what the running jobs hold."""
     free = capacity_matrix(cl).copy()
@@ -88,7 +89,9 @@ def state(
             free[m] -= w * wv + p * pv
     assert np.all(free >= -1e-9), "hand-built state over capacity"
     free.setflags(write=False)
-    return ClusterState(time, cl, tuple(queued_jobs), tuple(running_jobs), free, mode, elastic)
+    return ClusterState(
+        time, cl, tuple(queued_jobs), tuple(running_jobs), free, mode, elastic, execution
+    )
 
 
 def alloc_of(decision, name: str):

@@ -7,14 +7,26 @@ import pytest
 from _policy_cases import queued, running
 
 from smdlab import Cluster, Machine
-from smdlab.policies.base import ClusterState
-from smdlab.policies.registry import get_policy
+from smdlab.policies.base import ClusterState, supported_executions
+from smdlab.policies.registry import get_policy, policy_class
 from smdlab.policies.stages import apply_decision
 from smdlab.sim import simulate
 from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.testing import random_job
 
-POLICIES = ["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd", "milp"]
+POLICIES = [
+    "fifo",
+    "srtf",
+    "drf",
+    "tetris",
+    "optimus",
+    "tiresias",
+    "smd",
+    "milp",
+    "gpu_proportional",
+    "synergy_tune",
+    "synergy_opt",
+]
 
 
 def _cluster() -> Cluster:
@@ -93,21 +105,21 @@ def _workload():
 def test_runs_a_seeded_workload_to_completion(name):
     jobs = _workload()  # arrivals every 3 s: jobs queue behind each other
     cl = Cluster.homogeneous(3, gpu=4, cpu=32, mem_gb=128, bw_gbps=100)
-    for elastic in (False, True):
-        res = simulate(jobs, cl, name, elastic=elastic, delta=60.0 if name == "tiresias" else None)
+    slot = 60.0 if name == "tiresias" else None
+    for i, execution in enumerate(supported_executions(policy_class(name))):
+        res = simulate(jobs, cl, name, execution=execution, slot_s=slot)
         assert res.summary["jobs_completed"] == len(jobs)
+        assert res.summary["execution"] == execution
         assert np.allclose(res.jobs["samples_done"], res.jobs["samples"], rtol=1e-6)
-        if (
-            not elastic
-        ):  # deterministic (one mode suffices; elastic SMD is the slow part of this file)
-            again = simulate(jobs, cl, name, delta=60.0 if name == "tiresias" else None)
+        if i == 0:  # deterministic (one mode suffices; elastic SMD is the slow part of this file)
+            again = simulate(jobs, cl, name, execution=execution, slot_s=slot)
             assert again.summary["mean_jct"] == res.summary["mean_jct"]
 
 
 def test_tiresias_preempts_in_a_run_with_low_thresholds():
     jobs = _workload()
     cl = Cluster.homogeneous(3, gpu=4, cpu=32, mem_gb=128, bw_gbps=100)
-    res = simulate(jobs, cl, get_policy("tiresias", thresholds=(20.0,)), delta=10.0)
+    res = simulate(jobs, cl, get_policy("tiresias", thresholds=(20.0,)), slot_s=10.0)
     assert res.summary["jobs_completed"] == len(jobs)
     assert res.summary["preemptions"] > 0
     assert np.allclose(res.jobs["samples_done"], res.jobs["samples"], rtol=1e-6)

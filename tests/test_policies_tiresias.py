@@ -19,7 +19,13 @@ def _contended(attained: float, time: float = 10_000.0):
     cl = cluster(1)  # 4 GPUs
     old = job("old", max_workers=4, max_ps=2)
     new = job("new", arrival=time, max_workers=4, max_ps=2)
-    return state(cl, [queued(new)], [running(old, [(0, 4, 2)], attained=attained)], time=time)
+    return state(
+        cl,
+        [queued(new)],
+        [running(old, [(0, 4, 2)], attained=attained)],
+        time=time,
+        execution="preemptive",
+    )
 
 
 def test_higher_queue_preempts_lower():
@@ -56,10 +62,14 @@ def test_starvation_guard_promotes_and_then_preempts():
     # both in queue 1; the starved job ran 1000 s on 4 GPUs, then waited since t = 1000
     r = running(hog, [(0, 4, 2)], attained=4 * 2000.0)
     q_short = queued(starved, attained=4 * 1000.0, since=1000.0)
-    d = Tiresias().decide(state(cl, [q_short], [r], time=1000.0 + 7000.0))  # waited 7x its run time
+    d = Tiresias().decide(
+        state(cl, [q_short], [r], time=1000.0 + 7000.0, execution="preemptive")
+    )  # waited 7x its run time
     assert d.preempt == ()
     pol = Tiresias()
-    st = state(cl, [q_short], [r], time=1000.0 + 8000.0)  # waited 8x: promoted to queue 0
+    st = state(
+        cl, [q_short], [r], time=1000.0 + 8000.0, execution="preemptive"
+    )  # waited 8x: promoted to queue 0
     d = pol.decide(st)
     assert d.preempt == ("hog",) and alloc_of(d, "starved") == (4, 2)
     apply_decision(st, d)

@@ -224,7 +224,7 @@ def _alloc(state, name, w, p, tasks=None):
 def test_bad_decisions_are_rejected(make, error, text):
     jobs = [_job("a"), _job("b")]
     with pytest.raises(error) as info:
-        simulate(jobs, _cluster(1), Scripted(make))
+        simulate(jobs, _cluster(1), Scripted(make), execution="preemptive")
     assert text in str(info.value)
 
 
@@ -256,7 +256,7 @@ class _ResizeLater(Policy):
 
 def test_elastic_resize_and_preemption_conserve_work():
     jobs = [_job("a", cap=2), _job("b", 0.5, cap=1)]
-    res = simulate(jobs, _cluster(1), _ResizeLater(), elastic=True)
+    res = simulate(jobs, _cluster(1), _ResizeLater(), elastic=True, restart_s=0)
     a = res.jobs.set_index("job").loc["a"]
     assert a["resizes"] == 1 and a["status"] == "completed"
     hist = res.history[res.history["job"] == "a"]
@@ -280,7 +280,12 @@ def test_elastic_resize_and_preemption_conserve_work():
                 return Decision((Allocation(q.job.name, 4, 4, pl),), (r.job.name,))
             return FIFO().decide(state)
 
-    res = simulate([_job("x", cap=4), _job("y", 1.0, cap=4)], _cluster(1), PreemptOnce())
+    res = simulate(
+        [_job("x", cap=4), _job("y", 1.0, cap=4)],
+        _cluster(1),
+        PreemptOnce(),
+        execution="preemptive",
+    )
     df = res.jobs.set_index("job")
     assert df["preemptions"].sum() == 1 and (df["status"] == "completed").all()
     done = res.history.groupby("job")["samples"].sum()

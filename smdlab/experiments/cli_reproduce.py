@@ -53,6 +53,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="worker processes for the experiments (default: up to 2)",
     )
+    p.add_argument(
+        "--execution",
+        metavar="{natural,non_elastic,preemptive,elastic}",
+        help="execution mode: each policy's own (natural, the default) or one for all",
+    )
     p.add_argument("--list", action="store_true", help="list the figures and exit")
 
 
@@ -72,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         formats=args.formats,
         force=args.force,
         workers=args.workers,
+        execution=args.execution,
     )
     for path in written:
         print(path)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 
 # Fewer very large jobs than the synthetic default (which goes up to 32 GPUs), so that a batch of
 # jobs contends for the cluster and the choice of workers and PSs per job matters.
@@ -34,6 +35,10 @@ class ExperimentConfig:
     gpu_mix: distribution of the jobs' requested GPU counts, as (GPU count, probability) pairs.
     duration_median_s: median job duration at its request on an idle cluster.
     mode: timing-model overlap mode.
+    execution: ``natural`` (each policy in the mode it declares, the default) or one execution
+        mode forced on every policy (``smdlab.policies.base.EXECUTIONS``; a policy that cannot
+        run in it is an error).
+    restart_s: checkpoint-restart cost of a re-allocation or a resume, seconds (Pollux's 30 s).
     jobs_values, machines_values, bandwidth_values, comm_scale_values: the sweep points.
     gap_sizes: instance sizes (jobs) of the optimality-gap experiment; the cluster grows with them.
     gap_seeds: instances per size.
@@ -56,6 +61,8 @@ class ExperimentConfig:
     gpu_mix: tuple[tuple[int, float], ...] = BATCH_GPU_MIX
     duration_median_s: float = 1800.0
     mode: str = "wfbp"
+    execution: str = "natural"
+    restart_s: float = DEFAULT_RESTART_S
     jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
     machines_values: tuple[int, ...] = (2, 3, 4, 6, 8, 12)
     bandwidth_values: tuple[float, ...] = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0)
@@ -86,6 +93,10 @@ class ExperimentConfig:
             self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
+        check_choice("execution", self.execution, ("natural", *EXECUTIONS))
+        object.__setattr__(
+            self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
+        )
         if self.policies is not None:
             object.__setattr__(self, "policies", tuple(self.policies))
 

@@ -1,9 +1,9 @@
 """JCT sweeps: mean job completion time of every policy as one property of the base scenario changes.
 
 Setting (EXPERIMENTS.md): a batch of jobs submitted together (the offline instances of the paper's
-numerical experiments), served online by the simulator: each policy is called at time 0 and at
-every completion, jobs keep their allocation while they run (non-preemptive, except the policies
-that preempt by design, e.g. Tiresias). One simulation per (sweep point, seed, policy); the rows
+numerical experiments), served online by the simulator: each policy runs in its natural execution mode (config
+``execution``; SMD, the MILP, Optimus and DRF re-allocate every 1,200 s slot and at events, FIFO,
+SRTF and Tetris keep allocations, Tiresias preempts), with the configuration's ``restart_s``. One simulation per (sweep point, seed, policy); the rows
 are per seed, and the figures show the mean over seeds with its standard error.
 """
 
@@ -76,6 +76,8 @@ JCT_COLUMNS = (
     "util_gpu",
     "util_bw_gbps",
     "comm_comp_ratio",
+    "execution",
+    "restarts",
 )
 
 
@@ -115,7 +117,15 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
     ratio = median_comm_comp_ratio(jobs)
     rows = []
     for policy in policies:
-        res = simulate(jobs, cluster, policy, mode=config.mode, record_history=False)
+        res = simulate(
+            jobs,
+            cluster,
+            policy,
+            mode=config.mode,
+            execution=config.execution,
+            restart_s=config.restart_s,
+            record_history=False,
+        )
         s = res.summary
         util = s["utilization"]
         rows.append(
@@ -134,6 +144,8 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
                 "util_gpu": util.get("gpu", float("nan")),
                 "util_bw_gbps": util.get("bw_gbps", float("nan")),
                 "comm_comp_ratio": ratio,
+                "execution": s["execution"],
+                "restarts": s["restarts"],
             }
         )
     return rows

@@ -301,11 +301,18 @@ def reproduce(
     force: bool = False,
     workers: int | None = None,
     log: Callable[[str], None] | None = _log,
+    execution: str | None = None,
 ) -> list[Path]:
-    """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written."""
+    """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written.
+
+    execution: force one execution mode on every policy (None: the configuration's, by default
+    each policy's natural mode).
+    """
     from smdlab.sim.output import write_files
 
     cfg = get_config(config)
+    if execution is not None:
+        cfg = cfg.replace(execution=execution)
     names = _names(only)
     fmts = _formats(formats)
     if workers is None:

@@ -9,15 +9,19 @@ point and applies the returned ``Decision`` (after checking it against every mac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.solve.placement import Placement  # the one Placement class (re-exported for policies)
 
 __all__ = [
+    "DEFAULT_RESTART_S",
+    "DEFAULT_SLOT_S",
+    "EXECUTIONS",
     "Allocation",
     "ClusterState",
     "Decision",
@@ -25,7 +29,37 @@ __all__ = [
     "Policy",
     "QueuedJob",
     "RunningJob",
+    "natural_execution",
+    "supported_executions",
 ]
+
+# How a policy's decisions may act on running jobs (docs/simulator.md, "Execution modes"):
+# non_elastic: an allocation is fixed for life (no resize, no preemption);
+# preemptive: a running job may be stopped (back to the queue) and resumed later, possibly on
+#   another allocation;
+# elastic: running jobs may also be re-allocated in place, at events and every slot.
+EXECUTIONS: tuple[str, ...] = ("non_elastic", "preemptive", "elastic")
+# Slot of the elastic schedulers of SMD's authors' group: DL2's public simulator
+# (pengyanghua/DL2, parameters.py: TS_DURATION = 1200.0 s), which also runs Optimus and DRF as
+# baselines in the same slots.
+DEFAULT_SLOT_S = 1200.0
+# Checkpoint-restart cost: Pollux's public simulator (petuum/adaptdl, simulator/simulator.py)
+# stops a job's progress for 30 s on every re-allocation (docs/simulator.md, "Restarts").
+DEFAULT_RESTART_S = 30.0
+
+
+def natural_execution(policy: Any) -> str:
+    """The execution mode ``policy`` declares (class attribute ``execution``; non_elastic if none)."""
+    mode = getattr(policy, "execution", "non_elastic")
+    return mode if mode in EXECUTIONS else "non_elastic"
+
+
+def supported_executions(policy: Any) -> tuple[str, ...]:
+    """The execution modes ``policy`` can run in (attribute ``executions``; every mode if it declares none)."""
+    modes = getattr(policy, "executions", None)
+    if modes is None:
+        return EXECUTIONS
+    return tuple(m for m in EXECUTIONS if m in modes)
 
 
 @dataclass(frozen=True)
@@ -75,7 +109,13 @@ class ClusterState:
     running: jobs holding allocations.
     free: free capacity per machine, (machines x resources) in ``cluster.resources`` order (read-only).
     mode: timing model overlap mode (``wfbp`` ...).
-    elastic: whether the policy may resize running jobs.
+    elastic: whether the policy may resize running jobs (``execution == "elastic"``).
+    execution: the execution mode (``EXECUTIONS``); when not given, ``elastic`` sets it
+        (elastic or non_elastic), and otherwise ``elastic`` follows it.
+    slot_s: seconds between periodic decision points (None: decisions at arrivals and
+        completions only).
+    restart_s: seconds a running job makes no progress after its allocation or placement changes,
+        and a preempted job after it resumes (checkpoint-restart cost).
     """
 
     time: float
@@ -85,16 +125,41 @@ class ClusterState:
     free: np.ndarray
     mode: str = "wfbp"
     elastic: bool = False
+    execution: str | None = None
+    slot_s: float | None = None
+    restart_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        execution = self.execution
+        if execution is None:
+            execution = "elastic" if self.elastic else "non_elastic"
+        elif execution not in EXECUTIONS:
+            raise InvalidInput(
+                f"execution must be one of {', '.join(EXECUTIONS)}, got {execution!r}"
+            )
+        object.__setattr__(self, "execution", execution)
+        object.__setattr__(self, "elastic", execution == "elastic")
+
+    @property
+    def preemptive(self) -> bool:
+        """Whether the policy may preempt running jobs (preemptive or elastic execution)."""
+        return self.execution != "non_elastic"
 
 
 @dataclass(frozen=True)
 class Allocation:
-    """Start (or, for a running job in elastic mode, resize to) ``workers`` and ``ps`` at ``placement``."""
+    """Start (or, for a running job in elastic mode, resize to) ``workers`` and ``ps`` at ``placement``.
+
+    cpu, mem_gb: CPU cores and memory (GB) each worker reserves and runs with (Synergy-style
+    allocations, ``smdlab.model.pipeline``); None: the job's worker demand.
+    """
 
     job: str
     workers: int
     ps: int
     placement: Placement
+    cpu: float | None = None
+    mem_gb: float | None = None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import heapq
 
-from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
-from smdlab.policies.stages import inverse_capacity, queued_jobs, total_capacity
+from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Policy
+from smdlab.policies.stages import (
+    inverse_capacity,
+    queued_jobs,
+    total_capacity,
+    work_conserving_fill,
+)
 from smdlab.solve.instance import demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
 
@@ -26,13 +31,21 @@ class DRF(Policy):
       the worker first, and if the PS then fits nowhere, the PS first (``Ledger.add_pair``).
       A job whose next bundle fits nowhere is skipped for the rest of this decision (free
       capacity only shrinks while filling, so it cannot fit later in the same decision).
-    - Non-elastic (default): only queued jobs receive bundles; running jobs keep what they hold.
+    - Execution: natural mode ``elastic`` every 1,200 s, as DL2 runs DRF as its baseline (and as
+      the teacher of its supervised warm-up): its public simulator (pengyanghua/DL2,
+      ``drf_env.py``, ``parameters.py: TS_DURATION = 1200.0``) re-allocates every time slot.
+    - Non-elastic: only queued jobs receive bundles; running jobs keep what they hold.
       Elastic: running jobs join the filling with their current shares and may grow (never
-      shrink), so DRF never preempts.
+      shrink), so DRF never preempts; then the shared work-conserving fill
+      (``stages.work_conserving_fill``) hands out what bundles leave idle (e.g. a GPU whose
+      machine has no room for a PS), so no job that could use a free GPU waits for it.
     - Shares use the whole cluster's capacity as denominator; job weights are ignored (plain DRF).
     """
 
     name = "drf"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the job of smallest dominant share, until none fits."""
@@ -111,4 +124,4 @@ class DRF(Policy):
             for i in range(len(jobs))
             if w[i] > 0 and (w[i], p[i]) != start[i]
         )
-        return Decision(allocations)
+        return work_conserving_fill(state, Decision(allocations))  # elastic only

@@ -12,8 +12,15 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import ClusterState, Decision, Policy
-from smdlab.policies.stages import Target, assemble, queued_jobs, running_by_arrival, total_capacity
+from smdlab.policies.base import DEFAULT_SLOT_S, ClusterState, Decision, Policy
+from smdlab.policies.stages import (
+    Target,
+    assemble,
+    queued_jobs,
+    running_by_arrival,
+    total_capacity,
+    work_conserving_fill,
+)
 from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import TOL, consolidated_tasks, dominant_share
 
@@ -94,13 +101,23 @@ class Optimus(Policy):
       a job that does not fit is skipped, later smaller ones may still start.
     - Jobs are placed in decreasing order of task count (first-fit decreasing), running jobs
       (elastic mode) before queued ones so that a resize rarely turns into a preemption.
-    - Non-elastic (default): only queued jobs are allocated, in the free capacity; running jobs
+    - Execution: natural mode ``elastic``: Optimus re-allocates every job's workers and PSs at
+      every scheduling interval (the paper's periodic re-scaling by checkpoint and restart).
+      slot_s = 1,200 s, the slot in which DL2's public simulator runs Optimus as a baseline
+      (pengyanghua/DL2, ``optimus_env.py``, ``parameters.py: TS_DURATION = 1200.0``), so that
+      SMD, the MILP, Optimus and DRF re-decide on the same clock.
+    - Non-elastic: only queued jobs are allocated, in the free capacity; running jobs
       keep their allocations. Elastic: Optimus' periodic re-allocation - all running and queued
       jobs are allocated afresh (running jobs admitted first) in the free capacity plus what the
-      running jobs hold; a running job whose allocation is unchanged keeps its placement.
+      running jobs hold; a running job whose allocation is unchanged keeps its placement. The
+      decision then goes through the shared work-conserving fill (``stages.work_conserving_fill``):
+      GPUs the pooled allocation or placement left idle go to jobs that speed up with them.
     """
 
     name = "optimus"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
 
     def __init__(
         self,
@@ -247,4 +264,5 @@ class Optimus(Policy):
                 return None
             return min(options, key=lambda c: (float(rem_of[job.name] / m.speed(*c)), -c[0]))
 
-        return assemble(state, targets, place=consolidated_tasks, shrink=shrink)
+        decision = assemble(state, targets, place=consolidated_tasks, shrink=shrink)
+        return work_conserving_fill(state, decision)  # elastic only: no usable GPU left idle

@@ -23,6 +23,9 @@ _BUILTIN: dict[str, str] = {
     "tiresias": "smdlab.policies.tiresias:Tiresias",
     "smd": "smdlab.policies.smd:SMD",
     "milp": "smdlab.policies.milp:MILP",
+    "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
+    "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
+    "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
 }
 _EXTRA: dict[str, Any] = {}
 

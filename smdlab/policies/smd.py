@@ -9,6 +9,7 @@ import numpy as np
 from smdlab.errors import check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
     Allocation,
     ClusterState,
     Decision,
@@ -17,7 +18,13 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import queued_jobs, running_by_arrival, unchanged, with_remaining
+from smdlab.policies.stages import (
+    queued_jobs,
+    running_by_arrival,
+    unchanged,
+    with_remaining,
+    work_conserving_fill,
+)
 from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
 
@@ -35,14 +42,21 @@ class SMD(Policy):
     first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    - Non-elastic (default, section 7): the queued jobs share the free capacity of each machine;
-      running jobs keep their allocations.
+    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
+    al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
+    simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
+
+    - Non-elastic (a controlled-comparison mode): the queued jobs share the free capacity of each
+      machine; running jobs keep their allocations.
     - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
       free capacity plus what the running jobs hold. A running job whose new allocation equals its
       current one keeps its placement; the others are placed again (solve's placement stage, on
       the capacity the kept jobs leave); a running job the solver leaves out, or that placement
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
-      beyond re-solving; smdlab lets the solver's selection decide).
+      beyond re-solving; smdlab lets the solver's selection decide). Then the shared
+      work-conserving fill (``stages.work_conserving_fill``) gives GPUs the solution leaves idle
+      to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
     - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
       two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
@@ -55,6 +69,9 @@ class SMD(Policy):
 
     name = "smd"
     method = "smd"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
     _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
@@ -122,8 +139,8 @@ class SMD(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if state.elastic:
-            return self._decide_elastic(state)
+        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+            return work_conserving_fill(state, self._decide_elastic(state))
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)
         # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine

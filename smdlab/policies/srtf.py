@@ -5,6 +5,7 @@ remaining samples divided by the speed at the minimal allocation (1 worker, 1 PS
 layered timing model; ties by arrival. Assumptions: non-preemptive (a running job keeps its
 allocation, so this is the non-preemptive shortest-job-first form); head-of-line blocking as in
 FIFO (the pass stops at the first job that gets no bundle); first-fit decreasing placement.
+Execution: ``non_elastic`` only (this non-preemptive form never resizes or preempts).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class SRTF(Policy):
     """Shortest remaining time (at the minimal allocation) first, bundles up to each job's cap."""
 
     name = "srtf"
+    execution = "non_elastic"
+    executions = ("non_elastic",)
 
     def __init__(self) -> None:
         self.reset()

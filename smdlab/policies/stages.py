@@ -27,6 +27,7 @@ import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, check_choice
 from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import (
     Allocation,
     ClusterState,
@@ -291,6 +292,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                 f"allocation of {alloc.job!r}: placement holds {alloc.placement.workers} workers and "
                 f"{alloc.placement.ps} PSs, allocation says {alloc.workers} and {alloc.ps}"
             )
+        job = with_worker_resources(job, alloc.cpu, alloc.mem_gb)  # per-worker levels, if set
         free -= usage(alloc.placement.tasks, *task_vectors(job, cluster.resources), free.shape[0])
     over = free < -TOL * np.maximum(1.0, np.abs(np.asarray(state.free)))
     if over.any():
@@ -299,3 +301,130 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             f"decision exceeds machine {m} capacity of {cluster.resources[k]} by {-free[m, k]:g}"
         )
     return free
+
+
+# ---- work-conserving fill (elastic execution) -------------------------------------------------
+
+
+def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str = "") -> Decision:
+    """``decision`` plus GPUs that would otherwise stay idle, for elastic execution.
+
+    After the decision, while some free GPU can be used by a job below its caps that speeds up
+    under the model, give it: a queued (or just preempted) job whose (1, 1) fits starts at (1, 1),
+    in arrival order; otherwise the job that saves the most weighted time, ``weight x remaining x
+    (1/speed now - 1/speed after)``, gets one more worker (or one more worker and one more PS,
+    whichever saves more), placed on a machine it already uses where it fits, else by first fit.
+    A running job the decision leaves as it is pays ``restart_s`` (``state.restart_s``) when it
+    grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
+    Outside elastic execution the decision is returned unchanged.
+    """
+    if not state.elastic:
+        return decision
+    from smdlab.solve.instance import job_speeds
+    from smdlab.solve.placement import first_fit_tasks
+
+    cluster = state.cluster
+    if "gpu" not in cluster.resources:
+        return decision
+    gpu = cluster.resources.index("gpu")
+    free = apply_decision(state, decision)
+    n_m = free.shape[0]
+    given = {a.job: a for a in decision.allocations}
+    preempted = set(decision.preempt)
+    # per job: [job, remaining, tasks {machine: [w, p]}, pays_restart_if_changed, arrival rank]
+    jobs: dict[str, list] = {}
+    for r in state.running:
+        name = r.job.name
+        if name in given:
+            tasks = given[name].placement.tasks
+        elif name in preempted:
+            tasks = ()
+        else:
+            tasks = r.placement.tasks
+        jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
+    for q in state.queued:
+        if q.remaining > 0:
+            tasks = given[q.job.name].placement.tasks if q.job.name in given else ()
+            jobs[q.job.name] = [q.job, q.remaining, tasks, False]
+    per_machine: dict[str, dict[int, list[int]]] = {}
+    for name, (_, _, tasks, _) in jobs.items():
+        pm: dict[int, list[int]] = {}
+        for m, w, p in tasks:
+            pm.setdefault(int(m), [0, 0])
+            pm[int(m)][0] += int(w)
+            pm[int(m)][1] += int(p)
+        per_machine[name] = pm
+    changed: set[str] = set()
+
+    def counts(name: str) -> tuple[int, int]:
+        pm = per_machine[name]
+        return sum(v[0] for v in pm.values()), sum(v[1] for v in pm.values())
+
+    def take(name: str, tasks) -> None:
+        a, g = task_vectors(jobs[name][0], cluster.resources)
+        for m, w, p in tasks:
+            slot = per_machine[name].setdefault(int(m), [0, 0])
+            slot[0] += int(w)
+            slot[1] += int(p)
+        free[:] -= usage(tasks, a, g, n_m)
+        changed.add(name)
+
+    def worker_machine(name: str, a: np.ndarray) -> int | None:
+        fits = np.all(free + TOL * np.maximum(1.0, np.abs(free)) >= a, axis=1)
+        own = [m for m in per_machine[name] if fits[m]]
+        if own:
+            return own[0]
+        idx = np.flatnonzero(fits)
+        return int(idx[0]) if idx.size else None
+
+    order = sorted(jobs, key=lambda n: (jobs[n][0].arrival, n))
+    while True:
+        # 1. queued jobs whose (1, 1) fits start, in arrival order
+        started = False
+        for name in order:
+            job = jobs[name][0]
+            a, g = task_vectors(job, cluster.resources)
+            if counts(name)[0] == 0 and a[gpu] > 0:
+                unit = first_fit_tasks(free, 1, 1, a, g)
+                if unit is not None:
+                    take(name, unit)
+                    started = True
+        if started:
+            continue
+        # 2. the largest weighted saving from one more worker (and maybe a PS)
+        best: tuple[float, str, tuple] | None = None
+        for name in order:
+            job, remaining, _, pays = jobs[name]
+            w, p = counts(name)
+            a, g = task_vectors(job, cluster.resources)
+            if w == 0 or w >= job.max_workers or a[gpu] <= 0:
+                continue
+            speeds = job_speeds(job, state.mode)
+            now = remaining / speeds[w - 1, p - 1]
+            cost = state.restart_s if pays and name not in changed else 0.0
+            m = worker_machine(name, a)
+            if m is not None:
+                gain = job.weight * (now - remaining / speeds[w, p - 1] - cost)
+                if gain > 1e-9 * now and (best is None or gain > best[0]):
+                    best = (gain, name, ((m, 1, 0),))
+            if p < job.max_ps:
+                gain = job.weight * (now - remaining / speeds[w, p] - cost)
+                if gain > 1e-9 * now and (best is None or gain > best[0]):
+                    unit = first_fit_tasks(free, 1, 1, a, g)
+                    if unit is not None:
+                        best = (gain, name, unit)
+        if best is None:
+            break
+        take(best[1], best[2])
+    if not changed:
+        return decision
+    allocations = [a for a in decision.allocations if a.job not in changed]
+    for name in changed:
+        tasks = tuple(
+            (m, w, p) for m, (w, p) in sorted(per_machine[name].items()) if (w, p) != (0, 0)
+        )
+        w, p = counts(name)
+        allocations.append(Allocation(name, w, p, Placement(tasks)))
+    restarted = {a.job for a in allocations}
+    preempt = tuple(n for n in decision.preempt if n not in restarted)
+    return Decision(tuple(allocations), preempt, note=note or decision.note)

@@ -45,12 +45,17 @@ class Tetris(Policy):
       (the same estimate SRTF uses); preference = (smallest remaining work among candidates) /
       (the job's remaining work), in (0, 1], so shorter jobs score higher.
     - weight defaults to 1.0 (alignment and preference count alike on average).
+    - Execution: natural mode ``non_elastic``: Tetris packs tasks when they start and never
+      resizes them (in the paper, tasks are packed onto a machine when they start and run there to
+      completion); the elastic mode (growing running jobs) is a controlled-comparison option.
     - Ties go to the earlier arrival. A job whose bundle fits nowhere is skipped for the rest of
       the decision. Non-elastic: only queued jobs receive bundles. Elastic: running jobs may also
       grow (never shrink), so Tetris never preempts.
     """
 
     name = "tetris"
+    execution = "non_elastic"
+    executions = ("non_elastic", "elastic")
 
     def __init__(self, weight: float = 1.0):
         self.weight = check_positive("weight", weight, allow_zero=True)

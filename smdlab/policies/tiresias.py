@@ -66,11 +66,16 @@ class Tiresias(Policy):
     - Attained service of a running job is the value the simulator reports at the state's time;
       the queue of a running job is re-evaluated at every decision point (the simulator's
       optional periodic decision points make demotion timely).
+    - Execution: natural mode ``preemptive`` (the paper's jobs are stopped and resumed from
+      checkpoints); in ``non_elastic`` mode (a controlled comparison) it never preempts, as with
+      ``preemption=False``.
     - The policy remembers promotions between calls; ``reset()`` (called by the simulator at the
       start of a run), or a state whose time goes backwards, clears that memory. The elastic flag is ignored (gang allocations are fixed).
     """
 
     name = "tiresias"
+    execution = "preemptive"
+    executions = ("non_elastic", "preemptive")
 
     def __init__(
         self,
@@ -199,7 +204,7 @@ class Tiresias(Policy):
             a, g = task_vectors(e.job, cluster.resources)
             w, p = self.request(e.job, cluster)
             tasks = consolidated_tasks(free, w, p, a, g)
-            if tasks is None and self.preemption:
+            if tasks is None and self.preemption and state.preemptive:
                 trial = free.copy()
                 chosen = []
                 for vkey, v in victims:

@@ -28,6 +28,7 @@ JOB_COLUMNS = (
     "weight",
     "preemptions",
     "resizes",
+    "restarts",
     "status",
 )
 HISTORY_COLUMNS = ("job", "start", "end", "workers", "ps", "speed", "samples")
@@ -51,6 +52,10 @@ SUMMARY_KEYS = (
     "decisions",
     "preemptions",
     "resizes",
+    "restarts",
+    "execution",
+    "slot_s",
+    "restart_s",
     "sim_wall_s",
 )
 # Summary entries that are wall-clock measurements: they differ between two runs of the same input.
@@ -76,7 +81,10 @@ class SimResult:
         pooled capacity in use per resource, and the numbers of running and queued jobs.
     decisions: one row per call of the policy (time, scheduler seconds, started, preempted, resized,
         queued and running after the decision).
-    summary: aggregate metrics (keys ``SUMMARY_KEYS``; ``utilization`` maps resource -> mean fraction).
+    summary: aggregate metrics (keys ``SUMMARY_KEYS``; ``utilization`` maps resource -> mean fraction;
+        ``restarts`` counts checkpoint-restarts: re-allocations of running jobs and resumptions of
+        preempted ones; ``execution``, ``slot_s`` (NaN: none) and ``restart_s`` say how the run
+        was executed).
     skipped: names of jobs that fit on no machine (``unfit="skip"``).
     """
 
@@ -141,6 +149,7 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
                 j.weight,
                 rec.preemptions,
                 rec.resizes,
+                rec.restarts,
                 rec.status if rec.status in ("completed", "skipped") else "unfinished",
             )
         )
@@ -154,6 +163,9 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
             util[r] = util[r] / cap[k] if cap[k] > 0 else math.nan
     decisions = pd.DataFrame(sim.decisions, columns=list(DECISION_COLUMNS))
     summary = summarize(job_df, util, decisions, resources)
+    summary["execution"] = sim.execution
+    summary["slot_s"] = math.nan if sim.delta is None else float(sim.delta)
+    summary["restart_s"] = float(sim.restart_s)
     summary["sim_wall_s"] = wall
     return SimResult(sim.policy_name, job_df, history, util, decisions, summary, tuple(sim.skipped))
 
@@ -197,4 +209,5 @@ def summarize(
         "decisions": int(spent.size),
         "preemptions": int(jobs["preemptions"].sum()),
         "resizes": int(jobs["resizes"].sum()),
+        "restarts": int(jobs["restarts"].sum()) if "restarts" in jobs else 0,
     }

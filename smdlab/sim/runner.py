@@ -44,9 +44,12 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
     s = scenario.simulation
     return {
         "mode": s["mode"],
-        "elastic": s["elastic"],
-        "delta": s["delta"] or None,
+        "execution": s["execution"],
+        "slot_s": s.get("slot_s"),
+        "restart_s": s["restart_s"],
         "unfit": s["unfit"],
+        "elastic": s.get("elastic"),
+        "delta": s.get("delta") or None,  # the former key; 0 meant no periodic decisions
     }
 
 

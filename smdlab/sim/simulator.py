@@ -1,10 +1,17 @@
 """Event-driven simulation of a cluster under one policy, with exact (next-event) time.
 
-Events: job arrivals, job completions and, optionally, periodic decision points every ``delta``
+Events: job arrivals, job completions and, optionally, periodic decision points every ``slot_s``
 seconds. Between events every running job processes samples at the layered model's speed for its
 current allocation (``smdlab.model.timing.speed_table``), so its completion time is known exactly.
 At each event time the simulator first retires completed jobs, then admits arrivals, then asks the
-policy for a decision, validates it, checks every machine's capacity and applies it.
+policy for a decision, validates it against the execution mode, checks every machine's capacity
+and applies it.
+
+Execution modes (``smdlab.policies.base.EXECUTIONS``): ``non_elastic`` (an allocation is fixed
+for life), ``preemptive`` (a running job may be stopped and resumed later) and ``elastic``
+(running jobs may also be re-allocated in place). By default each policy runs in the mode it
+declares (``execution="natural"``). A running job whose allocation or placement changes, and a
+preempted job when it resumes, makes no progress for ``restart_s`` seconds (checkpoint-restart).
 """
 
 from __future__ import annotations
@@ -21,13 +28,27 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
 from smdlab.model.timing import MODES
-from smdlab.policies.base import ClusterState, Decision, Placement, Policy, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    DEFAULT_RESTART_S,
+    DEFAULT_SLOT_S,
+    EXECUTIONS,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+    natural_execution,
+    supported_executions,
+)
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, first_fit
 
 UNFIT = ("skip", "raise")
+EXECUTION_CHOICES = ("natural", *EXECUTIONS)
 
 
 class InvalidDecision(InvalidInput):
@@ -54,6 +75,7 @@ class _Run:
     usage: np.ndarray  # resources per machine in ``rows``
     start: float  # time of the (last) start
     seg_start: float  # start of the current constant-speed segment
+    resume: float  # time progress starts in this segment (after a restart pause)
     rem0: float  # remaining samples at seg_start
     att0: float  # attained GPU-seconds at seg_start
     speed: float
@@ -76,6 +98,7 @@ class _Record:
     ps_time: float = 0.0
     preemptions: int = 0
     resizes: int = 0
+    restarts: int = 0
     samples_done: float = 0.0
     status: str = "pending"
 
@@ -99,26 +122,94 @@ def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> boo
     return first_fit(job, 1, 1, capacity, resources) is not None
 
 
+def resolve_execution(
+    policy: Policy | str,
+    execution: str = "natural",
+    elastic: bool | None = None,
+    slot_s: float | None = None,
+    delta: float | None = None,
+) -> tuple[str, float | None]:
+    """The (execution mode, slot seconds or None) a run of ``policy`` uses; raises InvalidInput.
+
+    execution: ``natural`` (the policy's declared mode) or one of ``EXECUTIONS``, which the policy
+    must support. elastic: the former switch (True: ``elastic``, False: ``non_elastic``; None:
+    not given). slot_s: seconds between periodic decision points; None: the policy's ``slot_s``
+    in its natural mode, ``DEFAULT_SLOT_S`` in a forced elastic mode, else none. delta: the former
+    name of ``slot_s`` (0 or None: none).
+    """
+    pol = _policy_from(policy)
+    name = str(getattr(pol, "name", type(pol).__name__))
+    execution = check_choice("execution", execution, EXECUTION_CHOICES)
+    if elastic is not None:
+        if not isinstance(elastic, (bool, np.bool_)):
+            raise InvalidInput(f"elastic must be True, False or None, got {elastic!r}")
+        implied = "elastic" if elastic else "non_elastic"
+        if execution not in ("natural", implied):
+            raise InvalidInput(
+                f"elastic={bool(elastic)} contradicts execution={execution!r}; give only execution"
+            )
+        execution = implied
+    natural = execution == "natural"
+    if natural:
+        execution = natural_execution(pol)
+    supported = supported_executions(pol)
+    if execution not in supported:
+        raise InvalidInput(
+            f"execution: policy {name!r} cannot run in mode {execution!r}; "
+            f"it supports {', '.join(supported)}"
+        )
+    if slot_s is not None and delta is not None:
+        raise InvalidInput("give slot_s or its former name delta, not both")
+    if delta is not None:
+        slot_s = None if delta == 0 else check_positive("delta", delta)
+    elif slot_s is not None:
+        slot_s = check_positive("slot_s", slot_s)
+    elif natural:
+        own = getattr(pol, "slot_s", None)
+        slot_s = None if own is None else check_positive(f"{name}.slot_s", own)
+    elif execution == "elastic":
+        own = getattr(pol, "slot_s", None)
+        slot_s = DEFAULT_SLOT_S if own is None else check_positive(f"{name}.slot_s", own)
+    return execution, slot_s
+
+
 def simulate(
     jobs: Sequence[Job],
     cluster: Cluster,
     policy: Policy | str,
     *,
     mode: str = "wfbp",
-    elastic: bool = False,
-    delta: float | None = None,
+    execution: str = "natural",
+    slot_s: float | None = None,
+    restart_s: float = DEFAULT_RESTART_S,
     unfit: str = "skip",
     record_history: bool = True,
+    elastic: bool | None = None,
+    delta: float | None = None,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
-    mode: timing-model overlap mode. elastic: let the policy resize running jobs. delta: seconds
-    between periodic decision points (None: decide only at arrivals and completions). unfit: what
-    to do with a job that fits on no machine even at (1 worker, 1 PS): ``skip`` (warn and record
-    it) or ``raise`` (Infeasible). record_history: keep the allocation-history table
-    (turn off to save memory on very long runs; the summary is unaffected).
+    mode: timing-model overlap mode. execution: ``natural`` (each policy's declared mode) or a mode
+    of ``EXECUTIONS`` forced for a controlled comparison (``resolve_execution``). slot_s: seconds
+    between periodic decision points (None: the policy's slot in its natural mode, 1,200 s in a
+    forced elastic mode, else decisions only at arrivals and completions). restart_s: seconds
+    without progress after a running job's allocation or placement changes, or a preempted job
+    resumes. unfit: what to do with a job that fits on no machine even at (1 worker, 1 PS):
+    ``skip`` (warn and record it) or ``raise`` (Infeasible). record_history: keep the
+    allocation-history table (turn off to save memory on very long runs; the summary is
+    unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
+    delta for slot_s, 0 meaning none).
     """
-    return _Simulator(jobs, cluster, policy, mode, elastic, delta, unfit, record_history).run()
+    return _Simulator(
+        jobs,
+        cluster,
+        policy,
+        mode,
+        (execution, elastic, slot_s, delta),
+        restart_s,
+        unfit,
+        record_history,
+    ).run()
 
 
 class _Simulator:
@@ -127,7 +218,7 @@ class _Simulator:
     queued: dict[str, QueuedJob]
     _queued_tuple: tuple[QueuedJob, ...] | None
 
-    def __init__(self, jobs, cluster, policy, mode, elastic, delta, unfit, record_history):
+    def __init__(self, jobs, cluster, policy, mode, timing, restart_s, unfit, record_history):
         if not isinstance(cluster, Cluster):
             raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
         try:
@@ -144,12 +235,16 @@ class _Simulator:
             dup = next(n for n in names if names.count(n) > 1)
             raise InvalidInput(f"job names must be unique; {dup!r} appears more than once")
         self.mode = check_choice("mode", mode, MODES)
-        self.elastic = bool(elastic)
-        self.delta = None if delta is None or delta == 0 else check_positive("delta", delta)
         self.unfit = check_choice("unfit", unfit, UNFIT)
         self.record_history = bool(record_history)
         self.policy = _policy_from(policy)
         self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
+        execution, elastic, slot_s, delta = timing
+        self.execution, self.delta = resolve_execution(
+            self.policy, execution, elastic, slot_s, delta
+        )
+        self.elastic = self.execution == "elastic"
+        self.restart_s = check_positive("restart_s", restart_s, allow_zero=True)
         self.cluster = cluster
         self.resources = cluster.resources
         self.capacity = capacity_matrix(cluster)
@@ -165,15 +260,23 @@ class _Simulator:
     def _close_segment(self, r: _Run, t: float, final: bool) -> float:
         """End the current segment of ``r`` at ``t``; return the samples left."""
         dt = t - r.seg_start
-        done = r.rem0 if final else min(r.rem0, r.speed * dt)
+        busy = max(0.0, t - r.resume)  # time past the restart pause
+        done = r.rem0 if final else min(r.rem0, r.speed * busy)
         rec = self.records[self.index[r.job.name]]
         rec.run_time += dt
         rec.worker_time += r.workers * dt
         rec.ps_time += r.ps * dt
         rec.samples_done += done
         if self.record_history and dt > 0:
-            self.history.append((r.job.name, r.seg_start, t, r.workers, r.ps, r.speed, done))
+            paused = min(t, r.resume)
+            if paused > r.seg_start:  # the restart pause: resources held, no progress
+                self.history.append((r.job.name, r.seg_start, paused, r.workers, r.ps, 0.0, 0.0))
+            if t > paused:
+                self.history.append((r.job.name, paused, t, r.workers, r.ps, r.speed, done))
         return r.rem0 - done
+
+    def _remaining(self, r: _Run, t: float) -> float:
+        return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
     def _open(
         self,
@@ -185,6 +288,7 @@ class _Simulator:
         start: float,
         remaining: float,
         attained: float,
+        pause: float = 0.0,
     ) -> _Run:
         wv, pv = task_vectors(job, self.resources)
         per_machine: dict[int, np.ndarray] = {}
@@ -205,11 +309,12 @@ class _Simulator:
             usage,
             start,
             t,
+            t + pause,
             remaining,
             attained,
             speed,
             gpus,
-            t + remaining / speed,
+            t + pause + remaining / speed,
             self.version,
         )
         heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
@@ -253,6 +358,18 @@ class _Simulator:
                 f"the allocation says {a.workers} and {a.ps}"
             )
 
+    def _alloc_job(self, a) -> Job:
+        """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
+        job = self.jobs[self.index[a.job]]
+        if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
+            return job
+        try:
+            return with_worker_resources(job, a.cpu, a.mem_gb)
+        except InvalidInput as exc:
+            raise InvalidDecision(
+                f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}: {exc}"
+            ) from None
+
     def _apply(self, d: Decision) -> tuple[int, int, int]:
         t = self.t
         where = f"policy {self.policy_name!r} at t={t:g}"
@@ -264,6 +381,11 @@ class _Simulator:
         pset = set(preempt)
         if len(pset) != len(preempt):
             raise InvalidDecision(f"{where}: preempt lists a job twice: {preempt!r}")
+        if preempt and self.execution == "non_elastic":
+            raise InvalidDecision(
+                f"{where}: decision preempts {preempt[0]!r}, but execution is 'non_elastic' "
+                f"(preempting needs 'preemptive' or 'elastic')"
+            )
         for name in preempt:
             if name not in self.running:
                 raise InvalidDecision(f"{where}: preempt names {name!r}, which is not running")
@@ -279,7 +401,8 @@ class _Simulator:
             elif a.job in self.running:
                 if not self.elastic:
                     raise InvalidDecision(
-                        f"{where}: allocation resizes running job {a.job!r}; resizing needs elastic=True"
+                        f"{where}: allocation resizes running job {a.job!r}, but execution is "
+                        f"{self.execution!r} (resizing needs 'elastic')"
                     )
                 job = self.running[a.job].job
                 resizes.append(a)
@@ -296,13 +419,23 @@ class _Simulator:
                 )
                 raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
             self._check_alloc(a, job)
+            self._alloc_job(a)  # validates the CPU/memory levels before anything changes
+        # An allocation that repeats a running job's allocation, placement and levels changes nothing.
+        resizes = [
+            a
+            for a in resizes
+            if not (
+                self._unchanged(self.running[a.job], a)
+                and self._alloc_job(a).worker_demand == self.running[a.job].job.worker_demand
+            )
+        ]
         # Capacity: release what preempted and resized jobs hold, then take every new placement.
         free = self.free.copy()
         for name in (*preempt, *(a.job for a in resizes if a.job not in pset)):
             r = self.running[name]
             free[r.rows] += r.usage
         for a in (*starts, *resizes):
-            job = self.jobs[self.index[a.job]]
+            job = self._alloc_job(a)
             wv, pv = task_vectors(job, self.resources)
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
@@ -322,7 +455,9 @@ class _Simulator:
                 rec = self.records[self.index[name]]
                 rec.preemptions += 1
                 rec.status = "queued"
-                self.queued[name] = QueuedJob(r.job, left, r.att0 + r.gpus * (t - r.seg_start), t)
+                self.queued[name] = QueuedJob(
+                    self.jobs[self.index[name]], left, r.att0 + r.gpus * (t - r.seg_start), t
+                )
             # Queue order is arrival order (ties by input position), also for re-queued jobs.
             self.queued = dict(
                 sorted(self.queued.items(), key=lambda kv: (kv[1].job.arrival, self.index[kv[0]]))
@@ -330,9 +465,11 @@ class _Simulator:
         for a in resizes:
             r = self.running.pop(a.job)
             left = self._close_segment(r, t, final=False)
-            self.records[self.index[a.job]].resizes += 1
+            rec = self.records[self.index[a.job]]
+            rec.resizes += 1
+            rec.restarts += 1
             self.running[a.job] = self._open(
-                r.job,
+                self._alloc_job(a),
                 a.workers,
                 a.ps,
                 a.placement,
@@ -340,19 +477,47 @@ class _Simulator:
                 r.start,
                 left,
                 r.att0 + r.gpus * (t - r.seg_start),
+                self.restart_s,
             )
         for a in starts:
             q = self.queued.pop(a.job)
             rec = self.records[self.index[a.job]]
+            pause = 0.0
             if math.isnan(rec.first_start):
                 rec.first_start, rec.workers, rec.ps = t, a.workers, a.ps
+            else:  # a preempted job resumes from its checkpoint
+                pause = self.restart_s
+                rec.restarts += 1
             rec.status = "running"
             self.running[a.job] = self._open(
-                q.job, a.workers, a.ps, a.placement, t, t, q.remaining, q.attained_service
+                self._alloc_job(a),
+                a.workers,
+                a.ps,
+                a.placement,
+                t,
+                t,
+                q.remaining,
+                q.attained_service,
+                pause,
             )
         if preempt or starts:
             self._queued_tuple = None
         return len(starts), len(preempt), len(resizes)
+
+    @staticmethod
+    def _unchanged(r: _Run, a) -> bool:
+        """Whether allocation ``a`` keeps running job ``r``'s counts and per-machine tasks."""
+        if (a.workers, a.ps) != (r.workers, r.ps):
+            return False
+
+        def per_machine(tasks) -> dict[int, tuple[int, int]]:
+            out: dict[int, tuple[int, int]] = {}
+            for m, w, p in tasks:
+                w0, p0 = out.get(int(m), (0, 0))
+                out[int(m)] = (w0 + int(w), p0 + int(p))
+            return {m: wp for m, wp in out.items() if wp != (0, 0)}
+
+        return per_machine(a.placement.tasks) == per_machine(r.placement.tasks)
 
     # ---- the loop --------------------------------------------------------------------------
     def _state(self) -> ClusterState:
@@ -367,14 +532,25 @@ class _Simulator:
                 r.ps,
                 r.placement,
                 r.start,
-                max(0.0, r.rem0 - r.speed * (t - r.seg_start)),
+                self._remaining(r, t),
                 r.att0 + r.gpus * (t - r.seg_start),
             )
             for r in self.running.values()
         )
         free = self.free.copy()
         free.setflags(write=False)
-        return ClusterState(t, self.cluster, queued, running, free, self.mode, self.elastic)
+        return ClusterState(
+            t,
+            self.cluster,
+            queued,
+            running,
+            free,
+            self.mode,
+            self.elastic,
+            self.execution,
+            self.delta,
+            self.restart_s,
+        )
 
     def _screen_unfit(self) -> list[int]:
         """Indices of jobs that can run at all; the rest are skipped or raise."""

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 from smdlab.errors import InvalidInput, SmdlabError, check_int, check_positive
 from smdlab.policies.registry import available_policies, get_policy
 from smdlab.sim import SimResult, simulate
+from smdlab.sim.runner import simulation_options
 from smdlab.viz.sim import jct_cdf_figure, policy_summary_figure, utilisation_figure
 from smdlab.viz.style import policy_label
 from smdlab.widgets.live import Background, BackgroundApp, Superseded, figure_widget, sync_figure
@@ -192,16 +193,9 @@ class Compare(BackgroundApp, widgets.HBox):
         key = (self._key(sc), policy)
         if key not in self._cache:
             jobs, cluster = workload
-            sim = sc.simulation
             opts = dict(sc.policy_options.get(policy, {}))
             self._cache[key] = simulate(
-                jobs,
-                cluster,
-                get_policy(policy, **opts),
-                mode=sim["mode"],
-                elastic=sim["elastic"],
-                delta=sim["delta"] or None,
-                unfit=sim["unfit"],
+                jobs, cluster, get_policy(policy, **opts), **simulation_options(sc)
             )
         return self._cache[key]
 

@@ -27,9 +27,12 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
 
     [simulation]
     mode = "wfbp"  # timing-model overlap mode
-    elastic = false
-    delta = 0  # seconds between periodic decisions; 0: none
+    execution = "natural"  # natural (each policy's own mode) | non_elastic | preemptive | elastic
+    # slot_s = 1200  # seconds between periodic decisions (default: each policy's own)
+    restart_s = 30  # seconds without progress after a re-allocation or a resume
     unfit = "skip"  # skip | raise
+    # former keys, still read: elastic = true|false (execution elastic|non_elastic),
+    # delta = seconds (slot_s; 0: none)
 
     [policy_options.NAME]  # keyword options of policy NAME
 """
@@ -51,6 +54,7 @@ from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
+from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import MAX_JOBS
 
@@ -66,7 +70,7 @@ _TOP_KEYS = (
     "description",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
-_SIM_KEYS = ("mode", "elastic", "delta", "unfit")
+_SIM_KEYS = ("mode", "execution", "slot_s", "restart_s", "unfit", "elastic", "delta")
 _COMMON_WL = (
     "kind",
     "jobs",
@@ -137,7 +141,7 @@ class Scenario:
     workload: workload spec (``kind`` plus that kind's options, see the module docstring).
     policies: registered policy names to run.
     policy_options: per policy, keyword options for its constructor.
-    simulation: simulator options (mode, elastic, delta, unfit).
+    simulation: simulator options (mode, execution, slot_s, restart_s, unfit; former elastic, delta).
     base_dir: folder that relative workload paths are resolved against.
     """
 
@@ -155,7 +159,12 @@ class Scenario:
     )
     simulation: Mapping[str, Any] = field(
         default_factory=lambda: _frozen(
-            {"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip"}
+            {
+                "mode": "wfbp",
+                "execution": "natural",
+                "restart_s": DEFAULT_RESTART_S,
+                "unfit": "skip",
+            }
         )
     )
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
@@ -356,11 +365,22 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(s, Mapping):
         raise InvalidInput(f"simulation must be a table, got {s!r}")
     _unknown("simulation", s, _SIM_KEYS)
-    out = {"mode": "wfbp", "elastic": False, "delta": 0, "unfit": "skip", **s}
+    out = {
+        "mode": "wfbp",
+        "execution": "natural",
+        "restart_s": DEFAULT_RESTART_S,
+        "unfit": "skip",
+        **{k: v for k, v in s.items() if v is not None},  # None: not given (CLI overrides)
+    }
     check_choice("simulation.mode", out["mode"], MODES)
-    if not isinstance(out["elastic"], bool):
+    check_choice("simulation.execution", out["execution"], ("natural", *EXECUTIONS))
+    if "elastic" in out and not isinstance(out["elastic"], bool):
         raise InvalidInput(f"simulation.elastic must be true or false, got {out['elastic']!r}")
-    out["delta"] = check_positive("simulation.delta", out["delta"], allow_zero=True)
+    if "slot_s" in out:
+        out["slot_s"] = check_positive("simulation.slot_s", out["slot_s"])
+    if "delta" in out:
+        out["delta"] = check_positive("simulation.delta", out["delta"], allow_zero=True)
+    out["restart_s"] = check_positive("simulation.restart_s", out["restart_s"], allow_zero=True)
     check_choice("simulation.unfit", out["unfit"], ("skip", "raise"))
     return out
 

@@ -1,0 +1,251 @@
+"""What Synergy's policies share: lease rounds, the job order, GPU requests and the CPU/memory shares.
+
+Source: Mohan, Phanishayee, Kulkarni, Chidambaram, "Looking Beyond GPUs for DNN Scheduling on
+Multi-Tenant Clusters", OSDI 2022; simulator msr-fiddle/synergy (MIT). Read, not copied.
+
+Each decision is one lease round (the paper's simulator: 300 s; run the simulator with
+``delta=LEASE_S``): every running and queued job is ordered by the base policy, jobs are picked
+in that order while their GPUs fit in the cluster's GPUs (a job that does not fit is skipped,
+the next may still fit), and the picked jobs get CPU and memory per worker by the policy's rule,
+placed on an empty copy of the cluster in priority order. The round's plan replaces the last:
+running jobs left out are preempted, and a running job whose levels or machines change is
+restarted (preempted and started again in the same decision, as Synergy re-leases every round).
+
+Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smdlab's:
+- A job asks for ``requested_workers`` GPUs (``max_workers`` if not given) and one PS per worker
+  (capped by ``max_ps``); a request the empty cluster cannot hold at the proportional share is
+  lowered until it fits.
+- The GPU-proportional share of a worker is the cluster's CPU and memory per GPU minus what the
+  job's PSs reserve per worker (``p / w`` PS demands), at least ``MIN_CPU`` cores and
+  ``MIN_MEM_GB``: the worker and its share of PSs together get the machine's ratio.
+- A job's best-case demand is its worker demand (the demand rule sizes cores to feed the GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from smdlab.errors import check_choice
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
+from smdlab.solve.instance import job_speeds, task_vectors
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
+
+LEASE_S = 300.0  # Synergy's lease round (paper, section 5)
+BASES = ("fifo", "srtf", "las")
+MIN_CPU = 1.0
+MIN_MEM_GB = 1.0
+
+Entry = QueuedJob | RunningJob
+
+
+@dataclass
+class Planned:
+    """One job's plan in a round: request, levels per worker, and where its tasks go."""
+
+    entry: Entry
+    workers: int
+    ps: int
+    cpu: float
+    mem_gb: float
+    tasks: tuple[tuple[int, int, int], ...] | None = None
+
+
+def request(job: Job, cluster: Cluster) -> tuple[int, int]:
+    """(workers, PSs) the job asks for: its GPU request and one PS per worker, within the cluster."""
+    w = job.requested_workers if job.requested_workers is not None else job.max_workers
+    cap = capacity_matrix(cluster)
+
+    def fits(w: int) -> bool:
+        p = min(job.max_ps, w)
+        a, g = task_vectors(
+            with_worker_resources(job, *proportional_levels(job, w, p, cluster)), cluster.resources
+        )
+        return consolidated_tasks(cap, w, p, a, g) is not None
+
+    while w > 1 and not fits(w):
+        w -= 1
+    return w, min(job.max_ps, w)
+
+
+def proportional_levels(job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
+    """GPU-proportional (cpu, mem_gb) per worker: the cluster's per-GPU share less the PSs' share."""
+    cap = cluster.capacity
+    gpus = cap.get("gpu", 0.0)
+    if gpus <= 0:
+        return job.worker_demand.get("cpu", 0.0), job.worker_demand.get("mem_gb", 0.0)
+    per_gpu = job.worker_demand.get("gpu", 1.0) or 1.0
+    out = []
+    for r, floor in (("cpu", MIN_CPU), ("mem_gb", MIN_MEM_GB)):
+        share = cap.get(r, 0.0) / gpus * per_gpu - ps / workers * job.ps_demand.get(r, 0.0)
+        out.append(max(floor, math.floor(share * 2 + 1e-9) / 2))  # half-unit steps
+    return out[0], out[1]
+
+
+CPU_MENU = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 9.0, 12.0, 16.0, 24.0)  # Synergy's grid, plus 16
+
+
+def level_menu(job: Job, workers: int, ps: int, cluster: Cluster) -> list[tuple[float, float]]:
+    """(cpu, mem_gb) levels per worker a job may get: Synergy's CPU grid with the proportional
+    memory, plus the best-case demand and the proportional share; within one machine's CPU."""
+    best = best_levels(job)
+    prop = proportional_levels(job, workers, ps, cluster)
+    top = max((m.capacity.get("cpu", 0.0) for m in cluster.machines), default=math.inf)
+    out = {(c, prop[1]) for c in CPU_MENU if c <= top} | {best, prop}
+    return sorted(out)
+
+
+def best_levels(job: Job) -> tuple[float, float]:
+    """The job's best-case demand per worker (its worker demand)."""
+    return job.worker_demand.get("cpu", 0.0), job.worker_demand.get("mem_gb", 0.0)
+
+
+def original(entry: Entry, jobs_by_name: dict[str, Job]) -> Job:
+    """The job as submitted (a running job's ``job`` carries its allocated levels)."""
+    return jobs_by_name.get(entry.job.name, entry.job)
+
+
+class SynergyRounds(Policy):
+    """Round planning shared by GPU-proportional, Synergy-TUNE and Synergy-OPT (module docstring)."""
+
+    name = "synergy"
+    execution = "preemptive"  # Synergy re-leases every job each round (paper, section 5)
+    executions = ("preemptive",)
+    slot_s = LEASE_S
+
+    def __init__(self, base: str = "fifo") -> None:
+        self.base = check_choice("base", base, BASES)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget cached requests and submitted jobs (the simulator calls this before a run)."""
+        self._jobs: dict[str, Job] = {}
+        self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
+
+    # ---- order ----------------------------------------------------------------------------
+    def _request(self, job: Job, cluster: Cluster) -> tuple[int, int]:
+        key = (id(job), id(cluster))
+        hit = self._requests.get(key)
+        if hit is not None and hit[0] is job and hit[1] is cluster:
+            return hit[2]
+        out = request(job, cluster)
+        self._requests[key] = (job, cluster, out)
+        return out
+
+    def priority(self, entry: Entry, job: Job, cluster: Cluster, mode: str) -> tuple:
+        """Sort key of the base policy (smaller first): arrival, remaining time or attained service."""
+        if self.base == "fifo":
+            return (job.arrival, job.name)
+        if self.base == "las":
+            return (entry.attained_service, job.arrival, job.name)
+        w, p = self._request(job, cluster)
+        return (entry.remaining / float(job_speeds(job, mode)[w - 1, p - 1]), job.arrival, job.name)
+
+    # ---- the rule per policy ----------------------------------------------------------------
+    def levels(
+        self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState
+    ) -> None:  # pragma: no cover - every subclass overrides it
+        """Set ``cpu``/``mem_gb`` of each plan and place it (``tasks``); None leaves a job out."""
+        raise NotImplementedError
+
+    # ---- the round ----------------------------------------------------------------------------
+    def decide(self, state: ClusterState) -> Decision:
+        """Plan the round (module docstring) and turn it into preemptions and allocations."""
+        cluster = state.cluster
+        for q in state.queued:
+            self._jobs.setdefault(q.job.name, q.job)
+        entries: list[tuple[tuple, Entry, Job]] = []
+        every: list[Entry] = [*state.running, *state.queued]
+        for e in every:
+            if e.remaining <= 0:
+                continue
+            job = original(e, self._jobs)
+            entries.append((self.priority(e, job, cluster, state.mode), e, job))
+        entries.sort(key=lambda x: x[0])
+        gpus_left = float(cluster.capacity.get("gpu", math.inf))
+        plans: list[Planned] = []
+        for _, e, job in entries:
+            w, p = self._request(job, cluster)
+            need = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+            if need > gpus_left + TOL:
+                continue
+            gpus_left -= need
+            plans.append(Planned(e, w, p, *best_levels(job)))
+        self.levels(plans, cluster, state)
+        return self._decision(plans, state)
+
+    def place_plans(
+        self,
+        plans: Sequence[Planned],
+        cluster: Cluster,
+        rule: Callable[[Planned, np.ndarray], bool],
+    ) -> None:
+        """Place plans in order on an empty copy of the cluster; ``rule(plan, free)`` places one."""
+        free = capacity_matrix(cluster)
+        for plan in plans:
+            if not rule(plan, free):
+                plan.tasks = None
+
+    def try_place(self, plan: Planned, free: np.ndarray, cluster: Cluster) -> bool:
+        """Place ``plan`` at its levels (a running job first on its own machines); update ``free``."""
+        job = with_worker_resources(self._job(plan), plan.cpu, plan.mem_gb)
+        a, g = task_vectors(job, cluster.resources)
+        tasks = None
+        e = plan.entry
+        if isinstance(e, RunningJob) and (e.workers, e.ps) == (plan.workers, plan.ps):
+            use = usage(e.placement.tasks, a, g, free.shape[0])
+            if np.all(use <= free + TOL * np.maximum(1.0, free)):
+                tasks = e.placement.tasks
+        if tasks is None:
+            tasks = consolidated_tasks(free, plan.workers, plan.ps, a, g)
+        if tasks is None:
+            return False
+        free -= usage(tasks, a, g, free.shape[0])
+        plan.tasks = tuple(tasks)
+        return True
+
+    def _job(self, plan: Planned) -> Job:
+        return original(plan.entry, self._jobs)
+
+    def _decision(self, plans: Sequence[Planned], state: ClusterState) -> Decision:
+        running = {r.job.name: r for r in state.running}
+        keep: set[str] = set()
+        allocations = []
+        for plan in plans:
+            if plan.tasks is None:
+                continue
+            name = plan.entry.job.name
+            r = running.get(name)
+            if r is not None and (
+                (r.workers, r.ps) == (plan.workers, plan.ps)
+                and tuple(r.placement.tasks) == plan.tasks
+                and best_levels(r.job) == (plan.cpu, plan.mem_gb)
+            ):
+                keep.add(name)
+                continue
+            allocations.append(
+                Allocation(
+                    name,
+                    plan.workers,
+                    plan.ps,
+                    Placement(plan.tasks),
+                    cpu=plan.cpu,
+                    mem_gb=plan.mem_gb,
+                )
+            )
+        preempt = tuple(n for n in running if n not in keep)
+        return Decision(tuple(allocations), preempt)

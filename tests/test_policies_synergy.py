@@ -1,0 +1,115 @@
+"""Synergy's policies: GPU-proportional, Synergy-TUNE (fifo/srtf/las), Synergy-OPT's LP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import smdlab
+from smdlab import Cluster
+from smdlab.errors import InvalidInput
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
+from smdlab.policies.registry import get_policy
+from smdlab.policies.stages import apply_decision
+from smdlab.policies.synergy_opt import synergy_opt_lp
+from smdlab.policies.synergy_rounds import LEASE_S, proportional_levels, request
+from smdlab.sim import simulate
+from smdlab.sim.simulator import InvalidDecision
+from smdlab.solve.placement import capacity_matrix
+from smdlab.workloads.synthetic import synthetic
+
+SYNERGY = ("gpu_proportional", "synergy_tune", "synergy_opt")
+
+
+def _state(cluster, jobs):
+    free = capacity_matrix(cluster)
+    free.setflags(write=False)
+    qs = tuple(QueuedJob(j, j.samples, 0.0, j.arrival) for j in jobs)
+    return ClusterState(0.0, cluster, qs, (), free)
+
+
+def _job(name, network, gpus, arrival=0.0):
+    return smdlab.make_job(
+        name,
+        network,
+        1e6,
+        pipeline=True,
+        arrival=arrival,
+        max_workers=gpus,
+        max_ps=gpus,
+        requested_workers=gpus,
+    )
+
+
+def test_tune_gives_best_case_demand_where_it_fits():
+    cl = Cluster.homogeneous(1, gpu=8, cpu=64, mem_gb=256)
+    job = _job("a", "googlenet", 2)
+    d = get_policy("synergy_tune").decide(_state(cl, [job]))
+    (a,) = d.allocations
+    assert (a.cpu, a.mem_gb) == (job.worker_demand["cpu"], job.worker_demand["mem_gb"])
+    d = get_policy("gpu_proportional").decide(_state(cl, [job]))
+    (a,) = d.allocations
+    assert (a.cpu, a.mem_gb) == proportional_levels(job, 2, 2, cl)
+    assert a.cpu < job.worker_demand["cpu"]
+
+
+def test_tune_shrinks_greedy_peers_to_their_share():
+    # 4 GPUs, 32 cores: googlenet (16-core demand) at best case leaves no CPU for the next job
+    cl = Cluster.homogeneous(1, gpu=4, cpu=32, mem_gb=256)
+    first, second = _job("a", "googlenet", 1), _job("b", "googlenet", 2, arrival=1)
+    d = get_policy("synergy_tune").decide(_state(cl, [first, second]))
+    got = {a.job: a for a in d.allocations}
+    assert set(got) == {"a", "b"}
+    prop = proportional_levels(first, 1, 1, cl)
+    assert got["a"].cpu == prop[0] and got["b"].cpu == prop[0]
+    assert np.all(apply_decision(_state(cl, [first, second]), d) >= -1e-9)
+
+
+def test_tune_beats_proportional_on_a_mixed_workload():
+    cl = Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)  # 4 cores per GPU
+    jobs = synthetic(40, cl, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.3, 4: 0.1})
+    jct = {p: simulate(jobs, cl, get_policy(p), delta=LEASE_S).summary["mean_jct"] for p in SYNERGY}
+    assert jct["synergy_tune"] < jct["gpu_proportional"]
+    assert jct["synergy_opt"] < jct["gpu_proportional"]
+
+
+@pytest.mark.parametrize("base", ["fifo", "srtf", "las"])
+def test_every_base_runs_to_completion(base):
+    cl = Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)
+    jobs = synthetic(15, cl, seed=1, load=1.0, gpu_mix={1: 0.5, 2: 0.5})
+    res = simulate(jobs, cl, get_policy("synergy_tune", base=base), delta=LEASE_S)
+    assert res.summary["jobs_completed"] == len(jobs)
+    assert np.allclose(res.jobs["samples_done"], res.jobs["samples"], rtol=1e-6)
+
+
+def test_bad_base_is_one_clear_line():
+    with pytest.raises(InvalidInput, match="base"):
+        get_policy("synergy_tune", base="sjf")
+
+
+def test_opt_lp_bounds_the_proportional_allocation():
+    cl = Cluster.homogeneous(1, gpu=8, cpu=32, mem_gb=256)
+    jobs = [_job("a", "googlenet", 2), _job("b", "bert_base", 2), _job("c", "mobilenet_v2", 2)]
+    reqs = [request(j, cl) for j in jobs]
+    lp = synergy_opt_lp(jobs, reqs, cl)
+    # normalised to the proportional share, so running everyone at it scores exactly len(jobs)
+    assert lp.bound >= len(jobs) - 1e-9
+    assert all(abs(x.sum() - 1) < 1e-9 for x in lp.weights)
+    with pytest.raises(InvalidInput, match="allocations"):
+        synergy_opt_lp(jobs, reqs[:1], cl)
+
+
+def test_simulator_rejects_negative_levels():
+    cl = Cluster.homogeneous(1)
+    job = _job("a", "resnet50", 1)
+
+    class Bad(Policy):
+        name = "bad"
+
+        def decide(self, state):
+            if not state.queued:
+                return Decision()
+            return Decision((Allocation("a", 1, 1, Placement(((0, 1, 1),)), cpu=-1),))
+
+    with pytest.raises(InvalidDecision, match="cpu"):
+        simulate([job], cl, Bad())
