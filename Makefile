@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8888
 
-.PHONY: help install install-test system-deps reproduce reproduce-quick lint test test-fast lab dashboard bench clean-venv
+.PHONY: help install install-test system-deps reproduce reproduce-quick lint test test-fast lab dashboard bench notebooks clean-venv
 
 # What the lint and format gates cover (mypy checks the package: [tool.mypy] in pyproject.toml).
 LINT_PATHS := smdlab tests benchmarks tools notebooks
@@ -15,7 +15,8 @@ help:
 	@echo "make test        install the project, its test extras and system packages; lint, type-check, run all tests"
 	@echo "make lab         open JupyterLab on notebooks/"
 	@echo "make dashboard   serve the explorer notebook as a Voila dashboard"
-	@echo "make bench       run the benchmarks (prints side-by-side ratios)"
+	@echo "make bench       run the benchmarks; writes benchmarks/RESULTS.md"
+	@echo "make notebooks   build notebooks/*.ipynb from their jupytext sources notebooks/*.py"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,8 +62,15 @@ lab: install
 dashboard: install-test
 	$(VENV)/bin/voila notebooks/03_explorer.ipynb --no-browser --port $(PORT)
 
-bench: install
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+# Every benchmark; each one's output becomes its section of benchmarks/RESULTS.md.
+# BENCH_FLAGS=--quick runs the smaller options (a shared machine).
+bench: install-test system-deps
+	$(PY) tools/bench_results.py --out benchmarks/RESULTS.md $(BENCH_FLAGS)
+
+# The percent-format .py files are the notebooks' source; --update keeps the ids (and any outputs)
+# of unchanged cells, so an unchanged source rebuilds its .ipynb byte for byte.
+notebooks: install
+	$(VENV)/bin/jupytext --update --to ipynb notebooks/[0-9]*.py
 
 clean-venv:
 	rm -rf $(VENV)

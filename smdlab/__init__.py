@@ -26,6 +26,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "SimResult": ("smdlab.sim", "SimResult"),
     "get_policy": ("smdlab.policies.registry", "get_policy"),
     "list_policies": ("smdlab.policies.registry", "list_policies"),
+    "fit_epoch_model": ("smdlab.model.epochs", "fit_epoch_model"),
+    "load_epoch_times": ("smdlab.model.epochs", "load_epoch_times"),
     "clear_caches": ("smdlab.caches", "clear_caches"),
 }
 SUBPACKAGES = ("model", "solve", "policies", "sim", "workloads", "viz", "experiments", "widgets")

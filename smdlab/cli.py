@@ -64,7 +64,7 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workload",
-        metavar="{synthetic,philly,PATH}",
+        metavar="{synthetic,philly,omru-image,omru-action,PATH}",
         help="workload kind, or a CSV file (a trace or a job table)",
     )
     p.add_argument(
@@ -201,6 +201,7 @@ def _csv_text(df) -> str:
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     _add_scenario_arguments(p)
     p.add_argument("--machines", type=int, metavar="N", help="number of machines")
+    p.add_argument("--gpus-per-machine", type=int, metavar="G", help="GPUs of each machine")
     p.add_argument("--seed", type=int, metavar="S", help="workload seed")
     p.add_argument(
         "--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)"
@@ -218,6 +219,11 @@ def _simulate(args: argparse.Namespace) -> int:
     from smdlab.sim.runner import run_policies, simulation_options
 
     scenario = _scenario_from(args, load=args.load, machines=args.machines, seed=args.seed)
+    if args.gpus_per_machine is not None:
+        from smdlab.errors import check_int
+
+        gpm = check_int("--gpus-per-machine", args.gpus_per_machine, 1, 1024)
+        scenario = scenario.with_changes(cluster={"gpu": gpm})
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
     with redirect:
         cluster = scenario.build_cluster()

@@ -120,15 +120,19 @@ def test_summarise_aggregates_over_seeds():
     assert s["count"].tolist() == [2, 2]
 
 
-def test_jct_figure_has_one_trace_per_policy_and_smd_label():
+def test_jct_figure_has_a_jct_and_a_gpu_utilisation_panel_per_policy():
     df = jct_sweep("jobs", TINY)
     fig = jct_sweep_figure(df)
-    names = [t.name for t in fig.data]
-    assert len(names) == len(policies_of(TINY))
-    assert names[0] == SMD_LABEL  # drawn first, wide, under the baselines
-    smd = fig.data[0]
-    expected = df[df["policy"] == "smd"].groupby("n_jobs")["mean_jct_s"].mean().to_numpy() / 3600
-    assert np.allclose(smd.y, expected)
+    top = [t for t in fig.data if t.yaxis == "y"]
+    bottom = [t for t in fig.data if t.yaxis == "y2"]
+    assert len(top) == len(bottom) == len(policies_of(TINY))
+    assert top[0].name == f"{SMD_LABEL} · elastic"  # drawn first, wide, under the baselines
+    by_policy = df[df["policy"] == "smd"].groupby("n_jobs")
+    assert np.allclose(top[0].y, by_policy["mean_jct_s"].mean().to_numpy() / 3600)
+    assert np.allclose(bottom[0].y, 100 * by_policy["util_gpu"].mean().to_numpy())
+    assert (df["execution"] == df["policy"].map({"fifo": "non_elastic"}).fillna("elastic")).all()
+    single = jct_sweep_figure(df, util=None)
+    assert len(single.data) == len(top)  # the JCT panel alone
     with pytest.raises(InvalidInput, match="lacks column"):
         jct_sweep_figure(df.drop(columns=["mean_jct_s"]))
 

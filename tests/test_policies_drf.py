@@ -63,3 +63,54 @@ def test_running_jobs_keep_their_allocation_unless_elastic():
     assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
     assert d.preempt == ()
     apply_decision(st, d)
+
+
+def _fragmented():
+    # Two machines of 4 GPUs and 10 CPUs. A's bundle needs 7 CPUs on one machine, B's 1.5.
+    cl = cluster(2, gpu=4, cpu=10, bw_gbps=100)
+    a = job("A", worker={"gpu": 1, "cpu": 1, "bw_gbps": 0.1}, ps={"cpu": 6, "bw_gbps": 0.1})
+    b = job(
+        "B",
+        arrival=1.0,
+        worker={"gpu": 1, "cpu": 1, "bw_gbps": 0.1},
+        ps={"cpu": 0.5, "bw_gbps": 0.1},
+    )
+    return state(cl, [queued(a), queued(b)])
+
+
+def test_paper_stops_at_the_first_misfit_where_smdlab_skips():
+    st = _fragmented()
+    paper = DRF().decide(st)
+    # A (share 0.35) is next after B's third bundle (0.375 > 0.35), and its 7-CPU bundle fits on
+    # no machine: Algorithm 1 returns there, although B's next bundle would still fit.
+    assert alloc_of(paper, "A") == (1, 1) and alloc_of(paper, "B") == (3, 3)
+    smdlab = DRF(variant="smdlab").decide(st)
+    assert alloc_of(smdlab, "B")[0] > 3  # the earlier port passes A over and keeps filling B
+    for d in (paper, smdlab):
+        apply_decision(st, d)
+
+
+def test_paper_bundles_are_co_located_on_the_least_loaded_machine():
+    st = _fragmented()
+    d = DRF().decide(st)
+    for a in d.allocations:
+        assert all(w == p for _, w, p in a.placement.tasks)  # worker and PS of a bundle together
+    # A's bundle went to machine 0 (both empty: ties by index), B's first to the emptier machine 1
+    placement = {a.job: a.placement.tasks for a in d.allocations}
+    assert placement["A"] == ((0, 1, 1),) and placement["B"][0][0] == 1
+
+
+def test_paper_elastic_refills_from_zero_every_slot():
+    cl = cluster(1)  # 4 GPUs
+    r = running(job("r"), [(0, 3, 3)])
+    q = job("q", arrival=1.0)
+    st = state(cl, [queued(q)], [r], elastic=True)
+    d = DRF().decide(st)  # both start from zero: 2 and 2
+    assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
+    apply_decision(st, d)
+    d = DRF(variant="smdlab").decide(st)  # the earlier port starts r from its share, never shrinks
+    assert alloc_of(d, "r") is None and alloc_of(d, "q") == (1, 1)
+    apply_decision(st, d)
+    # an unchanged allocation on the same machines is left alone (no restart)
+    st2 = state(cl, [], [running(job("r"), [(0, 4, 4)])], elastic=True)
+    assert DRF().decide(st2).allocations == ()

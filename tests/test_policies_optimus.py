@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _policy_cases import alloc_of, cluster, job, queued, state
+from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time
 from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
@@ -49,8 +49,8 @@ def test_one_layer_sequential_model_is_exactly_optimus_form():
 class _Fixed(Optimus):
     """Optimus with given speed models, to test the allocation rule on its own."""
 
-    def __init__(self, models):
-        super().__init__()
+    def __init__(self, models, variant="smdlab", **kw):
+        super().__init__(variant=variant, **kw)
         self.fixed = models
 
     def model(self, job, mode):
@@ -119,11 +119,140 @@ def test_fewest_servers_even_spread():
 
 def test_profiling_noise_is_seeded_and_bad_options_raise():
     j = job("n")
-    a = Optimus(noise=0.1, seed=3).model(j, "wfbp")
-    b = Optimus(noise=0.1, seed=3).model(j, "wfbp")
-    c = Optimus(noise=0.1, seed=4).model(j, "wfbp")
-    assert a.coef == b.coef and a.coef != c.coef
+    for variant in Optimus.VARIANTS:
+        a = Optimus(variant, noise=0.1, seed=3).model(j, "wfbp")
+        b = Optimus(variant, noise=0.1, seed=3).model(j, "wfbp")
+        c = Optimus(variant, noise=0.1, seed=4).model(j, "wfbp")
+        ca, cb, cc = (m.fit.coef if variant == "source" else m.coef for m in (a, b, c))
+        assert ca == cb and ca != cc
     with pytest.raises(InvalidInput, match="noise"):
         Optimus(noise=-1)
     with pytest.raises(InvalidInput, match="tau"):
         fit_speed_model([1, 2], [1, 1], [0.1], 32)
+
+
+# ---- the source's rules (variant="source", the default) ----------------------------------------
+
+
+def test_diagonal_profiling_as_in_the_source():
+    from smdlab.policies.optimus import DIAGONAL_POINTS, DIAGONAL_RANGE, diagonal_profile
+
+    j = job("d", max_workers=4, max_ps=4)
+    m = diagonal_profile(j, "wfbp", seed=1)
+    pts = sorted(m.measured)
+    assert len(pts) == DIAGONAL_POINTS and all(w == p for w, p in pts)
+    assert all(DIAGONAL_RANGE[0] <= w <= DIAGONAL_RANGE[1] for w, _ in pts)  # not limited by caps
+    _, b, c, d, e = m.fit.coef
+    assert b == c and d == e  # the diagonal fixes only b + c and d + e: split evenly
+    w0 = pts[0][0]
+    exact = 128 / iteration_time(j.replace(max_workers=10, max_ps=10), w0, w0, "wfbp")
+    assert np.isclose(m.speed(w0, w0), exact)  # a measured point is used as measured
+    assert diagonal_profile(j, "wfbp", seed=1) == m  # seeded
+
+
+def test_source_divides_by_the_raw_amount_where_smdlab_divides_by_the_share():
+    # One machine: 3 GPUs, 15.5 Gbps (room for one task more than (1, 1)). A worker's dominant
+    # resource is its GPU (share 1/3, raw amount 1), a PS's its bandwidth (share 5/15.5, raw 5).
+    cl = cluster(1, gpu=3, cpu=100, bw_gbps=3 * 5 + 0.5)
+    a = job("a", samples=1e5)
+    model = SpeedModel((1e-3, 0.01, 0.05, 0.0, 0.0), 128)
+    st = state(cl, [queued(a)])
+    g_w, g_p = _gains(model, 1e5, 1, 1, 1.0, 1.0)  # raw time savings
+    assert 0 < g_w < g_p < 5 * g_w  # so the two normalisations disagree
+    share_w, share_p = 1 / 3, 5 / 15.5
+    assert g_p / share_p > g_w / share_w  # smdlab's rule: a PS
+    assert g_w / 1 > g_p / 5  # the source's rule (raw amounts): a worker
+    assert alloc_of(_Fixed({"a": model}, "smdlab").decide(st), "a") == (1, 2)
+    src = _Fixed({"a": model}, "source", oracle=True).decide(st)
+    assert alloc_of(src, "a") == (2, 1)
+    apply_decision(st, src)
+
+
+def test_source_stops_at_the_first_addition_that_does_not_fit():
+    # a's best addition is a worker, and no GPU is left for it; b's PS would fit and help.
+    cl = cluster(1, gpu=2, cpu=100, bw_gbps=100)
+    big = SpeedModel((4e-2, 0.01, 0.001, 0.0, 0.0), 128)  # compute-bound: wants workers
+    comm = SpeedModel((1e-4, 0.01, 0.5, 0.0, 0.0), 128)  # PS-bound: wants PSs
+    jobs = [job("a", samples=1e8), job("b", arrival=1.0, samples=1e3)]
+    st = state(cl, [queued(j) for j in jobs])
+    models = {"a": big, "b": comm}
+    src = _Fixed(models, "source", oracle=True).decide(st)
+    assert alloc_of(src, "a") == (1, 1) and alloc_of(src, "b") == (1, 1)
+    ported = _Fixed(models, "smdlab").decide(st)
+    assert alloc_of(ported, "b")[1] > 1  # the earlier port goes on to b's PS
+    apply_decision(st, src)
+
+
+def test_source_places_smaller_jobs_first_and_the_rest_wait_after_a_misfit():
+    from smdlab.policies.optimus import place_source
+
+    cl = cluster(2, gpu=4, cpu=32, bw_gbps=100)
+    free = np.array([[4, 32, 100], [4, 32, 100]], dtype=float)
+    jobs = [job("big"), job("small", arrival=1.0)]
+    out = place_source(cl, free, jobs, [(8, 1), (1, 1)])
+    # ascending task count: small first, then big finds 7 GPUs for its 8 workers and runs on
+    # what fits task by task (PS and worker alternately, first fit)
+    assert out["small"] == ((0, 1, 1),)
+    assert sum(w for _, w, _ in out["big"]) == 7 and sum(p for _, _, p in out["big"]) == 1
+    # a job that fits nowhere (its PS needs 40 CPUs) ends the placement: the larger job after it
+    # waits although it would fit
+    jobs = [
+        job("ok"),
+        job("huge_ps", arrival=1.0, ps={"cpu": 40, "bw_gbps": 5}),
+        job("after", arrival=2.0),
+    ]
+    out = place_source(cl, free, jobs, [(1, 1), (1, 1), (2, 1)])
+    assert set(out) == {"ok"}
+
+
+def test_remaining_work_estimate_from_the_loss_curve():
+    from smdlab.policies.convergence import (
+        FALLBACK_EPOCHS,
+        ConvergenceEstimator,
+        converged_epoch,
+    )
+
+    est = ConvergenceEstimator(seed=0)
+    errs = {0.2: [], 0.8: []}
+    for i in range(12):
+        j = job(f"j{i}", samples=1e6)
+        epochs, a, b, c, _ = est.curve(j)
+        assert converged_epoch(a, b, c) == epochs  # the true curve converges at the job's end
+        # too few losses: the source's fallback of 20 more epochs
+        assert np.isclose(est.remaining(j, 1e6), FALLBACK_EPOCHS * 1e6 / epochs)
+        for f in errs:
+            errs[f].append(abs(est.remaining(j, 1e6 * (1 - f)) - 1e6 * (1 - f)) / 1e6)
+    assert np.mean(errs[0.8]) < np.mean(errs[0.2])  # more losses, a better estimate
+    again = ConvergenceEstimator(seed=0)
+    j = job("j3", samples=1e6)
+    assert again.remaining(j, 4e5) == est.remaining(j, 4e5)  # seeded
+    opt = Optimus(oracle=True)
+    assert opt.remaining_estimate(j, 4e5) == 4e5
+    assert Optimus().remaining_estimate(j, 4e5) == est.remaining(j, 4e5)
+
+
+def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
+    cl = cluster(1)
+    r = running(job("r", samples=1e6), [(0, 2, 2)], remaining=5e5)
+    q = job("q", arrival=1.0, samples=1e6)
+    st = state(cl, [queued(q)], [r], elastic=True)
+    opt = Optimus()
+    d = opt.decide(st)
+    assert alloc_of(d, "q") is not None
+    apply_decision(st, d)
+    # the same jobs on the placements just decided: the rebuild finds them again, nothing moves
+    placed = {a.job: a.placement.tasks for a in d.allocations}
+    again = state(
+        cl,
+        [],
+        [
+            running(r.job, placed.get("r", r.placement.tasks), remaining=5e5),
+            running(q, placed["q"]),
+        ],
+        elastic=True,
+    )
+    assert opt.decide(again).allocations == () and opt.decide(again).preempt == ()
+    with pytest.raises(InvalidInput, match="variant"):
+        Optimus(variant="paper")
+    with pytest.raises(InvalidInput, match="oracle"):
+        Optimus(oracle="yes")

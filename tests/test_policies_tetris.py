@@ -51,3 +51,44 @@ def test_remaining_work_preference_can_outweigh_alignment():
     d = Tetris(weight=5.0).decide(st)
     assert alloc_of(d, "y") == (1, 1) and alloc_of(d, "x") is None
     apply_decision(st, d)
+
+
+def test_fairness_knob_hands_the_bundle_to_the_job_furthest_below_its_share():
+    # Two queued jobs on one empty machine: a, better aligned and shorter, would take every
+    # bundle under pure packing (f = 0); with f -> 1 only the job of smallest share competes, so
+    # the bundles alternate.
+    cl = Cluster((Machine("m0", {"gpu": 4, "cpu": 16, "bw_gbps": 100}),), ("gpu", "cpu", "bw_gbps"))
+    a = job("a", worker={"gpu": 1, "cpu": 4, "bw_gbps": 0.01}, ps=TINY, max_workers=4, max_ps=4)
+    b = job(
+        "b",
+        arrival=1.0,
+        worker={"gpu": 1, "cpu": 1, "bw_gbps": 0.01},
+        ps=TINY,
+        max_workers=4,
+        max_ps=4,
+        samples=1e7,
+    )
+    st = state(cl, [queued(a), queued(b)])
+    packing = Tetris(fairness=0.0).decide(st)
+    fair = Tetris(fairness=0.99).decide(st)
+    assert alloc_of(packing, "a") == (4, 4) and alloc_of(packing, "b") is None
+    assert alloc_of(fair, "a")[0] == 2 and alloc_of(fair, "b")[0] == 2
+    for d in (packing, fair):
+        apply_decision(st, d)
+
+
+def test_paper_remaining_work_counts_resources_and_bad_options_raise():
+    import pytest
+
+    from smdlab import InvalidInput
+
+    st = _case(x_samples=1e7)
+    # x needs 100x the samples of y; the paper's remaining work also weighs the bundle's size
+    d = Tetris(weight=5.0, fairness=0.0).decide(st)
+    assert alloc_of(d, "y") == (1, 1) and alloc_of(d, "x") is None
+    assert Tetris(variant="smdlab", fairness=0.5).fairness == 0.0  # the earlier port has no knob
+    assert Tetris().fairness == Tetris.DEFAULT_FAIRNESS == 0.25
+    with pytest.raises(InvalidInput, match="fairness"):
+        Tetris(fairness=1.0)
+    with pytest.raises(InvalidInput, match="variant"):
+        Tetris(variant="dl2x")

@@ -177,7 +177,12 @@ def _machines_used(auditor: Auditor) -> list[tuple[int, ...]]:
 
 
 # Low Tiresias thresholds, so that its preemptions happen within these short runs.
-OPTIONS = {"tiresias": {"thresholds": (5.0, 50.0)}}
+# Short GA runs for OMRU: the invariants do not depend on how well the GA converges.
+OPTIONS = {
+    "tiresias": {"thresholds": (5.0, 50.0)},
+    "omru": {"generations": 20},
+    "omru_noreuse": {"generations": 20},
+}
 
 
 @pytest.mark.parametrize("policy", list_policies())

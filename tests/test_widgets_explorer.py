@@ -215,3 +215,49 @@ def test_job_sizes_do_not_depend_on_edits():
         for j in build_jobs(s.with_edit("vgg16", compute=3.0).replace(bandwidth_gbps=40.0))
     ]
     assert a == b
+
+
+def _count_draws(monkeypatch, a):
+    """Count ``sync_figure`` calls per figure of ``a`` (allocation, bounds, timeline)."""
+    import smdlab.widgets.explorer_app as mod
+
+    counts = {"allocation": 0, "bounds": 0, "timeline": 0}
+    names = {id(a.allocation_fig): "allocation", id(a.bounds_fig): "bounds"}
+    names[id(a.timeline_fig)] = "timeline"
+    real = mod.sync_figure
+
+    def counting(target, fig):
+        counts[names[id(target)]] += 1
+        real(target, fig)
+
+    monkeypatch.setattr(mod, "sync_figure", counting)
+    return counts
+
+
+@pytest.mark.parametrize("method", ["smd", "milp"])
+def test_each_figure_is_drawn_once_per_change(monkeypatch, method):
+    # A grace period longer than the MILP: its answer is part of the one draw of the change.
+    a = explorer(SMALL.replace(method=method), milp_time_limit=5, exact_grace_s=30)
+    try:
+        counts, updates = _count_draws(monkeypatch, a), a.updates
+        for control, value in (("machines", 1), ("bandwidth", 20.0), ("machines", 3)):
+            getattr(a, control).value = value
+            assert a.wait(30) and a.error is None and not a.background.errors
+        assert a.updates == updates + 3
+        assert counts == {"allocation": 3, "bounds": 3, "timeline": 3}
+        assert a.bounds_fig.data[0].y[-1] == pytest.approx(a.exact_solution.objective)
+    finally:
+        a.close()
+
+
+def test_a_slow_exact_milp_draws_the_bounds_again_on_arrival(monkeypatch):
+    a = explorer(SMALL, milp_time_limit=5, exact_grace_s=0)
+    try:
+        counts = _count_draws(monkeypatch, a)
+        a.seed.value = 12
+        assert a.wait(30) and not a.background.errors
+        # The change draws each figure once ("solving…"); the MILP's arrival redraws the bounds.
+        assert counts == {"allocation": 1, "bounds": 2, "timeline": 1}
+        assert a.bounds_fig.data[0].y[-1] == pytest.approx(a.exact_solution.objective)
+    finally:
+        a.close()

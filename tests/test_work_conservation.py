@@ -24,6 +24,9 @@ from smdlab.solve.placement import TOL, capacity_matrix, first_fit, first_fit_ta
 from smdlab.testing import random_job
 
 ELASTIC = ["smd", "milp", "optimus", "drf"]
+# Optimus and DRF as their sources run them stop at the first task that does not fit and leave
+# the rest idle (docs/baselines.md); the property holds for them with the shared fill switched on.
+OPTIONS = {"optimus": {"work_conserving": True}, "drf": {"work_conserving": True}}
 GAIN = 1e-9  # a relative speed-up below this is no speed-up
 
 
@@ -108,7 +111,7 @@ def test_elastic_decisions_leave_no_usable_gpu_idle(name):
     bad = {}
     for seed in range(25):
         st = _world(seed, max_jobs)
-        found = idle_gpu_users(st, get_policy(name).decide(st))
+        found = idle_gpu_users(st, get_policy(name, **OPTIONS.get(name, {})).decide(st))
         if found:
             bad[seed] = found
     assert not bad, f"{name} leaves usable GPUs idle: {bad}"
@@ -148,7 +151,7 @@ def test_elastic_runs_are_work_conserving_at_every_decision(name):
         )
         for i in range(n)
     ]
-    pol = _Checked(get_policy(name))
+    pol = _Checked(get_policy(name, **OPTIONS.get(name, {})))
     res = simulate(jobs, cl, pol, restart_s=0.0)
     assert res.summary["jobs_completed"] == n and res.summary["execution"] == "elastic"
     assert not pol.bad, f"{name}: {pol.bad[:5]}"

@@ -35,6 +35,9 @@ class ExperimentConfig:
     gpu_mix: distribution of the jobs' requested GPU counts, as (GPU count, probability) pairs.
     duration_median_s: median job duration at its request on an idle cluster.
     mode: timing-model overlap mode.
+    demands: per-task demands of the batch jobs: ``per_network`` (each network's, by
+        ``smdlab.model.demands.task_demands``; the default, so that multi-resource policies such as
+        Tetris and DRF see different demand shapes) or ``uniform`` (one bundle for every job).
     execution: ``natural`` (each policy in the mode it declares, the default) or one execution
         mode forced on every policy (``smdlab.policies.base.EXECUTIONS``; a policy that cannot
         run in it is an error).
@@ -61,6 +64,7 @@ class ExperimentConfig:
     gpu_mix: tuple[tuple[int, float], ...] = BATCH_GPU_MIX
     duration_median_s: float = 1800.0
     mode: str = "wfbp"
+    demands: str = "per_network"
     execution: str = "natural"
     restart_s: float = DEFAULT_RESTART_S
     jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
@@ -93,6 +97,7 @@ class ExperimentConfig:
             self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
+        check_choice("demands", self.demands, ("per_network", "uniform"))
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
             self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)

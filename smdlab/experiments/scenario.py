@@ -45,7 +45,8 @@ def _demands(bw_gbps: float) -> tuple[dict[str, float], dict[str, float]]:
 def batch_jobs(config: ExperimentConfig, seed: int, n_jobs: int | None = None) -> list[Job]:
     """``n_jobs`` synthetic jobs (default: the config's), all arriving at time 0, drawn with ``seed``."""
     n = check_int("n_jobs", config.n_jobs if n_jobs is None else n_jobs, 1)
-    wd, pd_ = _demands(config.task_bw_gbps)
+    uniform = config.demands == "uniform"
+    wd, pd_ = _demands(config.task_bw_gbps) if uniform else (None, None)
     jobs = synthetic(
         n,
         base_cluster(config),
@@ -54,6 +55,8 @@ def batch_jobs(config: ExperimentConfig, seed: int, n_jobs: int | None = None) -
         cap_factor=config.cap_factor,
         duration_median_s=config.duration_median_s,
         mode=config.mode,
+        demands=config.demands,
+        task_bw_gbps=config.task_bw_gbps,
         worker_demand=wd,
         ps_demand=pd_,
         pipeline=False,

@@ -58,6 +58,10 @@ class Device:
     efficiency: Mapping[str, float] = field(hash=False)
     backward_factor: float = 2.0
     source: str = ""
+    # Intra-machine link one GPU drives into its ring neighbour, per direction (Gbps, 1e9 bit/s):
+    # the B of an all-reduce ring that sits on one machine (smdlab.model.allreduce).
+    links_gbps: Mapping[str, float] = field(hash=False, default_factory=dict)
+    links_source: str = ""
 
     def __post_init__(self) -> None:
         """Validate the peak and efficiencies and freeze the mapping."""
@@ -70,6 +74,18 @@ class Device:
         if bad:
             raise InvalidInput(f"efficiency values must lie in (0, 1], got {bad}")
         object.__setattr__(self, "efficiency", MappingProxyType(dict(self.efficiency)))
+        bad_links = {k: v for k, v in self.links_gbps.items() if not v > 0}
+        if bad_links:
+            raise InvalidInput(f"links_gbps values must be > 0, got {bad_links}")
+        object.__setattr__(self, "links_gbps", MappingProxyType(dict(self.links_gbps)))
+
+    def link_gbps(self, link: str) -> float:
+        """Per-direction bandwidth (Gbps) of the intra-machine ``link`` (``nvlink`` or ``pcie``)."""
+        if link not in self.links_gbps:
+            raise InvalidInput(
+                f"interconnect must be one of {', '.join(sorted(self.links_gbps))}; got {link!r}"
+            )
+        return self.links_gbps[link]
 
     def forward_time(self, kind: str, flops: float) -> float:
         """Forward seconds per sample for a layer of ``kind`` doing ``flops`` FLOPs."""
@@ -102,6 +118,20 @@ _A100_EFF = {
     "other": 0.005,  # generic elementwise: same bandwidth bound
 }
 
+# Intra-machine links, per direction, as the bandwidth one GPU can push to its ring neighbour.
+# NVLink: the GPU's aggregate NVLink bandwidth halved (NCCL builds rings over all of a GPU's links).
+# PCIe: a x16 slot after line encoding (Gen3 8 GT/s and Gen4 16 GT/s, 128b/130b).
+_V100_LINKS = {"nvlink": 150 * 8.0, "pcie": 15.75 * 8}
+_V100_LINKS_SOURCE = (
+    "NVIDIA Tesla V100 datasheet: NVLink 300 GB/s (6 NVLink 2.0 links, both directions), so 150 GB/s "
+    "per direction; PCIe 3.0 x16: 8 GT/s x 16 lanes x 128/130 = 15.75 GB/s per direction (PCI-SIG)"
+)
+_A100_LINKS = {"nvlink": 300 * 8.0, "pcie": 31.5 * 8}
+_A100_LINKS_SOURCE = (
+    "NVIDIA A100 datasheet: NVLink 600 GB/s (12 NVLink 3.0 links, both directions), so 300 GB/s per "
+    "direction; PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG)"
+)
+
 DEVICES: dict[str, Device] = {
     "v100": Device(
         name="v100",
@@ -110,6 +140,8 @@ DEVICES: dict[str, Device] = {
         efficiency=_V100_EFF,
         backward_factor=2.0,
         source=_V100_SOURCE,
+        links_gbps=_V100_LINKS,
+        links_source=_V100_LINKS_SOURCE,
     ),
     "a100": Device(
         name="a100",
@@ -118,6 +150,8 @@ DEVICES: dict[str, Device] = {
         efficiency=_A100_EFF,
         backward_factor=2.0,
         source=_A100_SOURCE,
+        links_gbps=_A100_LINKS,
+        links_source=_A100_LINKS_SOURCE,
     ),
 }
 

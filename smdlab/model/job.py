@@ -1,4 +1,4 @@
-"""A data-parallel training job on the parameter-server architecture."""
+"""A data-parallel training job: parameter-server (``arch="ps"``) or ring all-reduce (``arch="allreduce"``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,12 @@ from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
 BATCH_MODES = ("global", "per_worker")
+ARCHS = ("ps", "allreduce")
+DEFAULT_MAX_PS = 16
+DEFAULT_BUCKET_MB = (
+    25.0  # PyTorch DDP's default bucket_cap_mb (torch.nn.parallel.DistributedDataParallel)
+)
+INTERCONNECTS = ("nvlink", "pcie")
 
 # One uniform per-task bundle (one GPU worker, a CPU-only PS): the workloads' ``demands="uniform"``
 # option. make_job and the workloads' default derive demands per network instead
@@ -24,7 +30,19 @@ DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType(
 )
 
 
-def _demand(field: str, demand: Mapping[str, float]) -> Mapping[str, float]:
+def _demand(
+    field: str, demand: Mapping[str, float] | None, arch: str = "ps"
+) -> Mapping[str, float]:
+    if arch == "allreduce" and field == "ps_demand":
+        if demand is None:
+            return MappingProxyType({})
+        if not isinstance(demand, Mapping) or any(
+            check_positive(f"{field}[{r!r}]", v, allow_zero=True) > 0 for r, v in demand.items()
+        ):
+            raise InvalidInput(
+                f"ps_demand of an all-reduce job must be empty or all 0 (it has no PS), got {demand!r}"
+            )
+        return MappingProxyType({})
     if not isinstance(demand, Mapping):
         raise InvalidInput(
             f"{field} must be a mapping from resource name to amount, got {demand!r}"
@@ -37,6 +55,10 @@ def _demand(field: str, demand: Mapping[str, float]) -> Mapping[str, float]:
     return MappingProxyType(out)
 
 
+# Fields the timing model never reads: jobs differing only in these share speed tables.
+_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers")
+
+
 @dataclass(frozen=True, eq=False)
 class Job:
     """A training job: network profile, work, batch convention and per-task demands.
@@ -46,16 +68,23 @@ class Job:
     samples: samples still to process (epochs times dataset size, minus work done).
     global_batch: global mini-batch M (global mode), split evenly over the workers.
     worker_demand: resources one worker reserves; ``bw_gbps`` is its NIC bandwidth B_w.
-    ps_demand: resources one PS reserves; ``bw_gbps`` is its NIC bandwidth B_ps.
+    ps_demand: resources one PS reserves; ``bw_gbps`` is its NIC bandwidth B_ps. An all-reduce job
+        has no PS: empty (or all 0; stored empty).
     arrival: arrival time (s).
     weight: weight omega in the weighted-JCT objective.
     max_workers: largest number of workers W_max.
-    max_ps: largest number of PSs P_max.
+    max_ps: largest number of PSs P_max (default 16; an all-reduce job: 0, and only 0).
     batch_mode: ``global`` (M split over workers) or ``per_worker`` (m samples per worker).
     per_worker_batch: m, required in ``per_worker`` mode.
     latency_s: per-message latency added to every push and pull.
     requested_workers: workers the user asked for (trace GPU count); request-driven policies use
         it (e.g. Tiresias). None: not given (such policies fall back to ``max_workers``).
+    arch: ``ps`` (parameter servers) or ``allreduce`` (ring all-reduce among the workers, no PS).
+    bucket_mb: all-reduce gradient bucket size in MB (1e6 bytes; PyTorch DDP's 25 by default).
+    intra_link: all-reduce ring bandwidth inside one machine: ``nvlink`` or ``pcie`` (the profile
+        device's link, ``smdlab.model.devices``), or a number in Gbps.
+    gpus_per_machine: GPUs of one machine an all-reduce ring fills before it crosses machines: a
+        ring of w <= gpus_per_machine workers is taken to sit on one machine in the timing tables.
     pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
         the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
         ``mem_gb`` set how fast data arrives.
@@ -70,27 +99,50 @@ class Job:
     arrival: float = 0.0
     weight: float = 1.0
     max_workers: int = 16
-    max_ps: int = 16
+    max_ps: int = None  # type: ignore[assignment]  # None: the arch's default (16; all-reduce 0)
     batch_mode: str = "global"
     per_worker_batch: int | None = None
     latency_s: float = 0.0
     requested_workers: int | None = None
+    arch: str = "ps"
+    bucket_mb: float = DEFAULT_BUCKET_MB
+    intra_link: str | float = "nvlink"
+    gpus_per_machine: int = 8
     pipeline: InputPipeline | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
             raise InvalidInput(f"profile must be a LayerProfile, got {type(self.profile).__name__}")
+        check_choice("arch", self.arch, ARCHS)
+        allreduce = self.arch == "allreduce"
+        if allreduce:
+            if self.max_ps not in (None, 0):
+                raise InvalidInput(
+                    f"max_ps of an all-reduce job must be 0 (it has no PS), got {self.max_ps!r}"
+                )
+            object.__setattr__(self, "max_ps", 0)
+        elif self.max_ps is None:
+            object.__setattr__(self, "max_ps", DEFAULT_MAX_PS)
+        object.__setattr__(self, "bucket_mb", check_positive("bucket_mb", self.bucket_mb))
+        if isinstance(self.intra_link, str):
+            check_choice("intra_link", self.intra_link, INTERCONNECTS)
+        else:
+            object.__setattr__(self, "intra_link", check_positive("intra_link", self.intra_link))
+        object.__setattr__(
+            self, "gpus_per_machine", check_int("gpus_per_machine", self.gpus_per_machine, 1, 1024)
+        )
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
         object.__setattr__(self, "worker_demand", _demand("worker_demand", self.worker_demand))
-        object.__setattr__(self, "ps_demand", _demand("ps_demand", self.ps_demand))
+        object.__setattr__(self, "ps_demand", _demand("ps_demand", self.ps_demand, self.arch))
         object.__setattr__(
             self, "arrival", check_positive("arrival", self.arrival, allow_zero=True)
         )
         object.__setattr__(self, "weight", check_positive("weight", self.weight))
         object.__setattr__(self, "max_workers", check_int("max_workers", self.max_workers, 1, 1024))
-        object.__setattr__(self, "max_ps", check_int("max_ps", self.max_ps, 1, 1024))
+        if not allreduce:
+            object.__setattr__(self, "max_ps", check_int("max_ps", self.max_ps, 1, 1024))
         check_choice("batch_mode", self.batch_mode, BATCH_MODES)
         if self.batch_mode == "per_worker":
             object.__setattr__(
@@ -121,35 +173,28 @@ class Job:
     @property
     def value_key(self) -> tuple:
         """Every field by value (the profile by its fingerprint): equal keys, equal jobs."""
-        return self._memo(
-            "_value_key",
-            lambda: (
-                self.name,
-                self.samples,
-                self.arrival,
-                self.weight,
-                self.requested_workers,
-                self.model_key,
-            ),
-        )
+        return self._memo("_value_key", lambda: self._fields_key(()))
 
     @property
     def model_key(self) -> tuple:
-        """Every field the timing model reads, by value (the key of the speed-table caches)."""
-        return self._memo(
-            "_model_key",
-            lambda: (
-                self.profile.fingerprint,
-                self.global_batch,
-                self.batch_mode,
-                self.per_worker_batch,
-                self.latency_s,
-                self.max_workers,
-                self.max_ps,
-                self.pipeline,
-                self.demand_key,
-            ),
-        )
+        """Every field but those only scheduling reads, by value (the key of the speed-table caches).
+
+        Built from all fields, so a field added later is part of the key without anyone listing it.
+        """
+        return self._memo("_model_key", lambda: self._fields_key(_SCHEDULING_ONLY))
+
+    def _fields_key(self, skip: tuple[str, ...]) -> tuple:
+        out = []
+        for name in self.__dataclass_fields__:
+            if name in skip:
+                continue
+            v = getattr(self, name)
+            if isinstance(v, LayerProfile):
+                v = v.fingerprint
+            elif isinstance(v, Mapping):
+                v = tuple(sorted(v.items()))
+            out.append((name, v))
+        return tuple(out)
 
     @property
     def demand_key(self) -> tuple:
@@ -183,8 +228,28 @@ class Job:
 
     @property
     def ps_bw_bytes(self) -> float:
-        """PS NIC bandwidth B_ps in bytes per second."""
-        return self.ps_demand["bw_gbps"] * 1e9 / 8
+        """PS NIC bandwidth B_ps in bytes per second (0 for an all-reduce job)."""
+        return self.ps_demand.get("bw_gbps", 0.0) * 1e9 / 8
+
+    @property
+    def is_allreduce(self) -> bool:
+        """Whether the job trains with ring all-reduce (no PS)."""
+        return self.arch == "allreduce"
+
+    @property
+    def ps_slots(self) -> int:
+        """Columns of the job's timing tables: max_ps, or 1 for an all-reduce job (p = 0)."""
+        return 1 if self.arch == "allreduce" else int(self.max_ps or 0)
+
+    @property
+    def intra_bw_bytes(self) -> float:
+        """All-reduce ring bandwidth inside one machine, bytes per second."""
+        if isinstance(self.intra_link, str):
+            from smdlab.model.devices import DEVICES
+
+            device = DEVICES.get(self.profile.device, DEVICES["v100"])
+            return device.link_gbps(self.intra_link) * 1e9 / 8
+        return float(self.intra_link) * 1e9 / 8
 
     def replace(self, **changes) -> Job:
         """Copy with some fields changed (validated again)."""
@@ -193,7 +258,9 @@ class Job:
         return Job(**fields)
 
     def check_config(self, workers: int, ps: int) -> tuple[int, int]:
-        """Validate a (workers, ps) configuration against this job's bounds."""
+        """Validate a (workers, ps) configuration against this job's bounds (all-reduce: ps = 0)."""
+        if self.arch == "allreduce":
+            return check_int("workers", workers, 1, self.max_workers), check_int("ps", ps, 0, 0)
         return (
             check_int("workers", workers, 1, self.max_workers),
             check_int("ps", ps, 1, self.max_ps),
@@ -202,7 +269,8 @@ class Job:
     def __repr__(self) -> str:
         return (
             f"Job({self.name!r}, {self.profile.network}, samples={self.samples:g}, M={self.global_batch}, "
-            f"arrival={self.arrival:g}, caps=({self.max_workers},{self.max_ps}))"
+            f"arrival={self.arrival:g}, caps=({self.max_workers},{self.max_ps})"
+            + (", allreduce)" if self.arch == "allreduce" else ")")
         )
 
 
@@ -215,10 +283,13 @@ def make_job(
     global_batch: int | None = None,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
+    arch: str = "ps",
     pipeline: bool | InputPipeline | None = False,
     **kwargs,
 ) -> Job:
     """A job on a bundled network; demands default to the network's (``smdlab.model.demands.task_demands``).
+
+    ``arch="allreduce"``: a ring all-reduce job (no PS; the worker demand as for a PS job).
 
     pipeline: True attaches the network's bundled data stage (``bundled_pipeline``), an
     InputPipeline attaches that one, False/None none (the layered model alone).
@@ -232,6 +303,10 @@ def make_job(
         else int(profile_info(network)["default_global_batch"])
     )
     wd, pd_ = task_demands(profile)
+    if check_choice("arch", arch, ARCHS) == "allreduce":
+        ps_side = dict(ps_demand or {})  # validated by Job: an all-reduce job has no PS
+    else:
+        ps_side = dict(ps_demand or pd_)
     if pipeline is True:
         pipeline = bundled_pipeline(profile)
     elif pipeline is False:
@@ -242,7 +317,8 @@ def make_job(
         samples,
         batch,
         dict(worker_demand or wd),
-        dict(ps_demand or pd_),
+        ps_side,
+        arch=arch,
         pipeline=pipeline,
         **kwargs,
     )

@@ -344,3 +344,24 @@ def synergy_image_cpu_s_per_sample() -> float:
     ]
     rate = rows["relative_throughput"] * rows["batch"] / rows["iter_time_s_fair_share"]
     return float(1.0 / rate.mean())
+
+
+def group_iteration_time(jobs: Sequence[Job], workers: int, ps: int, mode: str = "wfbp") -> float:
+    """Iteration time of ``jobs`` interleaving on one set of ``workers`` GPUs and ``ps`` PSs.
+
+    Muri's interleaved time of their stage times (``interleaved_time``, with the measured overhead
+    per group size), but never below the slowest member's own iteration time: a job alone
+    already overlaps its data stage with compute (prefetching), so a group cannot beat that. One
+    job: its own iteration time.
+    """
+    from smdlab.model.timing import iteration_time
+
+    if not 1 <= len(jobs) <= MAX_GROUP:
+        raise InvalidInput(
+            f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {len(jobs)}"
+        )
+    solo = max(iteration_time(j, workers, ps, mode) for j in jobs)
+    if len(jobs) == 1:
+        return solo
+    rows = [[stage_times(j, workers, ps, mode)[s] for s in STAGES] for j in jobs]
+    return max(solo, interleaved_time(rows))

@@ -1,5 +1,7 @@
 """The layered timing model of one PS training iteration (specification: docs/model.md).
 
+All-reduce jobs (``arch="allreduce"``) are dispatched to ``smdlab.model.allreduce``.
+
 Per-layer quantities for a job on (w workers, p PSs):
     compute scale  cs = M / w (global batch) or m (per-worker batch)
     forward  f_l(w) = f_l * cs,  backward b_l(w) = b_l * cs
@@ -256,6 +258,21 @@ def _check_job(job: Job) -> Job:
 
 def _key(job: Job, mode: str) -> tuple:
     """Every input of the job's layered table, by value (``caches.ITERATION_TABLES``)."""
+    if job.arch == "allreduce":
+        return (
+            "allreduce",
+            job.profile.fingerprint,
+            job.batch_mode,
+            job.global_batch,
+            job.per_worker_batch,
+            job.worker_bw_bytes,
+            job.intra_bw_bytes,
+            job.bucket_mb,
+            job.gpus_per_machine,
+            job.latency_s,
+            job.max_workers,
+            mode,
+        )
     return (
         job.profile.fingerprint,
         job.batch_mode,
@@ -274,7 +291,9 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
     """Per job, its (max_workers x max_ps) table of iteration times tau[w-1, p-1] (cached).
 
     A job with an input pipeline is bounded below by its data stage at its worker demand
-    (``smdlab.model.pipeline``); without one, the layered model's table.
+    (``smdlab.model.pipeline``); without one, the layered model's table. An all-reduce job's
+    table is (max_workers x 1): its one column is p = 0 (``smdlab.model.allreduce``, a packed
+    ring), so ``tau[w-1, p-1]`` with p = 0 reads it too.
     """
     jobs = _check_jobs(jobs)
     tables = _layered_tables(jobs, mode)
@@ -311,6 +330,12 @@ def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]
             missing[k] = j
         else:
             found[k] = hit
+    for k in [k for k, j in missing.items() if j.arch == "allreduce"]:
+        from smdlab.model.allreduce import allreduce_table
+
+        table = allreduce_table(missing.pop(k), mode)
+        table.setflags(write=False)
+        found[k] = ITERATION_TABLES.put(k, table)
     if missing:
         todo = list(missing.items())
         wmax = max(j.max_workers for _, j in todo)
@@ -339,7 +364,7 @@ def iteration_time_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
         raise InvalidInput("jobs must list at least one job, got 0")
     tables = iteration_time_table(jobs, mode)
     wmax = max(j.max_workers for j in jobs)
-    pmax = max(j.max_ps for j in jobs)
+    pmax = max(j.ps_slots for j in jobs)
     out = np.full((len(jobs), wmax, pmax), np.inf)
     for i, t in enumerate(tables):
         out[i, : t.shape[0], : t.shape[1]] = t
@@ -433,8 +458,13 @@ def duration(
 
 
 def active_piece(job: Job, workers: int, ps: int, mode: str = "wfbp") -> ActivePiece:
-    """Coefficients of the critical path that sets tau at (workers, ps)."""
-    w, p = _check_job(job).check_config(workers, ps)
+    """Coefficients of the critical path that sets tau at (workers, ps) (PS jobs only)."""
+    if _check_job(job).arch == "allreduce":
+        raise InvalidInput(
+            f"job {job.name!r}: active_piece is defined for PS jobs (the basis cs, w/p, 1); "
+            "this job is all-reduce"
+        )
+    w, p = job.check_config(workers, ps)
     t = _evaluate([job], np.array([[float(w)]]), np.array([[float(p)]]), mode, track=True)[:, 0, 0]
     cs = job.global_batch / w if job.batch_mode == "global" else float(job.batch)
     return ActivePiece(
@@ -454,11 +484,17 @@ def layer_timeline(
 
     A job with an input pipeline adds two rows on the ``input`` layer (index -1): ``read`` and
     ``preprocess``, the prefetch of the next batch that runs alongside this iteration; when the
-    data stage binds, the iteration ends with it.
+    data stage binds, the iteration ends with it. An all-reduce job (ps = 0) has ``allreduce``
+    rows, one per bucket, instead of push and pull (``smdlab.model.allreduce.allreduce_timeline``).
     """
     import pandas as pd
 
     check_choice("mode", mode, ("sequential", "wfbp"))
+    if _check_job(job).arch == "allreduce":
+        from smdlab.model.allreduce import allreduce_timeline
+
+        job.check_config(workers, ps)
+        return allreduce_timeline(job, workers, mode)
     w, p = _check_job(job).check_config(workers, ps)
     job = with_worker_resources(job, cpu, mem_gb)
     t = _Batch([job], np.array([[float(w)]]), np.array([[float(p)]]), track=False)

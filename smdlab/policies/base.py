@@ -88,6 +88,7 @@ class RunningJob:
     start: time it (last) started.
     remaining: samples still to process at the state's time.
     attained_service: GPU-seconds received so far.
+    group: the simulator's id of the interleaved group the job runs in (None: alone).
     """
 
     job: Job
@@ -97,6 +98,7 @@ class RunningJob:
     start: float
     remaining: float
     attained_service: float = 0.0
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,10 @@ class Allocation:
 
     cpu, mem_gb: CPU cores and memory (GB) each worker reserves and runs with (Synergy-style
     allocations, ``smdlab.model.pipeline``); None: the job's worker demand.
+    group: a label shared by the allocations of jobs that interleave on one GPU set (Muri's
+    group execution: up to 4 jobs, the same workers, PSs and placement; the group reserves the
+    per-machine maximum of its members' demands and each member advances at the group's
+    interleaved iteration time, ``smdlab.model.pipeline.group_iteration_time``); None: alone.
     """
 
     job: str
@@ -160,6 +166,7 @@ class Allocation:
     placement: Placement
     cpu: float | None = None
     mem_gb: float | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True)

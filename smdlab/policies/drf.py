@@ -1,54 +1,157 @@
-"""DRF: Dominant Resource Fairness by progressive filling, one worker+PS bundle at a time."""
+"""DRF: Dominant Resource Fairness by progressive filling, one worker+PS bundle at a time (docs/baselines.md)."""
 
 from __future__ import annotations
 
 import heapq
 
-from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Policy
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_choice
+from smdlab.model.job import Job
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+)
 from smdlab.policies.stages import (
     inverse_capacity,
     queued_jobs,
     total_capacity,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices
+from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
 from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import TOL, capacity_matrix, usage
 
 
 class DRF(Policy):
-    """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) ported to parameter-server jobs.
+    """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) for parameter-server jobs.
 
-    Rule (docs/simulator.md, Policies): repeatedly give one bundle to the job with the smallest dominant share (its
-    largest share of any resource, over the pooled capacity of the whole cluster), ties by arrival,
-    until no bundle fits.
+    Every rule, whether it follows the source, and why: docs/baselines.md (section DRF).
 
-    Assumptions where the paper is silent (it allocates generic tasks, not workers and PSs):
-    - A bundle is one worker plus one PS; once a job has ``max_ps`` PSs its bundles are a worker
-      alone; a job at ``max_workers`` receives nothing more. A queued job's first bundle starts it
-      at (1, 1).
-    - A bundle must fit the free capacity of real machines: each task goes to a machine the job
-      already uses if it fits there, else to the first machine it fits (locality, then first fit);
-      the worker first, and if the PS then fits nowhere, the PS first (``Ledger.add_pair``).
-      A job whose next bundle fits nowhere is skipped for the rest of this decision (free
-      capacity only shrinks while filling, so it cannot fit later in the same decision).
-    - Execution: natural mode ``elastic`` every 1,200 s, as DL2 runs DRF as its baseline (and as
-      the teacher of its supervised warm-up): its public simulator (pengyanghua/DL2,
-      ``drf_env.py``, ``parameters.py: TS_DURATION = 1200.0``) re-allocates every time slot.
-    - Non-elastic: only queued jobs receive bundles; running jobs keep what they hold.
-      Elastic: running jobs join the filling with their current shares and may grow (never
-      shrink), so DRF never preempts; then the shared work-conserving fill
-      (``stages.work_conserving_fill``) hands out what bundles leave idle (e.g. a GPU whose
-      machine has no room for a PS), so no job that could use a free GPU waits for it.
-    - Shares use the whole cluster's capacity as denominator; job weights are ignored (plain DRF).
+    Default (``variant="paper"``), the paper's Algorithm 1 with DL2's port (``drf_env.py``,
+    ``DRF_Env._schedule``) for what the paper leaves open:
+    - Progressive filling: repeatedly give one bundle (one worker and one PS) to the job of
+      smallest dominant share (its largest share of any resource over the pooled capacity of the
+      whole cluster), ties by arrival; stop at the first bundle that does not fit (Algorithm 1
+      returns when the cluster is full; DL2 breaks), rather than skipping that job.
+    - A bundle is co-located: its worker and its PS go to one machine, the least-loaded one (the
+      smallest sum over resources of the used fraction of the machine's capacity, ties by index;
+      DL2 keeps machines in a priority queue by used slots) among those where the bundle fits.
+      Where no machine holds the whole bundle (possible only on unequal machines), its worker
+      and PS go to the least-loaded machines each fits on (a departure: DL2's machines are equal).
+    - A job leaves the filling when it reaches ``max_workers`` workers or ``max_ps`` PSs (DL2
+      stops at either cap).
+    - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
+      every unfinished job at each time slot, ``TS_DURATION = 1200.0`` in its ``parameters.py``;
+      DL2 also trains its network to imitate this DRF): with ``state.elastic`` every running
+      and queued job is filled afresh on the whole capacity; a
+      running job whose allocation and placement come out unchanged keeps running as it is, one
+      left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
+      capacity. Job weights are ignored (plain DRF). Not work conserving: what the filling
+      leaves idle stays idle; ``work_conserving=True`` passes each decision through
+      ``stages.work_conserving_fill`` (elastic execution only).
+
+    ``variant="smdlab"``, smdlab's earlier port: a job whose bundle does not fit is skipped and the
+    filling goes on with the others; a bundle's tasks go to a machine the job already uses if they
+    fit there, else first fit, and may sit on two machines; a job at ``max_ps`` PSs gets workers
+    alone; in elastic mode running jobs join with their current shares and only grow.
     """
 
     name = "drf"
     execution = "elastic"
     executions = ("non_elastic", "elastic")
-    slot_s = DEFAULT_SLOT_S
+    slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
+    VARIANTS = ("paper", "smdlab")
+
+    def __init__(self, variant: str = "paper", work_conserving: bool | None = None) -> None:
+        self.variant = check_choice("variant", variant, self.VARIANTS)
+        if work_conserving is not None and not isinstance(work_conserving, bool):
+            raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
+        self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
 
     def decide(self, state: ClusterState) -> Decision:
-        """Bundles to the job of smallest dominant share, until none fits."""
+        """Bundles to the job of smallest dominant share, until the next one does not fit."""
+        if self.variant == "smdlab":
+            decision = self._decide_smdlab(state)
+        else:
+            decision = self._decide_paper(state)
+        # elastic execution only; the paper stops at the first misfit and leaves the rest idle
+        return work_conserving_fill(state, decision) if self.work_conserving else decision
+
+    def _decide_paper(self, state: ClusterState) -> Decision:
+        """Algorithm 1 of the paper with DL2's co-located bundles on the least-loaded machine."""
+        cluster = state.cluster
+        cap = total_capacity(state)
+        inv = inverse_capacity(cap)
+        machine_cap = capacity_matrix(cluster)
+        machine_inv = inverse_capacity(machine_cap)
+        free = np.array(state.free, dtype=float, copy=True)
+        queued = queued_jobs(state)
+        running = list(state.running) if state.elastic else []
+        for r in running:  # the filling starts from zero for every job: release what they hold
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
+        jobs = [q.job for q in queued] + [r.job for r in running]
+        if not jobs:
+            return Decision()
+        alpha, gamma = demand_matrices(jobs, cluster)
+        bundle = alpha + gamma
+        n = len(jobs)
+        w = [0] * n
+        tasks: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        heap = [(0.0, jobs[i].arrival, jobs[i].name, i) for i in range(n)]
+        heapq.heapify(heap)
+
+        def least_loaded(d: np.ndarray) -> int | None:
+            fits = np.all(free + TOL * np.maximum(1.0, d) >= d, axis=1)
+            if not fits.any():
+                return None
+            load = ((machine_cap - free) * machine_inv).sum(axis=1)
+            return int(np.flatnonzero(fits)[np.argmin(load[fits])])
+
+        def put(i: int, m: int, kind: int, d: np.ndarray) -> None:
+            free[m] -= d
+            tasks[i].setdefault(m, [0, 0])[kind] += 1
+
+        while heap:
+            _, arrival, name, i = heapq.heappop(heap)
+            m = least_loaded(bundle[i])
+            if m is not None:
+                put(i, m, 0, alpha[i])
+                put(i, m, 1, gamma[i])
+            else:
+                # Departure: no machine holds the bundle whole. DL2's machines are identical, so
+                # there it fits nowhere; on unequal machines its worker and PS may still fit
+                # apart: worker first, else PS first, each on the least-loaded machine it fits.
+                placed = False
+                for first, second, k1, k2 in (
+                    (alpha[i], gamma[i], 0, 1),
+                    (gamma[i], alpha[i], 1, 0),
+                ):
+                    m1 = least_loaded(first)
+                    if m1 is None:
+                        continue
+                    free[m1] -= first
+                    m2 = least_loaded(second)
+                    free[m1] += first
+                    if m2 is not None:
+                        put(i, m1, k1, first)
+                        put(i, m2, k2, second)
+                        placed = True
+                        break
+                if not placed:
+                    break  # the paper: the cluster is full for the lowest-share job; stop
+            w[i] += 1
+            if w[i] < jobs[i].max_workers and w[i] < jobs[i].max_ps:
+                share = float((w[i] * bundle[i] * inv).max())
+                heapq.heappush(heap, (share, arrival, name, i))
+        return _decision(state, jobs, w, w, tasks)
+
+    def _decide_smdlab(self, state: ClusterState) -> Decision:
+        """The ``smdlab`` variant: skip a misfit job, locality/first-fit bundles, grow from current shares."""
         cluster = state.cluster
         cap = total_capacity(state)
         inv = inverse_capacity(cap)
@@ -124,4 +227,32 @@ class DRF(Policy):
             for i in range(len(jobs))
             if w[i] > 0 and (w[i], p[i]) != start[i]
         )
-        return work_conserving_fill(state, Decision(allocations))  # elastic only
+        return Decision(allocations)
+
+
+def _decision(
+    state: ClusterState,
+    jobs: list[Job],
+    w: list[int],
+    p: list[int],
+    tasks: list[dict[int, list[int]]],
+) -> Decision:
+    """Allocations for jobs whose allocation or placement changed; running jobs left out are preempted."""
+    running = {r.job.name: r for r in state.running}
+    allocations = []
+    preempt = []
+    for i, job in enumerate(jobs):
+        r = running.get(job.name)
+        if w[i] == 0:
+            if r is not None:
+                preempt.append(job.name)
+            continue
+        pl = Placement(tuple((m, c[0], c[1]) for m, c in sorted(tasks[i].items())))
+        if (
+            r is not None
+            and (r.workers, r.ps) == (w[i], p[i])
+            and sorted(r.placement.tasks) == list(pl.tasks)
+        ):
+            continue
+        allocations.append(Allocation(job.name, w[i], p[i], pl))
+    return Decision(tuple(allocations), tuple(preempt))

@@ -23,9 +23,16 @@ _BUILTIN: dict[str, str] = {
     "tiresias": "smdlab.policies.tiresias:Tiresias",
     "smd": "smdlab.policies.smd:SMD",
     "milp": "smdlab.policies.milp:MILP",
+    "omru": "smdlab.policies.omru:OMRU",
+    "omru_noreuse": "smdlab.policies.omru_noreuse:OMRUNoReuse",
+    "seqex": "smdlab.policies.seqex:SeqEx",
+    "parallel": "smdlab.policies.parallel:Parallel",
+    "optimus_like": "smdlab.policies.optimus_like:OptimusLike",
     "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
+    "muri_s": "smdlab.policies.muri:MuriS",
+    "muri_l": "smdlab.policies.muri:MuriL",
 }
 _EXTRA: dict[str, Any] = {}
 

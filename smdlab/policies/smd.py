@@ -39,10 +39,10 @@ class SMD(Policy):
     handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
     Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by
-    first-fit decreasing with shrinking (section 8). Each job's work is its remaining samples;
+    first-fit decreasing with shrinking. Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
 
-    Execution (smd-model.md section 7): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    Execution (docs/simulator.md): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
     schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
     al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
     simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.

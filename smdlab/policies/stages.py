@@ -135,8 +135,8 @@ def max_allocation(
     Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
     to ``max_workers`` (the bundle convention of the classic baselines).
     """
-    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.max_ps))
-    if n == 0 or n < job.max_ps or job.max_workers <= n:
+    n, placement = max_bundles(job, free, resources, min(job.max_workers, job.ps_slots))
+    if n == 0 or n < job.ps_slots or job.max_workers <= n:
         return n, n, placement
     k, extra = _largest(lambda k: first_fit(job, n + k, n, free, resources), job.max_workers - n)
     return (n + k, n, extra) if k else (n, n, placement)
@@ -286,7 +286,8 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             raise InvalidInput(
                 f"allocation names {alloc.job!r}, which is neither queued nor running"
             )
-        job.check_config(alloc.workers, alloc.ps)
+        # an all-reduce job may get a zero-demand PS slot from PS-minded policies; it runs with p = 0
+        job.check_config(alloc.workers, 0 if job.arch == "allreduce" else alloc.ps)
         if (alloc.placement.workers, alloc.placement.ps) != (alloc.workers, alloc.ps):
             raise InvalidInput(
                 f"allocation of {alloc.job!r}: placement holds {alloc.placement.workers} workers and "

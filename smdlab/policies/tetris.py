@@ -1,10 +1,12 @@
-"""Tetris: multi-resource packing by alignment score, blended with a shortest-remaining-work preference."""
+"""Tetris: multi-resource packing by alignment score, a remaining-work preference and a fairness knob (docs/baselines.md)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from smdlab.errors import check_positive
+from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.stages import inverse_capacity, queued_jobs, running_by_arrival
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
@@ -24,41 +26,55 @@ def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
 
 
 class Tetris(Policy):
-    """Tetris (Grandl et al., SIGCOMM 2014) ported to parameter-server jobs.
+    """Tetris (Grandl et al., SIGCOMM 2014) for parameter-server jobs.
 
-    Rule (docs/simulator.md, Policies): score each (job, bundle) by alignment = dot(free resources, demand) plus a
-    weight times a remaining-work preference (shorter first); allocate the best; repeat until no
-    bundle fits.
+    Every rule, whether it follows the paper, and why: docs/baselines.md (section Tetris).
 
-    Details, following the paper where it speaks:
+    Default (``variant="paper"``), the paper's section 3:
     - Alignment of a task on machine m is dot(free_m / cap_m, demand / cap_m): both vectors
       normalised by that machine's capacity (resources a machine lacks count 0). A bundle is one
       worker and one PS (a worker alone once the job has ``max_ps`` PSs); its worker goes to the
       machine of best alignment among those it fits, its PS then likewise (on the capacity left
       after the worker), and the bundle's alignment is the sum of the two tasks' alignments. If the
       PS then fits nowhere, the PS goes first (best alignment) and the worker second.
-    - The combined score is ``alignment + eps * preference`` with the paper's scaling
-      eps = weight * mean(alignment) / mean(preference) over the candidates of this step.
-
-    Assumptions where the paper is silent:
-    - Remaining work of a job = its remaining samples / its speed at (1, 1) under the exact model
-      (the same estimate SRTF uses); preference = (smallest remaining work among candidates) /
-      (the job's remaining work), in (0, 1], so shorter jobs score higher.
-    - weight defaults to 1.0 (alignment and preference count alike on average).
+    - Remaining work (section 3.3): a job's remaining duration times its resources, here the
+      remaining samples / speed at (1, 1) under the exact model times the bundle's demand summed
+      over resources as fractions of the cluster's capacity. Less remaining work is preferred:
+      score = alignment - eps * remaining work, eps = ``weight`` * mean(alignment) / mean(remaining
+      work) over the candidates of this step (the paper's scaling; weight 1).
+    - Fairness knob f (section 3.4, ``fairness``): only the ceil((1 - f) * n) of the n candidate
+      jobs furthest below their fair share (smallest dominant share of the pooled capacity, ties
+      by arrival) compete in each step; f = 0 is pure packing, f -> 1 hands the next bundle to the
+      job of smallest share. Default 0.25 (our reading of the value the paper recommends).
     - Execution: natural mode ``non_elastic``: Tetris packs tasks when they start and never
       resizes them (in the paper, tasks are packed onto a machine when they start and run there to
       completion); the elastic mode (growing running jobs) is a controlled-comparison option.
     - Ties go to the earlier arrival. A job whose bundle fits nowhere is skipped for the rest of
       the decision. Non-elastic: only queued jobs receive bundles. Elastic: running jobs may also
       grow (never shrink), so Tetris never preempts.
+
+    ``variant="smdlab"``, smdlab's earlier port: remaining work is time only, the preference is
+    (smallest remaining work among candidates) / (the job's remaining work) added with the same
+    eps scaling, and no fairness knob (``fairness`` is ignored).
     """
 
     name = "tetris"
     execution = "non_elastic"
     executions = ("non_elastic", "elastic")
+    VARIANTS = ("paper", "smdlab")
+    DEFAULT_FAIRNESS = 0.25
 
-    def __init__(self, weight: float = 1.0):
+    def __init__(self, weight: float = 1.0, fairness: float | None = None, variant: str = "paper"):
         self.weight = check_positive("weight", weight, allow_zero=True)
+        self.variant = check_choice("variant", variant, self.VARIANTS)
+        f = (
+            self.DEFAULT_FAIRNESS
+            if fairness is None
+            else check_positive("fairness", fairness, allow_zero=True)
+        )
+        if not f < 1:
+            raise InvalidInput(f"fairness must be in [0, 1), got {fairness!r}")
+        self.fairness = f if variant == "paper" else 0.0
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the (job, machines) of best blended score, until none fits."""
@@ -88,13 +104,17 @@ class Tetris(Policy):
         A, G = alpha[first_of], gamma[first_of]
         urows = np.arange(first_of.size)
         work = np.asarray(remaining, dtype=float) / base_speeds(jobs, state.mode)
+        pooled = cluster.capacity_vector.astype(float)
+        pinv = np.where(pooled > 0, 1.0 / np.where(pooled > 0, pooled, 1.0), 0.0)
+        if self.variant == "paper":  # duration x resources (the paper's remaining work)
+            work = work * ((alpha + gamma) * pinv).sum(axis=1)
         arrival_rank = np.argsort(
             np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable"
         )
         w_arr = np.array(ws, dtype=int)
         p_arr = np.array(ps, dtype=int)
         max_w = np.array([j.max_workers for j in jobs], dtype=int)
-        max_p = np.array([j.max_ps for j in jobs], dtype=int)
+        max_p = np.array([j.ps_slots for j in jobs], dtype=int)
         active = w_arr < max_w
         while active.any():
             free = ledger.free
@@ -131,10 +151,24 @@ class Tetris(Policy):
             if not ok.any():
                 break
             align = np.where(need_ps, pair_align[kind], a_w[urows, mw_u][kind])
-            pref = work[ok].min() / np.maximum(work, 1e-300)
-            mean_pref = pref[ok].mean()
-            eps = self.weight * align[ok].mean() / mean_pref if mean_pref > 0 else 0.0
-            score = np.where(ok, align + eps * pref, -np.inf)
+            cand = ok
+            if self.fairness > 0:
+                # the ceil((1 - f) n) candidates of smallest dominant share compete
+                share = ((w_arr[:, None] * alpha + p_arr[:, None] * gamma) * pinv).max(axis=1)
+                idx = np.flatnonzero(ok)
+                keep = math.ceil((1 - self.fairness) * idx.size - 1e-9)
+                order = np.lexsort((arrival_rank[idx], share[idx]))
+                cand = np.zeros_like(ok)
+                cand[idx[order[:keep]]] = True
+            if self.variant == "paper":
+                mean_work = work[cand].mean()
+                eps = self.weight * align[cand].mean() / mean_work if mean_work > 0 else 0.0
+                score = np.where(cand, align - eps * work, -np.inf)
+            else:
+                pref = work[ok].min() / np.maximum(work, 1e-300)
+                mean_pref = pref[ok].mean()
+                eps = self.weight * align[ok].mean() / mean_pref if mean_pref > 0 else 0.0
+                score = np.where(ok, align + eps * pref, -np.inf)
             best = score.max()
             tied = np.flatnonzero(score >= best - 1e-12 * max(1.0, abs(best)))
             i = int(tied[np.argmin(arrival_rank[tied])])

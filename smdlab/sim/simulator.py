@@ -16,6 +16,7 @@ preempted job when it resumes, makes no progress for ``restart_s`` seconds (chec
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -28,12 +29,13 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.pipeline import with_worker_resources
-from smdlab.model.timing import MODES
+from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
+from smdlab.model.timing import MODES, iteration_time, speed as speed_of
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
     EXECUTIONS,
+    Allocation,
     ClusterState,
     Decision,
     Placement,
@@ -82,6 +84,8 @@ class _Run:
     gpus: float  # GPUs held (attained service rate)
     finish: float
     version: int
+    group: str | None = None  # id of the interleaved group (Muri); None: alone
+    solo: np.ndarray | None = None  # per-machine use of the job alone (``rows``), for regrouping
 
 
 @dataclass
@@ -116,6 +120,15 @@ def _policy_from(policy: Policy | str) -> Policy:
             f"for the default reset) or be a registered name, got {policy!r}"
         )
     return policy
+
+
+def as_allreduce(a: Allocation, job: Job) -> Allocation:
+    """An all-reduce job's allocation with p = 0 and no PS tasks (policies written for PS jobs
+    may give it PSs: their demand is zero, and the simulator drops them)."""
+    if job.arch != "allreduce" or a.ps == 0 or not isinstance(a.placement, Placement):
+        return a
+    tasks = tuple((m, w, 0) for m, w, _ in a.placement.tasks if w)
+    return dataclasses.replace(a, ps=0, placement=Placement(tasks))
 
 
 def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
@@ -289,6 +302,9 @@ class _Simulator:
         remaining: float,
         attained: float,
         pause: float = 0.0,
+        speed: float | None = None,
+        share: np.ndarray | None = None,
+        group: str | None = None,
     ) -> _Run:
         wv, pv = task_vectors(job, self.resources)
         per_machine: dict[int, np.ndarray] = {}
@@ -296,7 +312,11 @@ class _Simulator:
             per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
         rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
         usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
-        speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+        solo = usage
+        if share is not None:  # a group member holds its share of the group's use
+            usage = share[rows]
+        if speed is None:
+            speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
@@ -316,6 +336,8 @@ class _Simulator:
             gpus,
             t + pause + remaining / speed,
             self.version,
+            group,
+            solo,
         )
         heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
         return r
@@ -323,17 +345,17 @@ class _Simulator:
     # ---- decision validation -------------------------------------------------------------
     def _check_alloc(self, a, job: Job) -> None:
         where = f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}"
-        for field, value, cap in (
-            ("workers", a.workers, job.max_workers),
-            ("ps", a.ps, job.max_ps),
+        for field, value, low, cap in (
+            ("workers", a.workers, 1, job.max_workers),
+            ("ps", a.ps, 0 if job.arch == "allreduce" else 1, job.max_ps),
         ):
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, np.integer))
-                or not 1 <= value <= cap
+                or not low <= value <= cap
             ):
                 raise InvalidDecision(
-                    f"{where}: {field} must be an integer in [1, {cap}], got {value!r}"
+                    f"{where}: {field} must be an integer in [{low}, {cap}], got {value!r}"
                 )
         if not isinstance(a.placement, Placement):
             raise InvalidDecision(
@@ -356,6 +378,100 @@ class _Simulator:
             raise InvalidDecision(
                 f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
                 f"the allocation says {a.workers} and {a.ps}"
+            )
+
+    def _check_groups(self, allocations, starts, where: str) -> dict[str, list]:
+        """Allocations per group label, checked: at most 4 jobs, same counts and placement, all starts."""
+        groups: dict[str, list] = {}
+        started = {a.job for a in starts}
+        for a in allocations:
+            label = getattr(a, "group", None)
+            if label is None:
+                continue
+            if a.job not in started:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} resizes running job {a.job!r}; a group starts its jobs"
+                )
+            groups.setdefault(str(label), []).append(a)
+        for label, members in groups.items():
+            if len(members) > MAX_GROUP:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} has {len(members)} jobs; group size must be in "
+                    f"[1, {MAX_GROUP}]"
+                )
+            first = members[0]
+            for a in members[1:]:
+                if (a.workers, a.ps) != (first.workers, first.ps):
+                    raise InvalidDecision(
+                        f"{where}: group {label!r} mixes {first.workers} and {a.workers} GPUs "
+                        f"(workers) or PS counts; a group's jobs must have the same GPU count"
+                    )
+                if sorted(a.placement.tasks) != sorted(first.placement.tasks):
+                    raise InvalidDecision(
+                        f"{where}: group {label!r}: job {a.job!r} is not placed on the group's tasks"
+                    )
+        return groups
+
+    def _group_use(self, members) -> np.ndarray:
+        """Per-machine use of a group: the maximum of its members' (machines x resources)."""
+        use = np.zeros_like(self.capacity)
+        for a in members:
+            wv, pv = task_vectors(self._alloc_job(a), self.resources)
+            one = np.zeros_like(self.capacity)
+            for m, w, p in a.placement.tasks:
+                one[m] += w * wv + p * pv
+            use = np.maximum(use, one)
+        return use
+
+    def _group_runs(self, gid: str, leaving: set[str] | None = None) -> list[_Run]:
+        """Running members of group ``gid``, less ``leaving``."""
+        leaving = leaving or set()
+        return [
+            r
+            for n in sorted(self.groups.get(gid, ()))
+            if n not in leaving and (r := self.running.get(n)) is not None and r.group == gid
+        ]
+
+    def _group_held_use(self, gid: str, leaving: set[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(what the members of ``gid`` that stay hold now, what they will hold as a group)."""
+        use = np.zeros_like(self.capacity)
+        held = np.zeros_like(self.capacity)
+        for r in self._group_runs(gid, leaving):
+            one = np.zeros_like(self.capacity)
+            one[r.rows] = r.solo
+            use = np.maximum(use, one)
+            held[r.rows] += r.usage
+        return held, use
+
+    def _regroup(self, gid: str, t: float, adjust_free: bool = True) -> None:
+        """After a member left group ``gid``: the rest share its use anew and speed up."""
+        runs = self._group_runs(gid)
+        if not runs:
+            self.groups.pop(gid, None)
+            return
+        self.groups[gid] = {r.job.name for r in runs}
+        held, use = self._group_held_use(gid, set())
+        if adjust_free:
+            self.free += held - use
+        w, p = runs[0].workers, runs[0].ps
+        jobs = [r.job for r in runs]
+        tau = group_iteration_time(jobs, w, p, self.mode)
+        for r in runs:
+            left = self._close_segment(r, t, final=False)
+            v = speed_of(r.job, w, p, self.mode) * iteration_time(r.job, w, p, self.mode) / tau
+            self.running[r.job.name] = self._open(
+                r.job,
+                w,
+                p,
+                r.placement,
+                t,
+                r.start,
+                left,
+                r.att0 + r.gpus * (t - r.seg_start),
+                max(0.0, r.resume - t),
+                speed=v,
+                share=use / len(runs),
+                group=gid,
             )
 
     def _alloc_job(self, a) -> Job:
@@ -392,6 +508,8 @@ class _Simulator:
         seen: set[str] = set()
         starts, resizes = [], []
         for a in d.allocations:
+            if a.job in self.index:
+                a = as_allreduce(a, self.jobs[self.index[a.job]])
             if a.job in seen:
                 raise InvalidDecision(f"{where}: job {a.job!r} has two allocations in one decision")
             seen.add(a.job)
@@ -420,6 +538,7 @@ class _Simulator:
                 raise InvalidDecision(f"{where}: allocation names job {a.job!r}, which is {state}")
             self._check_alloc(a, job)
             self._alloc_job(a)  # validates the CPU/memory levels before anything changes
+        groups = self._check_groups(d.allocations, starts, where)
         # An allocation that repeats a running job's allocation, placement and levels changes nothing.
         resizes = [
             a
@@ -431,14 +550,24 @@ class _Simulator:
         ]
         # Capacity: release what preempted and resized jobs hold, then take every new placement.
         free = self.free.copy()
-        for name in (*preempt, *(a.job for a in resizes if a.job not in pset)):
+        leaving = {*preempt, *(a.job for a in resizes)}
+        for name in leaving:
             r = self.running[name]
             free[r.rows] += r.usage
+        touched = {g for n in leaving if (g := self.running[n].group) is not None}
+        for gid in touched:  # members that stay share their group's use anew
+            held, use = self._group_held_use(gid, leaving)
+            free += held - use
         for a in (*starts, *resizes):
+            if getattr(a, "group", None) is not None:
+                continue  # charged once per group below
             job = self._alloc_job(a)
             wv, pv = task_vectors(job, self.resources)
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
+        group_use = {label: self._group_use(members) for label, members in groups.items()}
+        for use in group_use.values():
+            free -= use
         over = free < -TOL * np.maximum(1.0, self.capacity)
         if over.any():
             m, k = (int(x) for x in np.argwhere(over)[0])
@@ -479,6 +608,20 @@ class _Simulator:
                 r.att0 + r.gpus * (t - r.seg_start),
                 self.restart_s,
             )
+        for gid in touched:
+            self._regroup(gid, t, adjust_free=False)
+        started_groups = {}
+        for label, members in groups.items():
+            self.group_seq += 1
+            gid = f"{label}#{self.group_seq}"
+            jobs = [self._alloc_job(a) for a in members]
+            w, p = members[0].workers, members[0].ps
+            tau = group_iteration_time(jobs, w, p, self.mode)
+            speed = {
+                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
+                for j in jobs
+            }
+            started_groups[label] = (gid, speed, group_use[label] / len(members))
         for a in starts:
             q = self.queued.pop(a.job)
             rec = self.records[self.index[a.job]]
@@ -489,6 +632,25 @@ class _Simulator:
                 pause = self.restart_s
                 rec.restarts += 1
             rec.status = "running"
+            glabel = getattr(a, "group", None)
+            if glabel is not None:
+                gid, speed, share = started_groups[str(glabel)]
+                self.groups.setdefault(gid, set()).add(a.job)
+                self.running[a.job] = self._open(
+                    self._alloc_job(a),
+                    a.workers,
+                    a.ps,
+                    a.placement,
+                    t,
+                    t,
+                    q.remaining,
+                    q.attained_service,
+                    pause,
+                    speed=speed[a.job],
+                    share=share,
+                    group=gid,
+                )
+                continue
             self.running[a.job] = self._open(
                 self._alloc_job(a),
                 a.workers,
@@ -534,6 +696,7 @@ class _Simulator:
                 r.start,
                 self._remaining(r, t),
                 r.att0 + r.gpus * (t - r.seg_start),
+                r.group,
             )
             for r in self.running.values()
         )
@@ -580,6 +743,8 @@ class _Simulator:
         self.queued = {}
         self._queued_tuple = ()
         self.version = 0
+        self.group_seq = 0
+        self.groups: dict[str, set[str]] = {}
         self.history: list[tuple] = []
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
@@ -621,6 +786,8 @@ class _Simulator:
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                if r.group is not None:
+                    self._regroup(r.group, t)
             # Arrivals.
             while k < n_arr and arrivals[k] <= t:
                 i = order[k]

@@ -19,7 +19,7 @@ def brute_force(inst: Instance) -> tuple[np.ndarray, np.ndarray, float]:
     options = []
     for i, job in enumerate(inst.jobs):
         wg, pg = np.meshgrid(
-            np.arange(1, job.max_workers + 1), np.arange(1, job.max_ps + 1), indexing="ij"
+            np.arange(1, job.max_workers + 1), np.arange(1, job.ps_slots + 1), indexing="ij"
         )
         w, p = wg.ravel(), pg.ravel()
         cost = inst.cost[i, w - 1, p - 1]

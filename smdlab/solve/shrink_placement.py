@@ -206,7 +206,7 @@ def place(
         (w != 0) | (p != 0)
     ).tolist():  # a job left out is (0, 0); the others need valid counts
         check_int(f"alloc[{i}] workers of job {jobs[i].name!r}", int(w[i]), 1, jobs[i].max_workers)
-        check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", int(p[i]), 1, jobs[i].max_ps)
+        check_int(f"alloc[{i}] ps of job {jobs[i].name!r}", int(p[i]), 1, jobs[i].ps_slots)
     full = cluster.machine_matrix
     if free is not None:
         free = as_amounts("free", free, f"{full.shape}")

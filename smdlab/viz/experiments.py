@@ -89,29 +89,59 @@ def jct_sweep_figure(
     log_x: bool | None = None,
     log_y: bool | None = None,
     title: str | None = None,
+    util: str | None = "util_gpu",
 ) -> go.Figure:
-    """Mean JCT (h) of each policy versus the swept quantity; error bars: standard error over seeds.
+    """Mean JCT (h) of each policy versus the swept quantity, above its GPU utilisation; error bars: standard error over seeds.
 
     df: a frame from ``smdlab.experiments.jct_sweep`` (its ``attrs`` give x, the axis title and log x).
+    util: column of the lower panel (time-average utilisation over the makespan, in percent);
+    None, or a frame without it, draws the JCT panel alone.
     """
     x = x or df.attrs.get("x")
     if x is None:
         raise InvalidInput("x must name the swept column (the frame carries no attrs['x'])")
     _require(df, [x, y, "policy"], "df")
     stats = summarise(df, x, y)
+    with_util = util is not None and util in df.columns
+    ustats = summarise(df, x, util) if with_util and util is not None else None
     policies = list(dict.fromkeys(stats["policy"]))
     # SMD first and wide, the baselines thin on top of it: a baseline equal to SMD stays visible.
     policies.sort(key=lambda p: p != "smd")
-    fig = go.Figure()
+    fig = (
+        make_subplots(
+            rows=2, cols=1, shared_xaxes=True, row_heights=[0.68, 0.32], vertical_spacing=0.06
+        )
+        if with_util
+        else go.Figure()
+    )
+    where = {"row": 1, "col": 1} if with_util else {}
+    # Legend entries name each policy's execution mode (non-elastic, preemptive, elastic).
+    modes = (
+        df.groupby("policy")["execution"].agg(lambda v: "/".join(sorted(set(map(str, v)))))
+        if "execution" in df.columns
+        else pd.Series(dtype=str)
+    )
     for pol in policies:
         s = stats[stats["policy"] == pol]
         is_smd = pol == "smd"
         label = policy_label(pol)
+        if pol in modes.index:
+            label = f"{label} · {modes[pol].replace('_', '-')}"
+        line = {
+            "color": policy_color(pol),
+            "width": 5 if is_smd else 1.6,
+            "dash": _DASHES.get(pol, "solid"),
+        }
+        marker = {
+            "size": 11 if is_smd else 7,
+            "symbol": _SYMBOLS_BY_POLICY.get(pol, "circle"),
+        }
         fig.add_trace(
             go.Scatter(
                 x=s[x].to_numpy(),
                 y=s["mean"].to_numpy() / HOUR,
                 name=label,
+                legendgroup=pol,
                 mode="lines+markers",
                 error_y={
                     "type": "data",
@@ -120,20 +150,32 @@ def jct_sweep_figure(
                     "thickness": 1,
                     "width": 3,
                 },
-                line={
-                    "color": policy_color(pol),
-                    "width": 5 if is_smd else 1.6,
-                    "dash": _DASHES.get(pol, "solid"),
-                },
-                marker={
-                    "size": 11 if is_smd else 7,
-                    "symbol": _SYMBOLS_BY_POLICY.get(pol, "circle"),
-                },
+                line=line,
+                marker=marker,
                 opacity=0.85 if is_smd else 1.0,
                 customdata=s["count"].to_numpy(),
                 hovertemplate=f"{label}<br>{x} = %{{x}}<br>mean JCT %{{y:.2f}} h (%{{customdata}} seeds)<extra></extra>",
-            )
+            ),
+            **where,
         )
+        if ustats is not None:
+            u = ustats[ustats["policy"] == pol]
+            fig.add_trace(
+                go.Scatter(
+                    x=u[x].to_numpy(),
+                    y=100 * u["mean"].to_numpy(),
+                    name=label,
+                    legendgroup=pol,
+                    showlegend=False,
+                    mode="lines+markers",
+                    line={**line, "width": 3 if is_smd else 1.2},
+                    marker={**marker, "size": 8 if is_smd else 5},
+                    opacity=0.85 if is_smd else 1.0,
+                    hovertemplate=f"{label}<br>{x} = %{{x}}<br>GPU utilisation %{{y:.1f}}%<extra></extra>",
+                ),
+                row=2,
+                col=1,
+            )
     metric = {
         "mean_jct_s": "mean JCT (h)",
         "median_jct_s": "median JCT (h)",
@@ -143,19 +185,31 @@ def jct_sweep_figure(
     log = bool(df.attrs.get("log_x", False)) if log_x is None else log_x
     logy = bool(df.attrs.get("log_y", False)) if log_y is None else log_y
     xt = x_title or df.attrs.get("x_title") or x
+    xaxis = {
+        "type": "log" if log else "linear",
+        "tickvals": sorted(set(stats[x].tolist())) if log else None,
+    }
+    yaxis = {"title": {"text": metric}, **({"type": "log"} if logy else {"rangemode": "tozero"})}
+    if not with_util:
+        fig.update_layout(
+            base_layout(
+                title or f"{metric.split(' (')[0]} vs {xt}",
+                xaxis={"title": {"text": xt}, **xaxis},
+                yaxis=yaxis,
+                height=460,
+                width=780,
+            )
+        )
+        return fig
+    what = "GPU" if util == "util_gpu" else str(util).removeprefix("util_")
     fig.update_layout(
         base_layout(
-            title or f"{metric.split(' (')[0]} vs {xt}",
-            xaxis={
-                "title": {"text": xt},
-                "type": "log" if log else "linear",
-                "tickvals": sorted(set(stats[x].tolist())) if log else None,
-            },
-            yaxis={
-                "title": {"text": metric},
-                **({"type": "log"} if logy else {"rangemode": "tozero"}),
-            },
-            height=460,
+            title or f"{metric.split(' (')[0]} and {what} utilisation vs {xt}",
+            xaxis=xaxis,
+            yaxis=yaxis,
+            xaxis2={"title": {"text": xt}, **xaxis},
+            yaxis2={"title": {"text": f"{what} util. (%)"}, "range": [0, 105]},
+            height=620,
             width=780,
         )
     )

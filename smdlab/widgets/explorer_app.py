@@ -45,6 +45,9 @@ METHOD_CHOICES: tuple[tuple[str, str], ...] = (
 )
 _FAST_FOR = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
 DEFAULT_MILP_TIME_LIMIT = 5.0
+# How long a change waits for the background MILP before drawing the bounds figure without it:
+# a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
+EXACT_GRACE_S = 0.1
 _CONTROL_WIDTH = "300px"
 
 
@@ -67,9 +70,11 @@ class Explorer(BackgroundApp, widgets.HBox):
         *,
         milp_time_limit: float = DEFAULT_MILP_TIME_LIMIT,
         run_exact: bool = True,
+        exact_grace_s: float = EXACT_GRACE_S,
     ) -> None:
         self.settings = settings or default_settings()
         self.milp_time_limit = check_positive("milp_time_limit", milp_time_limit)
+        self.exact_grace_s = check_positive("exact_grace_s", exact_grace_s, allow_zero=True)
         self._lock = threading.RLock()
         self.background = Background(
             f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock
@@ -376,7 +381,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         )
 
     def refresh(self, timeline_only: bool = False) -> None:
-        """Recompute the fast path for the current settings and redraw; queue the exact MILP if enabled."""
+        """Recompute the fast path for the current settings and redraw each figure once; queue the exact MILP if enabled."""
         t0 = time.perf_counter()
         with self._lock:
             try:
@@ -388,8 +393,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                     self.solution = self._solve_fast()
                     t1 = time.perf_counter()
                     self.exact_solution = None
-                    self._draw_solution(self.solution)
-                    self._queue_exact()
+                    self._draw_change()
                 else:
                     t1 = time.perf_counter()
                     sync_figure(self.timeline_fig, self._timeline(self._shown, None))
@@ -403,43 +407,75 @@ class Explorer(BackgroundApp, widgets.HBox):
             self.updates += 1
             self._show_status()
 
-    def _draw_solution(
-        self, sol: Solution, exact: Solution | None = None, exact_note: str | None = None
-    ) -> None:
+    def _draw_change(self) -> None:
+        """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
+
+        The allocation and timeline go first (unless they show the MILP's own allocation), so the
+        browser renders them while the MILP runs; the bounds figure waits up to
+        ``exact_grace_s`` for the MILP, and only a slower MILP draws it a second time, on arrival.
+        """
+        milp_shown = self.settings.method == "milp"
+        if not milp_shown:
+            self._draw_allocation(self._fast)
+        exact = self._exact_now()
+        if isinstance(exact, Solution):
+            self.exact_solution = exact
+        if milp_shown:
+            self._draw_allocation(self._shown)
+        note = exact if isinstance(exact, str) else None
+        sync_figure(
+            self.bounds_fig,
+            bounds_spec(self._fast, self.exact_solution, exact_note=note, template=None),
+        )
+
+    def _draw_allocation(self, sol: Solution) -> None:
         sync_figure(
             self.allocation_fig, allocation_spec(sol, self._jobs, self._cluster, template=None)
         )
         sync_figure(self.timeline_fig, self._timeline(sol, None))
-        sync_figure(self.bounds_fig, bounds_spec(sol, exact, exact_note=exact_note, template=None))
 
-    def _queue_exact(self) -> None:
+    def _exact_now(self) -> Solution | str:
+        """The exact MILP of the current problem if known within ``exact_grace_s``, else a note.
+
+        A MILP that takes longer keeps running in the background and draws the bounds (and, for
+        the MILP method, the allocation) when it arrives, unless a newer change came first.
+        """
         key = self._problem_key()
         cached = self._exact_cache.get(key)
         wanted = self.exact.value or self.settings.method == "milp"
-        if isinstance(cached, Solution):
-            self._apply_exact(cached, key)
-            return
-        if not wanted:
-            self.background.submit(
-                "exact", lambda: None, lambda r: None
-            )  # supersede any running request
-            sync_figure(
-                self.bounds_fig,
-                bounds_spec(self._fast, exact_note=cached or "not run", template=None),
-            )
-            return
-        sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note="solving…", template=None))
+        if isinstance(cached, Solution) or not wanted:
+            # Supersede a request still running for an older problem.
+            self.background.submit("exact", lambda: None, lambda r: None)
+            return cached if isinstance(cached, Solution) else (cached or "not run")
         jobs, cluster, mode, limit = (
             self._jobs,
             self._cluster,
             self.settings.mode,
             self.milp_time_limit,
         )
-        self.background.submit(
-            "exact",
-            lambda: self._solve_exact(jobs, cluster, mode, limit),
-            lambda r: self._apply_exact(r, key),
-        )
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def work() -> Solution | str:
+            box["result"] = result = self._solve_exact(jobs, cluster, mode, limit)
+            done.set()
+            return result
+
+        def arrive(result: Solution | str) -> None:
+            if not box.get("taken"):  # not drawn already within the grace period
+                self._apply_exact(result, key)
+
+        self.background.submit("exact", work, arrive)
+        if self.exact_grace_s > 0 and done.wait(self.exact_grace_s):
+            box["taken"] = True
+            self._remember_exact(key, box["result"])
+            return box["result"]
+        return "solving…"
+
+    def _queue_exact(self) -> None:
+        """Redraw for the exact-MILP switch: the bounds figure (and a MILP allocation) once."""
+        self.exact_solution = None
+        self._draw_change()
 
     @staticmethod
     def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
@@ -449,20 +485,22 @@ class Explorer(BackgroundApp, widgets.HBox):
         except SmdlabError as exc:
             return f"failed: {exc}"
 
-    def _apply_exact(self, result: Solution | str, key: str) -> None:
+    def _remember_exact(self, key: str, result: Solution | str) -> None:
         self._exact_cache[key] = result
         if len(self._exact_cache) > 64:
             self._exact_cache.pop(next(iter(self._exact_cache)))
+
+    def _apply_exact(self, result: Solution | str, key: str) -> None:
+        """Draw a MILP that arrived after the change was drawn (once per figure it affects)."""
+        self._remember_exact(key, result)
+        if key != self._problem_key():
+            return  # an older problem's answer: cached, not drawn
         if isinstance(result, str):
             sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note=result, template=None))
             return
         self.exact_solution = result
         if self.settings.method == "milp":
-            sync_figure(
-                self.allocation_fig,
-                allocation_spec(result, self._jobs, self._cluster, template=None),
-            )
-            sync_figure(self.timeline_fig, self._timeline(result, None))
+            self._draw_allocation(result)
         sync_figure(self.bounds_fig, bounds_spec(self._fast, result, template=None))
         self._show_status()
 
@@ -525,5 +563,5 @@ class Explorer(BackgroundApp, widgets.HBox):
 
 
 def explorer(settings: ExplorerSettings | None = None, **options: Any) -> Explorer:
-    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact."""
+    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s)."""
     return Explorer(settings, **options)

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 import plotly.graph_objects as go
 
 _IGNORED_TRACE_KEYS = {"type", "uid"}
@@ -22,55 +23,93 @@ def _as_spec(fig: go.Figure | Mapping[str, Any]) -> tuple[list[dict], dict]:
     return [dict(t) for t in fig.get("data", [])], dict(fig.get("layout", {}))
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two property values of a plain figure spec are equal (arrays by value)."""
+    if a is b:
+        return True
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple, np.ndarray)) and isinstance(b, (list, tuple, np.ndarray)):
+        if len(a) != len(b):
+            return False
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype.kind in "biuf":
+            return a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=True))
+        return all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return False
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except (TypeError, ValueError):
+        return False
+
+
 def figure_widget(fig: go.Figure | Mapping[str, Any]) -> go.FigureWidget:
     """A FigureWidget showing ``fig`` (a figure or a plain data/layout dict); later changes use ``sync_figure``."""
     data, layout = _as_spec(fig)
     fw = go.FigureWidget({"data": data, "layout": layout})
-    # What this module set, so the next sync can reset properties the new figure no longer has
-    # (reading them back from the widget would cost more than the update itself).
-    fw._smdlab_keys = [set(t) - _IGNORED_TRACE_KEYS for t in data]
-    fw._smdlab_layout_keys = set(layout) - {"template"}
+    # What this module set last, so the next sync sends only what changed and resets properties
+    # the new figure no longer has (reading them back from the widget costs more than the update).
+    fw._smdlab_spec = ([_props(t) for t in data], _layout_props(layout))
     return fw
 
 
-def sync_figure(target: go.FigureWidget, fig: go.Figure | Mapping[str, Any]) -> None:
-    """Make ``target`` show ``fig`` by updating its traces and layout in place (one batched message).
+def _props(trace: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in trace.items() if k not in _IGNORED_TRACE_KEYS}
 
-    Traces at the same position and of the same type are updated property by property (properties
-    the new trace lacks are reset); extra old traces are dropped and missing ones appended. The
-    layout's template is left as it is (it never changes in the apps, and resending it is slow).
+
+def _layout_props(layout: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in layout.items() if k != "template"}
+
+
+def sync_figure(target: go.FigureWidget, fig: go.Figure | Mapping[str, Any]) -> None:
+    """Make ``target`` show ``fig`` by updating its traces and layout in place (one message).
+
+    Only top-level properties that differ from what the last sync set are sent (plotly validates
+    everything it is given, which is most of the cost). Traces at the same position and of the
+    same type are updated property by property (properties the new trace lacks are reset); extra
+    old traces are dropped and missing ones appended. The layout's template is left as it is (it
+    never changes in the apps, and resending it is slow). Nothing is sent when nothing changed.
     """
     data, layout = _as_spec(fig)
-    keys = getattr(target, "_smdlab_keys", None)
-    if keys is None or len(keys) != len(target.data):
-        keys = [set(t.to_plotly_json()) - _IGNORED_TRACE_KEYS for t in target.data]
-    layout_keys = getattr(target, "_smdlab_layout_keys", None)
-    if layout_keys is None:
-        layout_keys = set(target.layout.to_plotly_json()) - {"template"}
-    layout.pop("template", None)
-    with target.batch_update():
-        keep = 0
-        for old, tr in zip(target.data, data):
-            if old.type != tr.get("type", "scatter"):
-                break
-            keep += 1
-        if keep < len(target.data):
-            target.data = target.data[:keep]
-        new_keys = []
-        for i in range(keep):
-            props = {k: v for k, v in data[i].items() if k not in _IGNORED_TRACE_KEYS}
-            for key in keys[i] - set(props):
-                target.data[i][key] = None
-            target.data[i].update(props, overwrite=True)
-            new_keys.append(set(props))
-        if keep < len(data):
-            target.add_traces(data[keep:])
-            new_keys += [set(t) - _IGNORED_TRACE_KEYS for t in data[keep:]]
-        for key in layout_keys - set(layout):
-            target.layout[key] = None
-        target.layout.update(layout, overwrite=True)
-    target._smdlab_keys = new_keys
-    target._smdlab_layout_keys = set(layout)
+    new_traces, new_layout = [_props(t) for t in data], _layout_props(layout)
+    old = getattr(target, "_smdlab_spec", None)
+    if old is None or len(old[0]) != len(target.data):
+        old = (
+            [_props(t.to_plotly_json()) for t in target.data],
+            _layout_props(target.layout.to_plotly_json()),
+        )
+    old_traces, old_layout = old
+    keep = 0
+    for tr_old, tr in zip(target.data, data):
+        if tr_old.type != tr.get("type", "scatter"):
+            break
+        keep += 1
+    changes = []
+    for i in range(keep):
+        before, after = old_traces[i], new_traces[i]
+        diff = {k: v for k, v in after.items() if k not in before or not _same(before[k], v)}
+        gone = [k for k in before if k not in after]
+        if diff or gone:
+            changes.append((i, diff, gone))
+    layout_diff = {
+        k: v for k, v in new_layout.items() if k not in old_layout or not _same(old_layout[k], v)
+    }
+    layout_gone = [k for k in old_layout if k not in new_layout]
+    structural = keep < len(target.data) or keep < len(data)
+    if changes or layout_diff or layout_gone or structural:
+        with target.batch_update():
+            if keep < len(target.data):
+                target.data = target.data[:keep]
+            for i, diff, gone in changes:
+                for key in gone:
+                    target.data[i][key] = None
+                target.data[i].update(diff, overwrite=True)
+            if keep < len(data):
+                target.add_traces(data[keep:])
+            for key in layout_gone:
+                target.layout[key] = None
+            target.layout.update(layout_diff, overwrite=True)
+    target._smdlab_spec = (new_traces, new_layout)
 
 
 class Superseded(Exception):

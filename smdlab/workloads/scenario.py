@@ -14,12 +14,14 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     bw_gbps = 100
 
     [workload]
-    kind = "synthetic"  # synthetic | philly | csv
+    kind = "synthetic"  # synthetic | philly | csv | omru-image | omru-action
     jobs = 200  # synthetic: how many; philly/csv: the first N (optional)
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s
     # philly:    path, window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
+    # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
+    #            max_workers; every job arrives at 0 (offline batch; compare makespans)
     cap_factor = 1.0
     device = "v100"
     demands = "per_network"  # per_network | uniform (per-task demands, workloads.base)
@@ -58,7 +60,7 @@ from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import MAX_JOBS
 
-WORKLOAD_KINDS = ("synthetic", "philly", "csv")
+WORKLOAD_KINDS = ("synthetic", "philly", "csv", "omru-image", "omru-action")
 _TOP_KEYS = (
     "name",
     "seed",
@@ -100,6 +102,8 @@ _WL_KEYS = {
     ),
     "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "omru-image": ("kind", "epochs", "max_workers"),
+    "omru-action": ("kind", "epochs", "max_workers"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
@@ -107,6 +111,7 @@ _WL_SHAPES = {
     "vc": "names",
     "mix": "weights",
     "gpu_mix": "weights",
+    "epochs": "weights",
     "duration_range_s": "pair",
     "window_s": "pair",
     "path": "text",
@@ -202,10 +207,15 @@ class Scenario:
         if workload:
             # A new kind keeps only the job count and job shape; a synthetic load would silently
             # rescale a trace's arrivals, so a load must be given again for the new kind.
+            kind = workload.get("kind", self.workload["kind"])
             base = (
                 self.workload
-                if workload.get("kind", self.workload["kind"]) == self.workload["kind"]
-                else {k: v for k, v in self.workload.items() if k in _JOB_SHAPE}
+                if kind == self.workload["kind"]
+                else {
+                    k: v
+                    for k, v in self.workload.items()
+                    if k in _JOB_SHAPE and k in _WL_KEYS.get(kind, ())
+                }
             )
             changes["workload"] = {**base, **workload}
         if simulation:
@@ -245,6 +255,18 @@ class Scenario:
         cluster = cluster or self.build_cluster()
         w = dict(self.workload)
         kind = w.pop("kind")
+        if kind in ("omru-image", "omru-action"):
+            from smdlab.workloads.omru import omru_jobs
+
+            gpm = round(max((float(m.capacity.get("gpu", 0)) for m in cluster.machines), default=0))
+            if gpm < 1:
+                raise InvalidInput(f"cluster.gpu must be >= 1 for workload {kind!r}, got {gpm}")
+            return omru_jobs(
+                kind,
+                epochs=w.get("epochs"),
+                gpus_per_machine=gpm,
+                max_workers=w.get("max_workers", 32),
+            )
         mode = self.simulation["mode"]
         jobs = w.pop("jobs", None)
         if kind == "synthetic":

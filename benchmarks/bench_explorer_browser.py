@@ -1,0 +1,291 @@
+"""Explorer latency in a real browser: key press on a slider to the repaint of the figures.
+
+Starts JupyterLab on loopback (temporary Jupyter folders, a copy of notebooks/03_explorer.ipynb),
+opens it in headless Debian chromium driven by Python Playwright, runs every cell, then moves the
+explorer's sliders with the keyboard, each press to a value not seen before in the run (task NIC
+bandwidth down, then machines up). In the page, a capture listener stamps each key press
+(``performance.now()``) and a MutationObserver on each of the explorer's three plots stamps every
+change of its SVG; the repaint time of a change is the next animation frame after it. Per key
+press it reports:
+
+- latency: key press to the repaint of the last figure that changed, background work included
+  (the exact MILP's point in the bounds figure), once the page has been quiet for ``--quiet`` s;
+- draws: Plotly calls per figure (``plotly_update``, ``plotly_restyle``, ``plotly_relayout``,
+  ``plotly_redraw`` events), so a figure drawn twice for one change shows up.
+
+Prints a Markdown section (median, p95, max, draws per figure). Needs Debian's chromium
+(``tools/system-deps.sh``); never runs ``playwright install``.
+
+    python benchmarks/bench_explorer_browser.py [--presses N] [--quiet S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "03_explorer.ipynb"
+TARGET_MS = 200.0
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# The explorer's output area is the one holding its first slider; its plots are, in order,
+# allocation, bounds and timeline.
+INSTRUMENT_JS = """() => {
+    const handle = document.querySelector('.widget-slider .noUi-handle');
+    const scope = handle.closest('.jp-OutputArea-output') || document;
+    const plots = Array.from(scope.querySelectorAll('.js-plotly-plot'));
+    const st = {key: null, paints: plots.map(() => []), calls: plots.map(() => 0)};
+    window.__smdlab = st;
+    plots.forEach((g, i) => {
+        new MutationObserver(() => {
+            requestAnimationFrame(() => st.paints[i].push(performance.now()));
+        }).observe(g, {subtree: true, childList: true, attributes: true, characterData: true});
+        for (const ev of ['plotly_update', 'plotly_restyle', 'plotly_relayout', 'plotly_redraw']) {
+            g.on(ev, () => { st.calls[i] += 1; });
+        }
+    });
+    document.addEventListener('keydown', () => { st.key = performance.now(); }, true);
+    return plots.length;
+}"""
+RESET_JS = """() => { const st = window.__smdlab; st.key = null;
+    st.paints = st.paints.map(() => []); st.calls = st.calls.map(() => 0); }"""
+STATE_JS = "() => JSON.stringify(window.__smdlab)"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _jupyter_env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for var, sub in (
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+    ):
+        (tmp / sub).mkdir(parents=True, exist_ok=True)
+        env[var] = str(tmp / sub)
+    notif = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+    notif.mkdir(parents=True, exist_ok=True)
+    (notif / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    env.pop("JUPYTER_TOKEN", None)
+    return env
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with status {proc.returncode}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as resp:
+            if resp.status == 200:
+                return
+        time.sleep(0.25)
+    raise RuntimeError(f"JupyterLab not ready at {url} after {timeout} s")
+
+
+@contextlib.contextmanager
+def _lab(root: Path, tmp: Path):
+    """A JupyterLab server on loopback serving ``root``: yields (base URL, token)."""
+    port, token = _free_port(), secrets.token_hex(16)
+    log = open(tmp / "jupyterlab.log", "wb")  # noqa: SIM115  # closed in the finally below
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root"]
+    cmd += ["--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}"]
+    cmd += [f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
+    proc = subprocess.Popen(
+        cmd, cwd=root, env=_jupyter_env(tmp / "jupyter"), stdout=log, stderr=log,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(f"{base}/api/status?token={token}", proc, 90)
+        yield base, token
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def _run_all(page, base: str, token: str) -> None:
+    page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}", timeout=90_000)
+    page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=90_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    page.wait_for_function(
+        """() => {
+            const p = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'));
+            return p.length > 0 && p.every(x => /\\[\\d+\\]/.test(x.textContent));
+        }""",
+        timeout=150_000,
+    )
+    page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=150_000)
+    page.wait_for_function(
+        """() => { const h = document.querySelector('.widget-slider .noUi-handle');
+            const s = h && h.closest('.jp-OutputArea-output');
+            return s && s.querySelectorAll('.js-plotly-plot').length >= 3; }""",
+        timeout=150_000,
+    )
+
+
+def _quiet(page, quiet_s: float, limit_s: float = 30.0) -> dict:
+    """Wait until no figure has repainted for ``quiet_s`` seconds; return the recorded state."""
+    deadline = time.monotonic() + limit_s
+    last, since = page.evaluate(STATE_JS), time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = page.evaluate(STATE_JS)
+        if now != last:
+            last, since = now, time.monotonic()
+    return json.loads(last)
+
+
+def _press(page, label: str, key: str, quiet_s: float) -> dict | None:
+    slider = page.locator(".widget-slider", has=page.locator(".widget-label", has_text=label))
+    handle = slider.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.evaluate(RESET_JS)
+    readout = slider.locator(".widget-readout").first
+    before = readout.inner_text()
+    page.keyboard.press(key)
+    # The first repaint, however slow the machine, then quiet: the rest of the change.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            "() => window.__smdlab.paints.some(p => p.length > 0)", timeout=30_000
+        )
+    state = _quiet(page, quiet_s)
+    after = readout.inner_text()
+    if state["key"] is None or before == after:
+        raise RuntimeError(f"{key} on {label!r} did not move the slider ({before} -> {after})")
+    paints = [p for fig in state["paints"] for p in fig]
+    if not paints:
+        print(f"{key} on {label!r} ({before} -> {after}): no repaint in 30 s", file=sys.stderr)
+        return None
+    return {
+        "control": label,
+        "latency_ms": max(paints) - state["key"],
+        "first_ms": min(paints) - state["key"],
+        "calls": state["calls"],
+    }
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo = int(k)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print the Markdown section; exit 1 when the browser cannot run."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presses", type=int, default=12, help="key presses per slider (two sliders)")
+    ap.add_argument("--quiet", type=float, default=1.0, help="seconds without repaint that end one")
+    args = ap.parse_args(argv)
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        print("skipped: Debian's chromium is not on PATH")
+        return 0
+    from playwright.sync_api import sync_playwright
+
+    rows, missed = [], 0
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        root = tmp / "root"
+        root.mkdir()
+        shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+        with _lab(root, tmp) as (base, token), sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                t0 = time.perf_counter()
+                _run_all(page, base, token)
+                print(f"notebook ran in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+                n_plots = page.evaluate(INSTRUMENT_JS)
+                _quiet(page, 2.0)  # the first background work (exact MILP) lands first
+                for label, key in (("task NIC", "ArrowLeft"), ("machines", "ArrowRight")):
+                    for _ in range(args.presses):
+                        row = _press(page, label, key, args.quiet)
+                        missed += row is None
+                        if row is not None:
+                            rows.append(row)
+                            print(row, file=sys.stderr)
+            finally:
+                browser.close()
+
+    if not rows:
+        print(f"no key press repainted a figure ({missed} presses)")
+        return 1
+    lat = [r["latency_ms"] for r in rows]
+    first = [r["first_ms"] for r in rows]
+    calls = [r["calls"] for r in rows]
+    names = ["allocation", "bounds", "timeline"][:n_plots]
+    print(
+        f"JupyterLab, headless Debian chromium ({platform.machine()}, {os.cpu_count()} CPUs), "
+        f"notebooks/03_explorer.ipynb with its default scenario; {len(rows)} key presses, each "
+        f"to a new value (task NIC bandwidth down, then machines up). Latency: key press to the "
+        f"repaint of the last figure that changed, background exact MILP included. "
+        f"Target: median under {TARGET_MS:.0f} ms.\n"
+    )
+    print("| measure | median | p95 | max |")
+    print("|---|---:|---:|---:|")
+    print(
+        f"| key press to last repaint (ms) | {statistics.median(lat):.0f} | "
+        f"{_pct(lat, 0.95):.0f} | {max(lat):.0f} |"
+    )
+    print(
+        f"| key press to first repaint (ms) | {statistics.median(first):.0f} | "
+        f"{_pct(first, 0.95):.0f} | {max(first):.0f} |"
+    )
+    for i, name in enumerate(names):
+        per = [c[i] for c in calls]
+        print(
+            f"| Plotly calls on the {name} figure per press | {statistics.median(per):.0f} | "
+            f"{_pct(per, 0.95):.0f} | {max(per)} |"
+        )
+    if missed:
+        print(f"\n{missed} key presses showed no repaint within 30 s and are not counted")
+    med = statistics.median(lat)
+    print(
+        f"\nmedian / target = {med / TARGET_MS:.2f} "
+        f"({'met' if med < TARGET_MS else 'MISSED'}: median {med:.0f} ms, target {TARGET_MS:.0f} ms)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

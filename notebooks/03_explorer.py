@@ -1,0 +1,55 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3. The live explorer
+#
+# Change the cluster (machines, machine shape, the NIC bandwidth each task gets), the job mix
+# (which bundled networks, how many jobs), one network's layer profile (device, compute and
+# parameter scales, communication-to-computation ratio), the overlap mode, the batch convention
+# and the solver method, and watch three outputs follow:
+#
+# - the **allocation** (workers and PSs per job; each job's share of every resource),
+# - the **JCT bounds**: LP lower bound, the chosen method's result and the exact MILP optimum,
+# - the **per-layer timeline** of one iteration of the job chosen under "Layer profile".
+#
+# The allocation comes from the fast path (SMD of **the reconstructed model**, or LP + rounding),
+# computed inside the control's callback. The exact MILP runs in a background thread with a short
+# time limit; an hourglass shows while it runs, and its point is drawn hollow when it stopped at
+# the limit without proving optimality. Results of a change that was overtaken by a newer one are
+# discarded. `make dashboard` serves this notebook as a Voila dashboard.
+
+# %%
+from smdlab.widgets import explorer
+
+app = explorer()
+app
+
+# %% [markdown]
+# The app can be driven from Python as well: every control is an attribute (`app.machines`,
+# `app.bandwidth`, `app.mode`, ...), so `app.machines.value = 6` has the same effect as moving the
+# slider, and `app.wait()` blocks until the background MILP is done. The allocation shown:
+
+# %%
+app.shown_solution.to_frame()
+
+# %% [markdown]
+# ## Policies side by side
+#
+# `smdlab.widgets.compare()` is the companion app: one workload (the default scenario's synthetic
+# job mix, scaled down to stay interactive) scheduled by each policy, with load, cluster size and
+# job count as controls, every simulation on a background thread, JCT distributions, a summary
+# table and utilisation over time. Run `compare()` in a cell of its own to open it; notebook 4
+# compares the policies on the full scenarios. (It is not opened here: each plotly FigureWidget
+# carries plotly.js with it, so this dashboard stays at the explorer's three.)

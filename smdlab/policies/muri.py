@@ -1,0 +1,378 @@
+"""Muri-S and Muri-L: multi-resource interleaving of jobs that share one GPU set.
+
+Source: Zhao et al., "Multi-resource Interleaving for Deep Learning Training", SIGCOMM 2022;
+simulator Rivendile/Muri (Apache-2.0), ``simulator/run_sim.py`` and ``matching.py``. Read, not
+copied. Mode: preemptive (Muri's simulator descends from Tiresias': jobs are stopped and resumed
+from checkpoints); decisions at arrivals and completions and every ``SLOT_S`` = 300 s
+(assumption: Synergy's lease; Muri's simulator re-plans on its own events).
+
+Per decision:
+1. Order every running and queued job by ``sort_val``: Muri-S (``muri_s``, durations known) by
+   remaining time at its request, Muri-L (``muri_l``, unknown) by attained time (GPU-seconds
+   over its GPUs); ties by arrival.
+2. Candidates: walk that order; a job whose GPUs fit in the GPUs left takes them and brings the
+   next jobs (up to 4 in all) with the same request into its GPU set (Muri: ``packing_num`` = 4).
+3. Grouping: while the candidates need more GPUs than the cluster has, a round of maximum-weight
+   matching (networkx ``max_weight_matching``, the Blossom algorithm) over the groups of each
+   request size (a group of 2 then 4); the weight of a pair is the utilisation of the merged
+   group, sum of its jobs' stage times / (4 x its interleaved iteration time), and a pair is an
+   edge only if its size is at most 4 and interleaving beats taking turns (Muri's ``autopack``).
+   Matched pairs merge, best utilisation first, until the demand fits (Muri: at most
+   ``packing_num`` rounds).
+4. Groups are placed in priority order (the best member's), each on one set of machines that
+   holds the per-machine maximum of its members' demands (``consolidated`` placement); a group
+   that does not fit waits. A running group kept as it is stays where it is.
+Each job runs at its request: ``requested_workers`` workers (else ``max_workers``) and one PS per
+worker (capped by ``max_ps``), lowered until the empty cluster holds it; only jobs with the
+same (workers, PSs) group. Stage times: ``smdlab.model.pipeline.stage_times``; group iteration
+time: ``group_iteration_time`` (Muri's measured overhead per group size, with its source).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from smdlab.errors import check_choice
+from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
+from smdlab.model.pipeline import (
+    GROUP_OVERHEAD,
+    MAX_GROUP,
+    STAGES,
+    stage_times,
+)
+from smdlab.model.timing import iteration_time
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
+from smdlab.solve.instance import job_speeds, task_vectors
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
+
+SLOT_S = 300.0
+VARIANTS = ("s", "l")
+Entry = QueuedJob | RunningJob
+
+
+@dataclass
+class _Group:
+    """Jobs sharing one GPU set (one entry: alone)."""
+
+    members: list[Entry]
+    key: tuple[int, int]
+    prio: tuple
+    stages: np.ndarray  # (jobs x 4)
+    solo: np.ndarray  # each member's own iteration time
+    tasks: tuple[tuple[int, int, int], ...] | None = field(default=None)
+
+
+def request(job: Job, cluster: Cluster) -> tuple[int, int]:
+    """(workers, PSs) of the job's request, lowered until the empty cluster holds it."""
+    w = job.requested_workers if job.requested_workers is not None else job.max_workers
+    cap = capacity_matrix(cluster)
+    a, g = task_vectors(job, cluster.resources)
+    while w > 1 and consolidated_tasks(cap, w, min(job.max_ps, w), a, g) is None:
+        w -= 1
+    return w, min(job.max_ps, w)
+
+
+def _pair_times(stages: np.ndarray, solo: np.ndarray) -> np.ndarray:
+    """(n x n) interleaved iteration time of every pair of single jobs (vectorised)."""
+    best = np.full((stages.shape[0], stages.shape[0]), np.inf)
+    S = len(STAGES)
+    for o in range(1, S):  # offsets (0, o): the second job's stage in slot s is (s - o) mod 4
+        rolled = stages[:, [(s - o) % S for s in range(S)]]
+        best = np.minimum(best, np.maximum(stages[:, None, :], rolled[None, :, :]).sum(-1))
+    return np.maximum(best * GROUP_OVERHEAD[2], np.maximum(solo[:, None], solo[None, :]))
+
+
+_OFFSETS = {
+    k: np.array([o for o in itertools.permutations(range(len(STAGES)), k) if o[0] == 0])
+    for k in range(2, MAX_GROUP + 1)
+}
+
+
+def _group_time(stages: np.ndarray, solo: np.ndarray) -> float:
+    """Interleaved iteration time of a group (``group_iteration_time`` from stage times, numpy)."""
+    k = stages.shape[0]
+    if k == 1:
+        return float(solo[0])
+    S = len(STAGES)
+    offs = _OFFSETS[k]  # (m, k)
+    idx = (
+        np.arange(S)[None, :, None] - offs[:, None, :]
+    ) % S  # (m, S, k): stage of job i in slot s
+    vals = stages[np.arange(k)[None, None, :], idx]  # (m, S, k)
+    best = float(vals.max(axis=2).sum(axis=1).min())
+    return max(float(solo.max()), best * GROUP_OVERHEAD[k])
+
+
+class Muri(Policy):
+    """Muri: Blossom matching of same-size jobs into interleaved groups (module docstring)."""
+
+    name = "muri"
+    execution = "preemptive"
+    executions = ("preemptive",)
+    slot_s = SLOT_S
+
+    def __init__(self, variant: str = "s") -> None:
+        self.variant = check_choice("variant", variant, VARIANTS)
+        self.name = f"muri_{self.variant}"
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget cached requests and stage times (the simulator calls this before a run)."""
+        self._requests: dict[int, tuple[Job, tuple[int, int]]] = {}
+        self._stages: dict[tuple[int, str], tuple[Job, np.ndarray, float]] = {}
+        self.last_groups: list[list[str]] = []
+
+    def _request(self, job: Job, cluster: Cluster) -> tuple[int, int]:
+        hit = self._requests.get(id(job))
+        if hit is not None and hit[0] is job:
+            return hit[1]
+        out = request(job, cluster)
+        self._requests[id(job)] = (job, out)
+        return out
+
+    def _stage_row(self, job: Job, key: tuple[int, int], mode: str) -> tuple[np.ndarray, float]:
+        hit = self._stages.get((id(job), mode))
+        if hit is not None and hit[0] is job:
+            return hit[1], hit[2]
+        st = stage_times(job, *key, mode)
+        row = np.array([st[s] for s in STAGES])
+        solo = iteration_time(job, *key, mode)
+        self._stages[(id(job), mode)] = (job, row, solo)
+        return row, solo
+
+    def sort_val(self, entry: Entry, key: tuple[int, int], mode: str) -> float:
+        """Muri-S: remaining time at the request; Muri-L: attained GPU-seconds per GPU."""
+        job = entry.job
+        if self.variant == "s":
+            return entry.remaining / float(job_speeds(job, mode)[key[0] - 1, key[1] - 1])
+        gpus = key[0] * (job.worker_demand.get("gpu", 0.0) or 1.0)
+        return entry.attained_service / gpus
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Pick candidates, group them by matching, place the groups (module docstring)."""
+        cluster, mode = state.cluster, state.mode
+        every: list[Entry] = [*state.running, *state.queued]
+        items = []
+        for e in every:
+            if e.remaining <= 0:
+                continue
+            key = self._request(e.job, cluster)
+            items.append(((self.sort_val(e, key, mode), e.job.arrival, e.job.name), e, key))
+        items.sort(key=lambda x: x[0])
+        groups = self.candidates(items, cluster, mode)
+        total = float(cluster.capacity.get("gpu", math.inf))
+        groups = self.match(groups, total)
+        self.last_groups = [[m.job.name for m in g.members] for g in groups]
+        return self._place(groups, state)
+
+    # ---- step 2: candidates -------------------------------------------------------------------
+    def candidates(self, items, cluster: Cluster, mode: str) -> list[_Group]:
+        """Single-job groups of the candidates: each job that fits brings up to 3 of its size."""
+        by_key: dict[tuple[int, int], list] = {}
+        for it in items:
+            by_key.setdefault(it[2], []).append(it)
+        nxt = dict.fromkeys(by_key, 0)
+        left = float(cluster.capacity.get("gpu", math.inf))
+        chosen: set[str] = set()
+        out = []
+        for _prio, e, key in items:
+            if e.job.name in chosen:
+                continue
+            need = key[0] * e.job.worker_demand.get("gpu", 0.0)
+            if need > left + TOL:
+                continue
+            left -= need
+            lst = by_key[key]
+            start = next(i for i in range(nxt[key], len(lst)) if lst[i][1] is e)
+            taken = 0
+            for i in range(start, len(lst)):
+                p2, e2, _ = lst[i]
+                if e2.job.name in chosen:
+                    continue
+                chosen.add(e2.job.name)
+                row, solo = self._stage_row(e2.job, key, mode)
+                out.append(_Group([e2], key, p2, row[None, :], np.array([solo])))
+                taken += 1
+                if taken == MAX_GROUP:
+                    break
+            nxt[key] = start
+        return out
+
+    # ---- step 3: matching ------------------------------------------------------------------
+    def match(self, groups: list[_Group], total_gpus: float) -> list[_Group]:
+        """Rounds of Blossom matching per request size until the groups' GPUs fit (at most 2)."""
+
+        def gpus(g: _Group) -> float:
+            return g.key[0] * (g.members[0].job.worker_demand.get("gpu", 0.0))
+
+        required = sum(gpus(g) for g in groups)
+        for _ in range(int(math.log2(MAX_GROUP))):
+            if required <= total_gpus + TOL:
+                break
+            by_key: dict[tuple[int, int], list[_Group]] = {}
+            for g in groups:
+                by_key.setdefault(g.key, []).append(g)
+            pairs = []  # (sort key, i, j, key)
+            for key, gs in by_key.items():
+                for u, v, ratio in self._matching(gs):
+                    pairs.append(((1 - ratio) * gpus(gs[u]), key, u, v))
+            pairs.sort(key=lambda x: x[0])
+            merged: dict[tuple[int, int], dict[int, int]] = {}
+            for _, key, u, v in pairs:
+                if required <= total_gpus + TOL:
+                    break
+                merged.setdefault(key, {})[u] = v
+                required -= gpus(by_key[key][u])
+            out = []
+            for key, gs in by_key.items():
+                m = merged.get(key, {})
+                gone = set(m.values())
+                for i, g in enumerate(gs):
+                    if i in gone:
+                        continue
+                    if i in m:
+                        h = gs[m[i]]
+                        g = _Group(
+                            g.members + h.members,
+                            key,
+                            min(g.prio, h.prio),
+                            np.vstack([g.stages, h.stages]),
+                            np.concatenate([g.solo, h.solo]),
+                        )
+                    out.append(g)
+            groups = out
+        return groups
+
+    def _matching(self, gs: Sequence[_Group]) -> list[tuple[int, int, float]]:
+        """Maximum-weight matching of ``gs`` (edge weight: utilisation of the merged group)."""
+        n = len(gs)
+        if n < 2:
+            return []
+        graph = nx.Graph()
+        if all(len(g.members) == 1 for g in gs):
+            stages = np.vstack([g.stages for g in gs])
+            solo = np.concatenate([g.solo for g in gs])
+            tau = _pair_times(stages, solo)
+            work = stages.sum(1)
+            util = (work[:, None] + work[None, :]) / (len(STAGES) * tau)
+            better = tau < solo[:, None] + solo[None, :]  # autopack: beats taking turns
+            iu, ju = np.triu_indices(n, 1)
+            keep = better[iu, ju] & (util[iu, ju] > 0)
+            graph.add_weighted_edges_from(
+                zip(iu[keep].tolist(), ju[keep].tolist(), util[iu, ju][keep].tolist())
+            )
+        else:
+            own = [_group_time(g.stages, g.solo) for g in gs]
+            single = [i for i, g in enumerate(gs) if len(g.members) == 1]
+            if len(single) >= 2:
+                stages = np.vstack([gs[i].stages for i in single])
+                solo = np.concatenate([gs[i].solo for i in single])
+                tau = _pair_times(stages, solo)
+                work = stages.sum(1)
+                util = (work[:, None] + work[None, :]) / (len(STAGES) * tau)
+                better = tau < solo[:, None] + solo[None, :]
+                iu, ju = np.triu_indices(len(single), 1)
+                keep = better[iu, ju] & (util[iu, ju] > 0)
+                ids = np.array(single)
+                graph.add_weighted_edges_from(
+                    zip(ids[iu[keep]].tolist(), ids[ju[keep]].tolist(), util[iu, ju][keep].tolist())
+                )
+            for u in range(n):
+                for v in range(u + 1, n):
+                    size = len(gs[u].members) + len(gs[v].members)
+                    if size == 2 or size > MAX_GROUP:
+                        continue
+                    st = np.vstack([gs[u].stages, gs[v].stages])
+                    t_uv = _group_time(st, np.concatenate([gs[u].solo, gs[v].solo]))
+                    if t_uv >= own[u] + own[v]:
+                        continue
+                    graph.add_edge(u, v, weight=float(st.sum() / (len(STAGES) * t_uv)))
+        out = []
+        for u, v in nx.max_weight_matching(graph):
+            u, v = min(u, v), max(u, v)
+            out.append((u, v, float(graph[u][v]["weight"])))
+        return sorted(out)
+
+    # ---- step 4: placement and decision --------------------------------------------------------
+    def _place(self, groups: list[_Group], state: ClusterState) -> Decision:
+        cluster = state.cluster
+        free = capacity_matrix(cluster)
+        running = {r.job.name: r for r in state.running}
+        by_gid: dict[str | None, set[str]] = {}
+        for r in state.running:
+            by_gid.setdefault(r.group, set()).add(r.job.name)
+        keep: set[str] = set()
+        allocations: list[Allocation] = []
+        for g in sorted(groups, key=lambda g: g.prio):
+            names = [m.job.name for m in g.members]
+            w, p = g.key
+            vecs = [task_vectors(m.job, cluster.resources) for m in g.members]
+            a = np.max([v[0] for v in vecs], axis=0)
+            gam = np.max([v[1] for v in vecs], axis=0)
+            same = self._unchanged(g, names, running, by_gid)
+            tasks: tuple[tuple[int, int, int], ...] | None = None
+            if same is not None:
+                use = usage(same, a, gam, free.shape[0])
+                if np.all(use <= free + TOL * np.maximum(1.0, free)):
+                    tasks = same
+            fresh = tasks is None
+            if fresh:
+                tasks = consolidated_tasks(free, w, p, a, gam)
+            if tasks is None:
+                continue
+            free -= usage(tasks, a, gam, free.shape[0])
+            if not fresh:
+                keep.update(names)
+                continue
+            label = "+".join(names) if len(names) > 1 else None
+            allocations.extend(
+                Allocation(n, w, p, Placement(tuple(tasks)), group=label) for n in names
+            )
+        preempt = tuple(n for n in running if n not in keep)
+        return Decision(tuple(allocations), preempt)
+
+    @staticmethod
+    def _unchanged(g: _Group, names, running, by_gid):
+        """The group's tasks if it runs exactly as planned already (same members, alone or grouped)."""
+        rs = [running.get(n) for n in names]
+        if any(r is None for r in rs) or any((r.workers, r.ps) != g.key for r in rs):
+            return None
+        gid = rs[0].group
+        if len(names) == 1:
+            return tuple(rs[0].placement.tasks) if gid is None else None
+        if gid is None or by_gid.get(gid) != set(names):
+            return None
+        return tuple(rs[0].placement.tasks)
+
+
+class MuriS(Muri):
+    """Muri-S: durations known, shortest remaining time first."""
+
+    name = "muri_s"
+
+    def __init__(self) -> None:
+        super().__init__("s")
+
+
+class MuriL(Muri):
+    """Muri-L: durations unknown, least attained service first."""
+
+    name = "muri_l"
+
+    def __init__(self) -> None:
+        super().__init__("l")
