@@ -32,9 +32,9 @@ METHODS = [
     ("lp_round", "lp_round", {}),
     ("smd/hull", "smd", {"knapsack": "hull", "bound": False}),
     (
-        "smd/hull/objective-selection",
+        "smd/hull/smith-selection",
         "smd",
-        {"knapsack": "hull", "selection": "objective", "bound": False},
+        {"knapsack": "hull", "selection": "smith", "bound": False},
     ),
     ("smd/greedy", "smd", {"knapsack": "greedy", "bound": False}),
     ("smd/lp_round", "smd", {"knapsack": "lp_round", "bound": False}),

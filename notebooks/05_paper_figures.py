@@ -85,6 +85,28 @@ fig.show()
 df.groupby("comm_scale")["comm_comp_ratio"].first()
 
 # %% [markdown]
+# ## Beyond GPUs: JCT versus CPU cores per GPU (Synergy)
+#
+# An online workload whose jobs have input pipelines (`docs/model.md`, "The data stage") on servers
+# with fewer or more CPU cores per GPU. GPU-proportional gives every worker the same share of CPU
+# and memory; Synergy-TUNE gives each job what it needs where that fits (`docs/multiresource.md`).
+
+# %%
+fig, df = figure("jct_vs_cpu_per_gpu", CONFIG)
+fig.show()
+df.groupby(["cpu_per_gpu", "policy"])["mean_jct_s"].mean().unstack()
+
+# %% [markdown]
+# ## Beyond GPUs: Muri's interleaving versus load
+#
+# The same kind of workload at several offered loads: Muri-S and Muri-L group jobs of the same size
+# that interleave their storage, CPU, GPU and network stages on one GPU set.
+
+# %%
+fig, df = figure("muri_jct_vs_load", CONFIG)
+fig.show()
+
+# %% [markdown]
 # ## Optimality gap versus instance size
 #
 # Offline instances of the allocation problem, solved by SMD (three knapsack methods), LP rounding,

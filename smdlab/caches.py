@@ -29,6 +29,7 @@ __all__ = [
     "EDITED_PROFILES",
     "ITERATION_TABLES",
     "JOB_VARIANTS",
+    "OMRU_EPOCH_MODELS",
     "PIPELINE_TABLES",
     "PROFILE_INDEX",
     "SPEED_TABLES",
@@ -218,6 +219,12 @@ EDITED_PROFILES: Cache[Any] = Cache(
     key="(network name, ProfileEdit)",
     lifetime=_IMMUTABLE,
     maxsize=256,
+)
+OMRU_EPOCH_MODELS: Cache[Any] = Cache(
+    "workloads.omru.epoch_models",
+    key="(gpus_per_machine,): the epoch model fitted to OMRU's bundled measurements",
+    lifetime=_PROCESS,
+    maxsize=8,
 )
 WIDGET_JOB_SAMPLES: Cache[Any] = Cache(
     "widgets.scenario.job_samples",

@@ -35,6 +35,7 @@ def _call(name: str, fn, jobs, cluster):
         "place": lambda: fn(jobs, [(1, 1)] * len(jobs), cluster),
         "simulate": lambda: fn(jobs, cluster, "fifo"),
         "get_policy": lambda: fn("fifo"),
+        "fit_epoch_model": lambda: fn(smdlab.load_epoch_times()),
     }
     if name in special:
         return special[name]()

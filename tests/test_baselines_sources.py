@@ -39,3 +39,18 @@ def test_default_figure_scenario_uses_per_network_demands():
 def test_baselines_differ_on_the_default_figure_scenario(a, b):
     differ = [_mean_jct(a, s) != pytest.approx(_mean_jct(b, s), rel=1e-9) for s in SEEDS]
     assert sum(differ) >= 5, differ
+
+
+def test_figures_can_be_regenerated_with_smdlab_ports_and_uniform_demands():
+    from smdlab import InvalidInput
+
+    cfg = CONFIGS["tiny"]
+    assert cfg.baselines == "source" and cfg.policy_options("drf") == {}
+    ports = cfg.replace(baselines="smdlab")
+    for name in ("optimus", "drf", "tetris"):
+        assert get_policy(name, **ports.policy_options(name)).variant == "smdlab"
+    assert ports.policy_options("fifo") == {}
+    with pytest.raises(InvalidInput, match="baselines"):
+        cfg.replace(baselines="dl2")
+    with pytest.raises(InvalidInput, match="demands"):
+        cfg.replace(demands="gpu")

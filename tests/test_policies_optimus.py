@@ -256,3 +256,26 @@ def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
         Optimus(variant="paper")
     with pytest.raises(InvalidInput, match="oracle"):
         Optimus(oracle="yes")
+
+
+def test_loss_fit_matches_scipy_curve_fit_on_the_same_weighted_problem():
+    import math
+
+    from scipy.optimize import curve_fit
+
+    from smdlab.policies.convergence import NUM_SEGMENTS, _fit, loss_curve
+
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        n = int(rng.integers(3, 90))
+        k = np.arange(1, n + 1, dtype=float)
+        truth = rng.uniform(0.01, 0.5), rng.uniform(0.17, 0.33), rng.uniform(0.1, 1.5)
+        y = loss_curve(k, *truth) * (1 + 0.02 * rng.standard_normal(n))
+        sigma = 4.0 ** -(np.arange(n) // math.ceil(n / NUM_SEGMENTS))
+        ours = _fit(k, y)
+        ref = curve_fit(loss_curve, k, y, sigma=sigma, bounds=([0, 0, 0], [np.inf] * 3))[0]
+        assert ours is not None
+        sse_ours, sse_ref = (
+            float((((y - loss_curve(k, *p)) / sigma) ** 2).sum()) for p in (ours, ref)
+        )
+        assert sse_ours <= sse_ref * (1 + 1e-6)

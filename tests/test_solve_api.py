@@ -42,11 +42,29 @@ def test_not_started_jobs_are_charged_the_deferral_cost():
     sol = solve(jobs, cluster, "milp", backend="highs")
     inst = build_instance(jobs, cluster, cluster.capacity_vector)
     assert inst.allow_defer
-    assert inst.horizon == pytest.approx(inst.duration[:, 0, 0].max())
+    # the reference configuration and H, recomputed configuration by configuration
+    cap = cluster.capacity_vector
+    omega = sum(j.weight for j in jobs)
+    ref_d, squashed = [], 0.0
+    for i, j in enumerate(jobs):
+        best = None
+        for w in range(1, j.max_workers + 1):
+            for p in range(1, j.max_ps + 1):
+                use = w * inst.alpha[i] + p * inst.gamma[i]
+                if np.any(use > cap + 1e-9):
+                    continue
+                d = inst.duration[i, w - 1, p - 1]
+                f = max(use[r] / cap[r] for r in range(len(cap)) if cap[r] > 0)
+                score = j.weight * d + (omega - j.weight) / 2 * f * d
+                if best is None or score < best[0]:
+                    best = (score, d, f)
+        ref_d.append(best[1])
+        squashed += best[1] * best[2]
+    assert inst.horizon == pytest.approx(squashed / 2)
     left_out = [i for i, w in enumerate(sol.workers) if w == 0]
     assert left_out
     for i in left_out:
-        expected = jobs[i].weight * (inst.horizon + inst.duration[i, 0, 0])
+        expected = jobs[i].weight * (inst.horizon + ref_d[i])
         assert sol.costs[i] == pytest.approx(expected)
 
 

@@ -10,6 +10,7 @@ from smdlab.errors import SolverError
 from smdlab.solve import GUROBI_SIZE_LIMIT, build_instance, solve
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.cases import small_instance
+from smdlab.solve.instance import fits
 
 SEEDS = range(60)
 REL = 1e-9
@@ -65,23 +66,26 @@ def test_milp_equals_brute_and_orders_bounds(seed):
 
 
 def test_instances_cover_both_regimes():
-    # the seeds above include instances where every job starts and where some must wait
-    defer = []
+    # the seeds above include instances where every job fits at (1, 1) and where some must wait
+    tight = []
     for s in SEEDS:
         jobs, cluster = small_instance(s)
-        defer.append(build_instance(jobs, cluster, cluster.capacity_vector).allow_defer)
-    assert 10 <= sum(defer) <= len(defer) - 10
+        inst = build_instance(jobs, cluster, cluster.capacity_vector)
+        tight.append(not fits(inst.base_use.sum(axis=0), inst.capacity))
+    assert 10 <= sum(tight) <= len(tight) - 10
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_no_job_left_out_when_all_fit(seed):
+def test_no_job_waits_when_all_fit_at_their_largest_configuration(seed):
     jobs, tight = small_instance(seed)
-    base = build_instance(jobs, tight, tight.capacity_vector).base_use.sum(axis=0)
-    # capacity for every job at (1, 1) plus a little: no job may then be left out
+    inst = build_instance(jobs, tight, tight.capacity_vector)
+    caps_w = np.array([j.max_workers for j in jobs])
+    caps_p = np.array([j.max_ps for j in jobs])
+    top = caps_w @ inst.alpha + caps_p @ inst.gamma
+    # every job can take any configuration at once: waiting (H + a duration) never pays
     cluster = Cluster.pooled(
-        tight.resources, **{r: float(np.ceil(1.2 * b)) for r, b in zip(tight.resources, base)}
+        tight.resources, **{r: float(np.ceil(b)) + 1 for r, b in zip(tight.resources, top)}
     )
-    assert not build_instance(jobs, cluster, cluster.capacity_vector).allow_defer
     for method in ("brute", "milp", "lp_round", "smd"):
         assert all(w > 0 for w in solve(jobs, cluster, method).workers), method
 

@@ -90,8 +90,11 @@ def test_polish_never_worsens_smd_and_stays_feasible(seed):
         pol = solve(jobs, cluster, "smd", knapsack=knapsack, bound=False)
         assert pol.objective <= raw.objective * (1 + 1e-12)
         assert raw.polish_moves is None and pol.polish_moves >= 0
-        assert pol.selected == raw.selected  # the local search keeps the outer selection
         inst.check_allocation(np.array(pol.workers), np.array(pol.ps))
+    # with Smith's rule the local search keeps the outer selection
+    raw = solve(jobs, cluster, "smd", selection="smith", polish=False, bound=False)
+    pol = solve(jobs, cluster, "smd", selection="smith", bound=False)
+    assert pol.selected == raw.selected and pol.objective <= raw.objective * (1 + 1e-12)
 
 
 def _bundled(net: str, samples: float, batch: int, cap: int, name: str) -> Job:
@@ -122,11 +125,20 @@ def test_polish_reaches_the_optimum_where_the_hull_leaves_a_ps_slot_free():
         _bundled("resnet50", 4840537.303137825, 256, 8, "j2"),
         _bundled("lstm_lm", 316215.488237121, 64, 4, "j3"),
     ]
-    milp = solve(jobs, cluster, "milp", place=False, mip_gap=0, backend="highs")
-    raw = solve(jobs, cluster, "smd", place=False, bound=False, polish=False)
-    pol = solve(jobs, cluster, "smd", place=False, bound=False)
-    assert raw.objective > milp.objective * 1.01  # the case still occurs
-    assert pol.objective == pytest.approx(milp.objective, rel=1e-12)
+    # Smith's selection starts all four (they fit at (1, 1)); the reference is the optimum over
+    # allocations that start every job (the default objective would let one wait).
+    from smdlab.solve.knapsack import knapsack_exact
+
+    inst = build_instance(jobs, cluster, cluster.capacity_vector)
+    milp = knapsack_exact(
+        inst.cost, inst.alpha, inst.gamma, inst.capacity, None, backend="highs", mip_gap=0
+    )
+    milp_objective = milp.objective
+    opts = dict(place=False, bound=False, selection="smith")
+    raw = solve(jobs, cluster, "smd", polish=False, **opts)
+    pol = solve(jobs, cluster, "smd", **opts)
+    assert raw.objective > milp_objective * 1.01  # the case still occurs
+    assert pol.objective == pytest.approx(milp_objective, rel=1e-12)
     assert pol.polish_moves >= 1 and "polish:" in pol.note
 
 

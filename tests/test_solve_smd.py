@@ -128,10 +128,19 @@ def test_outer_selection_is_the_optimal_knapsack(rule):
     cluster = Cluster.pooled(("gpu", "bw_gbps"), gpu=6, bw_gbps=1000)
     inst = build_instance(jobs, cluster, cluster.capacity_vector)
     chosen, _ = select_jobs(inst, rule=rule, backend="highs")
-    if rule == "smith":
-        profit = inst.weight / inst.duration[:, 0, 0]
-    else:
-        profit = inst.weight * inst.horizon  # deferral cost minus cost at (1, 1)
+    if rule == "objective":
+        # the jobs the rounded LP relaxation of (P) starts
+        from smdlab.solve.knapsack import knapsack_lp_round
+
+        r = knapsack_lp_round(
+            inst.cost, inst.alpha, inst.gamma, inst.capacity, inst.defer_cost,
+            backend="highs", mask=inst.pareto, fill=False,
+        )  # fmt: skip
+        assert tuple(chosen) == tuple(r.workers > 0)
+        milp = solve(jobs, cluster, "milp", backend="highs")
+        assert solve(jobs, cluster, "smd").objective <= milp.objective * 1.02
+        return
+    profit = inst.weight / inst.duration[:, 0, 0]
     best = -1.0
     for mask in range(1 << len(jobs)):
         pick = np.array([(mask >> i) & 1 for i in range(len(jobs))], dtype=bool)
@@ -175,7 +184,7 @@ def test_hull_knapsack_equals_its_sequential_rule(seed):
     # every job fits at (1, 1) at half this capacity; at full capacity most upgrades fit too
     cluster = Cluster.pooled(gpu=150, cpu=600, mem_gb=4000, bw_gbps=3000)
     inst = build_instance(jobs, cluster, cluster.capacity_vector * rng.uniform(0.5, 1.0))
-    assert not inst.allow_defer
+    assert np.all(inst.base_use.sum(axis=0) <= inst.capacity)
     h = HullKnapsack(inst.speed, inst.pareto, inst.alpha, inst.gamma, inst.capacity)
     assert np.all(h.seg_duse >= 0)  # upgrades only add tasks
     for _ in range(10):

@@ -58,6 +58,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="{natural,non_elastic,preemptive,elastic}",
         help="execution mode: each policy's own (natural, the default) or one for all",
     )
+    p.add_argument(
+        "--baselines",
+        metavar="{source,smdlab}",
+        help="Optimus, DRF and Tetris as their sources define them (source, the default) or as "
+        "smdlab's earlier ports (docs/baselines.md)",
+    )
+    p.add_argument(
+        "--demands",
+        metavar="{per_network,uniform}",
+        help="per-task demands of the batch jobs (default per_network)",
+    )
     p.add_argument("--list", action="store_true", help="list the figures and exit")
 
 
@@ -78,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         workers=args.workers,
         execution=args.execution,
+        baselines=args.baselines,
+        demands=args.demands,
     )
     for path in written:
         print(path)

@@ -18,6 +18,18 @@ from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 BATCH_GPU_MIX: tuple[tuple[int, float], ...] = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
 
 
+# The PS-world baselines run as their sources define them (``baselines="source"``) or as smdlab's
+# earlier ports (``"smdlab"``): the options each policy gets (docs/baselines.md).
+BASELINE_VARIANTS: dict[str, dict[str, dict[str, str]]] = {
+    "source": {},
+    "smdlab": {
+        "optimus": {"variant": "smdlab"},
+        "drf": {"variant": "smdlab"},
+        "tetris": {"variant": "smdlab"},
+    },
+}
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Sizes of every experiment.
@@ -38,6 +50,8 @@ class ExperimentConfig:
     demands: per-task demands of the batch jobs: ``per_network`` (each network's, by
         ``smdlab.model.demands.task_demands``; the default, so that multi-resource policies such as
         Tetris and DRF see different demand shapes) or ``uniform`` (one bundle for every job).
+    baselines: ``source`` (Optimus, DRF, Tetris as their sources define them, the default) or
+        ``smdlab`` (smdlab's earlier ports; ``BASELINE_VARIANTS``, docs/baselines.md).
     execution: ``natural`` (each policy in the mode it declares, the default) or one execution
         mode forced on every policy (``smdlab.policies.base.EXECUTIONS``; a policy that cannot
         run in it is an error).
@@ -50,6 +64,9 @@ class ExperimentConfig:
     validation_seed: seed of the train/test split of the measured speeds (and of the fits' random starts).
     validation_models: measured networks to validate on (None: all of them).
     validation_test_fraction: share of each network's measurements held out.
+    cpu_per_gpu_values: CPU cores per GPU of the servers in ``jct_vs_cpu_per_gpu`` (Synergy).
+    muri_load_values: offered loads of ``muri_jct_vs_load``.
+    online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
     """
 
     name: str
@@ -65,6 +82,7 @@ class ExperimentConfig:
     duration_median_s: float = 1800.0
     mode: str = "wfbp"
     demands: str = "per_network"
+    baselines: str = "source"
     execution: str = "natural"
     restart_s: float = DEFAULT_RESTART_S
     jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
@@ -78,6 +96,9 @@ class ExperimentConfig:
     validation_seed: int = 0
     validation_models: tuple[str, ...] | None = None
     validation_test_fraction: float = 0.3
+    cpu_per_gpu_values: tuple[float, ...] = (3.0, 4.0, 6.0, 8.0, 12.0)
+    muri_load_values: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+    online_jobs: int = 48
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -89,6 +110,8 @@ class ExperimentConfig:
             "comm_scale_values",
             "gap_sizes",
             "gap_seeds",
+            "cpu_per_gpu_values",
+            "muri_load_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -98,12 +121,17 @@ class ExperimentConfig:
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
         check_choice("demands", self.demands, ("per_network", "uniform"))
+        check_choice("baselines", self.baselines, BASELINE_VARIANTS)
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
             self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
         )
         if self.policies is not None:
             object.__setattr__(self, "policies", tuple(self.policies))
+
+    def policy_options(self, policy: str) -> dict[str, str]:
+        """Options ``policy`` is created with under this configuration's ``baselines``."""
+        return dict(BASELINE_VARIANTS[self.baselines].get(policy, {}))
 
     def replace(self, **changes) -> ExperimentConfig:
         """Copy with some fields changed."""
@@ -122,6 +150,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gap_sizes=(4, 8, 16, 32),
         gap_seeds=(0, 1, 2),
         milp_time_limit=20.0,
+        cpu_per_gpu_values=(3.0, 6.0, 12.0),
+        muri_load_values=(0.75, 1.5),
+        online_jobs=32,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -138,6 +169,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gap_jobs_per_machine=3,
         milp_time_limit=10.0,
         validation_models=("resnext-110", "seq2seq"),  # the two fastest layered fits
+        cpu_per_gpu_values=(4.0,),
+        muri_load_values=(1.0,),
+        online_jobs=8,
     ),
 }
 

@@ -109,6 +109,7 @@ def scenario(
 
 def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> list[dict]:
     """Simulate every policy on one (sweep point, seed); one row per policy."""
+    from smdlab.policies.registry import get_policy
     from smdlab.sim import simulate
     from smdlab.viz.style import policy_label
 
@@ -120,7 +121,7 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
         res = simulate(
             jobs,
             cluster,
-            policy,
+            get_policy(policy, **config.policy_options(policy)),
             mode=config.mode,
             execution=config.execution,
             restart_s=config.restart_s,

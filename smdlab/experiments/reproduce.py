@@ -87,6 +87,24 @@ def _draw_gap(df: pd.DataFrame):
     return gap_figure(df)
 
 
+def _multiresource(name: str) -> Callable[[ExperimentConfig, int], pd.DataFrame]:
+    def compute(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+        from smdlab.experiments import multiresource
+
+        return getattr(multiresource, name)(cfg, workers=workers)
+
+    return compute
+
+
+def _draw_multiresource(x: str, x_title: str) -> Callable[[pd.DataFrame], object]:
+    def draw(df: pd.DataFrame):
+        from smdlab.viz.experiments import jct_sweep_figure
+
+        return jct_sweep_figure(df, x=x, x_title=x_title, log_x=False, log_y=False)
+
+    return draw
+
+
 def _validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.validation import model_validation
 
@@ -125,6 +143,18 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of every policy vs the per-layer communication/computation ratio",
             _jct("comm_scale"),
             _draw_jct("comm_scale"),
+        ),
+        FigureSpec(
+            "jct_vs_cpu_per_gpu",
+            "mean JCT of GPU-proportional, Synergy-TUNE, Synergy-OPT and SMD vs CPU cores per GPU",
+            _multiresource("jct_vs_cpu_per_gpu"),
+            _draw_multiresource("cpu_per_gpu", "CPU cores per GPU"),
+        ),
+        FigureSpec(
+            "muri_jct_vs_load",
+            "mean JCT of Muri-S, Muri-L, SRTF, Tiresias and SMD vs offered load",
+            _multiresource("muri_jct_vs_load"),
+            _draw_multiresource("load", "offered load"),
         ),
         FigureSpec(
             "optimality_gap",
@@ -306,17 +336,25 @@ def reproduce(
     workers: int | None = None,
     log: Callable[[str], None] | None = _log,
     execution: str | None = None,
+    baselines: str | None = None,
+    demands: str | None = None,
 ) -> list[Path]:
     """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written.
 
     execution: force one execution mode on every policy (None: the configuration's, by default
-    each policy's natural mode).
+    each policy's natural mode). baselines: ``source`` or ``smdlab`` (docs/baselines.md; None:
+    the configuration's, by default ``source``). demands: ``per_network`` or ``uniform`` (None:
+    the configuration's, by default ``per_network``).
     """
     from smdlab.sim.output import write_files
 
     cfg = get_config(config)
     if execution is not None:
         cfg = cfg.replace(execution=execution)
+    if baselines is not None:
+        cfg = cfg.replace(baselines=baselines)
+    if demands is not None:
+        cfg = cfg.replace(demands=demands)
     names = _names(only)
     fmts = _formats(formats)
     if workers is None:

@@ -95,7 +95,7 @@ def _fit(k: np.ndarray, loss: np.ndarray) -> tuple[float, float, float] | None:
 
     Solved by variable projection: for a fixed ratio a/b the model is linear in c and 1/b (solved
     exactly under the bounds), leaving a one-dimensional search over a/b (a log grid refined
-    three times). The source calls scipy's ``curve_fit`` on the same problem; this is about 10x faster.
+    three times). The source calls scipy's ``curve_fit`` on the same problem.
     """
     seg = math.ceil(k.size / NUM_SEGMENTS)
     sigma = 4.0 ** -(np.arange(k.size) // seg)  # later segments weigh more (sigma / 4 per segment)

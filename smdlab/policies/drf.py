@@ -41,6 +41,9 @@ class DRF(Policy):
     - A bundle is co-located: its worker and its PS go to one machine, the least-loaded one (the
       smallest sum over resources of the used fraction of the machine's capacity, ties by index;
       DL2 keeps machines in a priority queue by used slots) among those where the bundle fits.
+      DL2 tries only the least-loaded machine and stops if the bundle does not fit there, even
+      when another machine has room; ``node_choice="dl2"`` does the same (the default, ``"fit"``,
+      checks every machine, as the paper's test is whether the cluster can hold the task).
       Where no machine holds the whole bundle (possible only on unequal machines), its worker
       and PS go to the least-loaded machines each fits on (a departure: DL2's machines are equal).
     - A job leaves the filling when it reaches ``max_workers`` workers or ``max_ps`` PSs (DL2
@@ -67,8 +70,13 @@ class DRF(Policy):
     slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
     VARIANTS = ("paper", "smdlab")
 
-    def __init__(self, variant: str = "paper", work_conserving: bool | None = None) -> None:
+    NODE_CHOICES = ("fit", "dl2")
+
+    def __init__(
+        self, variant: str = "paper", work_conserving: bool | None = None, node_choice: str = "fit"
+    ) -> None:
         self.variant = check_choice("variant", variant, self.VARIANTS)
+        self.node_choice = check_choice("node_choice", node_choice, self.NODE_CHOICES)
         if work_conserving is not None and not isinstance(work_conserving, bool):
             raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
         self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
@@ -107,9 +115,12 @@ class DRF(Policy):
 
         def least_loaded(d: np.ndarray) -> int | None:
             fits = np.all(free + TOL * np.maximum(1.0, d) >= d, axis=1)
+            load = ((machine_cap - free) * machine_inv).sum(axis=1)
+            if self.node_choice == "dl2":  # DL2 tries the least-loaded machine only
+                m = int(np.argmin(load))
+                return m if fits[m] else None
             if not fits.any():
                 return None
-            load = ((machine_cap - free) * machine_inv).sum(axis=1)
             return int(np.flatnonzero(fits)[np.argmin(load[fits])])
 
         def put(i: int, m: int, kind: int, d: np.ndarray) -> None:

@@ -13,11 +13,10 @@ class MILP(SMD):
     At each decision point the jobs to allocate (queued; plus running ones in elastic mode) get
     the optimal allocation of (P) from ``smdlab.solve.solve(..., method="milp")``: every job's
     configurations enumerated, a multiple-choice multi-dimensional knapsack solved with gurobipy
-    when its size-limited licence admits the model, else HiGHS. Jobs that cannot all get (1, 1)
-    are left out by the solver's own deferral cost (docs/solver.md, "Jobs that cannot start")
-    rather than by SMD's Smith's-rule selection. Placement, elastic handling, the pooled
-    cluster and the natural execution mode (elastic per 1,200 s slot, DL2's public simulator) are
-    as in ``SMD``.
+    when its size-limited licence admits the model, else HiGHS. A job waits when the solver's
+    waiting charge (docs/solver.md, "Jobs that wait") is below its best start, even when it
+    fits. Placement, elastic handling, the pooled cluster and the natural execution mode
+    (elastic per 1,200 s slot, DL2's public simulator) are as in ``SMD``.
 
     It is optimal per decision, not over the whole run (later arrivals are unknown), and its cost
     grows quickly with the number of jobs and their caps: meant for small runs and for measuring

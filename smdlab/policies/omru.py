@@ -77,6 +77,41 @@ def _batches(genes: np.ndarray, rank1: np.ndarray, G: int) -> np.ndarray:
     return bid
 
 
+def _spare_to_longest(bid: np.ndarray, nb: int, E: np.ndarray, T: np.ndarray, G: int) -> np.ndarray:
+    """GPUs per job (P, n): one each, then each spare GPU of a batch to its job with the largest
+    completion time (ties: the lower job index), for every batch of every chromosome at once."""
+    P, n = bid.shape
+    seg = (np.arange(P)[:, None] * nb + bid).ravel()
+    order = np.argsort(seg, kind="stable")
+    seg_s = seg[order]
+    starts = np.flatnonzero(np.r_[True, seg_s[1:] != seg_s[:-1]])
+    sizes = np.diff(np.r_[starts, seg_s.size])
+    seg_of = np.repeat(np.arange(starts.size), sizes)
+    job_s = order % n
+    E_s, T_s = E[job_s], T[job_s]
+    g_s = np.ones(seg_s.size, dtype=np.int64)
+    rows = np.arange(seg_s.size)
+    with np.errstate(invalid="ignore"):
+        c_s = E_s * T_s[:, 1]
+    spare = G - sizes
+    big = seg_s.size
+    for _ in range(int(spare.max(initial=0))):
+        can = (g_s < G) & np.isfinite(T_s[rows, np.minimum(g_s + 1, G)])
+        val = np.where(can, c_s, -np.inf)
+        top = np.maximum.reduceat(val, starts)
+        active = (spare > 0) & np.isfinite(top)
+        if not active.any():
+            break
+        first = np.minimum.reduceat(np.where(val == top[seg_of], rows, big), starts)
+        pick = first[active]
+        g_s[pick] += 1
+        c_s[pick] = E_s[pick] * T_s[pick, g_s[pick]]
+        spare[active] -= 1
+    g = np.empty(seg_s.size, dtype=np.int64)
+    g[order] = g_s
+    return g.reshape(P, n)
+
+
 def evaluate(
     genes: np.ndarray, table: EpochTable, reuse: bool = True, detail: bool = False
 ) -> Evaluation:
@@ -93,24 +128,9 @@ def evaluate(
     bid = _batches(genes, rank1, G)
     nb = int(bid.max()) + 1
     M = bid[:, None, :] == np.arange(nb)[None, :, None]  # (P, nb, n)
-    spare = np.where(M.any(axis=2), G - M.sum(axis=2), 0)
-    g = np.ones((P, n), dtype=np.int64)
+    g = _spare_to_longest(bid, nb, E, T, G)
     with np.errstate(invalid="ignore"):
         c = E[None, :] * T[jobs[None, :], g]
-    rows = np.arange(P)[:, None]
-    for _ in range(int(spare.max(initial=0))):
-        nxt = np.minimum(g + 1, G)
-        can = (g < G) & np.isfinite(T[jobs[None, :], nxt])
-        cm = np.where(M & can[:, None, :], c[:, None, :], -np.inf)
-        pick = np.argmax(cm, axis=2)  # (P, nb)
-        ok = (spare > 0) & np.isfinite(np.take_along_axis(cm, pick[..., None], axis=2)[..., 0])
-        if not ok.any():
-            break
-        p_idx, b_idx = np.nonzero(ok)
-        j_idx = pick[p_idx, b_idx]
-        g[p_idx, j_idx] += 1
-        spare[p_idx, b_idx] -= 1
-        c[p_idx, j_idx] = E[j_idx] * T[j_idx, g[p_idx, j_idx]]
     reuses: list[tuple[int, int, int, int, float, float]] = []
     if reuse and nb > 1:
         left = np.broadcast_to(E, (P, n)).copy()
@@ -149,7 +169,6 @@ def evaluate(
                             float(sl[p, k]),
                         )
                     )
-        del rows
     longest_b = np.max(np.where(M, c[:, None, :], -np.inf), axis=2)
     makespan = np.where(np.isfinite(longest_b), longest_b, 0.0).sum(axis=1)
     return Evaluation(makespan, bid, g, tuple(reuses))

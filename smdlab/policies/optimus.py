@@ -140,9 +140,9 @@ def diagonal_profile(
     if noise > 0:
         tau = tau * np.clip(1 + noise * rng.standard_normal(tau.size), 0.05, None)
     batch = float(job.batch)
-    # On the diagonal w/p = 1 and w = p, so the points fix only a, b + c and d + e. The source's
-    # curve_fit starts every coefficient at 1 and moves b and c (and d and e) by the same
-    # gradient, so they stay equal: fit (a, b + c, d + e), then split each sum in half.
+    # On the diagonal w/p = 1 and w = p, so the points fix only a, b + c and d + e; the source's
+    # curve_fit starts every coefficient at 1 and gives b and c (d and e) the same gradient, so
+    # they would stay equal in exact arithmetic: fit (a, b + c, d + e), split each sum in half.
     X = design_matrix(ks, ks, batch, job.batch_mode)
     X3 = np.column_stack([X[:, 0], X[:, 1] + X[:, 2], X[:, 3] + X[:, 4]]) / tau[:, None]
     norms = np.linalg.norm(X3, axis=0)

@@ -28,6 +28,7 @@ _BUILTIN: dict[str, str] = {
     "seqex": "smdlab.policies.seqex:SeqEx",
     "parallel": "smdlab.policies.parallel:Parallel",
     "optimus_like": "smdlab.policies.optimus_like:OptimusLike",
+    "sjf_bco": "smdlab.policies.sjf_bco:SJFBCO",
     "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",

@@ -36,8 +36,10 @@ class SMD(Policy):
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
     What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
-    handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (a 0/1 knapsack by
-    Smith's rule when not every job can get (1, 1)), then Jong's sum-of-ratios iteration with a
+    handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (by default the jobs
+    the objective of (P) starts, waiting charge included, so a job may wait for a larger
+    configuration even when it fits; ``selection="smith"`` for the specification's Smith's-rule
+    knapsack), then Jong's sum-of-ratios iteration with a
     multiple-choice multi-dimensional knapsack per step, then placement on the machines by
     first-fit decreasing with shrinking. Each job's work is its remaining samples;
     durations come from the exact layered model in the state's overlap mode.
@@ -61,7 +63,7 @@ class SMD(Policy):
       two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
 
-    Options are passed to ``solve`` (``knapsack``, ``tol``, ``max_iter``, ``backend``,
+    Options are passed to ``solve`` (``knapsack``, ``selection``, ``tol``, ``max_iter``, ``backend``,
     ``time_limit``, ``bound``). The LP lower bound is off by default (``bound=False``): the policy
     needs only the allocation, and the bound costs one more LP per decision. Results from this
     policy are results of "the reconstructed SMD model".

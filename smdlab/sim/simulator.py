@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
+from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
@@ -288,6 +289,18 @@ class _Simulator:
                 self.history.append((r.job.name, paused, t, r.workers, r.ps, r.speed, done))
         return r.rem0 - done
 
+    def _ring_speed(self, job: Job, workers: int, placement: Placement) -> float | None:
+        """An all-reduce ring's speed over the machines its placement spans, when that differs
+        from the packed ring of the timing tables (None: the tables hold it)."""
+        if job.arch != "allreduce" or job.pipeline is not None:
+            return None
+        machines = len({m for m, w, _ in placement.tasks if w > 0})
+        if machines == int(packed_machines(job, workers)):
+            return None
+        tau = allreduce_iteration_time(job, workers, machines=machines, mode=self.mode)
+        per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
+        return float(per_iter / tau)
+
     def _remaining(self, r: _Run, t: float) -> float:
         return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
@@ -315,6 +328,8 @@ class _Simulator:
         solo = usage
         if share is not None:  # a group member holds its share of the group's use
             usage = share[rows]
+        if speed is None:
+            speed = self._ring_speed(job, workers, placement)
         if speed is None:
             speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
         self.version += 1

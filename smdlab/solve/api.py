@@ -92,7 +92,7 @@ def solve(
     place: place the allocation on machines (default: when the cluster has machines).
     free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
     options: backend (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
-        (hull|exact|lp_round|greedy), selection (smith|objective), tol, max_iter, bound (compute the
+        (hull|exact|lp_round|greedy), selection (objective|smith), tol, max_iter, bound (compute the
         LP lower bound, default True), polish (finish with a local search, default True).
     """
     t0 = time.perf_counter()
@@ -187,7 +187,7 @@ def solve(
         want_bound = options.get("bound", True)
         if not isinstance(want_bound, bool):
             raise InvalidInput(f"bound must be True or False, got {want_bound!r}")
-        selection = check_choice("selection", options.get("selection", "smith"), SELECTIONS)
+        selection = check_choice("selection", options.get("selection", "objective"), SELECTIONS)
         polish = options.get("polish", True)
         if not isinstance(polish, bool):
             raise InvalidInput(f"polish must be True or False, got {polish!r}")

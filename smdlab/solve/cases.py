@@ -109,3 +109,49 @@ def benchmark_instance(
     per = np.array([8.0, 64.0, 256.0, 100.0])
     machines = max(1, int(np.ceil((fraction * demand / per).max())))
     return jobs, Cluster.homogeneous(machines)
+
+
+def tight_instance(
+    n: int,
+    seed: int = 0,
+    jobs_per_machine: int = 4,
+    bw_range: tuple[float, float] = (5.0, 25.0),
+    machines: int | None = None,
+):
+    """(jobs, cluster): ``n`` jobs on ceil(n / ``jobs_per_machine``) 8-GPU servers (or ``machines``), every task reserving ``bw_range`` Gbps.
+
+    The held-out class of issue 9: bundled networks, work 1e5-1e7 samples, weight 1 or 2, caps 16
+    workers and 16 PSs, worker (1-2 GPU, 2-8 CPU, 8-32 GB) and PS (2-8 CPU, 8-32 GB) demands, and
+    per-task bandwidth drawn uniformly from ``bw_range`` (rounded to 0.5 Gbps) on 100 Gbps NICs:
+    the NICs bind, and usually not every job fits even at (1, 1).
+    """
+    check_int("n", n, 1)
+    check_int("jobs_per_machine", jobs_per_machine, 1)
+    lo, hi = (float(x) for x in bw_range)
+    check_positive("bw_range low", lo)
+    if hi < lo:
+        from smdlab.errors import InvalidInput
+
+        raise InvalidInput(f"bw_range must be (low, high) with low <= high, got {bw_range!r}")
+    rng = np.random.default_rng(seed)
+    nets = list_profiles()
+    jobs = []
+    for i in range(n):
+        net = nets[int(rng.integers(len(nets)))]
+        bw_w, bw_p = (float(np.round(rng.uniform(lo, hi) * 2) / 2) for _ in range(2))
+        wd = {"gpu": float(rng.choice([1, 1, 2])), "cpu": float(rng.integers(2, 9)),
+              "mem_gb": float(rng.choice([8, 16, 32])), "bw_gbps": bw_w}  # fmt: skip
+        pd = {"gpu": 0.0, "cpu": float(rng.integers(2, 9)), "mem_gb": float(rng.choice([8, 16, 32])),
+              "bw_gbps": bw_p}  # fmt: skip
+        profile = LayerProfile.load(net, "v100")
+        batch = int(profile_info(net)["default_global_batch"])
+        jobs.append(
+            Job(f"j{i}", profile, float(10 ** rng.uniform(5, 7)), batch, wd, pd,
+                weight=float(rng.choice([1, 1, 2])), max_workers=16, max_ps=16)
+        )  # fmt: skip
+    m = (
+        max(1, -(-n // jobs_per_machine))
+        if machines is None
+        else check_int("machines", machines, 1)
+    )
+    return jobs, Cluster.homogeneous(m)

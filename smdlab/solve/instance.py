@@ -1,13 +1,16 @@
 """One allocation problem (P) at a decision point: jobs, capacity, every configuration's cost and use.
 
 Objective (the same for every method, so they are comparable):
-    sum over started jobs   omega_i * d_i(w_i, p_i)
-  + sum over unstarted jobs omega_i * (H + d_i(1, 1))
-where H = max_j d_j(1, 1) over the jobs of the instance (the "deferral horizon"). A job left out
-now is charged as if it waited H and then ran on the smallest configuration: every started job
-of an optimal allocation runs at least as fast as on (1, 1), so by time H all capacity held by
-this round's jobs is free again. Jobs may stay unstarted only when the instance cannot give
-every job (1, 1); when it can, every job starts. See docs/solver.md ("Jobs that cannot start").
+    sum over started jobs   omega_i * d_i(w_i, p_i)          (the configuration is kept for life)
+  + sum over unstarted jobs omega_i * (H + d_i(r_i))         (an expected wait, then its reference)
+with r_i the job's reference configuration, the one minimising its own weighted duration plus
+the delay its resource-time imposes on half of the other jobs' weight,
+    omega_i d_i(c) + (Omega - omega_i) / 2 * f_i(c) d_i(c),   f_i(c) = max_r use_r(c) / pool_r,
+over the configurations that fit the whole cluster (pool: capacity frees as running jobs end), and H = (1/2) sum_j f_j(r_j) d_j(r_j), half the
+squashed time of the instance's jobs at their reference configurations (the mean start time of
+a list schedule that keeps the capacity busy). Every job may stay unstarted: a job started small
+stays small, so waiting for a larger configuration can be cheaper. See docs/solver.md ("Jobs
+that wait").
 """
 
 from __future__ import annotations
@@ -60,11 +63,12 @@ class Instance:
     weight: (n,) omega_i.
     tables: per job, its speed table S_i(w, p) (samples/s, max_workers x max_ps; ``job_speeds``).
     mode: timing overlap mode the speeds come from.
-    allow_defer: whether jobs may stay unstarted (only when not all fit at (1, 1)).
+    allow_defer: whether jobs may stay unstarted (True for every instance ``build_instance`` makes;
+        False only in hand-built instances that require every job to start).
+    pool: (K,) capacity of the whole cluster (default: ``capacity``): what a waiting job can
+        expect once running jobs finish; the reference configurations and H are taken on it.
 
-    The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use;
-    what concerns (1, 1) only (``base_duration``, ``horizon``, ``defer_cost``) needs no grid, so
-    an instance of many jobs of which few are allocated (SMD's selection) stays cheap.
+    The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use.
     """
 
     jobs: tuple[Job, ...]
@@ -76,6 +80,7 @@ class Instance:
     tables: tuple[np.ndarray, ...] = field(repr=False)
     mode: str = "wfbp"
     allow_defer: bool = False
+    pool: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -129,14 +134,78 @@ class Instance:
         return self.alpha + self.gamma
 
     @cached_property
+    def pool_vector(self) -> np.ndarray:
+        """(K,) the whole cluster's capacity (``pool``, else ``capacity``)."""
+        return self.capacity if self.pool is None else np.asarray(self.pool, dtype=float)
+
+    @cached_property
+    def share(self) -> np.ndarray:
+        """(n, W, P) f_i(c) = max_r use_r(c) / pool_r: the dominant share of the cluster a configuration holds."""
+        W, P = self.duration.shape[1:]
+        wg = np.arange(1, W + 1, dtype=float)[None, :, None]
+        pg = np.arange(1, P + 1, dtype=float)[None, None, :]
+        out = np.zeros((self.n, W, P))
+        pool = self.pool_vector
+        scale = np.where(pool > 0, pool, 1.0)
+        for r in range(self.K):
+            a = (self.alpha[:, r] / scale[r])[:, None, None]
+            g = (self.gamma[:, r] / scale[r])[:, None, None]
+            np.maximum(out, a * wg + g * pg, out=out)
+        return out
+
+    @cached_property
+    def fits_alone(self) -> np.ndarray:
+        """(n, W, P) configurations that exist and fit the whole cluster (``pool_vector``) on their own."""
+        W, P = self.duration.shape[1:]
+        wg = np.arange(1, W + 1, dtype=float)[None, :, None]
+        pg = np.arange(1, P + 1, dtype=float)[None, None, :]
+        ok = np.isfinite(self.duration)
+        pool = self.pool_vector
+        tol = _FIT_RTOL * np.maximum(1.0, np.abs(pool))
+        for r in range(self.K):
+            use = self.alpha[:, r][:, None, None] * wg + self.gamma[:, r][:, None, None] * pg
+            ok &= use <= pool[r] + tol[r]
+        return ok
+
+    @cached_property
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """(workers, ps) r_i: the configuration a job is expected to get when it starts later.
+
+        It minimises omega_i d_i(c) + (Omega - omega_i) / 2 * f_i(c) d_i(c) over the
+        configurations that fit the whole cluster (its own weighted duration plus the delay its
+        resource-time imposes on half of the other jobs' weight); (1, 1) where nothing fits.
+        """
+        if self.n == 0:
+            return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+        d = self.duration
+        others = (self.weight.sum() - self.weight) / 2.0
+        score = self.weight[:, None, None] * d + others[:, None, None] * self.share * d
+        score = np.where(self.fits_alone, score, np.inf)
+        flat = score.reshape(self.n, -1)
+        k = np.argmin(flat, axis=1)
+        k = np.where(np.isfinite(flat[np.arange(self.n), k]), k, 0)
+        P = d.shape[2]
+        return k // P + 1, k % P + 1
+
+    @cached_property
+    def reference_duration(self) -> np.ndarray:
+        """(n,) d_i(r_i): duration at the reference configuration."""
+        w, p = self.reference
+        return self.duration[np.arange(self.n), w - 1, p - 1]
+
+    @cached_property
     def horizon(self) -> float:
-        """H = max_j d_j(1, 1): the wait charged to a job that is not started."""
-        return float(self.base_duration.max()) if self.n else 0.0
+        """H = (1/2) sum_j f_j(r_j) d_j(r_j): the expected wait charged to a job that is not started."""
+        if self.n == 0:
+            return 0.0
+        w, p = self.reference
+        f = self.share[np.arange(self.n), w - 1, p - 1]
+        return float(0.5 * np.sum(f * self.reference_duration))
 
     @cached_property
     def defer_cost(self) -> np.ndarray:
-        """(n,) omega_i * (H + d_i(1, 1)): cost of leaving job i unstarted."""
-        return self.weight * (self.horizon + self.base_duration)
+        """(n,) omega_i * (H + d_i(r_i)): cost of leaving job i unstarted."""
+        return self.weight * (self.horizon + self.reference_duration)
 
     @cached_property
     def scale(self) -> np.ndarray:
@@ -163,6 +232,7 @@ class Instance:
             tables,
             self.mode,
             self.allow_defer,
+            self.pool,
         )
 
     def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
@@ -344,7 +414,8 @@ def build_instance(
     alpha, gamma = demand_matrices(jobs, cluster)
     tables = [job_speeds(j, mode) for j in jobs]  # a queue seen before costs look-ups only
     weight = np.array([j.weight for j in jobs], dtype=float)
-    all_fit = bool(fits((alpha + gamma).sum(axis=0), cap))
+    pool = np.asarray(cluster.capacity_vector, dtype=float)
+    pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool
     return Instance(
-        jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, not all_fit
+        jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, True, pool
     )

@@ -1,9 +1,12 @@
 """Local search for the multiple-choice knapsack: improve a feasible allocation by moves until none helps.
 
-SMD polishes its allocation with it; tests compare it against exhaustive moves.
+SMD polishes its allocation with it; tests compare it against exhaustive moves. ``defer_search``
+adds moves that start, stop and exchange jobs where jobs may wait.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -122,3 +125,224 @@ def local_search(
                 touched.add(j)
             moves += 1
     return w, p, moves
+
+
+def defer_search(
+    value: np.ndarray,
+    mask: np.ndarray,
+    defer: np.ndarray,
+    alpha: np.ndarray,
+    gamma: np.ndarray,
+    capacity: np.ndarray,
+    workers: np.ndarray,
+    ps: np.ndarray,
+    *,
+    rtol: float = 1e-6,
+    max_rounds: int | None = None,
+    shrink_candidates: int = 8,
+    repair_candidates: int = 8,
+    exchange_candidates: int = 64,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Improve a feasible allocation where jobs may wait (cost ``defer``) by starting, stopping and exchanging jobs; (workers, ps, moves).
+
+    value: (n, W, P) cost of each configuration (+inf where none); defer: (n,) cost of a job left
+    unstarted (w = p = 0). Moves: stop a started job; start a waiting job at its best
+    configuration that fits the spare capacity; exchange a started job (among the
+    ``exchange_candidates`` cheapest to stop) for a waiting one (among the 8 x
+    ``exchange_candidates`` most valuable columns) that takes its configuration in the spare
+    capacity plus what the stopped job held; start a
+    waiting job at a configuration (the ``shrink_candidates`` with the best gain per resource)
+    after removing single tasks of started jobs, cheapest loss per freed missing resource first,
+    until it fits; stop a started job (the ``shrink_candidates`` cheapest to stop) and start
+    waiting jobs in the room it leaves, best gain first, while any fits. Each
+    round applies the best move, then ``local_search`` on the started jobs; when no move pays
+    at once, the ``repair_candidates`` best exchanges are tried with ``local_search`` after
+    them, and the first that lowers the objective is kept. On return no such
+    move lowers the objective by more than ``rtol`` times it (unless ``max_rounds``, default
+    2 n + 10, stopped it first).
+    """
+    n, W, P = value.shape
+    w = np.array(workers, dtype=int)
+    p = np.array(ps, dtype=int)
+    if n == 0:
+        return w, p, 0
+    capacity = np.asarray(capacity, dtype=float)
+    defer = np.asarray(defer, dtype=float)
+    tol = 1e-9 * np.maximum(1.0, np.abs(capacity))
+    scale = np.where(capacity > 0, capacity, 1.0)
+    keep = mask & np.isfinite(value) & (value < defer[:, None, None])
+    job_c, wi, pi = np.nonzero(keep)
+    col_use = alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]
+    col_gain = defer[job_c] - value[job_c, wi, pi]  # > 0: starting there beats waiting
+    V = value.reshape(n, W * P)
+    limit = 2 * n + 10 if max_rounds is None else max_rounds
+    moves = 0
+    for _ in range(limit):
+        on = w > 0
+        cur = np.where(on, V[np.arange(n), np.clip((w - 1) * P + (p - 1), 0, W * P - 1)], defer)
+        held = alpha * w[:, None] + gamma * p[:, None]
+        left = capacity - held.sum(axis=0) + tol
+        eps = rtol * max(1e-300, float(cur.sum()))
+        best_gain = eps
+        best_move: tuple[Any, Any] | None = None
+        near: list[tuple[float, int, int]] = []
+        # stop a started job
+        drop = np.where(on, cur - defer, -np.inf)
+        i = int(np.argmax(drop))
+        if drop[i] > best_gain:
+            best_gain, best_move = float(drop[i]), (i, None)
+        waiting = ~on[job_c]
+        cw = np.flatnonzero(waiting)
+        if cw.size:
+            # start a waiting job in the spare capacity
+            ok = np.all(col_use[cw] <= left, axis=1)
+            if ok.any():
+                k = cw[ok][int(np.argmax(col_gain[cw[ok]]))]
+                if col_gain[k] > best_gain:
+                    best_gain, best_move = float(col_gain[k]), (None, k)
+            # exchange: stop started job s (loss defer_s - cost_s), start a waiting column in left + held_s
+            started = np.flatnonzero(on)
+            if started.size:
+                loss = defer[started] - cur[started]
+                # the cheapest jobs to stop and the most valuable columns to start bound the work
+                cheap = np.argsort(loss)[:exchange_candidates]
+                sl, sr = started[cheap], loss[cheap]
+                room = left[None, :] + held[sl]  # (S, K)
+                cols_x = cw[np.argsort(-col_gain[cw])[: 8 * exchange_candidates]]
+                for lo in range(0, cols_x.size, 4096):  # chunks bound the (columns x started) work
+                    part = cols_x[lo : lo + 4096]
+                    fit = np.all(col_use[part][:, None, :] <= room[None, :, :], axis=2)
+                    net = np.where(fit, col_gain[part][:, None] - sr[None, :], -np.inf)
+                    a, b = np.unravel_index(int(np.argmax(net)), net.shape)
+                    if net[a, b] > best_gain:
+                        best_gain, best_move = float(net[a, b]), (int(sl[b]), int(part[a]))
+                    # the best few that do not pay at once: tried with a repair if nothing else helps
+                    flat = net.ravel()
+                    top = np.argpartition(-flat, min(repair_candidates, flat.size - 1))
+                    for t in top[:repair_candidates].tolist():
+                        if np.isfinite(flat[t]):
+                            a, b = divmod(t, net.shape[1])
+                            near.append((float(flat[t]), int(sl[b]), int(part[a])))
+            # stop a started job and fill the room it leaves with waiting jobs (best gain first)
+            if started.size:
+                for s_ in started[np.argsort(loss)[:shrink_candidates]].tolist():
+                    room_s = left + held[s_]
+                    total = -float(defer[s_] - cur[s_])
+                    ins: list[int] = []
+                    used: set[int] = set()
+                    while True:
+                        okc = np.all(col_use[cw] <= room_s, axis=1)
+                        okc &= ~np.isin(job_c[cw], list(used)) if used else okc
+                        if not okc.any():
+                            break
+                        k = int(cw[okc][int(np.argmax(col_gain[cw[okc]]))])
+                        total += float(col_gain[k])
+                        room_s = room_s - col_use[k]
+                        used.add(int(job_c[k]))
+                        ins.append(k)
+                    if len(ins) > 1 and total > best_gain:
+                        best_gain, best_move = total, ([(int(s_), 0, 0)], ins)
+            # start a waiting job by shrinking started ones (one task at a time, cheapest loss
+            # per freed amount of the missing resources first): the most promising columns only
+            if started.size:
+                size = (col_use[cw] / scale).sum(axis=1)
+                top = cw[np.argsort(-col_gain[cw] / np.maximum(size, 1e-12))[:shrink_candidates]]
+                for k in top.tolist():
+                    if col_gain[k] <= best_gain:
+                        continue
+                    plan = _shrink_plan(
+                        V, P, alpha, gamma, scale, w, p, cur, started, col_use[k] - left,
+                        col_gain[k] - best_gain,
+                    )  # fmt: skip
+                    if plan is not None and col_gain[k] - plan[0] > best_gain:
+                        best_gain, best_move = float(col_gain[k] - plan[0]), (plan[1], int(k))
+        if best_move is None:
+            # exchanges that lose a little but free room: accept one if the local search then
+            # makes the whole allocation better
+            base = float(cur.sum())
+            for _, s_, c_ in sorted(near, reverse=True)[:repair_candidates]:
+                tw, tp = w.copy(), p.copy()
+                tw[s_] = tp[s_] = 0
+                j = int(job_c[c_])
+                tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
+                st = np.flatnonzero(tw > 0)
+                sw, sp, _ = local_search(
+                    value[st], mask[st], alpha[st], gamma[st], capacity, tw[st], tp[st], rtol=rtol
+                )
+                tw[st], tp[st] = sw, sp
+                new_cost = np.where(
+                    tw > 0, V[np.arange(n), np.clip((tw - 1) * P + (tp - 1), 0, W * P - 1)], defer
+                ).sum()
+                if new_cost < base - eps:
+                    best_move = ("set", (tw, tp))
+                    break
+        if best_move is None:
+            break
+        out, col = best_move
+        if isinstance(out, str):
+            w, p = col
+            moves += 1
+            continue
+        if isinstance(out, list):
+            for j, nw, np_ in out:
+                w[j], p[j] = nw, np_
+        elif out is not None:
+            w[out] = p[out] = 0
+        picked: Any = col
+        starts: list[int] = (
+            picked if isinstance(picked, list) else [] if picked is None else [picked]
+        )
+        for c_ in starts:
+            j = int(job_c[c_])
+            w[j], p[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
+        moves += 1
+        s = np.flatnonzero(w > 0)
+        if s.size:
+            sw, sp, _ = local_search(
+                value[s], mask[s], alpha[s], gamma[s], capacity, w[s], p[s], rtol=rtol
+            )
+            w[s], p[s] = sw, sp
+    return w, p, moves
+
+
+def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget):
+    """(total loss, [(job, w, p), ...]): single-task removals from ``started`` jobs covering ``deficit``.
+
+    Greedy: each step removes the worker or PS (a job keeps at least (1, 1)) with the smallest
+    loss per freed amount of the still-missing resources (normalised by ``scale``). None when
+    the deficit cannot be covered, or the loss exceeds ``budget``.
+    """
+    need = np.maximum(np.asarray(deficit, dtype=float), 0.0)
+    if not np.any(need > 1e-12):
+        return 0.0, []
+    ww, pp = w[started].copy(), p[started].copy()
+    val = cur[started].copy()
+    loss = 0.0
+    rows = started
+    for _ in range(4 * len(started) + 8):
+        lw = np.where(ww > 1, V[rows, np.clip((ww - 2) * P + (pp - 1), 0, None)] - val, np.inf)
+        lp = np.where(pp > 1, V[rows, np.clip((ww - 1) * P + (pp - 2), 0, None)] - val, np.inf)
+        fw = (np.minimum(alpha[rows], need) / scale).sum(axis=1)
+        fp = (np.minimum(gamma[rows], need) / scale).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rw = np.where(fw > 1e-12, lw / fw, np.inf)
+            rp = np.where(fp > 1e-12, lp / fp, np.inf)
+        kw, kp = int(np.argmin(rw)), int(np.argmin(rp))
+        if not (np.isfinite(rw[kw]) or np.isfinite(rp[kp])):
+            return None
+        if rw[kw] <= rp[kp]:
+            k, d = kw, lw[kw]
+            ww[k] -= 1
+            need = need - alpha[rows[k]]
+        else:
+            k, d = kp, lp[kp]
+            pp[k] -= 1
+            need = need - gamma[rows[k]]
+        val[k] += d
+        loss += float(d)
+        if loss >= budget:
+            return None
+        if not np.any(need > 1e-9 * np.maximum(1.0, scale)):
+            changed = np.flatnonzero((ww != w[started]) | (pp != p[started]))
+            return loss, [(int(rows[i]), int(ww[i]), int(pp[i])) for i in changed]
+    return None

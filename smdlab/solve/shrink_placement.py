@@ -86,7 +86,7 @@ class _Costs:
 
 
 def defer_costs(jobs: Sequence[Job], mode: str) -> np.ndarray:
-    """omega_i * (H + d_i(1, 1)) with H = max_j d_j(1, 1): as ``Instance.defer_cost``."""
+    """omega_i * (H + d_i(1, 1)) with H = max_j d_j(1, 1): a pessimistic waiting cost that ranks whole-job removals when ``Instance.defer_cost`` is not passed."""
     samples = np.array([j.samples for j in jobs], dtype=float)
     base = samples / base_speeds(jobs, mode)
     return np.array([j.weight for j in jobs], dtype=float) * (base.max() + base)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from smdlab.solve.knapsack import (
     knapsack_lp_round,
 )
 from smdlab.solve.knapsack_hull import HullKnapsack
-from smdlab.solve.local_search import local_search
+from smdlab.solve.local_search import defer_search, local_search
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,7 @@ def sum_of_ratios(
     )
 
 
-SELECTIONS = ("smith", "objective")
+SELECTIONS = ("objective", "smith")
 
 
 def _most_profitable_per_demand(
@@ -327,26 +328,84 @@ def _most_profitable_per_demand(
     return np.sort(idx[order[keep]])
 
 
-def select_jobs(
-    inst: Instance, *, rule: str = "smith", backend: str = "auto", time_limit: float | None = None
-) -> tuple[np.ndarray, str]:
-    """Outer selection (6.3): which jobs start, by a 0/1 knapsack over their (1, 1) demands.
+UNIT_SELECTION_JOBS = 100  # the second candidate selection pays on small instances only
+LP_SELECTION_COLUMNS = (
+    4000  # above this many configuration columns the LP costs more than SMD itself
+)
 
-    rule: ``smith`` (the specification: profit omega_i / d_i(1, 1), weighted shortest first) or
-        ``objective`` (profit = what starting the job at (1, 1) saves in the solve objective,
-        omega_i * H: the selection the MILP's objective rewards).
-    Returns (mask of selected jobs, note). Every job is selected when all fit at (1, 1).
+
+def efficiency_selection(inst: Instance) -> np.ndarray:
+    """Jobs by decreasing gain over waiting per priced resource, each at its most efficient configuration, while they fit.
+
+    A job's efficiency is max over configurations c of (defer_i - omega_i d_i(c)) / size_i(c),
+    size = sum_r use_r(c) * price_r with price_r = load_r / capacity_r and load_r the jobs'
+    total use of resource r at their reference configurations over the capacity (scarce
+    resources cost more). Jobs are taken in that order at that configuration if it fits the
+    capacity left.
+    """
+    cap = inst.capacity
+    scale = np.where(cap > 0, cap, 1.0)
+    rw, rp = inst.reference
+    load = (rw @ inst.alpha + rp @ inst.gamma) / scale
+    price = np.maximum(load, 1e-3) / scale
+    W, P = inst.duration.shape[1:]
+    size = (inst.alpha @ price)[:, None, None] * np.arange(1, W + 1)[None, :, None] + (
+        inst.gamma @ price
+    )[:, None, None] * np.arange(1, P + 1)[None, None, :]
+    gain = inst.defer_cost[:, None, None] - inst.cost
+    ok = inst.pareto & (gain > 0) & inst.fits_alone
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eff = np.where(ok, gain / np.maximum(size, 1e-300), -np.inf).reshape(inst.n, -1)
+    k = np.argmax(eff, axis=1)
+    best = eff[np.arange(inst.n), k]
+    chosen = np.zeros(inst.n, dtype=bool)
+    left = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
+    wk, pk = k // P + 1, k % P + 1
+    use = inst.alpha * wk[:, None] + inst.gamma * pk[:, None]
+    for i in np.argsort(-best, kind="stable").tolist():
+        if not np.isfinite(best[i]):
+            break
+        if np.all(use[i] <= left):
+            left = left - use[i]
+            chosen[i] = True
+    return chosen
+
+
+def select_jobs(
+    inst: Instance,
+    *,
+    rule: str = "objective",
+    backend: str = "auto",
+    time_limit: float | None = None,
+) -> tuple[np.ndarray, str]:
+    """Outer selection (6.3): which jobs start now.
+
+    rule: ``objective`` (default): the jobs the rounded LP relaxation of (P) starts (the
+        objective the MILP solves, deferral charge included; above ``LP_SELECTION_COLUMNS``
+        configuration columns ``efficiency_selection`` instead); every job when all fit at
+        their reference configurations at once. ``smith`` (the specification's rule): a 0/1 knapsack
+        over the (1, 1) demands with profit omega_i / d_i(1, 1) (weighted shortest first); every
+        job when all fit at (1, 1).
+    Returns (mask of selected jobs, note).
     """
     check_choice("selection", rule, SELECTIONS)
-    if not inst.allow_defer:
+    chosen = np.zeros(inst.n, dtype=bool)
+    if rule == "objective":
+        rw, rp = inst.reference
+        if fits(rw @ inst.alpha + rp @ inst.gamma, inst.capacity):
+            return np.ones(inst.n, dtype=bool), ""
+        if int(inst.pareto.sum()) <= LP_SELECTION_COLUMNS:
+            r = knapsack_lp_round(
+                inst.cost, inst.alpha, inst.gamma, inst.capacity, inst.defer_cost,
+                backend=backend, time_limit=time_limit, mask=inst.pareto, fill=False,
+            )  # fmt: skip
+            return r.workers > 0, r.note
+        return efficiency_selection(inst), ""
+    if fits(inst.base_use.sum(axis=0), inst.capacity) or not inst.allow_defer:
         return np.ones(inst.n, dtype=bool), ""
-    if rule == "smith":
-        profit = inst.weight / inst.base_duration
-    else:
-        profit = inst.defer_cost - inst.weight * inst.base_duration
+    profit = inst.weight / inst.base_duration
     fit_alone = np.all(inst.base_use <= inst.capacity + 1e-9 * np.maximum(1, inst.capacity), axis=1)
     idx = np.flatnonzero(fit_alone)
-    chosen = np.zeros(inst.n, dtype=bool)
     if idx.size == 0:
         return chosen, "no job fits at (1, 1) in the capacity"
     idx = _most_profitable_per_demand(idx, profit, inst.base_use, inst.capacity)
@@ -382,40 +441,105 @@ class SmdResult:
     note: str
 
 
+def _unit_selection(
+    inst: Instance, backend: str, time_limit: float | None
+) -> tuple[np.ndarray, str]:
+    """The 0/1 knapsack over the (1, 1) demands with profit defer_i - omega_i d_i(1, 1) (> 0 only)."""
+    profit = inst.defer_cost - inst.weight * inst.base_duration
+    fit_alone = np.all(inst.base_use <= inst.capacity + 1e-9 * np.maximum(1, inst.capacity), axis=1)
+    idx = np.flatnonzero(fit_alone & (profit > 0))
+    chosen = np.zeros(inst.n, dtype=bool)
+    if idx.size == 0:
+        return chosen, ""
+    idx = _most_profitable_per_demand(idx, profit, inst.base_use, inst.capacity)
+    if fits(inst.base_use[idx].sum(axis=0), inst.capacity):
+        chosen[idx] = True
+        return chosen, ""
+    model = FlatModel(
+        -profit[idx] / profit[idx].max(), inst.base_use[idx], np.arange(idx.size), idx.size,
+        inst.capacity, eq=False,
+    )  # fmt: skip
+    res = solve_flat(model, integral=True, backend=backend, time_limit=time_limit, mip_gap=1e-9)
+    chosen[idx[res.x > 0.5]] = True
+    return chosen, res.note
+
+
 def smd(
     inst: Instance,
     *,
     knapsack: str = "hull",
-    selection: str = "smith",
+    selection: str = "objective",
     tol: float = 1e-6,
     max_iter: int = 30,
     backend: str = "auto",
     time_limit: float | None = None,
     polish: bool = True,
 ) -> SmdResult:
-    """SMD on an instance: select the jobs to start, then Jong's iteration on their speeds (then a local search)."""
+    """SMD on an instance: select the jobs to start, then Jong's iteration on their speeds (then local searches).
+
+    With ``selection="objective"`` and at most ``UNIT_SELECTION_JOBS`` jobs, a second candidate
+    selection, the 0/1 knapsack over the jobs' (1, 1) demands with profit
+    defer_i - omega_i d_i(1, 1), is allocated the same way and the better of the two
+    allocations is kept. With ``polish``, after the iteration's own
+    local search, ``defer_search`` may start, stop or exchange jobs where that lowers the
+    objective of (P) (deferral charge included); with ``selection="smith"`` the selection is
+    kept as the rule made it.
+    """
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
+    kw: dict[str, Any] = dict(knapsack=knapsack, tol=tol, max_iter=max_iter, backend=backend,
+              time_limit=time_limit, polish=polish)  # fmt: skip
+    best = _allocate(inst, selected, search=selection == "objective", **kw)
+    if (
+        selection == "objective"
+        and inst.allow_defer
+        and not selected.all()
+        and inst.n <= UNIT_SELECTION_JOBS
+    ):
+        unit, unit_note = _unit_selection(inst, backend, time_limit)
+        if unit.any() and not np.array_equal(unit, selected):
+            other = _allocate(inst, unit, search=True, **kw)
+            if inst.objective(other[0], other[1]) < inst.objective(best[0], best[1]) * (1 - 1e-12):
+                best, selected = other, unit
+                note = unit_note
+    w, p, r, extra = best
+    note = "; ".join(x for x in (note, extra) if x)
+    return SmdResult(w, p, selected, r, note)
+
+
+def _allocate(inst: Instance, selected: np.ndarray, *, search: bool, knapsack: str, tol: float,
+              max_iter: int, backend: str, time_limit: float | None, polish: bool):  # fmt: skip
+    """(w, p, RatioResult or None, note): Jong's iteration on the ``selected`` jobs, then (``search`` and ``polish``) ``defer_search``."""
     w = np.zeros(inst.n, dtype=int)
     p = np.zeros(inst.n, dtype=int)
     idx = np.flatnonzero(selected)
-    if idx.size == 0:
-        return SmdResult(w, p, selected, None, note)
-    sub = inst.subset(idx)  # grids of the selected jobs only (cropped to their caps)
-    numer = sub.weight * sub.samples
-    r = sum_of_ratios(
-        numer,
-        sub.speed,
-        sub.alpha,
-        sub.gamma,
-        inst.capacity,
-        knapsack=knapsack,
-        tol=tol,
-        max_iter=max_iter,
-        backend=backend,
-        time_limit=time_limit,
-        mask=sub.pareto,  # cost = omega W / S per job: the same dominance as the speeds
-        polish=polish,
-    )
-    w[idx] = r.workers
-    p[idx] = r.ps
-    return SmdResult(w, p, selected, r, note)
+    r = None
+    if idx.size:
+        sub = inst.subset(idx)  # grids of the selected jobs only (cropped to their caps)
+        r = sum_of_ratios(
+            sub.weight * sub.samples,
+            sub.speed,
+            sub.alpha,
+            sub.gamma,
+            inst.capacity,
+            knapsack=knapsack,
+            tol=tol,
+            max_iter=max_iter,
+            backend=backend,
+            time_limit=time_limit,
+            mask=sub.pareto,  # cost = omega W / S per job: the same dominance as the speeds
+            polish=polish,
+        )
+        w[idx] = r.workers
+        p[idx] = r.ps
+    note = ""
+    if polish and search and inst.allow_defer:
+        before = inst.objective(w, p)
+        w, p, moves = defer_search(
+            inst.cost, inst.pareto, inst.defer_cost, inst.alpha, inst.gamma, inst.capacity, w, p
+        )
+        if moves:
+            note = (
+                f"defer search: {moves} start/stop move(s), objective "
+                f"{before:.6g} -> {inst.objective(w, p):.6g}"
+            )
+    return w, p, r, note

@@ -18,7 +18,8 @@ class Solution:
     workers, ps: per job, the allocation (0 and 0: not started). For ``lp``: the configuration
         carrying the largest LP share (see ``fractional`` for the whole fractional solution).
     durations: per job, d_i(w, p) in seconds (NaN when not started).
-    costs: per job, omega_i * d_i(w, p), or the deferral cost omega_i * (H + d_i(1, 1)) when not started.
+    costs: per job, omega_i * d_i(w, p), or the waiting charge omega_i * (H + d_i(r_i)) when not started
+        (r_i the job's reference configuration; docs/solver.md, "Jobs that wait").
     objective: sum of ``costs`` (for ``lp``: the LP value).
     lower_bound: a proven lower bound on the optimum of (P) (LP relaxation or MILP bound).
     gap: (objective - lower_bound) / objective.
@@ -27,7 +28,7 @@ class Solution:
     note: remarks: fallback reasons, limits hit, shrinking by placement.
     fallback: whether a Gurobi failure made HiGHS solve instead.
     wall_time_s: seconds spent in ``solve``.
-    horizon: H, the deferral horizon of the instance (s).
+    horizon: H, the expected wait charged to a job that is not started (s).
     mode: timing overlap mode.
     knapsack: for smd, the knapsack method.
     rounding_bound: for lp_round, the additive bound: objective <= lower_bound + rounding_bound before

@@ -19,8 +19,12 @@ LANES: dict[str, str] = {
     "backward": "GPU compute",
     "push": "push (worker → PS)",
     "pull": "pull (PS → worker)",
+    "read": "storage read (next batch)",
+    "preprocess": "CPU preprocessing (next batch)",
 }
 _LANE_ORDER = ["pull (PS → worker)", "push (worker → PS)", "GPU compute"]  # bottom to top
+PHASE_COLORS_CORE = ("forward", "backward", "push", "pull")  # drawn even when empty
+_DATA_LANES = ["CPU preprocessing (next batch)", "storage read (next batch)"]
 _TIMELINE_MODES = (
     "sequential",
     "wfbp",
@@ -28,15 +32,22 @@ _TIMELINE_MODES = (
 
 
 def _timeline_arrays(
-    job: Job, workers: int, ps: int, mode: str
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str,
+    cpu: float | None = None,
+    mem_gb: float | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     # Plain arrays per phase (the figure needs no DataFrame; this path runs on every explorer update).
-    df = layer_timeline(job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp")
+    df = layer_timeline(
+        job, workers, ps, mode if mode in _TIMELINE_MODES else "wfbp", cpu=cpu, mem_gb=mem_gb
+    )
     phase = df["phase"].to_numpy()
     start = df["start"].to_numpy(dtype=float) * 1e3
     end = df["end"].to_numpy(dtype=float) * 1e3
     index = df["layer_index"].to_numpy()
-    names = np.asarray(job.profile.names, dtype=object)
+    names = np.asarray([*job.profile.names, "input"], dtype=object)  # index -1: the data stage
     out = {}
     for ph in PHASE_COLORS:
         m = phase == ph
@@ -145,11 +156,18 @@ def timeline_spec(
     *,
     title: str | None = None,
     template: str | None = TEMPLATE,
+    cpu: float | None = None,
+    mem_gb: float | None = None,
 ) -> dict:
-    """The timeline figure as a plain dict (data, layout): what ``timeline_figure`` wraps, cheap to redraw."""
+    """The timeline figure as a plain dict (data, layout): what ``timeline_figure`` wraps, cheap to redraw.
+
+    cpu, mem_gb: CPU cores and GB per worker (None: the job's demand); a job with an input
+    pipeline shows its data stage (read and preprocessing of the next batch) on two more lanes.
+    """
     check_choice("mode", mode, MODES)
-    arrays = _timeline_arrays(job, workers, ps, mode)
-    tau_ms = iteration_time(job, workers, ps, mode) * 1e3
+    arrays = _timeline_arrays(job, workers, ps, mode, cpu, mem_gb)
+    tau_ms = iteration_time(job, workers, ps, mode, cpu, mem_gb) * 1e3
+    lanes = _LANE_ORDER + (_DATA_LANES if job.pipeline is not None else [])
     shapes, annotations = _timeline_marks(arrays, tau_ms)
     note = (
         "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
@@ -161,12 +179,13 @@ def timeline_spec(
         barmode="overlay",
         bargap=0.35,
         xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
-        yaxis={"categoryorder": "array", "categoryarray": _LANE_ORDER},
+        yaxis={"categoryorder": "array", "categoryarray": lanes},
         shapes=shapes,
         annotations=annotations,
         height=320,
     )
-    return {"data": _timeline_traces(arrays), "layout": layout}
+    traces = [t for t in _timeline_traces(arrays) if len(t["x"]) or t["name"] in PHASE_COLORS_CORE]
+    return {"data": traces, "layout": layout}
 
 
 def timeline_figure(
@@ -177,9 +196,15 @@ def timeline_figure(
     *,
     title: str | None = None,
     template: str | None = TEMPLATE,
+    cpu: float | None = None,
+    mem_gb: float | None = None,
 ) -> go.Figure:
     """Gantt chart of one iteration: forward, backward, push and pull of every layer, showing their overlap."""
-    return go.Figure(timeline_spec(job, workers, ps, mode, title=title, template=template))
+    return go.Figure(
+        timeline_spec(
+            job, workers, ps, mode, title=title, template=template, cpu=cpu, mem_gb=mem_gb
+        )
+    )
 
 
 def overlap_figure(
@@ -199,6 +224,8 @@ def overlap_figure(
     for r, mode in enumerate(modes, start=1):
         arrays = _timeline_arrays(job, workers, ps, mode)
         for tr in _timeline_traces(arrays, showlegend=r == 1):
+            if not len(tr["x"]) and tr["name"] not in PHASE_COLORS_CORE:
+                continue  # no data stage: no lanes for it
             tr.pop("xaxis"), tr.pop("yaxis")
             fig.add_trace(tr, row=r, col=1)
         suffix = "" if r == 1 else str(r)

@@ -18,6 +18,8 @@ PHASE_COLORS: dict[str, str] = {
     "backward": "#72B7B2",
     "push": "#F58518",
     "pull": "#E45756",
+    "read": "#B279A2",
+    "preprocess": "#9D755D",
 }
 
 ROLE_COLORS: dict[str, str] = {"workers": "#4C78A8", "ps": "#F58518"}

@@ -18,7 +18,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from smdlab.errors import SmdlabError, check_positive
-from smdlab.model.job import BATCH_MODES
+from smdlab.model.job import BATCH_MODES, Job
+from smdlab.model.pipeline import bundled_pipeline
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.solve import solve
@@ -230,6 +231,34 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.exact = widgets.Checkbox(
             True, description="exact MILP in the background", indent=False
         )
+        # Per-worker CPU and memory of the focused job's timeline (its data stage, docs/model.md);
+        # None-like 0 means "the job's demand".
+        self.cpu = widgets.FloatSlider(
+            0.0,
+            min=0.0,
+            max=32.0,
+            step=0.5,
+            description="CPU / worker",
+            readout_format=".1f",
+            continuous_update=False,
+            style=style,
+            layout=_slider_layout(),
+        )
+        self.mem = widgets.FloatSlider(
+            0.0,
+            min=0.0,
+            max=256.0,
+            step=1.0,
+            description="GB / worker",
+            readout_format=".0f",
+            continuous_update=False,
+            style=style,
+            layout=_slider_layout(),
+        )
+        self._levels_note = widgets.HTML(
+            '<span style="font-size:90%">0: the job\'s demand; the data stage (read, '
+            "preprocess) of the focused job's timeline</span>"
+        )
         self._edit_note = widgets.HTML()
         self._update_edit_note()
 
@@ -248,6 +277,9 @@ class Explorer(BackgroundApp, widgets.HBox):
                     self.compute_scale,
                     self.param_scale,
                     self.comm_ratio,
+                    self.cpu,
+                    self.mem,
+                    self._levels_note,
                 ),
                 section("Model and solver", self.mode, self.batch, self.method, self.exact),
             ],
@@ -273,6 +305,8 @@ class Explorer(BackgroundApp, widgets.HBox):
             for c in controls:
                 c.observe(lambda change, g=group: self._on_change(g), names="value")
         self.focus.observe(lambda change: self._on_focus(), names="value")
+        self.cpu.observe(lambda change: self._on_levels(), names="value")
+        self.mem.observe(lambda change: self._on_levels(), names="value")
         self.exact.observe(lambda change: self._on_exact(), names="value")
 
     def _read_settings(self, group: str) -> ExplorerSettings:
@@ -321,6 +355,20 @@ class Explorer(BackgroundApp, widgets.HBox):
         self._sync_edit_controls()
         self.refresh(timeline_only=True)
 
+    def _on_levels(self) -> None:
+        if self._syncing:
+            return
+        self.refresh(timeline_only=True)
+
+    def _levels(self, job: Job) -> tuple[Job, float | None, float | None]:
+        """The focused job with its network's input pipeline, and the CPU/memory of the sliders."""
+        if job.pipeline is None:
+            pipe = bundled_pipeline(job.profile)
+            job = job if pipe is None else job.replace(pipeline=pipe)
+        cpu = float(self.cpu.value) or None
+        mem = float(self.mem.value) or None
+        return job, cpu, mem
+
     def _on_exact(self) -> None:
         with self._lock:
             self._queue_exact()
@@ -359,7 +407,7 @@ class Explorer(BackgroundApp, widgets.HBox):
 
     def _timeline(self, sol: Solution, template: str | None = TEMPLATE):
         i = self.settings.focus
-        job = self._jobs[i]
+        job, cpu, mem = self._levels(self._jobs[i])
         w, p = sol.workers[i], sol.ps[i]
         if w == 0:
             return timeline_spec(
@@ -368,6 +416,8 @@ class Explorer(BackgroundApp, widgets.HBox):
                 1,
                 self.settings.mode,
                 template=template,
+                cpu=cpu,
+                mem_gb=mem,
                 title=f"{job.name} is not started now; its iteration on 1 worker, 1 PS",
             )
         return timeline_spec(
@@ -376,6 +426,8 @@ class Explorer(BackgroundApp, widgets.HBox):
             p,
             self.settings.mode,
             template=template,
+            cpu=cpu,
+            mem_gb=mem,
             title=f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), "
             f"{self.settings.mode}",
         )
