@@ -131,6 +131,28 @@ fig, df = figure("model_validation", CONFIG)
 fig.show()
 
 # %% [markdown]
+# ## All-reduce epoch models against OMRU's measurements
+#
+# OMRU's measured V100 epoch times (`data/measurements/epoch_times_v100.csv`): each network's
+# all-reduce model fitted on 1, 2, 4 and 8 GPUs predicts 3, 5, 6 and 7; beside it, the layered
+# model on our bundled profiles for the networks we have.
+
+# %%
+fig, df = figure("allreduce_validation", CONFIG)
+fig.show()
+
+# %% [markdown]
+# ## Makespan vs machines (OMRU reproduction)
+#
+# OMRU's image and action workloads on 2, 4 and 8 machines of 4 GPUs under SeqEx, Parallel,
+# Optimus-like, OMRU without reuse, OMRU and SJF-BCO. The epoch counts are assumed (each network's
+# standard recipe); 16 and 32-GPU points use the fitted model beyond the 8 measured GPUs.
+
+# %%
+fig, df = figure("makespan_vs_nodes", CONFIG)
+fig.show()
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

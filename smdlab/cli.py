@@ -202,6 +202,12 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     _add_scenario_arguments(p)
     p.add_argument("--machines", type=int, metavar="N", help="number of machines")
     p.add_argument("--gpus-per-machine", type=int, metavar="G", help="GPUs of each machine")
+    p.add_argument(
+        "--arch-mix",
+        type=float,
+        metavar="X",
+        help="synthetic: fraction of ring all-reduce jobs (0..1), the rest PS",
+    )
     p.add_argument("--seed", type=int, metavar="S", help="workload seed")
     p.add_argument(
         "--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)"
@@ -224,6 +230,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
         gpm = check_int("--gpus-per-machine", args.gpus_per_machine, 1, 1024)
         scenario = scenario.with_changes(cluster={"gpu": gpm})
+    if args.arch_mix is not None:
+        scenario = scenario.with_changes(workload={"arch_mix": args.arch_mix})
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
     with redirect:
         cluster = scenario.build_cluster()

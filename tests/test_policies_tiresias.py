@@ -62,18 +62,24 @@ def test_starvation_guard_promotes_and_then_preempts():
     # both in queue 1; the starved job ran 1000 s on 4 GPUs, then waited since t = 1000
     r = running(hog, [(0, 4, 2)], attained=4 * 2000.0)
     q_short = queued(starved, attained=4 * 1000.0, since=1000.0)
-    d = Tiresias().decide(
+    d = Tiresias(thresholds=(3600.0,), starve_multiple=8).decide(
         state(cl, [q_short], [r], time=1000.0 + 7000.0, execution="preemptive")
     )  # waited 7x its run time
     assert d.preempt == ()
-    pol = Tiresias()
+    assert (
+        Tiresias(thresholds=(3600.0,))
+        .decide(state(cl, [q_short], [r], time=9000.0, execution="preemptive"))
+        .preempt
+        == ()
+    )
+    pol = Tiresias(thresholds=(3600.0,), starve_multiple=8)
     st = state(
         cl, [q_short], [r], time=1000.0 + 8000.0, execution="preemptive"
     )  # waited 8x: promoted to queue 0
     d = pol.decide(st)
     assert d.preempt == ("hog",) and alloc_of(d, "starved") == (4, 2)
     apply_decision(st, d)
-    assert pol.queue_of("starved", 4 * 1000.0) == 0
+    assert pol.queue_of("starved", 4 * 1000.0) == 0  # service counted from the promotion on
     pol.reset()
     assert pol.queue_of("starved", 4 * 1000.0) == 1
 

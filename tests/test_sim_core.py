@@ -138,9 +138,12 @@ def test_fifo_serves_the_head_first():
     assert (
         fifo.loc["short", "start"] >= fifo.loc["big", "finish"] - 1e-9
     )  # no overtaking while big waits
+    sjf = simulate(jobs, cl, "sjf").jobs.set_index("job")
+    assert sjf.loc["short", "start"] == pytest.approx(sjf.loc["long", "finish"])  # shortest first
+    assert sjf.loc["big", "start"] >= sjf.loc["short", "finish"] - 1e-9
     srtf = simulate(jobs, cl, "srtf").jobs.set_index("job")
-    assert srtf.loc["short", "start"] == pytest.approx(srtf.loc["long", "finish"])  # shortest first
-    assert srtf.loc["big", "start"] >= srtf.loc["short", "finish"] - 1e-9
+    assert srtf.loc["short", "start"] == 2.0  # preempts 'long' at once: shorter remaining time
+    assert srtf.loc["long", "preemptions"] >= 1
 
 
 def test_fifo_decision_stops_at_first_unfit_and_fills_head_to_cap():

@@ -33,7 +33,8 @@ NATURAL = {
     "optimus": "elastic",
     "drf": "elastic",
     "fifo": "non_elastic",
-    "srtf": "non_elastic",
+    "srtf": "preemptive",
+    "sjf": "non_elastic",
     "tetris": "non_elastic",
     "tiresias": "preemptive",
 }

@@ -5,16 +5,11 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
-import pytest
 
 from smdlab import Cluster, Job, LayerProfile, Machine
-from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.policies.base import ClusterState
 from smdlab.policies.stages import admit_bundles, max_allocation, max_bundles
-from smdlab.sim import simulate
-from smdlab.solve.instance import job_speeds
 from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
-from smdlab.workloads import synthetic
 
 RES = ("gpu", "cpu", "bw_gbps")
 
@@ -88,29 +83,3 @@ def test_admit_bundles_stop_rule():
     assert admit_bundles(state.queued, state).allocations == ()
     skipping = admit_bundles(state.queued, state, stop_at_first_unfit=False)
     assert [a.job for a in skipping.allocations] == ["small"]
-
-
-class NaiveSRTF(Policy):
-    """SRTF by a full sort at every decision (the reference for the incremental one)."""
-
-    name = "naive-srtf"
-
-    def decide(self, state: ClusterState) -> Decision:
-        order = sorted(
-            range(len(state.queued)),
-            key=lambda i: (
-                state.queued[i].remaining / job_speeds(state.queued[i].job, state.mode)[0, 0],
-                state.queued[i].job.arrival,
-                i,
-            ),
-        )
-        return admit_bundles([state.queued[i] for i in order], state)
-
-
-@pytest.mark.parametrize("seed", [1, 2])
-def test_incremental_srtf_equals_a_full_sort(seed):
-    cl = Cluster.homogeneous(2)
-    jobs = synthetic(80, cl, load=2.0, seed=seed, networks=["alexnet", "resnet50", "lstm_lm"])
-    fast = simulate(jobs, cl, "srtf").jobs
-    slow = simulate(jobs, cl, NaiveSRTF()).jobs
-    pd.testing.assert_frame_equal(fast, slow)

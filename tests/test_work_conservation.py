@@ -127,8 +127,7 @@ class _Checked:
         self.bad: list[str] = []
 
     def reset(self):
-        if hasattr(self.inner, "reset"):
-            self.inner.reset()
+        self.inner.reset()
 
     def decide(self, state):
         d = self.inner.decide(state)

@@ -209,7 +209,7 @@ def test_requests_are_clipped_per_network_and_unfit_networks_are_named():
         )
     } == {"lstm_lm"}
     with pytest.raises(
-        InvalidInput, match="demands must be one of per_network, uniform; got 'fixed'"
+        InvalidInput, match="demands must be one of per_network, uniform, gpu_only; got 'fixed'"
     ):
         synthetic(5, cl, demands="fixed")
     with pytest.raises(InvalidInput, match="task_bw_gbps must be > 0"):
@@ -240,7 +240,10 @@ def test_job_tables_and_scenarios_take_the_demands_key(tmp_path):
     )
     assert switched.workload["demands"] == "uniform" and switched.workload["task_bw_gbps"] == 20
     for bad, match in (
-        ({"demands": "fixed"}, "workload.demands must be one of per_network, uniform; got 'fixed'"),
+        (
+            {"demands": "fixed"},
+            "workload.demands must be one of per_network, uniform, gpu_only; got 'fixed'",
+        ),
         ({"demands": 3}, "workload.demands must be a string, got 3"),
         ({"task_bw_gbps": 0}, "workload.task_bw_gbps must be > 0"),
     ):

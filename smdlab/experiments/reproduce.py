@@ -117,6 +117,30 @@ def _draw_validation(df: pd.DataFrame):
     return validation_figure(df)
 
 
+def _epoch_validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.allreduce import epoch_validation
+
+    return epoch_validation(cfg)
+
+
+def _draw_epoch_validation(df: pd.DataFrame):
+    from smdlab.viz.allreduce import epoch_validation_figure
+
+    return epoch_validation_figure(df)
+
+
+def _makespan(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.allreduce import makespan_vs_nodes
+
+    return makespan_vs_nodes(cfg, workers)
+
+
+def _draw_makespan(df: pd.DataFrame):
+    from smdlab.viz.allreduce import makespan_figure
+
+    return makespan_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -167,6 +191,18 @@ FIGURES: dict[str, FigureSpec] = {
             "layered model vs measured PS training speeds (held-out points)",
             _validation,
             _draw_validation,
+        ),
+        FigureSpec(
+            "allreduce_validation",
+            "all-reduce epoch models vs OMRU's measured V100 epoch times (held-out GPU counts)",
+            _epoch_validation,
+            _draw_epoch_validation,
+        ),
+        FigureSpec(
+            "makespan_vs_nodes",
+            "makespan and GPU utilisation of OMRU and its baselines vs machines (assumed epochs)",
+            _makespan,
+            _draw_makespan,
         ),
     )
 }

@@ -30,8 +30,14 @@ DEFAULT_PS_DEMAND: Mapping[str, float] = MappingProxyType(
 )
 
 
+# NIC bandwidth the timing model assumes for a GPU-only job, whose tasks reserve none: such a job
+# runs only at its gang allocation, where its work is calibrated to the trace duration, so the
+# value never changes a result (it only has to be finite and positive).
+GPU_ONLY_TIMING_BW_GBPS = 10.0
+
+
 def _demand(
-    field: str, demand: Mapping[str, float] | None, arch: str = "ps"
+    field: str, demand: Mapping[str, float] | None, arch: str = "ps", need_bw: bool = True
 ) -> Mapping[str, float]:
     if arch == "allreduce" and field == "ps_demand":
         if demand is None:
@@ -48,7 +54,7 @@ def _demand(
             f"{field} must be a mapping from resource name to amount, got {demand!r}"
         )
     out = {str(r): check_positive(f"{field}[{r!r}]", v, allow_zero=True) for r, v in demand.items()}
-    if out.get("bw_gbps", 0) <= 0:
+    if need_bw and out.get("bw_gbps", 0) <= 0:
         raise InvalidInput(
             f"{field}['bw_gbps'] must be > 0 (the NIC bandwidth the task reserves), got {demand.get('bw_gbps')!r}"
         )
@@ -79,6 +85,12 @@ class Job:
     latency_s: per-message latency added to every push and pull.
     requested_workers: workers the user asked for (trace GPU count); request-driven policies use
         it (e.g. Tiresias). None: not given (such policies fall back to ``max_workers``).
+    gang: all-or-nothing: the job starts only on exactly ``gang_allocation`` (its request) and is
+        never resized (the trace schedulers' rule: a trace job runs on its GPUs or not at all).
+    gpu_only: a GPU-only trace job: one gang of GPU workers and no PS. Its worker reserves only
+        what ``worker_demand`` lists (GPUs); the loaders set ``max_ps`` to 1, and that PS entry
+        reserves nothing (the allocation format keeps a PS count; ``ps_demand`` must be all 0); the
+        demands need no ``bw_gbps`` (the timing model then assumes ``GPU_ONLY_TIMING_BW_GBPS``).
     arch: ``ps`` (parameter servers) or ``allreduce`` (ring all-reduce among the workers, no PS).
     bucket_mb: all-reduce gradient bucket size in MB (1e6 bytes; PyTorch DDP's 25 by default).
     intra_link: all-reduce ring bandwidth inside one machine: ``nvlink`` or ``pcie`` (the profile
@@ -104,6 +116,8 @@ class Job:
     per_worker_batch: int | None = None
     latency_s: float = 0.0
     requested_workers: int | None = None
+    gang: bool = False
+    gpu_only: bool = False
     arch: str = "ps"
     bucket_mb: float = DEFAULT_BUCKET_MB
     intra_link: str | float = "nvlink"
@@ -134,8 +148,22 @@ class Job:
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
-        object.__setattr__(self, "worker_demand", _demand("worker_demand", self.worker_demand))
-        object.__setattr__(self, "ps_demand", _demand("ps_demand", self.ps_demand, self.arch))
+        for flag in ("gang", "gpu_only"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InvalidInput(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.gpu_only and self.arch != "ps":
+            raise InvalidInput(f"a gpu_only job has arch 'ps' (one empty PS), got {self.arch!r}")
+        need_bw = not self.gpu_only
+        object.__setattr__(
+            self, "worker_demand", _demand("worker_demand", self.worker_demand, need_bw=need_bw)
+        )
+        object.__setattr__(
+            self, "ps_demand", _demand("ps_demand", self.ps_demand, self.arch, need_bw)
+        )
+        if self.gpu_only and any(v > 0 for v in self.ps_demand.values()):
+            raise InvalidInput(
+                f"ps_demand of a gpu_only job must reserve nothing, got {dict(self.ps_demand)}"
+            )
         object.__setattr__(
             self, "arrival", check_positive("arrival", self.arrival, allow_zero=True)
         )
@@ -215,6 +243,18 @@ class Job:
         return found
 
     @property
+    def gang_allocation(self) -> tuple[int, int]:
+        """(workers, PSs) of the job's request: requested_workers (else max_workers), as many PSs up to max_ps."""
+        n = self.requested_workers if self.requested_workers is not None else self.max_workers
+        return n, min(n, self.max_ps)
+
+    @property
+    def gang_gpus(self) -> float:
+        """GPUs the job holds at its gang allocation."""
+        w, p = self.gang_allocation
+        return w * self.worker_demand.get("gpu", 0.0) + p * self.ps_demand.get("gpu", 0.0)
+
+    @property
     def batch(self) -> int:
         """The batch the mode names: M in ``global`` mode, m in ``per_worker`` mode."""
         if self.batch_mode == "global" or self.per_worker_batch is None:
@@ -224,11 +264,13 @@ class Job:
     @property
     def worker_bw_bytes(self) -> float:
         """Worker NIC bandwidth B_w in bytes per second."""
-        return self.worker_demand["bw_gbps"] * 1e9 / 8
+        return self.worker_demand.get("bw_gbps", GPU_ONLY_TIMING_BW_GBPS) * 1e9 / 8
 
     @property
     def ps_bw_bytes(self) -> float:
         """PS NIC bandwidth B_ps in bytes per second (0 for an all-reduce job)."""
+        if self.gpu_only:
+            return GPU_ONLY_TIMING_BW_GBPS * 1e9 / 8
         return self.ps_demand.get("bw_gbps", 0.0) * 1e9 / 8
 
     @property
@@ -270,7 +312,10 @@ class Job:
         return (
             f"Job({self.name!r}, {self.profile.network}, samples={self.samples:g}, M={self.global_batch}, "
             f"arrival={self.arrival:g}, caps=({self.max_workers},{self.max_ps})"
-            + (", allreduce)" if self.arch == "allreduce" else ")")
+            + (", allreduce" if self.arch == "allreduce" else "")
+            + (", gang" if self.gang else "")
+            + (", gpu_only" if self.gpu_only else "")
+            + ")"
         )
 
 

@@ -171,11 +171,16 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Decision:
-    """What a policy returns: jobs to preempt (back to the queue), then allocations to apply."""
+    """What a policy returns: jobs to preempt (back to the queue), then allocations to apply.
+
+    wake_at: ask for another decision point at this time (None: only at arrivals, completions
+    and periodic points); the latest decision's request replaces earlier ones.
+    """
 
     allocations: tuple[Allocation, ...] = ()
     preempt: tuple[str, ...] = ()
     note: str = field(default="", compare=False)
+    wake_at: float | None = None
 
 
 @runtime_checkable

@@ -153,6 +153,7 @@ class BatchPlanPolicy(Policy):
     """
 
     name = "batch_plan"
+    decide_on_completion = True  # a barrier can move a running job while nothing is queued
     execution = "non_elastic"
     executions: tuple[str, ...] = ("non_elastic", "preemptive", "elastic")
     samples_per_epoch: float = STEPS_PER_EPOCH

@@ -17,6 +17,7 @@ from smdlab.policies.base import Policy
 _BUILTIN: dict[str, str] = {
     "fifo": "smdlab.policies.fifo:FIFO",
     "srtf": "smdlab.policies.srtf:SRTF",
+    "sjf": "smdlab.policies.srtf:SJF",
     "drf": "smdlab.policies.drf:DRF",
     "tetris": "smdlab.policies.tetris:Tetris",
     "optimus": "smdlab.policies.optimus:Optimus",
@@ -32,6 +33,7 @@ _BUILTIN: dict[str, str] = {
     "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
+    "milp_levels": "smdlab.policies.milp_levels:MILPLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
 }

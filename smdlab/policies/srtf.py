@@ -1,78 +1,197 @@
-"""SRTF: shortest remaining time first, in worker+PS bundles.
+"""SRTF: shortest remaining time first, preemptive by default; SJF is its non-preemptive form.
 
-Rule (docs/simulator.md, Policies): as FIFO, but queued jobs are ordered by remaining work, measured as
-remaining samples divided by the speed at the minimal allocation (1 worker, 1 PS) of the
-layered timing model; ties by arrival. Assumptions: non-preemptive (a running job keeps its
-allocation, so this is the non-preemptive shortest-job-first form); head-of-line blocking as in
-FIFO (the pass stops at the first job that gets no bundle); first-fit decreasing placement.
-Execution: ``non_elastic`` only (this non-preemptive form never resizes or preempts).
+Rule (docs/simulator.md, Policies; the ``shortest`` scheduler of the Tiresias simulator, SymbioticLab/Tiresias
+``run_sim.py``, which Tiresias and Muri use as a baseline): at every decision point rank every
+job, running or waiting, by its remaining time at its requested allocation (remaining samples /
+speed at ``request``; for a trace job, its remaining trace time), ties by arrival then name.
+Walk that order over the pooled capacity of the cluster (free plus what running jobs hold): a
+job that fits is kept or started, a job that does not is skipped (later, shorter-to-fit jobs may
+still run). Running jobs that no longer fit are preempted; they keep their progress and lose
+what ``restart_s`` costs in the simulator. Execution: natural mode ``preemptive``
+(``preemptive=True``, default); forced ``non_elastic`` (a controlled comparison), it never
+preempts.
+
+``preemptive=False`` (also registered as ``sjf``): running jobs are never preempted; waiting
+jobs are started in the same order, skipping those that do not fit.
+
+Key (docs/baselines.md, SRTF): ``key="remaining_time"`` (default) ranks by remaining time as
+above, the textbook rule and Tiresias'; ``key="progress"`` ranks by the remaining fraction of the
+job's work (remaining samples / samples), DL2's ``1 - progress/epochs`` (pengyanghua/DL2,
+``srtf_env.py``): jobs that have not started tie, and the tie goes to the earlier arrival.
+
+Allocation: a gang job (``Job.gang``, every ``demands="gpu_only"`` trace job) runs on exactly its
+request or not at all (``stages.gang_placement``: consolidated on one machine, else spread; for
+GPU-only jobs the pooled GPU count decides, as in the reference's count-based placement).
+Another job's request is n = ``requested_workers`` (else min(max_workers, max_ps)) worker+PS
+bundles: the walk reserves one bundle for it, and it starts on as many bundles as fit, up to
+n, placed first-fit decreasing; its remaining time is measured at (n, n).
+Assumption: a started job that cannot be placed on real machines after the pooled walk (only
+possible with several resources per machine) waits for the next decision.
 """
 
 from __future__ import annotations
 
-import bisect
+import numpy as np
 
-from smdlab.policies.base import ClusterState, Decision, Policy, QueuedJob
-from smdlab.policies.stages import admit_bundles
-from smdlab.solve.instance import base_speeds
+from smdlab.errors import InvalidInput, check_choice
+from smdlab.model.job import Job
+from smdlab.policies.base import Allocation, ClusterState, Decision, Policy, QueuedJob, RunningJob
+from smdlab.policies.stages import gang_placement, max_bundles
+from smdlab.solve.instance import base_speeds, job_speeds, task_vectors
+from smdlab.solve.placement import TOL, placement_usage, usage
 
 
-def remaining_time_at_minimum(q: QueuedJob, mode: str) -> float:
+def request(job: Job) -> tuple[int, int]:
+    """(workers, PSs) SRTF ranks and reserves a job at: its gang allocation, else n bundles."""
+    if job.gang:
+        return job.gang_allocation
+    n = job.requested_workers if job.requested_workers is not None else job.max_workers
+    if job.arch == "allreduce":  # no PS: n workers and the zero-demand PS slot (run with p = 0)
+        return min(n, job.max_workers), 1
+    n = min(n, job.max_workers, job.max_ps)
+    return n, n
+
+
+def remaining_time(entry: QueuedJob | RunningJob, mode: str) -> float:
+    """Remaining samples / speed at the job's requested allocation, in seconds."""
+    w, p = request(entry.job)
+    return entry.remaining / float(job_speeds(entry.job, mode)[w - 1, p - 1])
+
+
+def remaining_time_at_minimum(q: QueuedJob | RunningJob, mode: str) -> float:
     """Remaining samples / speed at (1 worker, 1 PS), in seconds."""
     return q.remaining / float(base_speeds([q.job], mode)[0])
 
 
 class SRTF(Policy):
-    """Shortest remaining time (at the minimal allocation) first, bundles up to each job's cap."""
+    """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
-    execution = "non_elastic"
-    executions = ("non_elastic",)
+    execution = "preemptive"
+    executions = ("non_elastic", "preemptive")
 
-    def __init__(self) -> None:
-        self.reset()
+    KEYS = ("remaining_time", "progress")
+
+    def __init__(self, preemptive: bool = True, key: str = "remaining_time") -> None:
+        if not isinstance(preemptive, (bool, np.bool_)):
+            raise InvalidInput(f"preemptive must be True or False, got {preemptive!r}")
+        self.preemptive = bool(preemptive)
+        self.key = check_choice("key", key, self.KEYS)
+        self.execution = "preemptive" if self.preemptive else "non_elastic"
+        self._need: dict[
+            int, tuple
+        ] = {}  # id(job) -> (job, demand, GPUs, 1/speed, mode, resources)
 
     def reset(self) -> None:
-        """Forget the queue order kept between decisions (the simulator calls this before a run)."""
-        self._order: list[
-            tuple[float, float, int, int]
-        ] = []  # (time, arrival, seq, id), sorted; may hold stale ids
-        self._known: dict[
-            int, QueuedJob
-        ] = {}  # id -> object; holding it keeps the id from being reused
-        self._ids: set[int] = set()
-        self._seq = 0
+        """Forget cached per-job demands (the simulator calls this before a run)."""
+        self._need.clear()
 
-    def _compact(self, keep: set[int]) -> None:
-        self._order = [e for e in self._order if e[3] in keep]
-        self._known = {i: q for i, q in self._known.items() if i in keep}
-
-    def _sync(self, queued: tuple[QueuedJob, ...], mode: str) -> None:
-        # QueuedJob objects are immutable, so a job's key is fixed while the same object waits:
-        # the order is kept across decisions and only new arrivals are sorted in (set operations
-        # in C; the scan for new objects starts at the tail, where arrivals are).
-        ids = set(map(id, queued))
-        new = ids - self._ids
-        if new & self._known.keys() or len(self._order) > 2 * len(ids) + 64:
-            self._compact(ids - new)
-        if new:
-            found = []
-            for q in reversed(queued):
-                if id(q) in new:
-                    found.append(q)
-                    if len(found) == len(new):
-                        break
-            for q in reversed(found):  # queue order, so that ties go to the earlier position
-                self._known[id(q)] = q
-                self._seq += 1
-                bisect.insort(
-                    self._order,
-                    (remaining_time_at_minimum(q, mode), q.job.arrival, self._seq, id(q)),
-                )
-        self._ids = ids
+    def _need_of(self, job: Job, resources: tuple[str, ...], mode: str) -> tuple:
+        """(pooled demand of the job's request, its GPUs, 1 / speed at the request), cached per job."""
+        hit = self._need.get(id(job))
+        if hit is not None and hit[0] is job and hit[4] == mode and hit[5] == resources:
+            return hit[1], hit[2], hit[3]
+        w, p = request(job)
+        a, g = task_vectors(job, resources)
+        vec = w * a + p * g
+        gi = resources.index("gpu") if "gpu" in resources else None
+        gpus = float(vec[gi]) if gi is not None else 0.0
+        inv = 1.0 / float(job_speeds(job, mode)[w - 1, p - 1])
+        if len(self._need) > 200_000:
+            self._need.clear()
+        self._need[id(job)] = (job, vec, gpus, inv, mode, resources)
+        return vec, gpus, inv
 
     def decide(self, state: ClusterState) -> Decision:
-        """Bundles for queued jobs, shortest remaining work first, until one does not fit."""
-        self._sync(state.queued, state.mode)
-        ids, known = self._ids, self._known
-        return admit_bundles((known[e[3]] for e in self._order if e[3] in ids), state)
+        """Keep or start jobs in order of remaining time while they fit; preempt running ones that do not."""
+        mode = state.mode
+        cluster = state.cluster
+        resources = tuple(cluster.resources)
+        need = self._need_of
+        running = list(state.running) if self.preemptive and state.preemptive else []
+
+        def rank(e: QueuedJob | RunningJob) -> float:
+            if self.key == "progress":  # a division, so that jobs at equal progress tie exactly
+                return e.remaining / e.job.samples
+            return e.remaining * need(e.job, resources, mode)[2]
+
+        items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
+            (rank(q), q.job.arrival, q.job.name, 1, q) for q in state.queued if q.remaining > 0
+        ]
+        items += [(rank(r), r.job.arrival, r.job.name, 0, r) for r in running]
+        items.sort(key=lambda x: x[:3])
+        free = np.array(state.free, dtype=float)
+        n_m = free.shape[0]
+        gpu_only = "gpu" in resources and all(e.job.gpu_only for *_, e in items)
+        # Phase 1: who runs, on pooled capacity (free plus what running jobs hold).
+        chosen: list[QueuedJob] = []
+        kept: set[str] = set()
+        if gpu_only:  # GPU counts only: scalar arithmetic
+            gi = resources.index("gpu")
+            left = float(free[:, gi].sum()) + sum(need(r.job, resources, mode)[1] for r in running)
+            left += TOL
+            for *_, kind, e in items:
+                if left < 1.0:
+                    break
+                g = need(e.job, resources, mode)[1]
+                if g <= left:
+                    left -= g
+                    if kind:
+                        chosen.append(e)  # type: ignore[arg-type]
+                    else:
+                        kept.add(e.job.name)
+        else:
+            held = {
+                r.job.name: usage(
+                    r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m
+                ).sum(axis=0)
+                for r in running
+            }
+            pool = free.sum(axis=0) + sum(held.values(), np.zeros(len(resources)))
+            for *_, kind, e in items:
+                if not kind:
+                    vec = held[e.job.name]
+                elif e.job.gang:
+                    vec = need(e.job, resources, mode)[0]
+                else:  # at least one bundle; it gets up to its request below if more fits
+                    a, g = task_vectors(e.job, resources)
+                    vec = a + g
+                if np.all(pool + TOL * np.maximum(1.0, vec) >= vec):
+                    pool = pool - vec
+                    if kind:
+                        chosen.append(e)  # type: ignore[arg-type]
+                    else:
+                        kept.add(e.job.name)
+        preempt = tuple(r.job.name for r in running if r.job.name not in kept)
+        if preempt:
+            by_name = {r.job.name: r for r in running}
+            for name in preempt:
+                r = by_name[name]
+                free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
+        # Phase 2: place the jobs that start, in priority order.
+        allocations = []
+        for q in chosen:
+            job = q.job
+            if job.gang:
+                pl = gang_placement(job, free, resources)
+                if pl is None:
+                    continue
+                w, p = job.gang_allocation
+            else:
+                n, pl = max_bundles(job, free, resources, request(job)[0])
+                if pl is None or n == 0:
+                    continue
+                w = p = n
+            free -= placement_usage(job, pl, n_m, resources)
+            allocations.append(Allocation(job.name, w, p, pl))
+        return Decision(tuple(allocations), preempt)
+
+
+class SJF(SRTF):
+    """Shortest remaining time first without preemption (the non-preemptive SRTF)."""
+
+    name = "sjf"
+    execution = "non_elastic"
+
+    def __init__(self, preemptive: bool = False, key: str = "remaining_time") -> None:
+        super().__init__(preemptive, key)

@@ -127,14 +127,48 @@ def max_bundles(
     return _largest(lambda n: first_fit(job, n, n, free, resources), hi)
 
 
+def gang_placement(
+    job: Job, free: np.ndarray, resources: Sequence[str], pooled: np.ndarray | None = None
+) -> Placement | None:
+    """The placement of a gang job's whole request, or None when it does not fit now.
+
+    Rule (Tiresias' placement, made machine-aware): consolidated on one machine when it fits,
+    else spread over the fewest machines, else tasks by first fit with PSs beside their workers
+    (``smdlab.solve.placement.consolidated_tasks``). For a GPU-only job this fits exactly when
+    the free GPUs of the cluster add up to its request, as in Tiresias' count-based scheme.
+    ``pooled``: the column sums of ``free`` when the caller keeps them (a cheap first check).
+    """
+    w, p = job.gang_allocation
+    wv, pv = task_vectors(job, resources)
+    need = w * wv + p * pv
+    if pooled is None:
+        pooled = free.sum(axis=0)
+    if np.any(pooled + TOL * np.maximum(1.0, need) < need):
+        return None
+    if job.gpu_only and p == 1 and not pv.any():
+        # The one-machine case of the rule below, in one pass: the machine with the most room
+        # for this job's workers (lowest index on ties) takes the whole gang and the empty PS.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(wv > 0, (free + TOL) / np.where(wv > 0, wv, 1.0), np.inf).min(axis=1)
+        m = int(np.argmax(room))
+        if room[m] >= w:
+            return Placement(((m, w, 1),))
+    tasks = consolidated_tasks(free, w, p, wv, pv)
+    return None if tasks is None else Placement(tasks)
+
+
 def max_allocation(
     job: Job, free: np.ndarray, resources: Sequence[str]
 ) -> tuple[int, int, Placement | None]:
     """Most (workers, ps, placement) a job gets by bundles; (0, 0, None) if not one bundle fits.
 
     Bundles up to min(max_workers, max_ps); once the job holds ``max_ps`` PSs, single workers up
-    to ``max_workers`` (the bundle convention of the classic baselines).
+    to ``max_workers`` (the bundle convention of the classic baselines). A gang job gets its
+    whole request (``gang_placement``) or nothing.
     """
+    if job.gang:
+        pl = gang_placement(job, free, resources)
+        return (*job.gang_allocation, pl) if pl is not None else (0, 0, None)
     n, placement = max_bundles(job, free, resources, min(job.max_workers, job.ps_slots))
     if n == 0 or n < job.ps_slots or job.max_workers <= n:
         return n, n, placement
@@ -157,14 +191,24 @@ def admit_bundles(
     free = np.array(state.free, dtype=float)
     resources = state.cluster.resources
     allocations = []
+    pooled = free.sum(axis=0)
     for q in order:
-        w, p, placement = max_allocation(q.job, free, resources)
-        if placement is None:  # not one bundle fits (w == 0)
+        job = q.job
+        if job.gang:
+            placement = gang_placement(job, free, resources, pooled)
+            w, p = job.gang_allocation if placement is not None else (0, 0)
+        else:
+            w, p, placement = max_allocation(job, free, resources)
+        if w == 0 or placement is None:
             if stop_at_first_unfit:
                 break
+            if not pooled.any():
+                break  # nothing left for anyone
             continue
-        free -= placement_usage(q.job, placement, free.shape[0], resources)
-        allocations.append(Allocation(q.job.name, w, p, placement))
+        used = placement_usage(job, placement, free.shape[0], resources)
+        free -= used
+        pooled = pooled - used.sum(axis=0)
+        allocations.append(Allocation(job.name, w, p, placement))
     return Decision(tuple(allocations), note=note)
 
 
@@ -220,7 +264,7 @@ def assemble(
     for name, r in running.items():
         t = wanted.get(name)
         if (t is None and not state.elastic) or (
-            t is not None and (t.workers, t.ps) == (r.workers, r.ps)
+            t is not None and (r.job.gang or (t.workers, t.ps) == (r.workers, r.ps))
         ):
             keep.add(name)
         elif not state.elastic:
@@ -237,7 +281,7 @@ def assemble(
         if name in keep:
             continue
         a, g = task_vectors(t.job, cluster.resources)
-        config: tuple[int, int] | None = (t.workers, t.ps)
+        config: tuple[int, int] | None = t.job.gang_allocation if t.job.gang else (t.workers, t.ps)
         while config is not None:
             tasks = place(free, config[0], config[1], a, g)
             if tasks:
@@ -245,7 +289,7 @@ def assemble(
                 allocations.append(Allocation(name, config[0], config[1], Placement(tasks)))
                 placed.add(name)
                 break
-            config = shrink(t.job, *config)
+            config = None if t.job.gang else shrink(t.job, *config)
     preempt = tuple(n for n in running if n not in keep and n not in placed)
     return Decision(tuple(allocations), preempt, note=note)
 
@@ -302,6 +346,78 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             f"decision exceeds machine {m} capacity of {cluster.resources[k]} by {-free[m, k]:g}"
         )
     return free
+
+
+def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
+    """``decision`` with every gang job held to all-or-nothing (the simulator applies it to every policy).
+
+    The policy chooses which jobs start; a gang job it starts gets its whole request
+    (``Job.gang_allocation``, placed by ``gang_placement`` after the decision's preemptions and
+    its other allocations), or keeps waiting when that does not fit. An allocation resizing a
+    running gang job is dropped (the job keeps what it holds). Decisions that already respect
+    the rule are returned unchanged.
+    """
+    run = {r.job.name: r for r in state.running}
+    lookup = {q.job.name: q.job for q in state.queued}
+    lookup.update((n, r.job) for n, r in run.items())
+    pre = set(decision.preempt)
+    allocs = decision.allocations
+
+    def resize(a: Allocation) -> bool:
+        return a.job in run and a.job not in pre
+
+    def ok(a: Allocation) -> bool:
+        job = lookup.get(a.job)
+        return (
+            job is None
+            or not job.gang
+            or (not resize(a) and (a.workers, a.ps) == job.gang_allocation)
+        )
+
+    if all(ok(a) for a in allocs):
+        return decision
+    cluster = state.cluster
+    resources = cluster.resources
+    free = np.array(state.free, dtype=float, copy=True)
+    n_m = free.shape[0]
+    for name in pre:
+        r = run[name]
+        free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
+    kept: list[Allocation | None] = []
+    for a in allocs:
+        job = lookup.get(a.job)
+        if job is None or job.gang:
+            kept.append(None)  # gang jobs are placed below, in the policy's order
+            continue
+        if resize(a):
+            r = run[a.job]
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
+        free -= placement_usage(job, a.placement, n_m, resources)
+        kept.append(a)
+    for i, a in enumerate(allocs):
+        job = lookup.get(a.job)
+        if job is None:
+            kept[i] = a  # unknown job: left for the simulator to report
+            continue
+        if kept[i] is not None or resize(a):
+            continue  # a running gang job is never resized
+        pl: Placement | None = None
+        if (a.workers, a.ps) == job.gang_allocation:
+            use = placement_usage(job, a.placement, n_m, resources)
+            if np.all(free + TOL >= use):
+                pl = a.placement
+        if pl is None:
+            pl = gang_placement(job, free, resources)
+        if pl is None:
+            continue
+        free -= placement_usage(job, pl, n_m, resources)
+        kept[i] = Allocation(a.job, *job.gang_allocation, pl)
+    return Decision(
+        tuple(a for a in kept if a is not None),
+        decision.preempt,
+        note=decision.note,
+        wake_at=decision.wake_at,
+    )
 
 
 # ---- work-conserving fill (elastic execution) -------------------------------------------------

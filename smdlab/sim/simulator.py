@@ -23,6 +23,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -46,9 +47,10 @@ from smdlab.policies.base import (
     natural_execution,
     supported_executions,
 )
+from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, first_fit
+from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, first_fit
 
 UNFIT = ("skip", "raise")
 EXECUTION_CHOICES = ("natural", *EXECUTIONS)
@@ -133,7 +135,55 @@ def as_allreduce(a: Allocation, job: Job) -> Allocation:
 
 
 def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> bool:
+    if job.gang:  # a gang runs on its whole request or not at all: that must fit the empty cluster
+        w, p = job.gang_allocation
+        wv, pv = task_vectors(job, resources)
+        return consolidated_tasks(capacity, w, p, wv, pv) is not None
     return first_fit(job, 1, 1, capacity, resources) is not None
+
+
+_new = object.__new__
+
+
+class _RunningView(Sequence[RunningJob]):
+    """The running jobs at one decision point, built on first use (FIFO never looks at them)."""
+
+    def __init__(self, sim: _Simulator, t: float):
+        self._sim, self._t = sim, t
+        self._items: tuple[RunningJob, ...] | None = None
+
+    def _get(self) -> tuple[RunningJob, ...]:
+        if self._items is None:
+            t, sim = self._t, self._sim
+            items = []
+            for r in sim.running.values():
+                # RunningJob's fields set directly: a frozen dataclass's __init__ costs twice as much
+                o = _new(RunningJob)
+                o.__dict__.update(
+                    job=r.job,
+                    workers=r.workers,
+                    ps=r.ps,
+                    placement=r.placement,
+                    start=r.start,
+                    remaining=sim._remaining(r, t),
+                    attained_service=r.att0 + r.gpus * (t - r.seg_start),
+                    group=r.group,
+                )
+                items.append(o)
+            self._items = tuple(items)
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._sim.running) if self._items is None else len(self._items)
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
 
 
 def resolve_execution(
@@ -200,6 +250,7 @@ def simulate(
     record_history: bool = True,
     elastic: bool | None = None,
     delta: float | None = None,
+    progress: bool = False,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -212,9 +263,14 @@ def simulate(
     ``skip`` (warn and record it) or ``raise`` (Infeasible). record_history: keep the
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
-    delta for slot_s, 0 meaning none).
+    delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
+
+    A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
+    resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
+    decision that breaks this is first corrected by ``stages.enforce_gang`` (so every policy runs
+    gang jobs all-or-nothing). A decision's ``wake_at`` asks for another decision point then.
     """
-    return _Simulator(
+    sim = _Simulator(
         jobs,
         cluster,
         policy,
@@ -223,10 +279,13 @@ def simulate(
         restart_s,
         unfit,
         record_history,
-    ).run()
+    )
+    sim.progress = bool(progress)
+    return sim.run()
 
 
 class _Simulator:
+    progress = False
     t: float
     heap: list[tuple[float, int, int]]
     queued: dict[str, QueuedJob]
@@ -252,6 +311,7 @@ class _Simulator:
         self.unfit = check_choice("unfit", unfit, UNFIT)
         self.record_history = bool(record_history)
         self.policy = _policy_from(policy)
+        self.decide_on_completion = bool(getattr(self.policy, "decide_on_completion", False))
         self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
         execution, elastic, slot_s, delta = timing
         self.execution, self.delta = resolve_execution(
@@ -389,6 +449,11 @@ class _Simulator:
                     f"{where}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
                     f"and workers, ps >= 0"
                 )
+        if job.gang and (a.workers, a.ps) != job.gang_allocation:
+            raise InvalidDecision(
+                f"{where}: job {a.job!r} is a gang of {job.gang_allocation[0]} workers and "
+                f"{job.gang_allocation[1]} PSs (all or nothing); the allocation gives {a.workers} and {a.ps}"
+            )
         if (a.placement.workers, a.placement.ps) != (a.workers, a.ps):
             raise InvalidDecision(
                 f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
@@ -538,6 +603,10 @@ class _Simulator:
                         f"{self.execution!r} (resizing needs 'elastic')"
                     )
                 job = self.running[a.job].job
+                if job.gang:
+                    raise InvalidDecision(
+                        f"{where}: allocation resizes running job {a.job!r}, a gang job (never resized)"
+                    )
                 resizes.append(a)
             else:
                 state = (
@@ -702,19 +771,7 @@ class _Simulator:
         queued = self._queued_tuple
         if queued is None:
             queued = self._queued_tuple = tuple(self.queued.values())
-        running = tuple(
-            RunningJob(
-                r.job,
-                r.workers,
-                r.ps,
-                r.placement,
-                r.start,
-                self._remaining(r, t),
-                r.att0 + r.gpus * (t - r.seg_start),
-                r.group,
-            )
-            for r in self.running.values()
-        )
+        running = cast(tuple[RunningJob, ...], _RunningView(self, t))
         free = self.free.copy()
         free.setflags(write=False)
         return ClusterState(
@@ -735,16 +792,24 @@ class _Simulator:
         ok, cache = [], {}
         for i, j in enumerate(self.jobs):
             wv, pv = task_vectors(j, self.resources)
-            key = (wv.tobytes(), pv.tobytes())
+            key = (wv.tobytes(), pv.tobytes(), j.gang and j.gang_allocation)
             if key not in cache:
                 cache[key] = _fits_empty(j, self.capacity, self.resources)
             if cache[key]:
                 ok.append(i)
                 continue
-            msg = (
-                f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
-                f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
-            )
+            if j.gang:
+                w, p = j.gang_allocation
+                msg = (
+                    f"job {j.name!r} is a gang of {w} workers and {p} PSs (worker needs "
+                    f"{dict(j.worker_demand)}, PS needs {dict(j.ps_demand)}) that does not fit "
+                    f"the whole empty cluster"
+                )
+            else:
+                msg = (
+                    f"job {j.name!r} fits on no machine even with 1 worker and 1 PS "
+                    f"(worker needs {dict(j.worker_demand)}, PS needs {dict(j.ps_demand)})"
+                )
             if self.unfit == "raise":
                 raise Infeasible(msg)
             warnings.warn(msg + "; skipped", stacklevel=3)
@@ -766,6 +831,7 @@ class _Simulator:
         self.t = 0.0
         self.policy.reset()
         order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
+        self.has_gang = any(self.jobs[i].gang for i in order)
         arrivals = [self.jobs[i].arrival for i in order]
         n_arr = len(order)
         k = 0
@@ -775,7 +841,13 @@ class _Simulator:
         if n_arr:
             util_rows.append((arrivals[0], *used, 0, 0))
         next_tick = math.inf
+        next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
         idle_points = 0
+        bar = None
+        if self.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n_arr, desc=f"simulate {self.policy_name}", unit="job", leave=False)
         wall0 = time.perf_counter()
         while True:
             t_arr = arrivals[k] if k < n_arr else math.inf
@@ -784,12 +856,13 @@ class _Simulator:
             t_cmp = self.heap[0][0] if self.heap else math.inf
             busy = bool(self.queued or self.running)
             t_tick = next_tick if (self.delta is not None and busy) else math.inf
-            t = min(t_arr, t_cmp, t_tick)
+            t = min(t_arr, t_cmp, t_tick, next_wake if busy else math.inf)
             if t == math.inf:
                 break
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
+            completed_now = False
             while self.heap and self.heap[0][0] <= limit:
                 _, i, version = heapq.heappop(self.heap)
                 name = self.jobs[i].name
@@ -801,6 +874,9 @@ class _Simulator:
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                completed_now = True
+                if bar is not None:
+                    bar.update()
                 if r.group is not None:
                     self._regroup(r.group, t)
             # Arrivals.
@@ -813,13 +889,22 @@ class _Simulator:
                 k += 1
             if self.delta is not None:
                 next_tick = (math.floor(t / self.delta + 1e-9) + 1) * self.delta
+            if next_wake <= t:
+                next_wake = math.inf
             # Decision.
-            if self.queued or (self.elastic and self.running):
+            # A policy with ``decide_on_completion`` (plans with barriers, e.g. OMRU) is asked at
+            # every completion, also when nothing waits.
+            on_completion = completed_now and bool(self.running) and self.decide_on_completion
+            if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
                 decision = self.policy.decide(state)
+                if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
+                    decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
+                wake = getattr(decision, "wake_at", None)
+                next_wake = wake if wake is not None and wake > t else math.inf
                 self.decisions.append(
                     (t, spent, started, preempted, resized, len(self.queued), len(self.running))
                 )
@@ -839,8 +924,25 @@ class _Simulator:
             if not np.array_equal(new_used, used) or new_counts != counts or not util_rows:
                 util_rows.append((t, *new_used, *new_counts))
             used, counts = new_used, new_counts
+        if bar is not None:
+            bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
+
+    def _breaks_gang(self, d: Decision) -> bool:
+        """Whether ``d`` starts a gang job on less than its request or resizes a running one."""
+        pre = d.preempt
+        for a in d.allocations:
+            i = self.index.get(a.job) if isinstance(a, Allocation) else None
+            if i is None:
+                continue
+            job = self.jobs[i]
+            if job.gang and (
+                (a.workers, a.ps) != job.gang_allocation
+                or (a.job in self.running and a.job not in pre)
+            ):
+                return True
+        return False
 
     def _stale(self, entry: tuple[float, int, int]) -> bool:
         r = self.running.get(self.jobs[entry[1]].name)

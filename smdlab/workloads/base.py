@@ -5,7 +5,11 @@ each job its network's demands by ``smdlab.model.demands.task_demands`` (CPU and
 by network family and parameter size); ``"uniform"`` gives every job the one bundle
 ``DEFAULT_WORKER_DEMAND`` / ``DEFAULT_PS_DEMAND`` (worker 1 GPU, 4 CPU, 16 GB; PS 4 CPU, 16 GB).
 Both use ``task_bw_gbps`` (default 10) as the NIC bandwidth of every task. An explicit
-``worker_demand`` or ``ps_demand`` overrides the rule for every job.
+``worker_demand`` or ``ps_demand`` overrides the rule for every job. ``"gpu_only"`` makes every
+job a GPU-only gang (``Job.gpu_only``, ``Job.gang``): each worker reserves one GPU and nothing
+else, there is no PS (one nominal PS entry that reserves nothing), and the job starts only on all
+of its request's GPUs; its work is calibrated at (n workers, 1 PS), so it runs exactly its
+reference duration when it holds its GPUs.
 
 Offered load (the definition every generator and loader uses). Each job i has a *request*: n_i
 bundles (n_i workers and n_i PSs; n_i is the GPU count of the trace or of the synthetic draw) and
@@ -35,7 +39,8 @@ from smdlab.model.timing import MODES, speed_table
 
 DEFAULT_CUSTOM_BATCH = 128  # global batch of a hand-built profile (bundled ones carry their own)
 MAX_CAP = 1024  # Job's largest max_workers / max_ps
-DEMAND_RULES = ("per_network", "uniform")
+DEMAND_RULES = ("per_network", "uniform", "gpu_only")
+GPU_ONLY_WORKER_DEMAND: Mapping[str, float] = {"gpu": 1.0}  # a GPU-only task reserves one GPU only
 DEFAULT_TASK_BW_GBPS = 10.0
 
 Demands = tuple[dict[str, float], dict[str, float]]
@@ -123,6 +128,13 @@ def network_demands(
     check_choice("demands", demands, DEMAND_RULES)
     bw = check_positive("task_bw_gbps", task_bw_gbps)
     out = []
+    if demands == "gpu_only":
+        if worker_demand or ps_demand:
+            raise InvalidInput(
+                "demands='gpu_only' fixes the demands (1 GPU per worker, no PS); "
+                "do not give worker_demand or ps_demand with it"
+            )
+        return [(dict(GPU_ONLY_WORKER_DEMAND), {}) for _ in nets]
     for net in nets:
         if demands == "per_network":
             wd, pd_ = task_demands(net.profile, bw_gbps=bw)
@@ -167,6 +179,8 @@ def calibrated_jobs(
     cap_factor: float = 1.0,
     mode: str = "wfbp",
     demands: Sequence[Demands],
+    gpu_only: bool = False,
+    gang: bool | None = None,
     pipelines: Sequence[InputPipeline | None] | None = None,
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
@@ -174,8 +188,12 @@ def calibrated_jobs(
     samples_i = duration_i * speed_i(n_i, n_i); caps max_workers = max_ps = ceil(n_i * cap_factor);
     requested_workers = n_i (the request, which the caps always admit); a job on ``nets[k]``
     reserves ``demands[k]`` (worker, PS) per task and has the input pipeline ``pipelines[k]``
-    (None: no data stage).
+    (None: no data stage). gpu_only: GPU-only jobs (``Job.gpu_only``, no data stage), calibrated
+    at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
     """
+    gang = gpu_only if gang is None else gang
+    if not isinstance(gang, bool) or not isinstance(gpu_only, bool):
+        raise InvalidInput(f"gang and gpu_only must be True or False, got {gang!r}, {gpu_only!r}")
     check_choice("mode", mode, MODES)
     cap_factor = check_positive(
         "cap_factor", cap_factor
@@ -197,8 +215,9 @@ def calibrated_jobs(
     for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
         net = nets[int(k)]
         wd, pd_ = demands[int(k)]
-        pipe = None if pipelines is None else pipelines[int(k)]
+        pipe = None if pipelines is None or gpu_only else pipelines[int(k)]
         key = (int(k), int(n), int(cap))
+        ps_cap = 1 if gpu_only else int(cap)
         if key not in speeds:
             probe = Job(
                 "probe",
@@ -208,10 +227,11 @@ def calibrated_jobs(
                 wd,
                 pd_,
                 max_workers=int(cap),
-                max_ps=int(cap),
+                max_ps=ps_cap,
+                gpu_only=gpu_only,
                 pipeline=pipe,
             )
-            speeds[key] = float(speed_table(probe, mode)[n - 1, n - 1])
+            speeds[key] = float(speed_table(probe, mode)[n - 1, min(n, ps_cap) - 1])
         samples = float(d) * speeds[key]
         if not 0 < samples < np.inf:
             raise InvalidInput(
@@ -228,8 +248,10 @@ def calibrated_jobs(
                 pd_,
                 arrival=float(a),
                 max_workers=int(cap),
-                max_ps=int(cap),
+                max_ps=ps_cap,
                 requested_workers=int(min(n, cap)),
+                gang=gang,
+                gpu_only=gpu_only,
                 pipeline=pipe,
             )
         )
@@ -300,14 +322,24 @@ def offered_load(
     resource: str | None = None,
     per_resource: bool = False,
 ) -> float | dict[str, float]:
-    """Offered load of a job list (module docstring); requests default to min(max_workers, max_ps)."""
+    """Offered load of a job list (module docstring); requests default to min(max_workers, max_ps).
+
+    A gang job's request is its gang allocation (a GPU-only job: n workers, no PS).
+    """
     if len(jobs) < 2:
         raise InvalidInput(f"offered load needs at least 2 jobs, got {len(jobs)}")
     n = np.array(
-        requests if requests is not None else [min(j.max_workers, j.max_ps) for j in jobs],
+        requests
+        if requests is not None
+        else [j.gang_allocation[0] if j.gang else min(j.max_workers, j.max_ps) for j in jobs],
         dtype=np.int64,
     )
-    d = np.array([j.samples / float(speed_table(j, mode)[k - 1, k - 1]) for j, k in zip(jobs, n)])
+    d = np.array(
+        [
+            j.samples / float(speed_table(j, mode)[k - 1, min(k, j.max_ps) - 1])
+            for j, k in zip(jobs, n)
+        ]
+    )
     demand = np.stack(
         [
             d_i

@@ -17,7 +17,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     kind = "synthetic"  # synthetic | philly | csv | omru-image | omru-action
     jobs = 200  # synthetic: how many; philly/csv: the first N (optional)
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
-    # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s
+    # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s,
+    #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed)
     # philly:    path, window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
@@ -99,6 +100,7 @@ _WL_KEYS = {
         "duration_median_s",
         "duration_sigma",
         "duration_range_s",
+        "arch_mix",
     ),
     "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
@@ -124,6 +126,7 @@ _WL_SHAPES = {
     "duration_median_s": "number",
     "duration_sigma": "number",
     "rate_scale": "number",
+    "arch_mix": "number",
 }
 
 

@@ -23,6 +23,11 @@ Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed`
   docstring: the bottleneck resource's offered demand over its pooled capacity); the first job
   arrives at 0 and the arrival times are scaled so that the realised rate (N - 1) / span is the
   target rate exactly (so ``offered_load`` of the result returns ``load``).
+- architecture: with ``arch_mix`` = x > 0, each job is, with probability x (drawn after every
+  other draw), a ring all-reduce job (``arch="allreduce"``, no PS, ``gpus_per_machine`` the
+  cluster's largest machine) with the same duration at its request; the arrival rate is set from
+  the PS form of every job, so all-reduce jobs offer no PS demand and the realised load of the
+  resources PSs use is below ``load``.
 The default GPU mix has more multi-GPU jobs than Philly (where 93% use one GPU), so that the
 choice of workers and PSs matters; pass ``gpu_mix`` to change it.
 """
@@ -108,9 +113,15 @@ def synthetic(
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
     pipeline: bool = True,
+    arch_mix: float = 0.0,
 ) -> list[Job]:
     """``n_jobs`` jobs with Poisson arrivals offering ``load`` to ``cluster`` (module docstring)."""
     n = check_int("n_jobs", n_jobs, 1, MAX_JOBS)
+    arch_mix = check_positive("arch_mix", arch_mix, allow_zero=True)
+    if arch_mix > 1:
+        raise InvalidInput(
+            f"arch_mix must be in [0, 1] (the all-reduce fraction), got {arch_mix!r}"
+        )
     if not isinstance(cluster, Cluster):
         raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
     load = check_positive("load", load)
@@ -153,7 +164,7 @@ def synthetic(
         )  # realised rate (N-1)/span equals the target exactly
     width = len(str(n - 1))
     names = [f"j{i:0{width}d}" for i in range(n)]
-    return calibrated_jobs(
+    jobs = calibrated_jobs(
         names,
         arrivals,
         requests,
@@ -163,5 +174,24 @@ def synthetic(
         cap_factor=cap_factor,
         mode=mode,
         demands=pairs,
+        gpu_only=demands == "gpu_only",
         pipelines=[bundled_pipeline(net.profile) if pipeline else None for net in nets],
     )
+    if arch_mix > 0:  # drawn last, so that arch_mix = 0 leaves every earlier draw as it was
+        chosen = rng.random(n) < arch_mix
+        jobs = [
+            as_allreduce_job(j, float(d), cluster, mode) if c else j
+            for j, d, c in zip(jobs, durations, chosen)
+        ]
+    return jobs
+
+
+def as_allreduce_job(job: Job, duration_s: float, cluster: Cluster, mode: str = "wfbp") -> Job:
+    """The all-reduce form of a synthetic job: no PS, the same duration at its request."""
+    from smdlab.model.timing import speed_table
+
+    gpu = [float(m.capacity.get("gpu", 0)) for m in cluster.machines] or [8.0]
+    gpm = max(1, round(max(gpu)))
+    ar = job.replace(arch="allreduce", ps_demand={}, max_ps=None, gpus_per_machine=gpm)
+    n = ar.requested_workers or 1
+    return ar.replace(samples=duration_s * float(speed_table(ar, mode)[n - 1, 0]))

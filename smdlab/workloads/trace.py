@@ -205,6 +205,7 @@ def load_philly(
     task_bw_gbps: float = DEFAULT_TASK_BW_GBPS,
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
+    gang: bool | None = None,
 ) -> list[Job]:
     """Jobs from a Philly-format trace (module docstring); default: the bundled Philly trace.
 
@@ -285,6 +286,8 @@ def load_philly(
         cap_factor=cap_factor,
         mode=mode,
         demands=pairs,
+        gpu_only=demands == "gpu_only",
+        gang=gang,
     )
 
 
@@ -334,6 +337,7 @@ def load_job_table(
     nets = {n.name: n for n in used}
     pairs = dict(zip(nets, network_demands(used, demands, worker_demand, ps_demand, task_bw_gbps)))
     order = _order(arrival, p, on_unsorted)
+    gpu_only = demands == "gpu_only"  # a GPU-only gang of max_workers GPUs, no PS
     jobs = []
     for i in order:
         net = nets[network[i]]
@@ -349,7 +353,10 @@ def load_job_table(
                 arrival=float(arrival[i]),
                 weight=float(weight[i]),
                 max_workers=int(max_w[i]),
-                max_ps=int(max_p[i]),
+                max_ps=1 if gpu_only else int(max_p[i]),
+                requested_workers=int(max_w[i]) if gpu_only else None,
+                gang=gpu_only,
+                gpu_only=gpu_only,
             )
         )
     if len({j.name for j in jobs}) != len(jobs):
