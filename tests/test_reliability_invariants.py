@@ -140,8 +140,9 @@ class Auditor:
         self.placements: list[
             tuple[int, ...]
         ] = []  # machines of each running job seen (statistics)
-        if hasattr(inner, "reset"):
-            self.reset = inner.reset
+
+    def reset(self) -> None:
+        self.inner.reset()
 
     def _held(self, placements) -> np.ndarray:
         held = np.zeros_like(self.cap)

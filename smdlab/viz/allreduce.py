@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from smdlab.viz.style import PALETTE, base_layout
 
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 POLICY_LABELS = {
     "seqex": "SeqEx",
     "parallel": "Parallel",
@@ -21,10 +22,7 @@ POLICY_LABELS = {
 
 def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
     """Measured vs predicted held-out epoch times, one panel per model form, MAPE in the titles."""
-    forms = [
-        ("generic", "all-reduce model, fitted per network"),
-        ("layered", "layered model on bundled profiles"),
-    ]
+    forms = [("generic", "all-reduce model"), ("layered", "layered, bundled profiles")]
     titles = []
     for form, label in forms:
         per = df.dropna(subset=[f"predicted_{form}"]).groupby("model")[f"error_{form}_pct"]
@@ -45,7 +43,11 @@ def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
                     name=model,
                     legendgroup=model,
                     showlegend=col == 1,
-                    marker={"color": PALETTE[k % len(PALETTE)], "size": 8},
+                    marker={
+                        "color": PALETTE[k % len(PALETTE)],
+                        "symbol": _SYMBOLS[k % len(_SYMBOLS)],
+                        "size": 8,
+                    },
                     text=[f"{model}, {n} GPUs" for n in g["num_gpus"]],
                     hovertemplate="%{text}<br>measured %{x:.2f}, predicted %{y:.2f}<extra></extra>",
                 ),
@@ -68,9 +70,11 @@ def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
         fig.update_yaxes(type="log", title_text="predicted", row=1, col=col)
     fig.update_layout(
         **base_layout(
-            "OMRU's V100 epoch times: fitted on 1, 2, 4, 8 GPUs, predicting 3, 5, 6, 7", height=430
+            "OMRU's V100 epoch times: fitted on 1, 2, 4, 8 GPUs, predicting 3, 5, 6, 7",
+            height=460,
         )
     )
+    fig.update_layout(legend={"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"})
     return fig
 
 
@@ -133,12 +137,85 @@ def makespan_figure(df: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="time-weighted GPU utilisation", range=[0, 1.05], row=1, col=3)
     fig.update_layout(
         **base_layout(
-            "Reproduction of OMRU's comparison (assumed epoch counts; open markers: 16 and 32 GPUs,"
-            " extrapolated beyond the 8 measured)",
-            height=430,
+            "OMRU reproduction, assumed epoch counts (open markers: 16, 32 GPUs, extrapolated)",
+            height=470,
+        )
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, margin={"b": 110}
+    )
+    return fig
+
+
+def plan_schedule(plan, table) -> pd.DataFrame:
+    """The timed bars of a batch plan: one row per run (``main``) and per reused slice (``reuse``).
+
+    Columns: job, batch, kind, start_h, end_h, gpus, epochs. Batch k starts when batch k-1's
+    longest job ends; a reusing job pre-trains in the slice its owner leaves idle.
+    """
+    idx = {n: i for i, n in enumerate(table.names)}
+    left = dict(zip(table.names, table.epochs.astype(float)))
+    for r in plan.reuses:
+        left[r.job] -= r.epochs
+    rows, start = [], 0.0
+    ends: dict[str, float] = {}
+    for k, batch in enumerate(plan.batches):
+        length = 0.0
+        for e in batch:
+            c = left[e.job] * float(table.epoch_time[idx[e.job], e.gpus])
+            length = max(length, c)
+            ends[e.job] = start + c
+            rows.append((e.job, k, "main", start, start + c, e.gpus, left[e.job]))
+        for r in plan.reuses:
+            if r.owner in {e.job for e in batch}:
+                t0 = ends[r.owner]
+                dur = r.epochs * float(table.epoch_time[idx[r.job], r.gpus])
+                rows.append((r.job, k + 1, "reuse", t0, t0 + dur, r.gpus, r.epochs))
+        start += length
+    df = pd.DataFrame(rows, columns=["job", "batch", "kind", "start_h", "end_h", "gpus", "epochs"])
+    df[["start_h", "end_h"]] /= 3600
+    return df
+
+
+def plan_gantt_figure(plan, table, title: str | None = None) -> go.Figure:
+    """Gantt chart of a batch plan: each job's run in its batch, and the idle slices it reuses."""
+    df = plan_schedule(plan, table)
+    fig = go.Figure()
+    for kind, color, pattern, label in (
+        ("main", None, "", "run in its batch"),
+        ("reuse", "#BAB0AC", "/", "pre-training on a reused idle slice"),
+    ):
+        part = df[df["kind"] == kind]
+        if part.empty:
+            continue
+        colors = [PALETTE[b % len(PALETTE)] for b in part["batch"]] if color is None else color
+        fig.add_trace(
+            go.Bar(
+                y=part["job"],
+                x=part["end_h"] - part["start_h"],
+                base=part["start_h"],
+                orientation="h",
+                name=label,
+                marker={"color": colors, "pattern": {"shape": pattern}},
+                text=[f"{g} GPUs" for g in part["gpus"]],
+                textposition="inside",
+                customdata=np.stack([part["batch"], part["epochs"]], axis=-1),
+                hovertemplate="%{y}: batch %{customdata[0]}, %{text}, %{customdata[1]:.0f} epochs"
+                "<br>%{base:.1f} h to %{x:.1f} h later<extra></extra>",
+            )
+        )
+    barriers = df[df["kind"] == "main"].groupby("batch")["end_h"].max().cumsum()
+    for t in barriers.iloc[:-1]:
+        fig.add_vline(x=float(t), line={"dash": "dot", "color": "#555"})
+    fig.update_layout(
+        **base_layout(
+            title or f"Batch plan: makespan {plan.makespan / 3600:.1f} h (dotted: batch barriers)",
+            barmode="overlay",
+            height=60 + 34 * df["job"].nunique(),
+            xaxis={"title": {"text": "hours"}},
         )
     )
     return fig
 
 
-__all__ = ["epoch_validation_figure", "makespan_figure"]
+__all__ = ["epoch_validation_figure", "makespan_figure", "plan_gantt_figure", "plan_schedule"]
