@@ -141,8 +141,9 @@ class Auditor:
         self.placements: list[
             tuple[int, ...]
         ] = []  # machines of each running job seen (statistics)
-        if hasattr(inner, "reset"):
-            self.reset = inner.reset
+
+    def reset(self) -> None:
+        self.inner.reset()
 
     def _held(self, placements) -> np.ndarray:
         # (job, tasks) or (job, tasks, group): jobs of one interleaved group (Muri) share their

@@ -53,11 +53,11 @@ from smdlab.policies.base import (
     ClusterState,
     Decision,
     Placement,
+    Policy,
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands
-from smdlab.solve.instance import job_speeds
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 SLOT_S = 300.0
@@ -81,7 +81,7 @@ def request(job: Job, cluster: Cluster) -> tuple[int, int]:
     """(workers, PSs) of the job's request, lowered until the empty cluster holds it."""
     w = job.requested_workers if job.requested_workers is not None else job.max_workers
     cap = capacity_matrix(cluster)
-    a, g = demands(job, cluster)
+    a, g = task_vectors(job, cluster.resources)
     while w > 1 and consolidated_tasks(cap, w, min(job.max_ps, w), a, g) is None:
         w -= 1
     return w, min(job.max_ps, w)
@@ -118,7 +118,7 @@ def _group_time(stages: np.ndarray, solo: np.ndarray) -> float:
     return max(float(solo.max()), best * GROUP_OVERHEAD[k])
 
 
-class Muri:
+class Muri(Policy):
     """Muri: Blossom matching of same-size jobs into interleaved groups (module docstring)."""
 
     name = "muri"
@@ -331,7 +331,7 @@ class Muri:
         for g in sorted(groups, key=lambda g: g.prio):
             names = [m.job.name for m in g.members]
             w, p = g.key
-            vecs = [demands(m.job, cluster) for m in g.members]
+            vecs = [task_vectors(m.job, cluster.resources) for m in g.members]
             a = np.max([v[0] for v in vecs], axis=0)
             gam = np.max([v[1] for v in vecs], axis=0)
             same = self._unchanged(g, names, running, by_gid)

@@ -65,10 +65,12 @@ class SMDLevels(SMD):
 
     @staticmethod
     def _held(r, state: ClusterState) -> np.ndarray:
-        from smdlab.policies.stages import demands
+        from smdlab.solve.instance import task_vectors
         from smdlab.solve.placement import usage
 
-        return usage(r.placement.tasks, *demands(r.job, state.cluster), state.free.shape[0])
+        return usage(
+            r.placement.tasks, *task_vectors(r.job, state.cluster.resources), state.free.shape[0]
+        )
 
     def decide(self, state: ClusterState) -> Decision:
         """Choose the queued jobs' levels, then decide as SMD; allocations carry the levels."""

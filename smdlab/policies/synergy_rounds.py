@@ -40,11 +40,11 @@ from smdlab.policies.base import (
     ClusterState,
     Decision,
     Placement,
+    Policy,
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands
-from smdlab.solve.instance import job_speeds
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 LEASE_S = 300.0  # Synergy's lease round (paper, section 5)
@@ -74,8 +74,8 @@ def request(job: Job, cluster: Cluster) -> tuple[int, int]:
 
     def fits(w: int) -> bool:
         p = min(job.max_ps, w)
-        a, g = demands(
-            with_worker_resources(job, *proportional_levels(job, w, p, cluster)), cluster
+        a, g = task_vectors(
+            with_worker_resources(job, *proportional_levels(job, w, p, cluster)), cluster.resources
         )
         return consolidated_tasks(cap, w, p, a, g) is not None
 
@@ -121,7 +121,7 @@ def original(entry: Entry, jobs_by_name: dict[str, Job]) -> Job:
     return jobs_by_name.get(entry.job.name, entry.job)
 
 
-class SynergyRounds:
+class SynergyRounds(Policy):
     """Round planning shared by GPU-proportional, Synergy-TUNE and Synergy-OPT (module docstring)."""
 
     name = "synergy"
@@ -215,7 +215,7 @@ class SynergyRounds:
     def try_place(self, plan: Planned, free: np.ndarray, cluster: Cluster) -> bool:
         """Place ``plan`` at its levels (a running job first on its own machines); update ``free``."""
         job = with_worker_resources(self._job(plan), plan.cpu, plan.mem_gb)
-        a, g = demands(job, cluster)
+        a, g = task_vectors(job, cluster.resources)
         tasks = None
         e = plan.entry
         if isinstance(e, RunningJob) and (e.workers, e.ps) == (plan.workers, plan.ps):
