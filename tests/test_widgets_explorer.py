@@ -251,19 +251,8 @@ def test_each_figure_is_drawn_once_per_change(monkeypatch, method):
 
 
 def test_a_slow_exact_milp_draws_the_bounds_again_on_arrival(monkeypatch):
-    import time
-
-    from smdlab.widgets.explorer_app import Explorer
-
-    a = explorer(SMALL, milp_time_limit=5, exact_grace_s=0.01)
+    a = explorer(SMALL, milp_time_limit=5, exact_grace_s=0)
     try:
-        solve_exact = Explorer._solve_exact
-
-        def slow(*args):
-            time.sleep(0.5)  # longer than the grace period and the fast path together
-            return solve_exact(*args)
-
-        monkeypatch.setattr(Explorer, "_solve_exact", staticmethod(slow))
         counts = _count_draws(monkeypatch, a)
         a.seed.value = 12
         assert a.wait(30) and not a.background.errors

@@ -13,7 +13,6 @@ import html
 import math
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -458,18 +457,15 @@ class Explorer(BackgroundApp, widgets.HBox):
                         build_jobs(self.settings),
                         build_cluster(self.settings),
                     )
-                    # The exact MILP starts first: it runs while the fast path solves and draws.
-                    exact = self._request_exact()
                     self.solution = self._solve_fast()
                     t1 = time.perf_counter()
                     self.exact_solution = None
-                    self._draw_change(exact)
+                    self._draw_change()
                 else:
                     t1 = time.perf_counter()
                     sync_figure(self.timeline_fig, self._timeline(self._shown, None))
                 self.error = None
             except SmdlabError as exc:
-                self.background.submit("exact", lambda: None, lambda r: None)  # drop its MILP
                 self._show_error(str(exc))
                 return
             t2 = time.perf_counter()
@@ -478,7 +474,7 @@ class Explorer(BackgroundApp, widgets.HBox):
             self.updates += 1
             self._show_status()
 
-    def _draw_change(self, exact_of: Callable[[], Solution | str]) -> None:
+    def _draw_change(self) -> None:
         """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
 
         The allocation and timeline go first (unless they show the MILP's own allocation), so the
@@ -488,7 +484,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         milp_shown = self.settings.method == "milp"
         if not milp_shown:
             self._draw_allocation(self._fast)
-        exact = exact_of()
+        exact = self._exact_now()
         if isinstance(exact, Solution):
             self.exact_solution = exact
         if milp_shown:
@@ -505,13 +501,11 @@ class Explorer(BackgroundApp, widgets.HBox):
         )
         sync_figure(self.timeline_fig, self._timeline(sol, None))
 
-    def _request_exact(self) -> Callable[[], Solution | str]:
-        """Start the exact MILP of the current problem; the returned call gives its answer.
+    def _exact_now(self) -> Solution | str:
+        """The exact MILP of the current problem if known within ``exact_grace_s``, else a note.
 
-        The call returns the MILP if it is cached or arrives within ``exact_grace_s``, else a note
-        ("solving…", "not run"). A MILP that takes longer keeps running in the background and
-        draws the bounds (and, for the MILP method, the allocation) when it arrives, unless a
-        newer change came first.
+        A MILP that takes longer keeps running in the background and draws the bounds (and, for
+        the MILP method, the allocation) when it arrives, unless a newer change came first.
         """
         key = self._problem_key()
         cached = self._exact_cache.get(key)
@@ -519,10 +513,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         if isinstance(cached, Solution) or not wanted:
             # Supersede a request still running for an older problem.
             self.background.submit("exact", lambda: None, lambda r: None)
-            known: Solution | str = (
-                cached if isinstance(cached, Solution) else (cached or "not run")
-            )
-            return lambda: known
+            return cached if isinstance(cached, Solution) else (cached or "not run")
         jobs, cluster, mode, limit = (
             self._jobs,
             self._cluster,
@@ -542,22 +533,16 @@ class Explorer(BackgroundApp, widgets.HBox):
                 self._apply_exact(result, key)
 
         self.background.submit("exact", work, arrive)
-        started = time.perf_counter()
-
-        def answer() -> Solution | str:
-            left = self.exact_grace_s - (time.perf_counter() - started)
-            if done.is_set() or (left > 0 and done.wait(left)):
-                box["taken"] = True
-                self._remember_exact(key, box["result"])
-                return box["result"]
-            return "solving…"
-
-        return answer
+        if self.exact_grace_s > 0 and done.wait(self.exact_grace_s):
+            box["taken"] = True
+            self._remember_exact(key, box["result"])
+            return box["result"]
+        return "solving…"
 
     def _queue_exact(self) -> None:
         """Redraw for the exact-MILP switch: the bounds figure (and a MILP allocation) once."""
         self.exact_solution = None
-        self._draw_change(self._request_exact())
+        self._draw_change()
 
     @staticmethod
     def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
