@@ -83,6 +83,86 @@ job_gantt_figure(
 ).show()
 
 # %% [markdown]
+# ## How a policy is run: execution modes
+#
+# Every policy runs in the *execution mode* its paper uses (`docs/simulator.md`, "Execution
+# modes"): **non-elastic** (an allocation is fixed for life), **preemptive** (a running job can be
+# stopped and resumed later) or **elastic** (every running job's workers and PSs are re-decided at
+# arrivals, completions and every slot). A re-allocation or a resume costs a 30 s
+# checkpoint-restart. Each policy declares its natural mode; `simulate(..., execution=...)`
+# forces one mode on every policy instead.
+
+# %%
+from smdlab.policies.base import natural_execution, supported_executions
+from smdlab.policies.registry import policy_class
+
+pd.DataFrame(
+    [
+        {
+            "policy": name,
+            "natural mode": natural_execution(policy_class(name)),
+            "slot (s)": getattr(policy_class(name), "slot_s", None),
+            "can run in": ", ".join(supported_executions(policy_class(name))),
+        }
+        for name in POLICIES
+    ]
+).set_index("policy")
+
+# %% [markdown]
+# How a policy is run matters as much as what it optimises. Below, the base batch of the JCT
+# figures (24 jobs arriving together on 4 servers of 8 GPUs, `EXPERIMENTS.md`) is run twice by the
+# same policies: forced non-elastic, then in their natural modes. Under non-elastic execution a
+# job keeps the allocation it started with, so a policy that starts jobs small (one worker and one
+# PS) leaves them small for life and the GPUs idle; elastic execution grows them as the batch
+# drains. `mean workers` is the time-weighted number of workers per running job.
+
+# %%
+from smdlab.experiments.config import get_config
+from smdlab.experiments.jct import scenario
+from smdlab.sim import simulate
+
+batch, batch_cluster = scenario(get_config("quick"), "jobs", 24, seed=0)
+runs = {}
+for policy in ["smd", "drf", "optimus", "srtf"]:
+    for execution in ["non_elastic", "natural"]:
+        runs[policy, execution] = simulate(batch, batch_cluster, policy, execution=execution)
+
+
+def mean_workers(result):
+    busy = result.history["end"] - result.history["start"]
+    return float((result.history["workers"] * busy).sum() / busy.sum())
+
+
+modes = pd.DataFrame(
+    [
+        {
+            "policy": policy_label(policy),
+            "asked": execution,
+            "ran as": r.summary["execution"],
+            "mean JCT (h)": r.summary["mean_jct"] / 3600,
+            "makespan (h)": r.summary["makespan"] / 3600,
+            "GPU utilisation": r.summary["utilization"]["gpu"],
+            "mean workers": mean_workers(r),
+            "restarts": r.summary["restarts"],
+        }
+        for (policy, execution), r in runs.items()
+    ]
+)
+modes.round(2)
+
+# %% [markdown]
+# The schedule of SMD in both modes, one bar per job coloured by its number of workers: forced
+# non-elastic, each job keeps its first allocation to the end; elastic, jobs grow as others finish.
+
+# %%
+for execution in ["non_elastic", "natural"]:
+    r = runs["smd", execution]
+    job_gantt_figure(
+        r,
+        title=f"Base batch under {policy_label('smd')}, {r.summary['execution']} execution",
+    ).show()
+
+# %% [markdown]
 # ## The Philly workload
 #
 # Arrival times and GPU counts of the first jobs of the Philly trace (2017), their networks drawn

@@ -22,6 +22,7 @@ OURS = (
     "03_explorer.ipynb",
     "04_policies.ipynb",
     "05_paper_figures.ipynb",
+    "06_allreduce_omru.ipynb",
     "08_data_stage.ipynb",
 )
 BUDGET_S = 120  # each notebook must run in under two minutes

@@ -30,13 +30,29 @@ BASELINE_VARIANTS: dict[str, dict[str, dict[str, str]]] = {
 }
 
 
+# The policies of the jct_vs_* figures: SMD and the per-decision MILP against the field's classic
+# and parameter-server baselines (EXPERIMENTS.md).
+JCT_POLICIES: tuple[str, ...] = (
+    "fifo",
+    "srtf",
+    "drf",
+    "tetris",
+    "optimus",
+    "tiresias",
+    "smd",
+    "milp",
+)
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Sizes of every experiment.
 
     name: level name (full, quick, tiny).
     seeds: workload seeds of the JCT sweeps (one simulation per seed, point and policy).
-    policies: policies compared (None: every registered policy).
+    policies: policies compared in the JCT sweeps (None: every registered policy); by default
+        ``JCT_POLICIES``, SMD's comparison: the classic and parameter-server baselines and the
+        per-decision MILP (the later families have their own experiments and notebook 04).
     n_jobs: jobs in the base batch.
     machines: servers in the base cluster (each ``gpus_per_machine`` GPUs, 64 CPUs, 256 GB).
     gpus_per_machine: GPUs per server.
@@ -71,7 +87,7 @@ class ExperimentConfig:
 
     name: str
     seeds: tuple[int, ...]
-    policies: tuple[str, ...] | None = None
+    policies: tuple[str, ...] | None = JCT_POLICIES
     n_jobs: int = 24
     machines: int = 4
     gpus_per_machine: int = 8

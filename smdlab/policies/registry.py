@@ -33,6 +33,7 @@ _BUILTIN: dict[str, str] = {
     "gpu_proportional": "smdlab.policies.gpu_proportional:GPUProportional",
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
+    "milp_levels": "smdlab.policies.milp_levels:MILPLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
 }

@@ -141,4 +141,75 @@ def makespan_figure(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-__all__ = ["epoch_validation_figure", "makespan_figure"]
+def plan_schedule(plan, table) -> pd.DataFrame:
+    """The timed bars of a batch plan: one row per run (``main``) and per reused slice (``reuse``).
+
+    Columns: job, batch, kind, start_h, end_h, gpus, epochs. Batch k starts when batch k-1's
+    longest job ends; a reusing job pre-trains in the slice its owner leaves idle.
+    """
+    idx = {n: i for i, n in enumerate(table.names)}
+    left = dict(zip(table.names, table.epochs.astype(float)))
+    for r in plan.reuses:
+        left[r.job] -= r.epochs
+    rows, start = [], 0.0
+    ends: dict[str, float] = {}
+    for k, batch in enumerate(plan.batches):
+        length = 0.0
+        for e in batch:
+            c = left[e.job] * float(table.epoch_time[idx[e.job], e.gpus])
+            length = max(length, c)
+            ends[e.job] = start + c
+            rows.append((e.job, k, "main", start, start + c, e.gpus, left[e.job]))
+        for r in plan.reuses:
+            if r.owner in {e.job for e in batch}:
+                t0 = ends[r.owner]
+                dur = r.epochs * float(table.epoch_time[idx[r.job], r.gpus])
+                rows.append((r.job, k + 1, "reuse", t0, t0 + dur, r.gpus, r.epochs))
+        start += length
+    df = pd.DataFrame(rows, columns=["job", "batch", "kind", "start_h", "end_h", "gpus", "epochs"])
+    df[["start_h", "end_h"]] /= 3600
+    return df
+
+
+def plan_gantt_figure(plan, table, title: str | None = None) -> go.Figure:
+    """Gantt chart of a batch plan: each job's run in its batch, and the idle slices it reuses."""
+    df = plan_schedule(plan, table)
+    fig = go.Figure()
+    for kind, color, pattern, label in (
+        ("main", None, "", "run in its batch"),
+        ("reuse", "#BAB0AC", "/", "pre-training on a reused idle slice"),
+    ):
+        part = df[df["kind"] == kind]
+        if part.empty:
+            continue
+        colors = [PALETTE[b % len(PALETTE)] for b in part["batch"]] if color is None else color
+        fig.add_trace(
+            go.Bar(
+                y=part["job"],
+                x=part["end_h"] - part["start_h"],
+                base=part["start_h"],
+                orientation="h",
+                name=label,
+                marker={"color": colors, "pattern": {"shape": pattern}},
+                text=[f"{g} GPUs" for g in part["gpus"]],
+                textposition="inside",
+                customdata=np.stack([part["batch"], part["epochs"]], axis=-1),
+                hovertemplate="%{y}: batch %{customdata[0]}, %{text}, %{customdata[1]:.0f} epochs"
+                "<br>%{base:.1f} h to %{x:.1f} h later<extra></extra>",
+            )
+        )
+    barriers = df[df["kind"] == "main"].groupby("batch")["end_h"].max().cumsum()
+    for t in barriers.iloc[:-1]:
+        fig.add_vline(x=float(t), line={"dash": "dot", "color": "#555"})
+    fig.update_layout(
+        **base_layout(
+            title or f"Batch plan: makespan {plan.makespan / 3600:.1f} h (dotted: batch barriers)",
+            barmode="overlay",
+            height=60 + 34 * df["job"].nunique(),
+            xaxis={"title": {"text": "hours"}},
+        )
+    )
+    return fig
+
+
+__all__ = ["epoch_validation_figure", "makespan_figure", "plan_gantt_figure", "plan_schedule"]

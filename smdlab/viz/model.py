@@ -21,8 +21,10 @@ LANES: dict[str, str] = {
     "pull": "pull (PS → worker)",
     "read": "storage read (next batch)",
     "preprocess": "CPU preprocessing (next batch)",
+    "allreduce": "ring all-reduce (per bucket)",
 }
 _LANE_ORDER = ["pull (PS → worker)", "push (worker → PS)", "GPU compute"]  # bottom to top
+_RING_LANES = ["ring all-reduce (per bucket)", "GPU compute"]  # an all-reduce job (no PS)
 PHASE_COLORS_CORE = ("forward", "backward", "push", "pull")  # drawn even when empty
 _DATA_LANES = ["CPU preprocessing (next batch)", "storage read (next batch)"]
 _TIMELINE_MODES = (
@@ -51,11 +53,22 @@ def _timeline_arrays(
     out = {}
     for ph in PHASE_COLORS:
         m = phase == ph
+        label = names[index[m]]
+        if ph == "allreduce" and m.any():  # one bar per bucket: its size and the layer closing it
+            label = np.asarray(
+                [
+                    f"bucket {b} ({mb:.1f} MB, ready after {n})"
+                    for b, mb, n in zip(
+                        df["bucket"].to_numpy()[m], df["bytes"].to_numpy()[m] / 1e6, label
+                    )
+                ],
+                dtype=object,
+            )
         out[ph] = {
             "start": start[m],
             "dur": end[m] - start[m],
             "index": index[m],
-            "name": names[index[m]],
+            "name": label,
         }
     return out
 
@@ -167,7 +180,10 @@ def timeline_spec(
     check_choice("mode", mode, MODES)
     arrays = _timeline_arrays(job, workers, ps, mode, cpu, mem_gb)
     tau_ms = iteration_time(job, workers, ps, mode, cpu, mem_gb) * 1e3
-    lanes = _LANE_ORDER + (_DATA_LANES if job.pipeline is not None else [])
+    ring = job.arch == "allreduce"
+    lanes = (_RING_LANES if ring else _LANE_ORDER) + (
+        _DATA_LANES if job.pipeline is not None else []
+    )
     shapes, annotations = _timeline_marks(arrays, tau_ms)
     note = (
         "" if mode in _TIMELINE_MODES else " (drawn as wfbp; τ is the prefetch steady-state period)"
@@ -175,7 +191,11 @@ def timeline_spec(
     layout = base_layout(
         template=template,
         title=title
-        or f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}",
+        or (
+            f"{job.profile.network}: one iteration of a ring on {workers} GPUs — {mode}{note}"
+            if ring
+            else f"{job.profile.network}: one iteration on {workers} workers, {ps} PSs — {mode}{note}"
+        ),
         barmode="overlay",
         bargap=0.35,
         xaxis={"title": {"text": "time within the iteration (ms)"}, "rangemode": "tozero"},
@@ -184,7 +204,8 @@ def timeline_spec(
         annotations=annotations,
         height=320,
     )
-    traces = [t for t in _timeline_traces(arrays) if len(t["x"]) or t["name"] in PHASE_COLORS_CORE]
+    core = ("forward", "backward") if ring else PHASE_COLORS_CORE
+    traces = [t for t in _timeline_traces(arrays) if len(t["x"]) or t["name"] in core]
     return {"data": traces, "layout": layout}
 
 

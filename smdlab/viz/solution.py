@@ -65,6 +65,9 @@ def allocation_spec(
     names = list(solution.jobs)
     workers = np.array(solution.workers, dtype=float)
     ps = np.array(solution.ps, dtype=float)
+    if jobs is not None:  # an all-reduce job's PS slot has no demand: it runs with p = 0
+        ring = {j.name for j in jobs if j.arch == "allreduce"}
+        ps = np.where([str(n) in ring for n in names], 0.0, ps)
     started = workers > 0
     shares = (
         resource_shares(solution, jobs, cluster)

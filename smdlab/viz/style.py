@@ -20,6 +20,7 @@ PHASE_COLORS: dict[str, str] = {
     "pull": "#E45756",
     "read": "#B279A2",
     "preprocess": "#9D755D",
+    "allreduce": "#54A24B",
 }
 
 ROLE_COLORS: dict[str, str] = {"workers": "#4C78A8", "ps": "#F58518"}

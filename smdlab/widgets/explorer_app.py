@@ -181,6 +181,12 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.seed = widgets.BoundedIntText(
             s.seed, min=0, max=10**6, description="seed", style=style, layout=_slider_layout()
         )
+        self.arch = widgets.ToggleButtons(
+            options=[("PS", "ps"), ("all-reduce", "allreduce")],
+            value=s.arch,
+            description="training",
+            style={**style, "button_width": "80px"},
+        )
         self.focus = widgets.Dropdown(
             options=self._focus_options(s),
             value=s.focus,
@@ -268,7 +274,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.controls = widgets.VBox(
             [
                 section("Cluster", self.machines, self.shape, self.bandwidth),
-                section("Job mix", self.profiles, self.n_jobs, self.seed),
+                section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch),
                 section(
                     "Layer profile",
                     self.focus,
@@ -297,7 +303,7 @@ class Explorer(BackgroundApp, widgets.HBox):
     def _observe(self) -> None:
         handlers = {
             "cluster": (self.machines, self.shape, self.bandwidth),
-            "jobs": (self.profiles, self.n_jobs, self.seed),
+            "jobs": (self.profiles, self.n_jobs, self.seed, self.arch),
             "edit": (self.device, self.compute_scale, self.param_scale, self.comm_ratio),
             "model": (self.mode, self.batch, self.method),
         }
@@ -323,7 +329,11 @@ class Explorer(BackgroundApp, widgets.HBox):
             )  # an empty selection keeps the old mix
             n = self.n_jobs.value
             return s.replace(
-                profiles=profiles, n_jobs=n, seed=int(self.seed.value), focus=min(s.focus, n - 1)
+                profiles=profiles,
+                n_jobs=n,
+                seed=int(self.seed.value),
+                focus=min(s.focus, n - 1),
+                arch=self.arch.value,
             )
         if group == "edit":
             return s.with_edit(
@@ -409,16 +419,21 @@ class Explorer(BackgroundApp, widgets.HBox):
         i = self.settings.focus
         job, cpu, mem = self._levels(self._jobs[i])
         w, p = sol.workers[i], sol.ps[i]
+        if job.arch == "allreduce":  # the solver's zero-demand PS slot: the ring runs with p = 0
+            p = 0
+        elif w == 0:
+            p = 1
         if w == 0:
             return timeline_spec(
                 job,
                 1,
-                1,
+                p,
                 self.settings.mode,
                 template=template,
                 cpu=cpu,
                 mem_gb=mem,
-                title=f"{job.name} is not started now; its iteration on 1 worker, 1 PS",
+                title=f"{job.name} is not started now; its iteration on 1 worker"
+                + ("" if p == 0 else ", 1 PS"),
             )
         return timeline_spec(
             job,

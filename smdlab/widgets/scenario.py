@@ -14,7 +14,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
-from smdlab.model.job import BATCH_MODES, Job
+from smdlab.model.job import ARCHS, BATCH_MODES, Job
 from smdlab.model.profiles import LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import MODES, duration
 
@@ -103,6 +103,8 @@ class ExplorerSettings:
     method: solver method of the fast path (``smd`` or ``lp_round``).
     focus: index of the job whose per-layer timeline is shown.
     max_tasks: cap on each job's workers and on its PSs.
+    arch: ``ps`` (parameter-server jobs) or ``allreduce`` (ring all-reduce jobs, no PS) for the
+        whole job set.
     """
 
     machines: int = 4
@@ -117,6 +119,7 @@ class ExplorerSettings:
     method: str = "smd"
     focus: int = 0
     max_tasks: int = 16
+    arch: str = "ps"
 
     def __post_init__(self) -> None:
         check_int("machines", self.machines, 1, 256)
@@ -142,6 +145,7 @@ class ExplorerSettings:
         check_choice("batch", self.batch, BATCH_MODES)
         check_int("focus", self.focus, 0, self.n_jobs - 1)
         check_int("max_tasks", self.max_tasks, 1, 64)
+        check_choice("arch", self.arch, ARCHS)
 
     def replace(self, **changes) -> ExplorerSettings:
         """Copy with some values changed (validated again)."""
@@ -206,20 +210,25 @@ def _job(
     max_w: int,
     max_p: int,
     name: str,
+    arch: str = "ps",
+    gpus_per_machine: int = 8,
 ) -> Job:
     M = int(profile_info(name_net)["default_global_batch"])
     per_worker = max(1, M // 8) if batch == "per_worker" else None
+    ring = arch == "allreduce"
     return Job(
         name,
         profile,
         samples,
         M,
         {"gpu": 1, "cpu": WORKER_CPU, "mem_gb": WORKER_MEM, "bw_gbps": bw},
-        {"gpu": 0, "cpu": PS_CPU, "mem_gb": PS_MEM, "bw_gbps": bw},
+        {} if ring else {"gpu": 0, "cpu": PS_CPU, "mem_gb": PS_MEM, "bw_gbps": bw},
         max_workers=max_w,
-        max_ps=max_p,
+        max_ps=0 if ring else max_p,
         batch_mode=batch,
         per_worker_batch=per_worker,
+        arch=arch,
+        gpus_per_machine=gpus_per_machine,
     )
 
 
@@ -237,6 +246,8 @@ def build_jobs(settings: ExplorerSettings) -> list[Job]:
             settings.max_tasks,
             settings.max_tasks,
             names[i],
+            settings.arch,
+            int(MACHINE_SHAPES[settings.shape][0]),
         )
         for i in range(settings.n_jobs)
     ]
