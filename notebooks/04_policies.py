@@ -168,14 +168,15 @@ for execution in ["non_elastic", "natural"]:
 # The default Philly window (`data/scenarios/philly.toml`; `docs/simulator.md`, "Philly windows"):
 # 2,000 trace jobs from job 60,000 in time order (November 2017), each a GPU-only gang of its
 # recorded GPU count that runs exactly its recorded duration, arrivals compressed to an offered
-# load of 10 on 64 machines, so that jobs queue and mean JCTs are hours. The trace schedulers run
-# it as Tiresias' simulator does (gang, no PS, `restart_s = 0`): FIFO (strict), SJF, preemptive
-# SRTF and Tiresias (2D-LAS over GPU-time).
+# load of 10 on 64 machines, so that jobs queue and mean JCTs are hours. Here the two
+# non-preemptive trace schedulers, strict FIFO and SJF, run it as Tiresias' simulator does (gang,
+# no PS); preemptive SRTF and Tiresias take longer to simulate:
+# `smdlab simulate --scenario data/scenarios/philly.toml --policy fifo,sjf,srtf,tiresias`.
 
 # %%
 philly = load_scenario(data_dir() / "scenarios" / "philly.toml")
 print(philly.description)
-TRACE_POLICIES = ["fifo", "sjf", "srtf", "tiresias"]
+TRACE_POLICIES = ["fifo", "sjf"]
 philly_results = run_scenario(philly, TRACE_POLICIES)
 summary_table(philly_results).round(2)
 
