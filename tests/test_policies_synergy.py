@@ -8,7 +8,7 @@ import pytest
 import smdlab
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.registry import get_policy
 from smdlab.policies.stages import apply_decision
 from smdlab.policies.synergy_opt import synergy_opt_lp
@@ -103,7 +103,7 @@ def test_simulator_rejects_negative_levels():
     cl = Cluster.homogeneous(1)
     job = _job("a", "resnet50", 1)
 
-    class Bad:
+    class Bad(Policy):
         name = "bad"
 
         def decide(self, state):
@@ -113,3 +113,15 @@ def test_simulator_rejects_negative_levels():
 
     with pytest.raises(InvalidDecision, match="cpu"):
         simulate([job], cl, Bad())
+
+
+def test_default_synthetic_workload_has_jobs_input_bound_at_the_proportional_share():
+    cl = Cluster.homogeneous(4)  # the default server: 8 GPUs, 64 cores
+    jobs = synthetic(60, cl, seed=0)
+    assert all(j.pipeline is not None for j in jobs)
+    slowed = set()
+    for j in jobs:
+        w, p = request(j, cl)
+        if smdlab.speed(j, w, p, cpu=proportional_levels(j, w, p, cl)[0]) < smdlab.speed(j, w, p):
+            slowed.add(j.profile.network)
+    assert slowed  # e.g. GoogLeNet, MobileNetV2, DenseNet-121

@@ -115,9 +115,12 @@ def _policy_from(policy: Policy | str) -> Policy:
         from smdlab.policies.registry import get_policy
 
         return get_policy(policy)
-    if not callable(getattr(policy, "decide", None)):
+    if not callable(getattr(policy, "decide", None)) or not callable(
+        getattr(policy, "reset", None)
+    ):
         raise InvalidInput(
-            f"policy must have a decide(state) method or be a registered name, got {policy!r}"
+            "policy must have decide(state) and reset() methods (subclass smdlab.policies.Policy "
+            f"for the default reset) or be a registered name, got {policy!r}"
         )
     return policy
 
@@ -317,6 +320,7 @@ class _Simulator:
         self.elastic = self.execution == "elastic"
         self.restart_s = check_positive("restart_s", restart_s, allow_zero=True)
         self.cluster = cluster
+        self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
         self.resources = cluster.resources
         self.capacity = capacity_matrix(cluster)
         self.free = self.capacity.copy()
@@ -556,6 +560,7 @@ class _Simulator:
         job = self.jobs[self.index[a.job]]
         if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
             return job
+        self.beyond_bound = True  # its speed is no longer the (workers, PS) table's
         try:
             return with_worker_resources(job, a.cpu, a.mem_gb)
         except InvalidInput as exc:
@@ -694,6 +699,7 @@ class _Simulator:
         started_groups = {}
         for label, members in groups.items():
             self.group_seq += 1
+            self.beyond_bound = True  # grouped jobs share GPUs
             gid = f"{label}#{self.group_seq}"
             jobs = [self._alloc_job(a) for a in members]
             w, p = members[0].workers, members[0].ps
@@ -826,8 +832,7 @@ class _Simulator:
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
         self.t = 0.0
-        if hasattr(self.policy, "reset"):
-            self.policy.reset()
+        self.policy.reset()
         order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
         self.has_gang = any(self.jobs[i].gang for i in order)
         arrivals = [self.jobs[i].arrival for i in order]
