@@ -35,6 +35,7 @@ __all__ = [
     "SPEED_TABLES",
     "TRACES",
     "WIDGET_JOB_SAMPLES",
+    "WORKLOAD_BOUNDS",
     "Cache",
     "cache_info",
     "clear_caches",
@@ -206,6 +207,13 @@ DEMAND_ROWS: Cache[Any] = Cache(
     key="(resource names, Job.demand_key): the worker and PS demands as sorted pairs",
     lifetime=_IMMUTABLE,
     maxsize=200_000,
+)
+# ---- sim ------------------------------------------------------------------------------------
+WORKLOAD_BOUNDS: Cache[Any] = Cache(
+    "sim.bound.workload_bounds",
+    key="(Job.value_key of every job, resource names, pooled capacity, mode)",
+    lifetime=_IMMUTABLE,
+    maxsize=256,
 )
 # ---- workloads and widgets ------------------------------------------------------------------
 TRACES: Cache[Any] = Cache(
