@@ -30,6 +30,7 @@ OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "bench_reproduce.py": ([], []),
     "bench_allreduce.py": (["--repeat", "3"], ["--repeat", "1"]),
     "bench_objective.py": ([], ["--quick"]),
+    "bench_bound.py": ([], ["--quick"]),
 }
 
 

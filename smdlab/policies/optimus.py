@@ -110,8 +110,16 @@ class ProfiledSpeed:
 
     def speed(self, workers: int, ps: int) -> float:
         """Measured speed (samples/s) at a profiled (w, p), else the fitted one."""
-        hit = self.measured.get((int(workers), int(ps)))
-        return float(hit) if hit is not None else float(self.fit.speed(workers, ps))
+        w, p = int(workers), int(ps)
+        hit = self.measured.get((w, p))
+        if hit is not None:
+            return float(hit)
+        # SpeedModel.speed on scalars, without numpy's per-call overhead (the hot path)
+        a, b, c, d, e = self.fit.coef
+        m = self.fit.batch
+        glob = self.fit.batch_mode == "global"
+        tau = max(a * (m / w if glob else m) + b + c * w / p + d * w + e * p, 1e-300)
+        return (m if glob else w * m) / tau
 
 
 def diagonal_profile(
@@ -401,14 +409,13 @@ class Optimus(Policy):
         models = [self.model(j, mode) for j in jobs]
         rem = [self.remaining_estimate(j, r) for j, r in zip(jobs, remaining)]
 
-        def raw_dominant(d: np.ndarray) -> float:
-            # the amount of the resource of largest share, in that resource's own unit
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(capacity > 0, d / capacity, 0.0)
-            return float(d[int(np.argmax(share))])
+        def raw_dominant(d: np.ndarray) -> list[float]:
+            # per row: the amount of the resource of largest share, in that resource's own unit
+            inv = np.where(capacity > 0, 1.0 / np.where(capacity > 0, capacity, 1.0), 0.0)
+            return d[np.arange(n), np.argmax(d * inv, axis=1)].tolist() if n else []
 
-        raw_w = [raw_dominant(a) for a in alpha]
-        raw_p = [raw_dominant(g) for g in gamma]
+        raw_w = raw_dominant(alpha)
+        raw_p = raw_dominant(gamma)
         heap: list[tuple[float, float, str, int, str]] = []
 
         def push(i: int) -> None:
