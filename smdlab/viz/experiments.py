@@ -209,10 +209,11 @@ def jct_sweep_figure(
             yaxis=yaxis,
             xaxis2={"title": {"text": xt}, **xaxis},
             yaxis2={"title": {"text": f"{what} util. (%)"}, "range": [0, 105]},
-            height=620,
+            height=640,
             width=780,
         )
     )
+    fig.update_layout(margin={"t": 120})  # room for a legend of two rows below the title
     return fig
 
 
