@@ -87,6 +87,11 @@ def test_jct_sweep_rows_and_lower_bound():
         jobs, _cluster = scenario(TINY, "machines", machines, seed)
         fastest = np.nanmin(duration_grid(jobs).reshape(len(jobs), -1), axis=1)
         assert (part["mean_jct_s"] >= fastest.mean() * (1 - 1e-9)).all()
+        # the schedule bound (docs/bound.md): one value per point, below every policy's mean JCT
+        lb = part["mean_jct_lower_bound_s"].dropna()
+        assert len(lb) and lb.nunique() == 1
+        assert (part["mean_jct_s"] >= lb.iloc[0] * (1 - 1e-7)).all()
+        assert lb.iloc[0] >= fastest.mean() * (1 - 1e-7)
     assert df.attrs["x"] == spec.column
 
 
@@ -123,16 +128,21 @@ def test_summarise_aggregates_over_seeds():
 def test_jct_figure_has_a_jct_and_a_gpu_utilisation_panel_per_policy():
     df = jct_sweep("jobs", TINY)
     fig = jct_sweep_figure(df)
-    top = [t for t in fig.data if t.yaxis == "y"]
+    bound = [t for t in fig.data if t.name == "lower bound: mean JCT of any schedule"]
+    top = [t for t in fig.data if t.yaxis == "y" and t not in bound]
     bottom = [t for t in fig.data if t.yaxis == "y2"]
     assert len(top) == len(bottom) == len(policies_of(TINY))
+    assert len(bound) == 1 and bound[0].yaxis == "y"
+    lb = df.groupby(["n_jobs", "seed"])["mean_jct_lower_bound_s"].max().groupby(level=0).mean()
+    assert np.allclose(bound[0].y, lb.to_numpy() / 3600)
+    assert all(np.all(bound[0].y <= t.y * (1 + 1e-7)) for t in top)
     assert top[0].name == f"{SMD_LABEL} · elastic"  # drawn first, wide, under the baselines
     by_policy = df[df["policy"] == "smd"].groupby("n_jobs")
     assert np.allclose(top[0].y, by_policy["mean_jct_s"].mean().to_numpy() / 3600)
     assert np.allclose(bottom[0].y, 100 * by_policy["util_gpu"].mean().to_numpy())
     assert (df["execution"] == df["policy"].map({"fifo": "non_elastic"}).fillna("elastic")).all()
     single = jct_sweep_figure(df, util=None)
-    assert len(single.data) == len(top)  # the JCT panel alone
+    assert len(single.data) == len(top) + 1  # the JCT panel alone, with the bound
     with pytest.raises(InvalidInput, match="lacks column"):
         jct_sweep_figure(df.drop(columns=["mean_jct_s"]))
 

@@ -16,15 +16,7 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-OURS = (
-    "01_model.ipynb",
-    "02_smd_step_by_step.ipynb",
-    "03_explorer.ipynb",
-    "04_policies.ipynb",
-    "05_paper_figures.ipynb",
-    "06_allreduce_omru.ipynb",
-    "08_data_stage.ipynb",
-)
+OURS = tuple(f"{p.stem}.ipynb" for p in sorted(NOTEBOOKS.glob("[0-9]*.py")))  # the sources
 BUDGET_S = 120  # each notebook must run in under two minutes
 
 
@@ -34,8 +26,7 @@ def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
 
 
 def test_every_notebook_has_a_text_source():
-    sources = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.py"))
-    assert set(OURS) == set(ALL) == {f"{s}.ipynb" for s in sources}
+    assert len(OURS) >= 5 and set(OURS) == set(ALL)
 
 
 @pytest.mark.parametrize("name", OURS)

@@ -113,3 +113,15 @@ def test_simulator_rejects_negative_levels():
 
     with pytest.raises(InvalidDecision, match="cpu"):
         simulate([job], cl, Bad())
+
+
+def test_default_synthetic_workload_has_jobs_input_bound_at_the_proportional_share():
+    cl = Cluster.homogeneous(4)  # the default server: 8 GPUs, 64 cores
+    jobs = synthetic(60, cl, seed=0)
+    assert all(j.pipeline is not None for j in jobs)
+    slowed = set()
+    for j in jobs:
+        w, p = request(j, cl)
+        if smdlab.speed(j, w, p, cpu=proportional_levels(j, w, p, cl)[0]) < smdlab.speed(j, w, p):
+            slowed.add(j.profile.network)
+    assert slowed  # e.g. GoogLeNet, MobileNetV2, DenseNet-121

@@ -28,6 +28,7 @@ OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "bench_widgets.py": ([], ["--changes", "16"]),
     "bench_explorer_browser.py": (["--presses", "12"], ["--presses", "8"]),
     "bench_reproduce.py": ([], []),
+    "bench_allreduce.py": (["--repeat", "3"], ["--repeat", "1"]),
     "bench_objective.py": ([], ["--quick"]),
 }
 

@@ -69,6 +69,7 @@ JCT_COLUMNS = (
     "jobs",
     "jobs_completed",
     "mean_jct_s",
+    "mean_jct_lower_bound_s",
     "median_jct_s",
     "p95_jct_s",
     "makespan_s",
@@ -138,6 +139,8 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
                 "jobs": s["jobs"],
                 "jobs_completed": s["jobs_completed"],
                 "mean_jct_s": s["mean_jct"],
+                # the same for every policy of the point (NaN for runs outside its model)
+                "mean_jct_lower_bound_s": s["mean_jct_lower_bound"],
                 "median_jct_s": s["median_jct"],
                 "p95_jct_s": s["p95_jct"],
                 "makespan_s": s["makespan"],

@@ -39,6 +39,7 @@ SUMMARY_KEYS = (
     "jobs_completed",
     "jobs_skipped",
     "mean_jct",
+    "mean_jct_lower_bound",
     "median_jct",
     "p95_jct",
     "p99_jct",
@@ -167,6 +168,9 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
     summary["slot_s"] = math.nan if sim.delta is None else float(sim.delta)
     summary["restart_s"] = float(sim.restart_s)
     summary["sim_wall_s"] = wall
+    from smdlab.sim.bound import run_bound
+
+    summary["mean_jct_lower_bound"] = run_bound(sim, job_df)
     return SimResult(sim.policy_name, job_df, history, util, decisions, summary, tuple(sim.skipped))
 
 

@@ -317,6 +317,7 @@ class _Simulator:
         self.elastic = self.execution == "elastic"
         self.restart_s = check_positive("restart_s", restart_s, allow_zero=True)
         self.cluster = cluster
+        self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
         self.resources = cluster.resources
         self.capacity = capacity_matrix(cluster)
         self.free = self.capacity.copy()
@@ -556,6 +557,7 @@ class _Simulator:
         job = self.jobs[self.index[a.job]]
         if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
             return job
+        self.beyond_bound = True  # its speed is no longer the (workers, PS) table's
         try:
             return with_worker_resources(job, a.cpu, a.mem_gb)
         except InvalidInput as exc:
@@ -694,6 +696,7 @@ class _Simulator:
         started_groups = {}
         for label, members in groups.items():
             self.group_seq += 1
+            self.beyond_bound = True  # grouped jobs share GPUs
             gid = f"{label}#{self.group_seq}"
             jobs = [self._alloc_job(a) for a in members]
             w, p = members[0].workers, members[0].ps

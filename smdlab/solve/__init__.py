@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     "PlacementResult": "shrink_placement",
     "place": "shrink_placement",
     "RULES": "placement",
+    "ScheduleBound": "schedule_bound",
+    "mean_jct_lower_bound": "schedule_bound",
+    "optimal_batch_mean_jct": "schedule_bound",
     "SELECTIONS": "smd",
     "IterationRecord": "smd",
     "RatioResult": "smd",
@@ -77,6 +80,11 @@ if TYPE_CHECKING:  # static tools see the real names
     from smdlab.solve.placement import (
         RULES as RULES,
         Placement as Placement,
+    )
+    from smdlab.solve.schedule_bound import (
+        ScheduleBound as ScheduleBound,
+        mean_jct_lower_bound as mean_jct_lower_bound,
+        optimal_batch_mean_jct as optimal_batch_mean_jct,
     )
     from smdlab.solve.shrink_placement import (
         PlacementResult as PlacementResult,

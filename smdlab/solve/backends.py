@@ -283,3 +283,101 @@ def solve_flat(
     return FlatResult(
         res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}"
     )
+
+
+def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit) -> FlatResult:
+    """min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo, by HiGHS' simplex."""
+    import highspy
+
+    a = sp.vstack([a_ub, a_eq]).tocsc()
+    a.sort_indices()
+    m = a.shape[1]
+    inf = highspy.kHighsInf
+    rlo = np.concatenate([np.full(a_ub.shape[0], -inf), b_eq])
+    rhi = np.concatenate([b_ub, b_eq])
+    h = new_highs()
+    h.passModel(
+        m, a.shape[0], a.nnz, 1, 1, 0.0,
+        np.asarray(cost, dtype=np.float64), np.asarray(lo, dtype=np.float64), np.full(m, inf),
+        rlo.astype(np.float64), rhi.astype(np.float64),
+        a.indptr.astype(np.int32), a.indices.astype(np.int32), a.data.astype(np.float64),
+        np.zeros(m, dtype=np.int32),
+    )  # fmt: skip
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        if status == highspy.HighsModelStatus.kInfeasible:
+            raise Infeasible("the LP has no feasible solution")
+        raise SolverError(
+            f"HiGHS stopped the LP with status {h.modelStatusToString(status)!r}; no valid bound"
+        )
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    obj = float(h.getInfo().objective_function_value)
+    return FlatResult(x=x, objective=obj, bound=obj, status="optimal", backend="highs")
+
+
+def _lp_gurobi(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit) -> FlatResult:
+    """The same LP with gurobipy's matrix API (raises whatever gurobipy raises)."""
+    import gurobipy as gp
+    from gurobipy import GRB
+
+    with gp.Model(env=_gurobi_env()) as g:
+        x = g.addMVar(len(cost), lb=np.asarray(lo, dtype=float), ub=GRB.INFINITY)
+        g.setObjective(np.asarray(cost, dtype=float) @ x, GRB.MINIMIZE)
+        g.addConstr(a_ub.tocsr() @ x <= np.asarray(b_ub, dtype=float))
+        g.addConstr(a_eq.tocsr() @ x == np.asarray(b_eq, dtype=float))
+        if time_limit is not None:
+            g.Params.TimeLimit = float(time_limit)
+        g.optimize()
+        if g.Status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+            raise Infeasible("the LP has no feasible solution")
+        if g.Status != GRB.OPTIMAL:
+            raise SolverError(f"Gurobi stopped the LP with status {g.Status}; no valid bound")
+        xs = np.asarray(x.X, dtype=float)
+        obj = float(g.ObjVal)
+    return FlatResult(x=xs, objective=obj, bound=obj, status="optimal", backend="gurobi")
+
+
+def solve_lp(
+    cost: np.ndarray,
+    a_ub: sp.spmatrix,
+    b_ub: np.ndarray,
+    a_eq: sp.spmatrix,
+    b_eq: np.ndarray,
+    lo: np.ndarray,
+    *,
+    backend: str = "auto",
+    time_limit: float | None = None,
+) -> FlatResult:
+    """A general LP (min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo) under the same fallback rules as ``solve_flat``."""
+    check_choice("backend", backend, BACKENDS)
+    nvar = len(cost)
+    ncon = a_ub.shape[0] + a_eq.shape[0]
+    args = (cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit)
+    if backend == "highs":
+        return _lp_highs(*args)
+    if backend == "auto" and (nvar > GUROBI_SIZE_LIMIT or ncon > GUROBI_SIZE_LIMIT):
+        res = _lp_highs(*args)
+        note = (
+            f"auto: model has {nvar} variables and {ncon} constraints, over the gurobipy pip licence "
+            f"limit of {GUROBI_SIZE_LIMIT}; solved with HiGHS"
+        )
+        return FlatResult(res.x, res.objective, res.bound, res.status, res.backend, note)
+    t0 = time.perf_counter()
+    try:
+        return _lp_gurobi(*args)
+    except (Infeasible, SolverError):
+        raise
+    except ImportError as exc:
+        reason = f"gurobipy not importable ({exc})"
+    except Exception as exc:  # GurobiError (licence, errno 10010 size limit, ...) or anything else
+        errno = getattr(exc, "errno", None)
+        reason = f"Gurobi failed ({type(exc).__name__}{f' errno {errno}' if errno is not None else ''}: {exc})"
+    spent = time.perf_counter() - t0
+    remaining = None if time_limit is None else max(1e-3, time_limit - spent)
+    res = _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, remaining)
+    return FlatResult(
+        res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}"
+    )

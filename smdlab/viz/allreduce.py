@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 
 from smdlab.viz.style import PALETTE, base_layout
 
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 POLICY_LABELS = {
     "seqex": "SeqEx",
     "parallel": "Parallel",
@@ -21,10 +22,7 @@ POLICY_LABELS = {
 
 def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
     """Measured vs predicted held-out epoch times, one panel per model form, MAPE in the titles."""
-    forms = [
-        ("generic", "all-reduce model, fitted per network"),
-        ("layered", "layered model on bundled profiles"),
-    ]
+    forms = [("generic", "all-reduce model"), ("layered", "layered, bundled profiles")]
     titles = []
     for form, label in forms:
         per = df.dropna(subset=[f"predicted_{form}"]).groupby("model")[f"error_{form}_pct"]
@@ -45,7 +43,11 @@ def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
                     name=model,
                     legendgroup=model,
                     showlegend=col == 1,
-                    marker={"color": PALETTE[k % len(PALETTE)], "size": 8},
+                    marker={
+                        "color": PALETTE[k % len(PALETTE)],
+                        "symbol": _SYMBOLS[k % len(_SYMBOLS)],
+                        "size": 8,
+                    },
                     text=[f"{model}, {n} GPUs" for n in g["num_gpus"]],
                     hovertemplate="%{text}<br>measured %{x:.2f}, predicted %{y:.2f}<extra></extra>",
                 ),
@@ -68,9 +70,11 @@ def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
         fig.update_yaxes(type="log", title_text="predicted", row=1, col=col)
     fig.update_layout(
         **base_layout(
-            "OMRU's V100 epoch times: fitted on 1, 2, 4, 8 GPUs, predicting 3, 5, 6, 7", height=430
+            "OMRU's V100 epoch times: fitted on 1, 2, 4, 8 GPUs, predicting 3, 5, 6, 7",
+            height=460,
         )
     )
+    fig.update_layout(legend={"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"})
     return fig
 
 
@@ -133,10 +137,12 @@ def makespan_figure(df: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="time-weighted GPU utilisation", range=[0, 1.05], row=1, col=3)
     fig.update_layout(
         **base_layout(
-            "Reproduction of OMRU's comparison (assumed epoch counts; open markers: 16 and 32 GPUs,"
-            " extrapolated beyond the 8 measured)",
-            height=430,
+            "OMRU reproduction, assumed epoch counts (open markers: 16, 32 GPUs, extrapolated)",
+            height=470,
         )
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, margin={"b": 110}
     )
     return fig
 

@@ -95,7 +95,9 @@ def jct_sweep_figure(
 
     df: a frame from ``smdlab.experiments.jct_sweep`` (its ``attrs`` give x, the axis title and log x).
     util: column of the lower panel (time-average utilisation over the makespan, in percent);
-    None, or a frame without it, draws the JCT panel alone.
+    None, or a frame without it, draws the JCT panel alone. With a ``mean_jct_lower_bound_s``
+    column and ``y = "mean_jct_s"``, a dotted line draws the lower bound on the mean JCT of any
+    schedule (docs/bound.md), averaged over the seeds like the policies' means.
     """
     x = x or df.attrs.get("x")
     if x is None:
@@ -176,6 +178,22 @@ def jct_sweep_figure(
                 row=2,
                 col=1,
             )
+    bound_col = "mean_jct_lower_bound_s"
+    if y == "mean_jct_s" and bound_col in df.columns and df[bound_col].notna().any():
+        # one bound per (point, seed), the same for every policy; its mean over the seeds bounds
+        # the mean over the seeds of every policy's mean JCT
+        per = df.groupby([x, "seed"])[bound_col].max().groupby(level=0).mean().dropna()
+        fig.add_trace(
+            go.Scatter(
+                x=per.index.to_numpy(),
+                y=per.to_numpy() / HOUR,
+                name="lower bound: mean JCT of any schedule",
+                mode="lines",
+                line={"color": "#222222", "width": 2, "dash": "dot"},
+                hovertemplate=f"lower bound on the mean JCT of any schedule<br>{x} = %{{x}}<br>%{{y:.2f}} h<extra></extra>",
+            ),
+            **where,
+        )
     metric = {
         "mean_jct_s": "mean JCT (h)",
         "median_jct_s": "median JCT (h)",
