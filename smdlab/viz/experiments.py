@@ -231,7 +231,7 @@ def jct_sweep_figure(
             width=780,
         )
     )
-    fig.update_layout(margin={"t": 120})  # room for a legend of two rows below the title
+    fig.update_layout(margin={"t": 140})  # room for a legend of up to three rows below the title
     return fig
 
 
