@@ -61,7 +61,10 @@ for j in jobs:
 # %%
 start_w, start_p = np.ones(inst.n, dtype=int), np.ones(inst.n, dtype=int)
 start = ratio_table(inst, start_w, start_p)
-print("every job fits on one worker and one PS:", not inst.allow_defer)
+print(
+    "every job fits on one worker and one PS:",
+    bool(np.all(inst.base_use.sum(axis=0) <= inst.capacity)),
+)
 print(f"objective at the start: {start['ratio'].sum():,.0f} s")
 start
 
@@ -88,8 +91,9 @@ speed_heatmap_figure(
 # %% [markdown]
 # ## The iteration converging
 #
-# `solve(..., method="smd")` runs the whole method: outer job selection (which jobs start now; all
-# of them when every job fits on one worker and one PS), a start allocation, then damped Newton
+# `solve(..., method="smd")` runs the whole method: outer job selection (which jobs start now, by
+# the objective: a job may wait for a larger configuration even when it fits), a start allocation,
+# then damped Newton
 # steps on (beta, u), each solving one subproblem. The trace records `||psi||` (how far the
 # parameters are from a fixed point) and the true objective of each iterate; the result is the
 # best iterate.

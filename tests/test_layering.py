@@ -12,6 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "smdlab"
 RANK = {
     "errors": 0,
     "paths": 0,
+    "caches": 0,
     "model": 1,
     "testing": 1,
     "solve": 2,

@@ -15,7 +15,7 @@ from smdlab.model.pipeline import (
     group_iteration_time,
     stage_times,
 )
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.muri import Muri
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
@@ -41,7 +41,7 @@ def _job(name, cpu_s=0.0, gpu_scale=1.0, workers=1, samples=2e5, arrival=0.0) ->
     )
 
 
-class _Fixed:
+class _Fixed(Policy):
     """A test policy: the given allocations at the first decision, nothing after."""
 
     name = "fixed"

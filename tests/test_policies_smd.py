@@ -9,8 +9,9 @@ from _policy_cases import alloc_of, cluster, job, queued, running, state
 from smdlab import Cluster, InvalidInput
 from smdlab.policies.milp import MILP
 from smdlab.policies.smd import SMD
-from smdlab.policies.stages import apply_decision, demands, with_remaining
+from smdlab.policies.stages import apply_decision, with_remaining
 from smdlab.solve import solve
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import usage
 
 
@@ -57,7 +58,9 @@ def test_elastic_resolves_running_and_queued_jobs():
     apply_decision(st, d)
     r = st.running[0]
     jobs = [with_remaining(r), *(with_remaining(q) for q in st.queued)]
-    free_all = np.asarray(st.free) + usage(r.placement.tasks, *demands(r.job, st.cluster), 2)
+    free_all = np.asarray(st.free) + usage(
+        r.placement.tasks, *task_vectors(r.job, st.cluster.resources), 2
+    )
     sol = solve(jobs, st.cluster, "smd", free=free_all, place=False, bound=False)
     assert sol.shrink_steps == 0
     final = {"r": (r.workers, r.ps)} | {a.job: (a.workers, a.ps) for a in d.allocations}

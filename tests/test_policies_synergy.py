@@ -8,7 +8,7 @@ import pytest
 import smdlab
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.registry import get_policy
 from smdlab.policies.stages import apply_decision
 from smdlab.policies.synergy_opt import synergy_opt_lp
@@ -103,7 +103,7 @@ def test_simulator_rejects_negative_levels():
     cl = Cluster.homogeneous(1)
     job = _job("a", "resnet50", 1)
 
-    class Bad:
+    class Bad(Policy):
         name = "bad"
 
         def decide(self, state):

@@ -159,4 +159,4 @@ def test_csv_bytes_fixed_format_and_zero_noise():
     import pandas as pd
 
     text = csv_bytes(pd.DataFrame({"a": [1, 2], "g": [-5.9e-17, 0.123456789012345]})).decode()
-    assert text == "a,g\n1,0\n2,0.1234568\n"  # \n line ends whatever the platform
+    assert text == "a,g\n1,0\n2,0.123457\n"  # \n line ends whatever the platform

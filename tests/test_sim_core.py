@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from smdlab import Cluster, Infeasible, Job, LayerProfile, Machine, speed
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.fifo import FIFO
 from smdlab.policies.srtf import SRTF
 from smdlab.sim import CapacityExceeded, InvalidDecision, Stalled, simulate
@@ -53,11 +53,14 @@ def workload():
     )
 
 
-class Watching:
+class Watching(Policy):
     """Wraps a policy; checks every state it is shown against the cluster's capacity."""
 
     def __init__(self, inner):
         self.inner, self.name, self.states = inner, inner.name, 0
+
+    def reset(self) -> None:
+        self.inner.reset()
 
     def decide(self, state: ClusterState) -> Decision:
         cap = capacity_matrix(state.cluster)
@@ -159,7 +162,7 @@ def test_fifo_decision_stops_at_first_unfit_and_fills_head_to_cap():
     assert [(a.job, a.workers, a.ps) for a in d.allocations] == [("head", 2, 2)]
 
 
-class Scripted:
+class Scripted(Policy):
     """Returns one prepared decision at the first call, then nothing."""
 
     name = "scripted"
@@ -234,7 +237,7 @@ def test_resizing_needs_elastic():
         simulate(jobs, _cluster(1), _ResizeLater())
 
 
-class _ResizeLater:
+class _ResizeLater(Policy):
     """Starts 'a' at (1, 1), then at the next point tries to resize it (needs elastic)."""
 
     name = "resize-later"
@@ -263,7 +266,7 @@ def test_elastic_resize_and_preemption_conserve_work():
     assert list(hist["workers"]) == [1, 2]
     assert hist["samples"].sum() == pytest.approx(jobs[0].samples, rel=1e-12)
 
-    class PreemptOnce:
+    class PreemptOnce(Policy):
         name = "preempt-once"
 
         def __init__(self):
@@ -293,7 +296,7 @@ def test_elastic_resize_and_preemption_conserve_work():
 
 
 def test_policy_that_never_starts_anything_raises_instead_of_hanging():
-    class Idle:
+    class Idle(Policy):
         name = "idle"
 
         def decide(self, state):
@@ -382,7 +385,7 @@ def test_placement_listing_a_machine_twice_is_charged_and_released_in_full():
     assert (res.utilization.iloc[-1][["gpu", "cpu", "bw_gbps"]] == 0).all()  # everything given back
 
 
-class _Split:
+class _Split(Policy):
     """Starts 'a' with its tasks listed per machine twice, then FIFO."""
 
     name = "split"

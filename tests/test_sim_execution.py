@@ -18,6 +18,7 @@ from smdlab.policies.base import (
     Allocation,
     ClusterState,
     Decision,
+    Policy,
     natural_execution,
     supported_executions,
 )
@@ -90,7 +91,7 @@ def test_simulate_runs_each_policy_in_its_natural_mode(name):
     assert res.summary["restart_s"] == DEFAULT_RESTART_S
 
 
-class _Seeing:
+class _Seeing(Policy):
     """FIFO that records what execution mode, slot and restart cost each state shows."""
 
     name = "seeing"
@@ -140,7 +141,7 @@ def test_bad_execution_settings_are_one_clear_line(kwargs, text):
     assert "\n" not in str(info.value)
 
 
-class _GrowOnce:
+class _GrowOnce(Policy):
     """Starts 'a' at (1, 1); at the next decision point grows it to (2, 2) (needs elastic)."""
 
     name = "grow-once"
@@ -191,7 +192,7 @@ def test_a_resized_job_pauses_for_restart_s(restart_s):
         assert pauses.empty
 
 
-class _SwapOnce:
+class _SwapOnce(Policy):
     """Preempts the running job once for the waiting one; FIFO otherwise."""
 
     name = "swap-once"

@@ -11,7 +11,7 @@ import pytest
 
 from smdlab import Cluster, InvalidInput
 from smdlab.errors import Infeasible
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, QueuedJob
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.fifo import FIFO
 from smdlab.policies.stages import gang_placement
 from smdlab.policies.tiresias import Tiresias
@@ -141,7 +141,7 @@ def test_simulator_holds_gang_jobs_to_all_or_nothing(tmp_path):
     jobs = _trace(tmp_path, [(0, 100, 4)])
     cl = _gpus(1, 8)
 
-    class Partial:
+    class Partial(Policy):
         name = "partial"
 
         def decide(self, state: ClusterState) -> Decision:

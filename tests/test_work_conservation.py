@@ -17,9 +17,9 @@ from _policy_cases import queued, running
 from smdlab import Cluster, Machine
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.registry import get_policy
-from smdlab.policies.stages import apply_decision, demands
+from smdlab.policies.stages import apply_decision
 from smdlab.sim import simulate
-from smdlab.solve.instance import job_speeds
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, first_fit, first_fit_tasks
 from smdlab.testing import random_job
 
@@ -42,7 +42,7 @@ def idle_gpu_users(state: ClusterState, decision: Decision) -> list[str]:
     entries += [(q.job, alloc.get(q.job.name, (0, 0))) for q in state.queued if q.remaining > 0]
     out = []
     for job, (w, p) in entries:
-        wv, pv = demands(job, state.cluster)
+        wv, pv = task_vectors(job, state.cluster.resources)
         gpu = state.cluster.resources.index("gpu")
         if wv[gpu] <= 0 or w >= job.max_workers:
             continue
@@ -127,8 +127,7 @@ class _Checked:
         self.bad: list[str] = []
 
     def reset(self):
-        if hasattr(self.inner, "reset"):
-            self.inner.reset()
+        self.inner.reset()
 
     def decide(self, state):
         d = self.inner.decide(state)

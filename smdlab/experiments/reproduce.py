@@ -28,7 +28,11 @@ from smdlab.experiments.config import ExperimentConfig, get_config
 FORMATS = ("png", "svg", "pdf", "csv")
 IMAGE_FORMATS = ("png", "svg", "pdf")
 DEFAULT_FORMATS = ("png", "svg", "csv")
-CSV_FLOAT_FORMAT = "%.7g"  # 7 significant digits: exact enough to re-plot, small files, stable to last-bit round-off
+# 6 significant digits: exact enough to re-plot and to compare, and coarse enough that the
+# last-bit differences of another machine's floating point (BLAS, SIMD paths) rarely reach a
+# printed digit. No fixed number of digits can exclude it: a value that lies on a rounding
+# boundary prints either way (docs/reliability.md, section 5).
+CSV_FLOAT_FORMAT = "%.6g"
 NOTEBOOK = "notebooks/05_paper_figures.ipynb"
 
 

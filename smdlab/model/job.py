@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -59,6 +59,10 @@ def _demand(
             f"{field}['bw_gbps'] must be > 0 (the NIC bandwidth the task reserves), got {demand.get('bw_gbps')!r}"
         )
     return MappingProxyType(out)
+
+
+# Fields the timing model never reads: jobs differing only in these share speed tables.
+_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers")
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,6 +197,50 @@ class Job:
                     "worker_demand['cpu'] must be > 0 for a job whose input pipeline uses the CPU, "
                     f"got {self.worker_demand.get('cpu', 0)!r}"
                 )
+
+    @property
+    def value_key(self) -> tuple:
+        """Every field by value (the profile by its fingerprint): equal keys, equal jobs."""
+        return self._memo("_value_key", lambda: self._fields_key(()))
+
+    @property
+    def model_key(self) -> tuple:
+        """Every field but those only scheduling reads, by value (the key of the speed-table caches).
+
+        Built from all fields, so a field added later is part of the key without anyone listing it.
+        """
+        return self._memo("_model_key", lambda: self._fields_key(_SCHEDULING_ONLY))
+
+    def _fields_key(self, skip: tuple[str, ...]) -> tuple:
+        out = []
+        for name in self.__dataclass_fields__:
+            if name in skip:
+                continue
+            v = getattr(self, name)
+            if isinstance(v, LayerProfile):
+                v = v.fingerprint
+            elif isinstance(v, Mapping):
+                v = tuple(sorted(v.items()))
+            out.append((name, v))
+        return tuple(out)
+
+    @property
+    def demand_key(self) -> tuple:
+        """The worker and PS demands as sorted (resource, amount) pairs (the demand caches' key)."""
+        return self._memo(
+            "_demand_key",
+            lambda: (
+                tuple(sorted(self.worker_demand.items())),
+                tuple(sorted(self.ps_demand.items())),
+            ),
+        )
+
+    def _memo(self, attr: str, compute: Callable[[], tuple]) -> tuple:
+        found = self.__dict__.get(attr)
+        if found is None:
+            found = compute()
+            object.__setattr__(self, attr, found)  # the job is immutable: its keys never change
+        return found
 
     @property
     def gang_allocation(self) -> tuple[int, int]:

@@ -24,12 +24,12 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from smdlab.caches import JOB_VARIANTS, PIPELINE_TABLES, memoize
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.paths import data_dir
 
@@ -86,7 +86,7 @@ def check_level(field: str, value: float) -> float:
     return check_positive(field, value, allow_zero=True)
 
 
-@lru_cache(maxsize=1)
+@memoize(PIPELINE_TABLES)
 def _pipeline_table() -> pd.DataFrame:
     return pd.read_csv(data_dir() / "pipelines" / "pipelines.csv", comment="#").set_index("network")
 
@@ -168,25 +168,11 @@ def with_worker_resources(job: Job, cpu: float | None = None, mem_gb: float | No
     return _variant(job, c, g)
 
 
-_VARIANTS: dict[tuple[int, float, float], tuple[Job, Job]] = {}
-_VARIANTS_MAX = 50_000
-
-
 def _variant(job: Job, cpu: float, mem_gb: float) -> Job:
-    key = (id(job), cpu, mem_gb)
-    hit = _VARIANTS.get(key)
-    if hit is not None and hit[0] is job:  # the entry holds the job, so its id is not reused
-        return hit[1]
-    out = job.replace(worker_demand={**job.worker_demand, "cpu": cpu, "mem_gb": mem_gb})
-    if len(_VARIANTS) >= _VARIANTS_MAX:
-        _VARIANTS.clear()
-    _VARIANTS[key] = (job, out)
-    return out
-
-
-def clear_variant_cache() -> None:
-    """Forget the cached job variants of ``with_worker_resources``."""
-    _VARIANTS.clear()
+    return JOB_VARIANTS.get_or_compute(
+        (job.value_key, cpu, mem_gb),
+        lambda: job.replace(worker_demand={**job.worker_demand, "cpu": cpu, "mem_gb": mem_gb}),
+    )
 
 
 def saturation_cpu(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
@@ -336,7 +322,7 @@ def check_sensitivity(table: pd.DataFrame, repair: bool = False) -> pd.DataFrame
     return out
 
 
-@lru_cache(maxsize=1)
+@memoize(PIPELINE_TABLES)
 def _synergy() -> pd.DataFrame:
     return check_sensitivity(
         pd.read_csv(data_dir() / "pipelines" / "synergy_sensitivity.csv", comment="#")

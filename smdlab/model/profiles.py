@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from smdlab.caches import BUNDLED_PROFILES, PROFILE_INDEX, memoize
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.paths import data_dir
 
@@ -74,6 +75,21 @@ class LayerProfile:
             raise InvalidInput("forward_s and backward_s must not all be 0 (a network takes time)")
 
     @property
+    def fingerprint(self) -> str:
+        """A digest of every field: equal fingerprints, equal profiles (the caches' key for a profile)."""
+        found = self.__dict__.get("_fingerprint")
+        if found is None:
+            h = hashlib.blake2b(digest_size=16)
+            for part in (self.names, self.kinds, (self.device, self.network)):
+                h.update(repr(part).encode())
+            for arr in (self.forward_s, self.backward_s, self.param_bytes):
+                h.update(arr.tobytes())
+            h.update(float(self.update_s_per_byte).hex().encode())
+            found = h.hexdigest()
+            object.__setattr__(self, "_fingerprint", found)  # memo: the profile is immutable
+        return found
+
+    @property
     def layers(self) -> int:
         """Number of layers."""
         return len(self.names)
@@ -136,7 +152,7 @@ def _profiles_dir():
     return data_dir() / "profiles"
 
 
-@lru_cache(maxsize=1)
+@memoize(PROFILE_INDEX)
 def _index() -> pd.DataFrame:
     return pd.read_csv(_profiles_dir() / "index.csv").set_index("name")
 
@@ -152,7 +168,7 @@ def profile_info(name: str) -> dict:
     return {"name": name, **_index().loc[name].to_dict()}
 
 
-@lru_cache(maxsize=128)
+@memoize(BUNDLED_PROFILES)
 def _load(name: str, device: str) -> LayerProfile:
     from smdlab.model.devices import get_device
 

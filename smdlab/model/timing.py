@@ -16,12 +16,12 @@ tau = max_l (D_l + f_l + ... + f_L).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
 from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
@@ -31,9 +31,6 @@ MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
 # non-preemptive variant does not (counterexamples in tests/test_model_prefetch.py).
 _PREFETCH_PREEMPTIVE = True
 _CHUNK_ELEMENTS = 2_000_000  # bound on jobs x grid points per vectorised pass (memory)
-_CACHE: dict[tuple, np.ndarray] = {}
-_CACHE_MAX = 8192
-_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -260,10 +257,11 @@ def _check_job(job: Job) -> Job:
 
 
 def _key(job: Job, mode: str) -> tuple:
+    """Every input of the job's layered table, by value (``caches.ITERATION_TABLES``)."""
     if job.arch == "allreduce":
         return (
             "allreduce",
-            job.profile,
+            job.profile.fingerprint,
             job.batch_mode,
             job.global_batch,
             job.per_worker_batch,
@@ -276,7 +274,7 @@ def _key(job: Job, mode: str) -> tuple:
             mode,
         )
     return (
-        job.profile,
+        job.profile.fingerprint,
         job.batch_mode,
         job.global_batch,
         job.per_worker_batch,
@@ -302,9 +300,6 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
     return [t if j.pipeline is None else _with_data(j, t, mode) for j, t in zip(jobs, tables)]
 
 
-_DATA_CACHE: dict[tuple, np.ndarray] = {}
-
-
 def _with_data(job: Job, layered: np.ndarray, mode: str) -> np.ndarray:
     key = (
         _key(job, mode),
@@ -312,17 +307,12 @@ def _with_data(job: Job, layered: np.ndarray, mode: str) -> np.ndarray:
         job.worker_demand.get("cpu", 0.0),
         job.worker_demand.get("mem_gb", 0.0),
     )
-    with _CACHE_LOCK:
-        hit = _DATA_CACHE.get(key)
+    hit = DATA_STAGE_TABLES.get(key)
     if hit is not None:
         return hit
     table = apply_data_stage(job, layered)
     table.setflags(write=False)
-    with _CACHE_LOCK:
-        if len(_DATA_CACHE) >= _CACHE_MAX:
-            _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
-        _DATA_CACHE[key] = table
-    return table
+    return DATA_STAGE_TABLES.put(key, table)
 
 
 def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]:
@@ -332,22 +322,20 @@ def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]
     keys = [_key(j, mode) for j in jobs]
     found: dict[tuple, np.ndarray] = {}
     missing: dict[tuple, Job] = {}
-    with _CACHE_LOCK:  # the widgets solve on a background thread too
-        for k, j in zip(keys, jobs):
-            if k in _CACHE:
-                found[k] = _CACHE[k]
-            elif k not in missing:
-                missing[k] = j
+    for k, j in zip(keys, jobs):
+        if k in found or k in missing:
+            continue
+        hit = ITERATION_TABLES.get(k)
+        if hit is None:
+            missing[k] = j
+        else:
+            found[k] = hit
     for k in [k for k, j in missing.items() if j.arch == "allreduce"]:
         from smdlab.model.allreduce import allreduce_table
 
         table = allreduce_table(missing.pop(k), mode)
         table.setflags(write=False)
-        found[k] = table
-        with _CACHE_LOCK:
-            if len(_CACHE) >= _CACHE_MAX:
-                _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[k] = table
+        found[k] = ITERATION_TABLES.put(k, table)
     if missing:
         todo = list(missing.items())
         wmax = max(j.max_workers for _, j in todo)
@@ -364,11 +352,8 @@ def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]
                 table = row.reshape(wmax, pmax)[: j.max_workers, : j.max_ps].copy()
                 table.setflags(write=False)
                 found[k] = table
-        with _CACHE_LOCK:
-            for k in missing:
-                if len(_CACHE) >= _CACHE_MAX:
-                    _CACHE.pop(next(iter(_CACHE)))
-                _CACHE[k] = found[k]
+        for k in missing:
+            ITERATION_TABLES.put(k, found[k])
     return [found[k] for k in keys]
 
 

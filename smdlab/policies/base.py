@@ -185,10 +185,19 @@ class Decision:
 
 @runtime_checkable
 class Policy(Protocol):
-    """A scheduling policy: a name and one method from state to decision."""
+    """A scheduling policy: a name, one method from state to decision, and ``reset``.
+
+    Subclass it to inherit the default ``reset`` (nothing kept between runs); a class that does
+    not subclass it must define all three. The simulator calls ``reset()`` once before each run
+    and ``decide(state)`` at every decision point.
+    """
 
     name: str
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocations (and preemptions) to apply at this decision point."""
         ...
+
+    def reset(self) -> None:
+        """Forget what earlier runs taught the policy (default: it keeps nothing between runs)."""
+        return None

@@ -24,9 +24,8 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.model.epochs import STEPS_PER_EPOCH
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
-from smdlab.policies.stages import demands
-from smdlab.solve.instance import job_speeds
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import Tasks, consolidated_tasks, first_fit_tasks, usage
 
 
@@ -143,7 +142,7 @@ def sorting_allocation(table: EpochTable, gpus: int, longest_first: bool) -> Bat
     return BatchPlan((tuple(entries),), (), float(max(ends)))
 
 
-class BatchPlanPolicy:
+class BatchPlanPolicy(Policy):
     """Carries out a ``BatchPlan`` (built by ``plan``) in the simulator; subclasses build plans.
 
     The plan covers the jobs queued at the first decision (offline batch: all jobs known at 0);
@@ -220,14 +219,16 @@ class BatchPlanPolicy:
         for name, g in want.items():
             if state.preemptive and name in running and running[name].workers != g:
                 r = running[name]
-                free += usage(r.placement.tasks, *demands(r.job, state.cluster), free.shape[0])
+                free += usage(
+                    r.placement.tasks, *task_vectors(r.job, state.cluster.resources), free.shape[0]
+                )
                 moves.append(name)
         for name, g in sorted(want.items(), key=lambda kv: (-kv[1], kv[0])):
             if name in running and name not in moves:
                 continue
             entry = running[name] if name in running else queued[name]
             job = entry.job
-            a, gm = demands(job, state.cluster)
+            a, gm = task_vectors(job, state.cluster.resources)
             tasks, g, ps = _place(
                 free, job, min(g, job.max_workers), a, gm, shrink=name not in moves
             )

@@ -90,6 +90,9 @@ def _sse(r: np.ndarray, k: np.ndarray, loss: np.ndarray, wt: np.ndarray):
     return (resid * resid) @ wt, c, s_
 
 
+_RATIO_GRID = np.geomspace(1e-5, 1e3, 97)  # a/b, the first pass of the one-dimensional search
+
+
 def _fit(k: np.ndarray, loss: np.ndarray) -> tuple[float, float, float] | None:
     """The source's weighted least-squares fit of loss = 1/(a*k + b) + c with a, b, c >= 0.
 
@@ -100,7 +103,7 @@ def _fit(k: np.ndarray, loss: np.ndarray) -> tuple[float, float, float] | None:
     seg = math.ceil(k.size / NUM_SEGMENTS)
     sigma = 4.0 ** -(np.arange(k.size) // seg)  # later segments weigh more (sigma / 4 per segment)
     wt = 1.0 / sigma**2
-    grid = np.geomspace(1e-5, 1e3, 97)
+    grid = _RATIO_GRID
     for _ in range(3):  # a log grid, then twice a finer one around the best point
         i = int(np.argmin(_sse(grid, k, loss, wt)[0]))
         lo, hi = np.log(grid[max(i - 1, 0)]), np.log(grid[min(i + 1, grid.size - 1)])

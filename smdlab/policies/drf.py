@@ -8,14 +8,26 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
-from smdlab.policies.stages import demands, queued_jobs, total_capacity, work_conserving_fill
-from smdlab.solve.instance import demand_kinds, demand_matrices
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+)
+from smdlab.policies.stages import (
+    inverse_capacity,
+    queued_jobs,
+    total_capacity,
+    work_conserving_fill,
+)
+from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
 from smdlab.solve.ledger import Ledger
 from smdlab.solve.placement import TOL, capacity_matrix, usage
 
 
-class DRF:
+class DRF(Policy):
     """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) for parameter-server jobs.
 
     Every rule, whether it follows the source, and why: docs/baselines.md (section DRF).
@@ -82,16 +94,14 @@ class DRF:
         """Algorithm 1 of the paper with DL2's co-located bundles on the least-loaded machine."""
         cluster = state.cluster
         cap = total_capacity(state)
-        inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+        inv = inverse_capacity(cap)
         machine_cap = capacity_matrix(cluster)
-        machine_inv = np.where(
-            machine_cap > 0, 1.0 / np.where(machine_cap > 0, machine_cap, 1.0), 0.0
-        )
+        machine_inv = inverse_capacity(machine_cap)
         free = np.array(state.free, dtype=float, copy=True)
         queued = queued_jobs(state)
         running = list(state.running) if state.elastic else []
         for r in running:  # the filling starts from zero for every job: release what they hold
-            free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
         jobs = [q.job for q in queued] + [r.job for r in running]
         if not jobs:
             return Decision()
@@ -155,7 +165,7 @@ class DRF:
         """The ``smdlab`` variant: skip a misfit job, locality/first-fit bundles, grow from current shares."""
         cluster = state.cluster
         cap = total_capacity(state)
-        inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+        inv = inverse_capacity(cap)
         ledger = Ledger(state.free)
         queued = queued_jobs(state)
         running = list(state.running) if state.elastic else []

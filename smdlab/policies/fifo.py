@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from smdlab.errors import InvalidInput
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import ClusterState, Decision, Policy
 from smdlab.policies.stages import admit_bundles
 
 
-class FIFO:
+class FIFO(Policy):
     """First in, first out; strict head-of-line blocking unless ``backfill``."""
 
     name = "fifo"

@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from smdlab.errors import check_positive
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.stages import queued_jobs, with_remaining
 
 
-class MILPLevels:
+class MILPLevels(Policy):
     """Exact (w, p, CPU, memory) configurations for the queued jobs at each decision."""
 
     name = "milp_levels"

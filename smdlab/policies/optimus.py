@@ -16,16 +16,24 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
-from smdlab.policies.base import DEFAULT_SLOT_S, Allocation, ClusterState, Decision, Placement
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+)
 from smdlab.policies.convergence import DEFAULT_NOISE as DEFAULT_LOSS_NOISE, ConvergenceEstimator
 from smdlab.policies.stages import (
     Target,
     assemble,
-    demands,
     queued_jobs,
+    running_by_arrival,
     total_capacity,
     work_conserving_fill,
 )
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import (
     TOL,
     capacity_matrix,
@@ -102,8 +110,16 @@ class ProfiledSpeed:
 
     def speed(self, workers: int, ps: int) -> float:
         """Measured speed (samples/s) at a profiled (w, p), else the fitted one."""
-        hit = self.measured.get((int(workers), int(ps)))
-        return float(hit) if hit is not None else float(self.fit.speed(workers, ps))
+        w, p = int(workers), int(ps)
+        hit = self.measured.get((w, p))
+        if hit is not None:
+            return float(hit)
+        # SpeedModel.speed on scalars, without numpy's per-call overhead (the hot path)
+        a, b, c, d, e = self.fit.coef
+        m = self.fit.batch
+        glob = self.fit.batch_mode == "global"
+        tau = max(a * (m / w if glob else m) + b + c * w / p + d * w + e * p, 1e-300)
+        return (m if glob else w * m) / tau
 
 
 def diagonal_profile(
@@ -149,7 +165,7 @@ def diagonal_profile(
     return ProfiledSpeed(fit, MappingProxyType(measured))
 
 
-class Optimus:
+class Optimus(Policy):
     """Optimus (Peng et al., EuroSys 2018) for parameter-server jobs, as its public code runs it.
 
     Every rule, whether it follows the source (pengyanghua/optimus), and why: docs/baselines.md
@@ -284,8 +300,8 @@ class Optimus:
         """
         n = len(jobs)
         K = len(cluster.resources)
-        alpha = np.array([demands(j, cluster)[0] for j in jobs]).reshape(n, K)
-        gamma = np.array([demands(j, cluster)[1] for j in jobs]).reshape(n, K)
+        alpha = np.array([task_vectors(j, cluster.resources)[0] for j in jobs]).reshape(n, K)
+        gamma = np.array([task_vectors(j, cluster.resources)[1] for j in jobs]).reshape(n, K)
         left = np.array(free, dtype=float, copy=True)
         W = np.zeros(n, dtype=int)
         P = np.zeros(n, dtype=int)
@@ -341,8 +357,8 @@ class Optimus:
         free = np.asarray(state.free, dtype=float).sum(axis=0)
         entries: list[tuple[Job, float]] = []
         if state.elastic:
-            for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
-                a, g = demands(r.job, cluster)
+            for r in running_by_arrival(state):
+                a, g = task_vectors(r.job, cluster.resources)
                 free = free + r.workers * a + r.ps * g
                 entries.append((r.job, r.remaining))
         entries += [(q.job, q.remaining) for q in queued]
@@ -385,22 +401,21 @@ class Optimus:
         """``_schedule``'s allocation on pooled ``free`` capacity, jobs in the given (arrival) order; (0, 0) if not admitted."""
         n = len(jobs)
         K = len(cluster.resources)
-        alpha = np.array([demands(j, cluster)[0] for j in jobs]).reshape(n, K)
-        gamma = np.array([demands(j, cluster)[1] for j in jobs]).reshape(n, K)
+        alpha = np.array([task_vectors(j, cluster.resources)[0] for j in jobs]).reshape(n, K)
+        gamma = np.array([task_vectors(j, cluster.resources)[1] for j in jobs]).reshape(n, K)
         left = np.array(free, dtype=float, copy=True)
         W = [0] * n
         P = [0] * n
         models = [self.model(j, mode) for j in jobs]
         rem = [self.remaining_estimate(j, r) for j, r in zip(jobs, remaining)]
 
-        def raw_dominant(d: np.ndarray) -> float:
-            # the amount of the resource of largest share, in that resource's own unit
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(capacity > 0, d / capacity, 0.0)
-            return float(d[int(np.argmax(share))])
+        def raw_dominant(d: np.ndarray) -> list[float]:
+            # per row: the amount of the resource of largest share, in that resource's own unit
+            inv = np.where(capacity > 0, 1.0 / np.where(capacity > 0, capacity, 1.0), 0.0)
+            return d[np.arange(n), np.argmax(d * inv, axis=1)].tolist() if n else []
 
-        raw_w = [raw_dominant(a) for a in alpha]
-        raw_p = [raw_dominant(g) for g in gamma]
+        raw_w = raw_dominant(alpha)
+        raw_p = raw_dominant(gamma)
         heap: list[tuple[float, float, str, int, str]] = []
 
         def push(i: int) -> None:
@@ -445,7 +460,9 @@ class Optimus:
         entries: list[tuple[Job, float]] = []
         if state.elastic:  # rebuild: every running job releases what it holds
             for r in state.running:
-                free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+                free += usage(
+                    r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0]
+                )
                 entries.append((r.job, r.remaining))
         entries += [(q.job, q.remaining) for q in queued_jobs(state)]
         if not entries:
@@ -511,7 +528,7 @@ def place_source(
         if not nodes:
             break  # an earlier job emptied the machine queue: the rest wait (as in the source)
         job = jobs[i]
-        alpha, gamma = demands(job, cluster)
+        alpha, gamma = task_vectors(job, cluster.resources)
         w, p = alloc[i]
         cand: list[int] = []
         done = False

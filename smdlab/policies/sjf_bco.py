@@ -37,9 +37,8 @@ import numpy as np
 
 from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement
-from smdlab.policies.stages import demands
-from smdlab.solve.instance import job_speeds
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
+from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import Tasks, first_fit_tasks, fit_counts, usage
 
 
@@ -108,7 +107,7 @@ def balanced_tasks(
     return (best[2], best[0]) if best else (None, float("inf"))
 
 
-class SJFBCO:
+class SJFBCO(Policy):
     """Smallest job first; each all-reduce job placed balancing contention and overhead."""
 
     name = "sjf_bco"
@@ -136,7 +135,7 @@ class SJFBCO:
         allocations: list[Allocation] = []
         for _, _, name, q, w in entries:
             job = q.job
-            a, g = demands(job, cluster)
+            a, g = task_vectors(job, cluster.resources)
             idle = not state.running and not allocations
             tasks, ps = None, 0
             for k in range(w, 0 if idle else w - 1, -1):  # [A7] an idle cluster shrinks a job

@@ -14,18 +14,25 @@ from smdlab.policies.base import (
     ClusterState,
     Decision,
     Placement,
+    Policy,
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands, queued_jobs, with_remaining, work_conserving_fill
-from smdlab.solve.instance import demand_kinds, demand_matrices
+from smdlab.policies.stages import (
+    queued_jobs,
+    running_by_arrival,
+    unchanged,
+    with_remaining,
+    work_conserving_fill,
+)
+from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
 from smdlab.solve.placement import TOL, first_fit_tasks, usage
 
 if TYPE_CHECKING:
     from smdlab.solve.solution import Solution
 
 
-class SMD:
+class SMD(Policy):
     """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
 
     What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
@@ -155,8 +162,10 @@ class SMD:
         n_m = state.free.shape[0]
         held: dict[str, np.ndarray] = {}
         active: list[RunningJob] = []
-        for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
-            held[r.job.name] = usage(r.placement.tasks, *demands(r.job, cluster), n_m)
+        for r in running_by_arrival(state):
+            held[r.job.name] = usage(
+                r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m
+            )
             if r.remaining > 0:
                 active.append(r)
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
@@ -167,10 +176,7 @@ class SMD:
         )
         jobs = [with_remaining(e) for e in entries]
         sol = self._solve(jobs, state, free_all, place=False)
-        current = {r.job.name: (r.workers, r.ps) for r in active}
-        keep = {
-            j.name for j, w, p in zip(jobs, sol.workers, sol.ps) if current.get(j.name) == (w, p)
-        }
+        keep = unchanged(active, {j.name: (w, p) for j, w, p in zip(jobs, sol.workers, sol.ps)})
         free = free_all - sum((held[n] for n in keep), np.zeros_like(free_all))
         todo = [
             (j, (w, p))

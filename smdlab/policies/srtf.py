@@ -35,15 +35,9 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import (
-    Allocation,
-    ClusterState,
-    Decision,
-    QueuedJob,
-    RunningJob,
-)
-from smdlab.policies.stages import demands, gang_placement, max_bundles
-from smdlab.solve.instance import job_speeds, task_vectors
+from smdlab.policies.base import Allocation, ClusterState, Decision, Policy, QueuedJob, RunningJob
+from smdlab.policies.stages import gang_placement, max_bundles
+from smdlab.solve.instance import base_speeds, job_speeds, task_vectors
 from smdlab.solve.placement import TOL, placement_usage, usage
 
 
@@ -66,10 +60,10 @@ def remaining_time(entry: QueuedJob | RunningJob, mode: str) -> float:
 
 def remaining_time_at_minimum(q: QueuedJob | RunningJob, mode: str) -> float:
     """Remaining samples / speed at (1 worker, 1 PS), in seconds."""
-    return q.remaining / float(job_speeds(q.job, mode)[0, 0])
+    return q.remaining / float(base_speeds([q.job], mode)[0])
 
 
-class SRTF:
+class SRTF(Policy):
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
@@ -148,7 +142,9 @@ class SRTF:
                         kept.add(e.job.name)
         else:
             held = {
-                r.job.name: usage(r.placement.tasks, *demands(r.job, cluster), n_m).sum(axis=0)
+                r.job.name: usage(
+                    r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m
+                ).sum(axis=0)
                 for r in running
             }
             pool = free.sum(axis=0) + sum(held.values(), np.zeros(len(resources)))
@@ -171,7 +167,7 @@ class SRTF:
             by_name = {r.job.name: r for r in running}
             for name in preempt:
                 r = by_name[name]
-                free += usage(r.placement.tasks, *demands(r.job, cluster), n_m)
+                free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
         # Phase 2: place the jobs that start, in priority order.
         allocations = []
         for q in chosen:

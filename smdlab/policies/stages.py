@@ -1,6 +1,10 @@
 """Stages the baseline policies share (Blox-style): admission order -> allocation -> placement -> decision.
 
-- Admission order: ``queued_jobs`` (arrival order); policies sort it their own way.
+- Admission order: ``queued_jobs`` (arrival order), ``running_by_arrival``; policies sort them
+  their own way.
+- Shared arithmetic: ``task_vectors`` (``smdlab.solve.instance``: the one per-task demand
+  accessor), ``base_speeds`` (the speed at one worker and one PS), ``inverse_capacity``,
+  ``unchanged`` (running jobs a decision leaves as they are: only changes are returned).
 - Allocation: bundles (one worker plus one PS, the unit of the classic PS-setting baselines):
   ``max_bundles``, ``max_allocation``, and ``admit_bundles`` (FIFO, SRTF), or a
   policy's own rule producing ``Target`` allocations.
@@ -16,13 +20,12 @@ returns fits every machine by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, check_choice
-from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import (
@@ -43,11 +46,6 @@ from smdlab.solve.placement import (
     placement_usage,
     usage,
 )
-
-
-def demands(job: Job, cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(worker demand, PS demand) of ``job`` as vectors over ``cluster.resources`` (cached, read-only)."""
-    return task_vectors(job, cluster.resources)
 
 
 def queued_jobs(state: ClusterState) -> list[QueuedJob]:
@@ -72,6 +70,22 @@ def with_remaining(entry: QueuedJob | RunningJob) -> Job:
 def total_capacity(state: ClusterState) -> np.ndarray:
     """Pooled capacity of the whole cluster (free or not): the denominator of dominant shares."""
     return state.cluster.capacity_vector.astype(float)
+
+
+def inverse_capacity(capacity: np.ndarray) -> np.ndarray:
+    """1 / capacity elementwise, 0 where the capacity is 0 (shares of a resource nobody has count 0)."""
+    cap = np.asarray(capacity, dtype=float)
+    return np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+
+
+def running_by_arrival(state: ClusterState) -> list[RunningJob]:
+    """Running jobs in arrival order (ties by name): the order policies revisit them in."""
+    return sorted(state.running, key=lambda r: (r.job.arrival, r.job.name))
+
+
+def unchanged(running: Iterable[RunningJob], configs: Mapping[str, tuple[int, int]]) -> set[str]:
+    """Names of running jobs whose (workers, ps) in ``configs`` equals what they hold (kept as they are)."""
+    return {r.job.name for r in running if configs.get(r.job.name) == (r.workers, r.ps)}
 
 
 # ---- allocation by bundles ------------------------------------------------------------------
@@ -258,7 +272,7 @@ def assemble(
                 f"target for running job {name!r} differs from its allocation, but the state is not elastic"
             )
         else:
-            a, g = demands(r.job, cluster)
+            a, g = task_vectors(r.job, cluster.resources)
             free += usage(r.placement.tasks, a, g, free.shape[0])
     allocations: list[Allocation] = []
     placed: set[str] = set()
@@ -266,7 +280,7 @@ def assemble(
         name = t.job.name
         if name in keep:
             continue
-        a, g = demands(t.job, cluster)
+        a, g = task_vectors(t.job, cluster.resources)
         config: tuple[int, int] | None = t.job.gang_allocation if t.job.gang else (t.workers, t.ps)
         while config is not None:
             tasks = place(free, config[0], config[1], a, g)
@@ -294,7 +308,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
         if name not in running:
             raise InvalidInput(f"preempt names {name!r}, which is not running")
         r = running[name]
-        free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+        free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
     seen: set[str] = set()
     for alloc in decision.allocations:
         if alloc.job in seen:
@@ -306,7 +320,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                     f"allocation resizes running job {alloc.job!r} but the state is not elastic"
                 )
             r = running[alloc.job]
-            free += usage(r.placement.tasks, *demands(r.job, cluster), free.shape[0])
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
             job = r.job
         elif alloc.job in queued:
             job = queued[alloc.job].job
@@ -324,7 +338,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
                 f"{alloc.placement.ps} PSs, allocation says {alloc.workers} and {alloc.ps}"
             )
         job = with_worker_resources(job, alloc.cpu, alloc.mem_gb)  # per-worker levels, if set
-        free -= usage(alloc.placement.tasks, *demands(job, cluster), free.shape[0])
+        free -= usage(alloc.placement.tasks, *task_vectors(job, cluster.resources), free.shape[0])
     over = free < -TOL * np.maximum(1.0, np.abs(np.asarray(state.free)))
     if over.any():
         m, k = np.argwhere(over)[0]
@@ -368,7 +382,7 @@ def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
     n_m = free.shape[0]
     for name in pre:
         r = run[name]
-        free += usage(r.placement.tasks, *demands(r.job, cluster), n_m)
+        free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
     kept: list[Allocation | None] = []
     for a in allocs:
         job = lookup.get(a.job)
@@ -377,7 +391,7 @@ def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
             continue
         if resize(a):
             r = run[a.job]
-            free += usage(r.placement.tasks, *demands(r.job, cluster), n_m)
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
         free -= placement_usage(job, a.placement, n_m, resources)
         kept.append(a)
     for i, a in enumerate(allocs):
@@ -464,7 +478,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         return sum(v[0] for v in pm.values()), sum(v[1] for v in pm.values())
 
     def take(name: str, tasks) -> None:
-        a, g = demands(jobs[name][0], cluster)
+        a, g = task_vectors(jobs[name][0], cluster.resources)
         for m, w, p in tasks:
             slot = per_machine[name].setdefault(int(m), [0, 0])
             slot[0] += int(w)
@@ -486,7 +500,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         started = False
         for name in order:
             job = jobs[name][0]
-            a, g = demands(job, cluster)
+            a, g = task_vectors(job, cluster.resources)
             if counts(name)[0] == 0 and a[gpu] > 0:
                 unit = first_fit_tasks(free, 1, 1, a, g)
                 if unit is not None:
@@ -499,7 +513,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         for name in order:
             job, remaining, _, pays = jobs[name]
             w, p = counts(name)
-            a, g = demands(job, cluster)
+            a, g = task_vectors(job, cluster.resources)
             if w == 0 or w >= job.max_workers or a[gpu] <= 0:
                 continue
             speeds = job_speeds(job, state.mode)

@@ -26,14 +26,14 @@ import numpy as np
 from smdlab.model.cluster import Cluster
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState
-from smdlab.policies.stages import demands
 from smdlab.policies.synergy_rounds import (
     Planned,
     SynergyRounds,
     best_levels,
     proportional_levels,
 )
-from smdlab.solve.placement import capacity_matrix, usage
+from smdlab.solve.instance import task_vectors
+from smdlab.solve.placement import usage
 
 
 class SynergyTune(SynergyRounds):
@@ -43,7 +43,7 @@ class SynergyTune(SynergyRounds):
 
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
-        free = capacity_matrix(cluster)
+        free = self.start_free(cluster)
         placed: list[Planned] = []
         for plan in plans:
             job = self._job(plan)
@@ -59,6 +59,8 @@ class SynergyTune(SynergyRounds):
                     break
                 self._shrink(peer, free, cluster)
                 ok = self.try_place(plan, free, cluster)
+            if not ok:
+                ok = self.fallback_place(plan, free, cluster)
             if ok:
                 placed.append(plan)
             else:
@@ -71,8 +73,10 @@ class SynergyTune(SynergyRounds):
         new = (min(peer.cpu, pc), min(peer.mem_gb, pm))
         if new == (peer.cpu, peer.mem_gb) or peer.tasks is None:
             return
-        old_a, g = demands(with_worker_resources(job, peer.cpu, peer.mem_gb), cluster)
-        new_a, _ = demands(with_worker_resources(job, *new), cluster)
+        old_a, g = task_vectors(
+            with_worker_resources(job, peer.cpu, peer.mem_gb), cluster.resources
+        )
+        new_a, _ = task_vectors(with_worker_resources(job, *new), cluster.resources)
         free += usage(peer.tasks, old_a, g, free.shape[0]) - usage(
             peer.tasks, new_a, g, free.shape[0]
         )

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
-from smdlab.policies.base import Allocation, ClusterState, Decision
-from smdlab.policies.stages import queued_jobs
+from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
+from smdlab.policies.stages import inverse_capacity, queued_jobs, running_by_arrival
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
 from smdlab.solve.placement import TOL, capacity_matrix
@@ -25,7 +25,7 @@ def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
     return a2, fit2, np.argmax(a2, axis=1)
 
 
-class Tetris:
+class Tetris(Policy):
     """Tetris (Grandl et al., SIGCOMM 2014) for parameter-server jobs.
 
     Every rule, whether it follows the paper, and why: docs/baselines.md (section Tetris).
@@ -81,13 +81,13 @@ class Tetris:
         cluster = state.cluster
         ledger = Ledger(state.free)
         cap = capacity_matrix(cluster)
-        inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), 0.0)
+        inv = inverse_capacity(cap)
         queued = queued_jobs(state)
         jobs = [q.job for q in queued]
         remaining = [q.remaining for q in queued]
         ws, ps = [0] * len(jobs), [0] * len(jobs)
         if state.elastic:
-            for r in sorted(state.running, key=lambda r: (r.job.arrival, r.job.name)):
+            for r in running_by_arrival(state):
                 ledger.preload(r.job.name, r.placement.tasks)
                 jobs.append(r.job)
                 ws.append(r.workers)

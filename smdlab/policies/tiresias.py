@@ -17,10 +17,12 @@ from smdlab.policies.base import (
     ClusterState,
     Decision,
     Placement,
+    Policy,
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.stages import demands, gang_placement
+from smdlab.policies.stages import gang_placement
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 # The reference simulator's queue limits (SymbioticLab/Tiresias, simulator/jobs.py: three queues,
@@ -29,7 +31,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (3250.0, 7200.0)
 SERVICES = ("gpu_time", "time")
 
 
-class Tiresias:
+class Tiresias(Policy):
     """Tiresias' Discretised 2D-LAS (Gu et al., NSDI 2019), as its public simulator runs it.
 
     Reference: the ``dlas-gpu`` (default) and ``dlas`` schedulers of SymbioticLab/Tiresias
@@ -131,7 +133,7 @@ class Tiresias:
         if hit is not None and hit[0] is job and hit[1] is cluster:
             return hit[2]
         cap = capacity_matrix(cluster)
-        a, g = demands(job, cluster)
+        a, g = task_vectors(job, cluster.resources)
         while w > 1 and consolidated_tasks(cap, w, self._ps_for(job, w), a, g) is None:
             w -= 1  # a request larger than the whole cluster would wait forever
         out = (w, self._ps_for(job, w))
@@ -206,7 +208,10 @@ class Tiresias:
         self._promote(t, qmap)
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
-        held = {n: usage(r.placement.tasks, *demands(r.job, cluster), n_m) for n, r in rmap.items()}
+        held = {
+            n: usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
+            for n, r in rmap.items()
+        }
         gi = resources.index("gpu") if "gpu" in resources else None
         scalar = gi is not None and all(
             (qmap.get(n) or rmap[n]).job.gpu_only for n in self._qid if n in live
@@ -229,7 +234,7 @@ class Tiresias:
                 else:
                     q = qmap[name]
                     w, p = self.request(q.job, cluster)
-                    a, g = demands(q.job, cluster)
+                    a, g = task_vectors(q.job, cluster.resources)
                     vec = w * a + p * g
                 if scalar and gi is not None:
                     fits = vec[gi] <= left
@@ -254,7 +259,7 @@ class Tiresias:
             if pl is None:
                 continue
             w, p = self.request(job, cluster)
-            free -= usage(pl.tasks, *demands(job, cluster), n_m)
+            free -= usage(pl.tasks, *task_vectors(job, cluster.resources), n_m)
             allocations.append(Allocation(name, w, p, pl))
             started.add(name)
         runs = (rmap.keys() - set(preempt)) | started
@@ -274,7 +279,7 @@ class Tiresias:
         if job.gang:
             return gang_placement(job, free, cluster.resources)
         w, p = self.request(job, cluster)
-        tasks = consolidated_tasks(free, w, p, *demands(job, cluster))
+        tasks = consolidated_tasks(free, w, p, *task_vectors(job, cluster.resources))
         return None if tasks is None else Placement(tasks)
 
     def _all_fit(self, state: ClusterState, qmap: dict[str, QueuedJob]) -> Decision | None:
@@ -291,7 +296,7 @@ class Tiresias:
                 pl = self._place(q.job, cluster, free)
                 if pl is None:
                     return None
-                free -= usage(pl.tasks, *demands(q.job, cluster), n_m)
+                free -= usage(pl.tasks, *task_vectors(q.job, cluster.resources), n_m)
                 allocations.append(Allocation(name, *self.request(q.job, cluster), pl))
         t = state.time
         for a in allocations:

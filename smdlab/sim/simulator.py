@@ -115,9 +115,12 @@ def _policy_from(policy: Policy | str) -> Policy:
         from smdlab.policies.registry import get_policy
 
         return get_policy(policy)
-    if not callable(getattr(policy, "decide", None)):
+    if not callable(getattr(policy, "decide", None)) or not callable(
+        getattr(policy, "reset", None)
+    ):
         raise InvalidInput(
-            f"policy must have a decide(state) method or be a registered name, got {policy!r}"
+            "policy must have decide(state) and reset() methods (subclass smdlab.policies.Policy "
+            f"for the default reset) or be a registered name, got {policy!r}"
         )
     return policy
 
@@ -829,8 +832,7 @@ class _Simulator:
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
         self.t = 0.0
-        if hasattr(self.policy, "reset"):
-            self.policy.reset()
+        self.policy.reset()
         order = sorted(self._screen_unfit(), key=lambda i: (self.jobs[i].arrival, i))
         self.has_gang = any(self.jobs[i].gang for i in order)
         arrivals = [self.jobs[i].arrival for i in order]

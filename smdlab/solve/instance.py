@@ -15,7 +15,6 @@ that wait").
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,13 +22,13 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
+from smdlab.caches import DEMAND_ROWS, SPEED_TABLES
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES, speed_table
 
 _FIT_RTOL = 1e-9  # capacity comparisons tolerate float round-off of summed demands
-_CACHE_MAX = 200_000  # entries of the per-job caches below (cleared when full)
 
 
 def fits(use: np.ndarray, capacity: np.ndarray) -> np.ndarray | bool:
@@ -276,38 +275,23 @@ class Instance:
             raise AssertionError("allocation exceeds capacity")
 
 
-_SPEEDS: dict[str, dict[int, tuple[Job, np.ndarray]]] = {}  # mode -> id(job) -> (job, table)
-
-
 def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
-    """The job's speed table (samples/s, max_workers x max_ps, read-only), cached per job object and mode."""
-    cache = _SPEEDS.get(mode)
-    if cache is None:
-        cache = _SPEEDS[check_choice("mode", mode, MODES)] = {}
-    hit = cache.get(id(job))
-    if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
-        return hit[1]
-    table = speed_table(job, mode)
+    """The job's speed table (samples/s, max_workers x max_ps, read-only), cached by the job's model inputs and mode."""
+    key = (mode, job.model_key)
+    hit = SPEED_TABLES.get(key)
+    if hit is not None:
+        return hit
+    table = speed_table(job, check_choice("mode", mode, MODES))
     table.setflags(write=False)
-    if len(cache) >= _CACHE_MAX:
-        cache.clear()
-    cache[id(job)] = (job, table)
-    return table
-
-
-_ROWS: dict[
-    tuple[str, ...], dict[int, tuple[Job, np.ndarray]]
-] = {}  # resources -> id(job) -> (job, row)
+    return SPEED_TABLES.put(key, table)
 
 
 def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
-    """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row, cached per job object."""
-    cache = _ROWS.get(resources)
-    if cache is None:
-        cache = _ROWS[resources] = {}
-    hit = cache.get(id(job))
-    if hit is not None and hit[0] is job:  # the job is held in the entry, so its id is not reused
-        return hit[1]
+    """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row, cached by value."""
+    key = (resources, job.demand_key)
+    hit = DEMAND_ROWS.get(key)
+    if hit is not None:
+        return hit
     known = set(resources)
     for attr in ("worker_demand", "ps_demand"):
         d = getattr(job, attr)  # validated (finite, >= 0) by Job; only the names need checking here
@@ -322,10 +306,7 @@ def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
         dtype=float,
     )
     row.setflags(write=False)
-    if len(cache) >= _CACHE_MAX:
-        cache.clear()
-    cache[id(job)] = (job, row)
-    return row
+    return DEMAND_ROWS.put(key, row)
 
 
 def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -336,46 +317,20 @@ def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.nda
     return row[:K], row[K:]
 
 
-_LAST_DEMANDS: tuple = (
-    (),
-    (),
-    None,
-)  # resources, jobs, (alpha, gamma) of the latest call (one object: thread-safe swaps)
-
-
 def demand_matrices(jobs: Sequence[Job], cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources (read-only).
-
-    The latest result is kept: a policy and the solver it calls ask for the same (long) queue in one decision.
-    """
-    global _LAST_DEMANDS
+    """(alpha, gamma): per-worker and per-PS demand vectors of each job over the cluster's resources (read-only)."""
     res = tuple(cluster.resources)
     K = len(res)
     if not len(jobs):
         return np.zeros((0, K)), np.zeros((0, K))
-    last_res, last_jobs, last = _LAST_DEMANDS
-    if last_res == res and len(last_jobs) == len(jobs) and all(map(operator.is_, jobs, last_jobs)):
-        return last
-    cache = _ROWS.get(res, {})
-    rows = []
-    for j in jobs:
-        hit = cache.get(id(j))
-        rows.append(hit[1] if hit is not None and hit[0] is j else _demand_row(j, res))
-    both = np.array(rows)
+    both = np.array([_demand_row(j, res) for j in jobs])
     both.setflags(write=False)
-    out = both[:, :K], both[:, K:]
-    _LAST_DEMANDS = (res, tuple(jobs), out)  # holds the jobs, so their ids are not reused meanwhile
-    return out
+    return both[:, :K], both[:, K:]
 
 
 def base_speeds(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
-    """(n,) S_i(1, 1), each job's speed (samples/s) on one worker and one PS (cached per job object)."""
-    cache = _SPEEDS.get(mode, {})
-    out = []
-    for j in jobs:
-        hit = cache.get(id(j))
-        out.append((hit[1] if hit is not None and hit[0] is j else job_speeds(j, mode))[0, 0])
-    return np.array(out, dtype=float)
+    """(n,) S_i(1, 1), each job's speed (samples/s) on one worker and one PS (cached)."""
+    return np.array([job_speeds(j, mode)[0, 0] for j in jobs], dtype=float)
 
 
 def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
@@ -457,11 +412,7 @@ def build_instance(
             f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
         )
     alpha, gamma = demand_matrices(jobs, cluster)
-    cache = _SPEEDS.get(mode, {})  # per job object: a queue seen before costs look-ups only
-    tables = []
-    for j in jobs:
-        hit = cache.get(id(j))
-        tables.append(hit[1] if hit is not None and hit[0] is j else job_speeds(j, mode))
+    tables = [job_speeds(j, mode) for j in jobs]  # a queue seen before costs look-ups only
     weight = np.array([j.weight for j in jobs], dtype=float)
     pool = np.asarray(cluster.capacity_vector, dtype=float)
     pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool

@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.solution import Solution
 from smdlab.viz.style import (
     BOUND_COLORS,
@@ -47,7 +48,8 @@ def resource_shares(solution: Solution, jobs: Sequence[Job], cluster: Cluster) -
     out = np.zeros((len(solution.jobs), len(cluster.resources)))
     for i, (name, w, p) in enumerate(zip(solution.jobs, solution.workers, solution.ps)):
         job = by_name[name]
-        use = w * cluster.vector(job.worker_demand) + p * cluster.vector(job.ps_demand)
+        alpha, gamma = task_vectors(job, cluster.resources)
+        use = w * alpha + p * gamma
         out[i] = np.divide(use, cap, out=np.zeros_like(use), where=cap > 0)
     return out
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from types import MappingProxyType
 
 import numpy as np
 
+from smdlab.caches import EDITED_PROFILES, WIDGET_JOB_SAMPLES, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import ARCHS, BATCH_MODES, Job
@@ -78,7 +78,7 @@ class ProfileEdit:
         return _edited_profile(network, self)
 
 
-@lru_cache(maxsize=256)
+@memoize(EDITED_PROFILES)
 def _edited_profile(network: str, edit: ProfileEdit) -> LayerProfile:
     base = LayerProfile.load(network, edit.device)
     root = float(np.sqrt(edit.comm_ratio))
@@ -179,7 +179,7 @@ def build_cluster(settings: ExplorerSettings) -> Cluster:
     return Cluster.homogeneous(settings.machines, gpu=gpu, cpu=cpu, mem_gb=mem, bw_gbps=nic)
 
 
-@lru_cache(maxsize=64)
+@memoize(WIDGET_JOB_SAMPLES)
 def _job_samples(profiles: tuple[str, ...], n_jobs: int, seed: int) -> tuple[float, ...]:
     # Sizes are drawn against the unedited reference job so edits change durations, not the work.
     rng = np.random.default_rng(seed)

@@ -22,9 +22,9 @@ Per-worker demand: 1 GPU, 4 CPU cores, 16 GB (assumed; only GPUs bind on OMRU's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from types import MappingProxyType
 
+from smdlab.caches import OMRU_EPOCH_MODELS, memoize
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.epochs import EpochModel, fit_epoch_model, load_epoch_times
@@ -55,7 +55,7 @@ MEASURED_GPUS = 8  # the table's largest GPU count: larger allocations are extra
 WORKER_DEMAND: Mapping[str, float] = MappingProxyType({"gpu": 1, "cpu": 4, "mem_gb": 16})
 
 
-@lru_cache(maxsize=8)
+@memoize(OMRU_EPOCH_MODELS)
 def omru_epoch_model(gpus_per_machine: int = 4) -> EpochModel:
     """The epoch model the OMRU workloads use: fitted on every measured GPU count (1..8)."""
     return fit_epoch_model(

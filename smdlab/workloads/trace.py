@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from smdlab.caches import TRACES, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
@@ -166,7 +166,7 @@ def _order(t: np.ndarray, path: Path, on_unsorted: str) -> np.ndarray:
     return np.argsort(t, kind="stable")
 
 
-@lru_cache(maxsize=8)
+@memoize(TRACES)
 def _parsed_trace(path: str, mtime_ns: int, size: int, on_unsorted: str) -> pd.DataFrame:
     """The validated trace, sorted by time: row (file order), t (s from the earliest), duration, gpus, vc."""
     p = Path(path)
