@@ -29,6 +29,7 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 from smdlab import Cluster, Job, LayerProfile, Machine
+from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.registry import get_policy, list_policies
 from smdlab.sim import Stalled, simulate
@@ -145,17 +146,26 @@ class Auditor:
         self.inner.reset()
 
     def _held(self, placements) -> np.ndarray:
+        # (job, tasks) or (job, tasks, group): jobs of one interleaved group (Muri) share their
+        # GPU set, which holds the per-machine maximum of their demands (docs/multiresource.md).
         held = np.zeros_like(self.cap)
-        for job, tasks in placements:
+        groups: dict[str, np.ndarray] = {}
+        for job, tasks, *group in placements:
             w, p = _task_vectors(job)
+            one = np.zeros_like(self.cap)
             for m, nw, np_ in tasks:
-                held[m] += nw * w + np_ * p
-        return held
+                one[m] += nw * w + np_ * p
+            key = group[0] if group else None
+            if key is None:
+                held += one
+            else:
+                groups[key] = np.maximum(groups.get(key, one), one)
+        return held + sum(groups.values(), np.zeros_like(self.cap))
 
     def decide(self, state: ClusterState) -> Decision:
         self.states += 1
         self.placements.extend(tuple(m for m, _, _ in r.placement.tasks) for r in state.running)
-        held = self._held([(r.job, r.placement.tasks) for r in state.running])
+        held = self._held([(r.job, r.placement.tasks, r.group) for r in state.running])
         assert np.all(held <= self.cap * (1 + TOL) + TOL), "running jobs exceed a machine"
         np.testing.assert_allclose(state.free, self.cap - held, atol=1e-7)
         decision = self.inner.decide(state)
@@ -164,8 +174,18 @@ class Auditor:
         jobs = {r.job.name: r.job for r in state.running} | {
             q.job.name: q.job for q in state.queued
         }
-        after = [(r.job, r.placement.tasks) for r in state.running if r.job.name not in changed]
-        after += [(jobs[a.job], a.placement.tasks) for a in decision.allocations]
+        after = [
+            (r.job, r.placement.tasks, r.group) for r in state.running if r.job.name not in changed
+        ]
+        # an allocation's CPU and memory levels per worker (Synergy) replace the job's demand
+        after += [
+            (
+                with_worker_resources(jobs[a.job], a.cpu, a.mem_gb),
+                a.placement.tasks,
+                None if a.group is None else f"new:{a.group}",
+            )
+            for a in decision.allocations
+        ]
         assert np.all(self._held(after) <= self.cap * (1 + TOL) + TOL), (
             f"{self.name} exceeds a machine at t={state.time}"
         )

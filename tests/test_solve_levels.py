@@ -74,3 +74,24 @@ def test_milp_levels_policy_runs_to_completion():
     jobs = synthetic(12, cl, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.4})
     res = simulate(jobs, cl, "milp_levels", record_history=False)
     assert res.summary["jobs_completed"] == len(jobs)
+
+
+def test_smd_levels_runs_and_gives_jobs_cheaper_levels_when_cpu_is_scarce():
+    from smdlab.policies.smd_levels import SMDLevels
+
+    class Recording(SMDLevels):
+        def decide(self, state):
+            d = super().decide(state)
+            self.seen.extend((a.job, a.cpu) for a in d.allocations)
+            return d
+
+    cl = smdlab.Cluster.homogeneous(2, gpu=8, cpu=24, mem_gb=256)  # 3 cores per GPU
+    ref = smdlab.Cluster.homogeneous(2, gpu=8, cpu=64, mem_gb=256)
+    jobs = synthetic(12, ref, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.4})
+    pol = Recording()
+    pol.seen = []
+    res = simulate(jobs, cl, pol, record_history=False)
+    assert res.summary["jobs_completed"] == len(jobs)
+    demand = {j.name: j.worker_demand["cpu"] for j in jobs}
+    assert all(c is not None for _, c in pol.seen)
+    assert any(c < demand[n] for n, c in pol.seen)

@@ -82,7 +82,9 @@ def test_every_control_changes_the_figures(app, control, value):
 
 def test_first_display_already_shows_the_exact_optimum():
     a = explorer(SMALL)
-    assert not a.background.running and a.exact_solution is not None
+    assert (
+        not a.background.running and a.exact_solution is not None
+    )  # the schedule panel has its own thread
     assert a.bounds_fig.data[0].y[-1] == pytest.approx(a.exact_solution.objective)
     a.close()
 
@@ -227,7 +229,8 @@ def _count_draws(monkeypatch, a):
     real = mod.sync_figure
 
     def counting(target, fig):
-        counts[names[id(target)]] += 1
+        if id(target) in names:  # the schedule panel is counted by its own test
+            counts[names[id(target)]] += 1
         real(target, fig)
 
     monkeypatch.setattr(mod, "sync_figure", counting)
@@ -261,3 +264,22 @@ def test_a_slow_exact_milp_draws_the_bounds_again_on_arrival(monkeypatch):
         assert a.bounds_fig.data[0].y[-1] == pytest.approx(a.exact_solution.objective)
     finally:
         a.close()
+
+
+def test_schedule_panel_shows_every_policy_beside_the_schedule_bound(app):
+    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
+
+    assert app.wait(60) and not app.background.errors
+    results, bound = app.schedule
+    assert set(results) == set(SCHEDULE_POLICIES)
+    assert 0 < bound <= min(results.values()) * (1 + 1e-7)  # docs/bound.md
+    bars, line = app.schedule_fig.data[0], app.schedule_fig.data[1]
+    assert np.allclose(bars.y, [results[p] / 3600 for p in results])
+    assert np.allclose(line.y, bound / 3600)
+    fig = app.schedule_fig
+    app.seed.value = SMALL.seed + 5  # a new job mix: recomputed in the background, drawn in place
+    assert app.wait(60) and not app.background.errors
+    assert app.schedule_fig is fig and app.schedule[0] != results
+    app.seed.value = SMALL.seed
+    assert app.wait(60)
+    assert app.schedule == (results, bound)  # cached per problem

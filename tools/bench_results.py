@@ -30,6 +30,7 @@ OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "bench_reproduce.py": ([], []),
     "bench_allreduce.py": (["--repeat", "3"], ["--repeat", "1"]),
     "bench_objective.py": ([], ["--quick"]),
+    "bench_bound.py": ([], ["--quick"]),
 }
 
 
@@ -94,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller options for a shared machine")
     ap.add_argument("--out", type=Path, default=BENCHMARKS / "RESULTS.md")
-    ap.add_argument("--only", nargs="+", help="benchmark names (e.g. bench_sim); default all")
+    ap.add_argument(
+        "--only", nargs="+", help="benchmark names (e.g. bench_sim): rerun these sections only"
+    )
     args = ap.parse_args(argv)
     scripts = sorted(BENCHMARKS.glob("bench_*.py"))
     if args.only:
@@ -112,9 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         "on a shared machine include waiting for the CPU; CPU times, where given, are steadier.",
         "",
     ]
+    ran = {}
     for script in scripts:
         full, quick = OPTIONS.get(script.name, ([], []))
-        sections.append(run(script, quick if args.quick else full))
+        ran[script.stem] = run(script, quick if args.quick else full)
+    if args.only and args.out.exists():
+        # Replace the sections just run; keep the file's header and its other sections.
+        old = args.out.read_text(encoding="utf-8").split("\n## ")
+        sections = [old[0].rstrip("\n") + "\n"]
+        for part in old[1:]:
+            name = part.split("\n", 1)[0].strip()
+            sections.append(ran.pop(name, "## " + part.rstrip("\n") + "\n"))
+    sections.extend(ran.values())
     tmp = args.out.with_suffix(".md.tmp")
     tmp.write_text("\n".join(sections), encoding="utf-8")
     tmp.replace(args.out)

@@ -30,4 +30,10 @@ class GPUProportional(SynergyRounds):
                 self._job(plan), plan.workers, plan.ps, cluster
             )
 
-        self.place_plans(plans, cluster, lambda plan, free: self.try_place(plan, free, cluster))
+        self.place_plans(
+            plans,
+            cluster,
+            lambda plan, free: (
+                self.try_place(plan, free, cluster) or self.fallback_place(plan, free, cluster)
+            ),
+        )

@@ -123,7 +123,7 @@ class Muri(Policy):
 
     name = "muri"
     execution = "preemptive"
-    executions = ("preemptive",)
+    executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
     slot_s = SLOT_S
 
     def __init__(self, variant: str = "s") -> None:
@@ -166,7 +166,15 @@ class Muri(Policy):
     def decide(self, state: ClusterState) -> Decision:
         """Pick candidates, group them by matching, place the groups (module docstring)."""
         cluster, mode = state.cluster, state.mode
-        every: list[Entry] = [*state.running, *state.queued]
+        # Without preemption (forced non_elastic) running jobs keep what they hold.
+        every: list[Entry] = (
+            [*state.running, *state.queued] if state.preemptive else list(state.queued)
+        )
+        self._free0 = (
+            capacity_matrix(cluster)
+            if state.preemptive
+            else np.array(state.free, dtype=float, copy=True)
+        )
         items = []
         for e in every:
             if e.remaining <= 0:
@@ -175,7 +183,8 @@ class Muri(Policy):
             items.append(((self.sort_val(e, key, mode), e.job.arrival, e.job.name), e, key))
         items.sort(key=lambda x: x[0])
         groups = self.candidates(items, cluster, mode)
-        total = float(cluster.capacity.get("gpu", math.inf))
+        gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
+        total = math.inf if gi is None else float(self._free0[:, gi].sum())
         groups = self.match(groups, total)
         self.last_groups = [[m.job.name for m in g.members] for g in groups]
         return self._place(groups, state)
@@ -187,7 +196,8 @@ class Muri(Policy):
         for it in items:
             by_key.setdefault(it[2], []).append(it)
         nxt = dict.fromkeys(by_key, 0)
-        left = float(cluster.capacity.get("gpu", math.inf))
+        gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
+        left = math.inf if gi is None else float(self._free0[:, gi].sum())
         chosen: set[str] = set()
         out = []
         for _prio, e, key in items:
@@ -311,7 +321,7 @@ class Muri(Policy):
     # ---- step 4: placement and decision --------------------------------------------------------
     def _place(self, groups: list[_Group], state: ClusterState) -> Decision:
         cluster = state.cluster
-        free = capacity_matrix(cluster)
+        free = self._free0.copy()
         running = {r.job.name: r for r in state.running}
         by_gid: dict[str | None, set[str]] = {}
         for r in state.running:
@@ -343,6 +353,8 @@ class Muri(Policy):
             allocations.extend(
                 Allocation(n, w, p, Placement(tuple(tasks)), group=label) for n in names
             )
+        if not state.preemptive:
+            return Decision(tuple(allocations))
         preempt = tuple(n for n in running if n not in keep)
         return Decision(tuple(allocations), preempt)
 

@@ -34,6 +34,7 @@ _BUILTIN: dict[str, str] = {
     "synergy_tune": "smdlab.policies.synergy_tune:SynergyTune",
     "synergy_opt": "smdlab.policies.synergy_opt:SynergyOpt",
     "milp_levels": "smdlab.policies.milp_levels:MILPLevels",
+    "smd_levels": "smdlab.policies.smd_levels:SMDLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
 }

@@ -125,6 +125,6 @@ class SynergyOpt(SynergyRounds):
             plan.cpu, plan.mem_gb = proportional_levels(
                 self._job(plan), plan.workers, plan.ps, cluster
             )
-            return self.try_place(plan, free, cluster)
+            return self.try_place(plan, free, cluster) or self.fallback_place(plan, free, cluster)
 
         self.place_plans(plans, cluster, rule)

@@ -19,6 +19,8 @@ Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smd
   job's PSs reserve per worker (``p / w`` PS demands), at least ``MIN_CPU`` cores and
   ``MIN_MEM_GB``: the worker and its share of PSs together get the machine's ratio.
 - A job's best-case demand is its worker demand (the demand rule sizes cores to feed the GPU).
+- On uneven machines a job's share may fit nowhere while its demand does: it then runs at the
+  smaller of share and demand per resource, else at its demand (``fallback_place``).
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class SynergyRounds(Policy):
 
     name = "synergy"
     execution = "preemptive"  # Synergy re-leases every job each round (paper, section 5)
-    executions = ("preemptive",)
+    executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
     slot_s = LEASE_S
 
     def __init__(self, base: str = "fifo") -> None:
@@ -169,14 +171,24 @@ class SynergyRounds(Policy):
         for q in state.queued:
             self._jobs.setdefault(q.job.name, q.job)
         entries: list[tuple[tuple, Entry, Job]] = []
-        every: list[Entry] = [*state.running, *state.queued]
+        # Without preemption (forced non_elastic) running jobs keep what they hold; the round
+        # plans the queued jobs on the free capacity.
+        self._free0 = (
+            capacity_matrix(cluster)
+            if state.preemptive
+            else np.array(state.free, dtype=float, copy=True)
+        )
+        every: list[Entry] = (
+            [*state.running, *state.queued] if state.preemptive else list(state.queued)
+        )
         for e in every:
             if e.remaining <= 0:
                 continue
             job = original(e, self._jobs)
             entries.append((self.priority(e, job, cluster, state.mode), e, job))
         entries.sort(key=lambda x: x[0])
-        gpus_left = float(cluster.capacity.get("gpu", math.inf))
+        gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
+        gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
         for _, e, job in entries:
             w, p = self._request(job, cluster)
@@ -195,7 +207,7 @@ class SynergyRounds(Policy):
         rule: Callable[[Planned, np.ndarray], bool],
     ) -> None:
         """Place plans in order on an empty copy of the cluster; ``rule(plan, free)`` places one."""
-        free = capacity_matrix(cluster)
+        free = self.start_free(cluster)
         for plan in plans:
             if not rule(plan, free):
                 plan.tasks = None
@@ -217,6 +229,23 @@ class SynergyRounds(Policy):
         free -= usage(tasks, a, g, free.shape[0])
         plan.tasks = tuple(tasks)
         return True
+
+    def start_free(self, cluster: Cluster) -> np.ndarray:
+        """What the round may place on: the whole cluster (preemptive) or its free capacity."""
+        free0 = getattr(self, "_free0", None)
+        return capacity_matrix(cluster) if free0 is None else free0.copy()
+
+    def fallback_place(self, plan: Planned, free: np.ndarray, cluster: Cluster) -> bool:
+        """Where the share does not fit any machine (uneven machines), the smaller of share and
+        demand per resource, then the demand (assumption: a job that fits at its demand runs)."""
+        job = self._job(plan)
+        prop = proportional_levels(job, plan.workers, plan.ps, cluster)
+        best = best_levels(job)
+        for levels in ((min(prop[0], best[0]), min(prop[1], best[1])), best):
+            plan.cpu, plan.mem_gb = levels
+            if self.try_place(plan, free, cluster):
+                return True
+        return False
 
     def _job(self, plan: Planned) -> Job:
         return original(plan.entry, self._jobs)
@@ -247,5 +276,7 @@ class SynergyRounds(Policy):
                     mem_gb=plan.mem_gb,
                 )
             )
+        if not state.preemptive:
+            return Decision(tuple(allocations))
         preempt = tuple(n for n in running if n not in keep)
         return Decision(tuple(allocations), preempt)

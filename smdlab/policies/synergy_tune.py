@@ -33,7 +33,7 @@ from smdlab.policies.synergy_rounds import (
     proportional_levels,
 )
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import capacity_matrix, usage
+from smdlab.solve.placement import usage
 
 
 class SynergyTune(SynergyRounds):
@@ -43,7 +43,7 @@ class SynergyTune(SynergyRounds):
 
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
-        free = capacity_matrix(cluster)
+        free = self.start_free(cluster)
         placed: list[Planned] = []
         for plan in plans:
             job = self._job(plan)
@@ -59,6 +59,8 @@ class SynergyTune(SynergyRounds):
                     break
                 self._shrink(peer, free, cluster)
                 ok = self.try_place(plan, free, cluster)
+            if not ok:
+                ok = self.fallback_place(plan, free, cluster)
             if ok:
                 placed.append(plan)
             else:

@@ -57,17 +57,14 @@ class LevelSolution:
         return with_worker_resources(jobs[i], float(self.cpu[i]), float(self.mem_gb[i]))
 
 
-def solve_levels(
+def _build(
     jobs: Sequence[Job],
     resources: Sequence[str],
     capacity: np.ndarray,
-    menus: Sequence[Sequence[tuple[float, float]]] | None = None,
-    *,
-    mode: str = "wfbp",
-    backend: str = "auto",
-    time_limit: float | None = None,
-) -> LevelSolution:
-    """The exact allocation of (P) over (w, p, level) configurations (module docstring)."""
+    menus: Sequence[Sequence[tuple[float, float]]] | None,
+    mode: str,
+):
+    """The flat multiple-choice knapsack over (w, p, level) columns, its columns and menus."""
     jobs = list(jobs)
     if not jobs:
         raise InvalidInput("jobs must list at least one job, got 0")
@@ -123,8 +120,23 @@ def solve_levels(
         cap,
         eq,
     )
+    return model, np.vstack(cols), list(menus), defer, jobs
+
+
+def solve_levels(
+    jobs: Sequence[Job],
+    resources: Sequence[str],
+    capacity: np.ndarray,
+    menus: Sequence[Sequence[tuple[float, float]]] | None = None,
+    *,
+    mode: str = "wfbp",
+    backend: str = "auto",
+    time_limit: float | None = None,
+) -> LevelSolution:
+    """The exact allocation of (P) over (w, p, level) configurations (module docstring)."""
+    model, col, menus, defer, jobs = _build(jobs, resources, capacity, menus, mode)
+    n = model.n
     res = solve_flat(model, integral=True, backend=backend, time_limit=time_limit)
-    col = np.vstack(cols)
     grp = model.group
     w = np.zeros(n, dtype=int)
     p = np.zeros(n, dtype=int)
@@ -146,3 +158,21 @@ def solve_levels(
         res.backend,
         res.note,
     )
+
+
+def level_weights(
+    jobs: Sequence[Job],
+    resources: Sequence[str],
+    capacity: np.ndarray,
+    menus: Sequence[Sequence[tuple[float, float]]] | None = None,
+    *,
+    mode: str = "wfbp",
+    backend: str = "auto",
+) -> list[np.ndarray]:
+    """Per job, the LP relaxation's mass on each level of its menu (how much it wants each level)."""
+    model, col, menus, _, _ = _build(jobs, resources, capacity, menus, mode)
+    res = solve_flat(model, integral=False, backend=backend)
+    out = [np.zeros(len(m)) for m in menus]
+    for c in np.flatnonzero(res.x > 1e-9).tolist():
+        out[int(model.group[c])][int(col[c, 0])] += float(res.x[c])
+    return out

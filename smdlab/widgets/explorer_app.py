@@ -25,6 +25,7 @@ from smdlab.model.timing import MODES
 from smdlab.solve import solve
 from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
+from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
 from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
@@ -50,6 +51,8 @@ DEFAULT_MILP_TIME_LIMIT = 5.0
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
 EXACT_GRACE_S = 0.1
 _CONTROL_WIDTH = "300px"
+# Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
+SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
 
 
 def _slider_layout() -> widgets.Layout:
@@ -80,8 +83,14 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.background = Background(
             f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock
         )
+        # The schedule panel's simulations get their own worker: the exact MILP never queues behind them.
+        self.schedule_background = Background(
+            "simulating every policy on this job mix", lock=self._lock
+        )
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
+        self._schedule_cache: dict[str, tuple[dict[str, float], float]] = {}
+        self.schedule: tuple[dict[str, float], float] | None = None  # (policy -> mean JCT, bound)
         self.solution: Solution | None = None  # the allocation shown
         self.exact_solution: Solution | None = (
             None  # the exact MILP of the current problem, once known
@@ -114,19 +123,22 @@ class Explorer(BackgroundApp, widgets.HBox):
                 exact_note=exact if isinstance(exact, str) else "not run",
             )
         )
+        self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
         self.status = widgets.HTML()
         outputs = widgets.VBox(
             [
-                widgets.HBox([self.status, self.background.busy]),
+                widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
                 self.allocation_fig,
                 self.bounds_fig,
                 self.timeline_fig,
+                self.schedule_fig,
             ],
             layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
         )
         super().__init__([self.controls, outputs], layout=widgets.Layout(width="100%"))
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
+        self._queue_schedule()
         self._show_status()
 
     # ---- controls -------------------------------------------------------------------------------
@@ -494,6 +506,63 @@ class Explorer(BackgroundApp, widgets.HBox):
             self.bounds_fig,
             bounds_spec(self._fast, self.exact_solution, exact_note=note, template=None),
         )
+        self._queue_schedule()
+
+    # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
+    @staticmethod
+    def _simulate_schedule(jobs, cluster, mode: str) -> tuple[dict[str, float], float]:
+        """(policy -> simulated mean JCT in its natural mode, lower bound on any schedule's mean JCT)."""
+        from smdlab.sim import simulate
+        from smdlab.sim.bound import workload_bound
+
+        results: dict[str, float] = {}
+        for policy in SCHEDULE_POLICIES:
+            try:
+                res = simulate(jobs, cluster, policy, mode=mode, record_history=False)
+                results[policy] = float(res.summary["mean_jct"])
+            except SmdlabError:
+                results[policy] = math.nan
+        return results, workload_bound(jobs, cluster, mode)
+
+    def _queue_schedule(self) -> None:
+        """Recompute the schedule panel for the current job mix on the background thread (cached per problem)."""
+        key = self._problem_key()
+        cached = self._schedule_cache.get(key)
+        if cached is not None:
+            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
+            self._draw_schedule(cached)
+            return
+        jobs, cluster, mode = self._jobs, self._cluster, self.settings.mode
+        sync_figure(
+            self.schedule_fig, schedule_spec({}, math.nan, note="simulating…", template=None)
+        )
+
+        def arrive(result: tuple[dict[str, float], float]) -> None:
+            self._schedule_cache[key] = result
+            if len(self._schedule_cache) > 64:
+                self._schedule_cache.pop(next(iter(self._schedule_cache)))
+            if key == self._problem_key():
+                self._draw_schedule(result)
+
+        self.schedule_background.submit(
+            "schedule", lambda: self._simulate_schedule(jobs, cluster, mode), arrive
+        )
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the background work of the last change (exact MILP, schedule panel) has finished and been drawn."""
+        limit = self.WAIT_TIMEOUT_S if timeout is None else timeout
+        return self.background.wait(limit) and self.schedule_background.wait(limit)
+
+    def close(self) -> None:
+        """Stop both background threads and close the widgets."""
+        sched = getattr(self, "schedule_background", None)  # absent when __init__ failed early
+        if sched is not None:
+            sched.close()
+        super().close()
+
+    def _draw_schedule(self, result: tuple[dict[str, float], float]) -> None:
+        self.schedule = result
+        sync_figure(self.schedule_fig, schedule_spec(result[0], result[1], template=None))
 
     def _draw_allocation(self, sol: Solution) -> None:
         sync_figure(
@@ -626,6 +695,7 @@ class Explorer(BackgroundApp, widgets.HBox):
             ],
             "timeline": [tuple(tr.x) if tr.x is not None else () for tr in self.timeline_fig.data],
             "bounds": [tuple(tr.y) if tr.y is not None else () for tr in self.bounds_fig.data],
+            "schedule": [tuple(tr.y) if tr.y is not None else () for tr in self.schedule_fig.data],
         }
 
 
