@@ -119,11 +119,9 @@ def _gavel_solo() -> dict[tuple[str, str], float]:
 
     df = load_gavel_solo()
     one = df[(df["scale_factor"] == 1) & (df["placement"] == "consolidated")]
-    return {
-        (str(r.job_type), str(r.gpu_type)): float(r.steps_per_s)
-        for r in one.itertuples()
-        if r.steps_per_s > 0
-    }
+    keys = zip(one["job_type"].astype(str), one["gpu_type"].astype(str), strict=True)
+    rates = one["steps_per_s"].to_numpy(dtype=float)
+    return {k: float(v) for k, v in zip(keys, rates, strict=True) if v > 0}
 
 
 @functools.cache

@@ -30,9 +30,9 @@ import numpy as np
 from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
 from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
+from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
-from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.timing import MODES, iteration_time, speed as speed_of
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
