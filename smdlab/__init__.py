@@ -29,6 +29,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "fit_epoch_model": ("smdlab.model.epochs", "fit_epoch_model"),
     "load_epoch_times": ("smdlab.model.epochs", "load_epoch_times"),
     "clear_caches": ("smdlab.caches", "clear_caches"),
+    "fit_colocation_model": ("smdlab.model.colocation", "fit_colocation_model"),
 }
 SUBPACKAGES = ("model", "solve", "policies", "sim", "workloads", "viz", "experiments", "widgets")
 

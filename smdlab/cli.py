@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smdlab.errors import SmdlabError
+from smdlab.errors import InvalidInput, SmdlabError
+
+# a tqdm bar on stderr for simulations of at least this many jobs (never with --json)
+PROGRESS_MIN_JOBS = 5000
 
 PROG = "smdlab"
 
@@ -69,6 +72,16 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)"
+    )
+    p.add_argument(
+        "--start",
+        metavar="INDEX|DATE",
+        help="trace window: first job by index in time order (0-based) or by date-time",
+    )
+    p.add_argument(
+        "--demands",
+        metavar="{per_network,uniform,gpu_only}",
+        help="per-task demands; gpu_only: each job one gang of its GPUs, no PS",
     )
     p.add_argument(
         "--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run"
@@ -123,7 +136,14 @@ def _scenario_from(
             workload.update(kind="csv", path=str(Path(args.workload).resolve()))
     if args.jobs is not None:
         workload["jobs"] = args.jobs
+    if getattr(args, "start", None) is not None:
+        start = args.start.strip()
+        workload["start"] = int(start) if start.isdigit() else start
+    if getattr(args, "demands", None) is not None:
+        workload["demands"] = args.demands
     if load is not None:
+        if not load > 0:
+            raise InvalidInput(f"--load must be > 0 (the offered load), got {load!r}")
         workload["load"] = load
     simulation = {
         k: getattr(args, k)
@@ -203,6 +223,11 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machines", type=int, metavar="N", help="number of machines")
     p.add_argument("--gpus-per-machine", type=int, metavar="G", help="GPUs of each machine")
     p.add_argument(
+        "--cluster-file",
+        metavar="FILE",
+        help="TOML cluster of [[racks]] (name, machines, gpu_type, gpu, uplink_gbps, ...)",
+    )
+    p.add_argument(
         "--arch-mix",
         type=float,
         metavar="X",
@@ -232,6 +257,17 @@ def _simulate(args: argparse.Namespace) -> int:
         scenario = scenario.with_changes(cluster={"gpu": gpm})
     if args.arch_mix is not None:
         scenario = scenario.with_changes(workload={"arch_mix": args.arch_mix})
+    if getattr(args, "cluster_file", None) is not None:
+        import dataclasses
+
+        from smdlab.model.cluster import cluster_file_groups
+
+        if args.machines is not None or args.gpus_per_machine is not None:
+            raise InvalidInput(
+                "--cluster-file sets the whole cluster; drop --machines/--gpus-per-machine"
+            )
+        groups = cluster_file_groups(args.cluster_file)
+        scenario = dataclasses.replace(scenario, cluster={"racks": groups})
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
     with redirect:
         cluster = scenario.build_cluster()
@@ -241,6 +277,7 @@ def _simulate(args: argparse.Namespace) -> int:
             cluster,
             scenario.policies,
             policy_options=scenario.policy_options,
+            progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
             **simulation_options(scenario),
         )
         if args.out:

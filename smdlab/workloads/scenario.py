@@ -12,6 +12,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     cpu = 64
     mem_gb = 256
     bw_gbps = 100
+    # or racks instead of the keys above: [[cluster.racks]] tables with name, machines, gpu_type,
+    # gpu, cpu, mem_gb, bw_gbps, uplink_gbps, oversubscription, domain (``Cluster.groups``)
 
     [workload]
     kind = "synthetic"  # synthetic | philly | csv | omru-image | omru-action
@@ -19,7 +21,7 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s,
     #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed)
-    # philly:    path, window_s, vc, rate_scale, networks, mix
+    # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
     #            max_workers; every job arrives at 0 (offline batch; compare makespans)
@@ -72,7 +74,7 @@ _TOP_KEYS = (
     "policy_options",
     "description",
 )
-_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
+_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks")
 _SIM_KEYS = ("mode", "execution", "slot_s", "restart_s", "unfit", "elastic", "delta")
 _COMMON_WL = (
     "kind",
@@ -102,8 +104,8 @@ _WL_KEYS = {
         "duration_range_s",
         "arch_mix",
     ),
-    "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
-    "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "philly": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
 }
@@ -116,6 +118,7 @@ _WL_SHAPES = {
     "epochs": "weights",
     "duration_range_s": "pair",
     "window_s": "pair",
+    "start": "start",
     "path": "text",
     "device": "text",
     "load_resource": "text",
@@ -246,6 +249,8 @@ class Scenario:
     def build_cluster(self) -> Cluster:
         """The scenario's cluster."""
         c = self.cluster
+        if "racks" in c:
+            return Cluster.groups(c["racks"])
         return Cluster.homogeneous(
             c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"]
         )
@@ -323,6 +328,14 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(c, Mapping):
         raise InvalidInput(f"cluster must be a table, got {c!r}")
     _unknown("cluster", c, _CLUSTER_KEYS)
+    if "racks" in c:  # a racked cluster (``Cluster.groups``): the racks replace the flat keys
+        flat = [k for k in c if k != "racks"]
+        if flat:
+            raise InvalidInput(
+                f"cluster.{flat[0]} cannot be combined with cluster.racks (set it per rack)"
+            )
+        Cluster.groups(c["racks"])  # raises on bad input
+        return {"racks": c["racks"]}
     out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
     out["machines"] = check_int("cluster.machines", out["machines"], 1, MAX_MACHINES)
     for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):
@@ -381,6 +394,14 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
             raise InvalidInput(f"{field} must be a table of name = weight, got {value!r}")
         for k, v in value.items():
             check_positive(f"{field}[{k!r}]", v, allow_zero=True)
+    if shape == "start" and (
+        isinstance(value, bool)
+        or not isinstance(value, (int, str))
+        or (isinstance(value, int) and value < 0)
+    ):
+        raise InvalidInput(
+            f"{field} must be a job index (integer >= 0) or a date-time string, got {value!r}"
+        )
     if shape == "pair":
         for i, v in enumerate(seconds_pair(field, value)):
             check_positive(f"{field}[{i}]", v, allow_zero=True, allow_inf=True)

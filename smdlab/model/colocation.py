@@ -1,0 +1,390 @@
+"""Co-location (GPU sharing) model fitted to Gavel's measured pair throughputs.
+
+Data (``data/measurements/gavel_*.csv``, Gavel, OSDI 2020, MIT): each job type's solo steps per
+second per GPU type, and for pairs of job types sharing the same GPUs each job's co-located steps
+per second (0: the pair did not fit in GPU memory). A job type is a network at one batch size.
+
+**Throughput model (factorised, per GPU type g).** Each job type j has three parameters on g: a
+compute demand ``u_j`` (the fraction of the GPU it keeps busy alone), a sensitivity ``s_j`` (how
+much it suffers from a partner's presence) and a pressure ``p_j`` (how much it disturbs a partner).
+Co-located with partner k, job j keeps the fraction
+
+    r_j / solo_j = exp(-log(max(1, u_j + u_k)) - exp(s_j + p_k))
+
+of its solo rate: the first term is time-sharing of the GPU's compute when the two demands exceed
+one GPU, the second an interference term (memory bandwidth, caches, kernel launch contention) that
+factorises into the victim's sensitivity and the aggressor's pressure. Why factorised: a pair
+model needs per-pair numbers, which do not exist for unseen pairs; with per-job parameters, every
+job type is seen in training with other partners, so any pair of seen types is predicted. The
+compute term captures the saturation that the baseline cannot (two light jobs barely slow each
+other, two heavy ones halve each other), which is where the baseline's errors concentrate.
+
+**Memory (fit / no fit).** Each job type has a footprint ``m_j`` (GB-like units, one per job type,
+so a batch size's effect on activation memory is part of the type); a GPU type has a usable
+capacity ``C_g``; a pair fits iff ``m_j + m_k <= C_g``. Fitted by logistic regression on the sign
+of ``C_g - m_j - m_k``. Gavel measured space sharing only for single-GPU jobs: every multi-GPU
+pair in the data is 0, so the model predicts "does not fit" for scale factors never seen fitting.
+
+**Baseline (log-additive).** ``log(r_j / solo_j) = a_{g,j} + b_{g,k}`` (own and partner effects),
+least squares; same memory rule (the comparison is about throughput).
+
+Metrics (``evaluate_colocation``): MAPE of the co-located rates on pairs that fit and accuracy of
+the fit call, on a seeded hold-out of job-type pairs (split by unordered pair, all GPU types of a
+pair on the same side), for both models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares, minimize
+from scipy.sparse import coo_matrix
+
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.paths import data_dir
+
+SOLO_COLUMNS: tuple[str, ...] = ("gpu_type", "placement", "job_type", "scale_factor", "steps_per_s")
+PAIR_COLUMNS: tuple[str, ...] = (
+    "gpu_type",
+    "placement",
+    "job_a",
+    "scale_factor_a",
+    "job_b",
+    "scale_factor_b",
+    "steps_per_s_a",
+    "steps_per_s_b",
+)
+COLOCATION_MODELS = ("factorised", "log_additive")
+_REG = 0.01  # ridge weight on the parameters (keeps rarely seen job types near neutral)
+_MEM_SHARPNESS = 10.0  # logistic slope of the memory rule (units of 1/footprint)
+
+
+def load_gavel_solo() -> pd.DataFrame:
+    """Return Gavel's measured solo throughputs (the project's copy)."""
+    return pd.read_csv(data_dir() / "measurements" / "gavel_solo_throughputs.csv")
+
+
+def load_gavel_pairs() -> pd.DataFrame:
+    """Return Gavel's measured co-located pair throughputs (the project's copy)."""
+    return pd.read_csv(data_dir() / "measurements" / "gavel_colocated_throughputs.csv")
+
+
+def _check_columns(df: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise InvalidInput(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InvalidInput(f"{name} lacks columns {', '.join(missing)}")
+
+
+def _solo_index(solo: pd.DataFrame) -> pd.Series:
+    _check_columns(solo, SOLO_COLUMNS, "solo")
+    rate = pd.to_numeric(solo["steps_per_s"], errors="coerce")
+    if rate.isna().any() or (rate < 0).any():
+        raise InvalidInput("solo.steps_per_s must be numbers >= 0 (0: did not run)")
+    key = ["gpu_type", "placement", "job_type", "scale_factor"]
+    if solo.duplicated(key).any():
+        row = solo[solo.duplicated(key)].iloc[0]
+        raise InvalidInput(f"solo has duplicate rows for {tuple(row[key])}")
+    return pd.Series(rate.to_numpy(), index=pd.MultiIndex.from_frame(solo[key]))
+
+
+def _solo_rates(pairs: pd.DataFrame, solo_ix: pd.Series, side: str) -> np.ndarray:
+    keys = list(
+        zip(
+            pairs["gpu_type"],
+            pairs["placement"],
+            pairs[f"job_{side}"],
+            pairs[f"scale_factor_{side}"],
+            strict=True,
+        )
+    )
+    missing = [k for k in keys if k not in solo_ix.index]
+    if missing:
+        raise InvalidInput(
+            f"pairs.job_{side} {missing[0][2]!r} on {missing[0][:2]} has no solo row"
+        )
+    return solo_ix.loc[keys].to_numpy(dtype=float)
+
+
+def check_pairs(pairs: pd.DataFrame, *, rates: bool = True) -> None:
+    """Raise InvalidInput on a malformed pair table (columns, negative rates, duplicate pairs)."""
+    cols = PAIR_COLUMNS if rates else PAIR_COLUMNS[:6]
+    _check_columns(pairs, cols, "pairs")
+    if rates:
+        for c in ("steps_per_s_a", "steps_per_s_b"):
+            v = pd.to_numeric(pairs[c], errors="coerce")
+            if v.isna().any() or (v < 0).any():
+                raise InvalidInput(f"pairs.{c} must be numbers >= 0 (0: did not fit)")
+        # an unordered pair counts once: (a, b) and (b, a) on the same GPUs are duplicates
+        a = pairs["job_a"].astype(str) + "|" + pairs["scale_factor_a"].astype(str)
+        b = pairs["job_b"].astype(str) + "|" + pairs["scale_factor_b"].astype(str)
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        key = pairs["gpu_type"].astype(str) + "|" + pairs["placement"].astype(str) + "|" + lo + hi
+        dup = key.duplicated()
+        if dup.any():
+            r = pairs[dup].iloc[0]
+            raise InvalidInput(
+                f"pairs has duplicate pair ({r['job_a']!r}, {r['job_b']!r}) on "
+                f"{r['gpu_type']}/{r['placement']}"
+            )
+
+
+@dataclass(frozen=True)
+class ColocationModel:
+    """A fitted co-location model: per-job-type parameters per GPU type and a memory rule."""
+
+    kind: str
+    jobs: tuple[str, ...]
+    gpus: tuple[str, ...]
+    params: dict[str, np.ndarray]  # name -> (len(gpus), len(jobs)) array
+    memory: np.ndarray  # footprint per job type
+    capacity: dict[str, float]  # usable memory per GPU type
+    sharing_scales: frozenset[int]  # scale factors seen fitting in training
+    solo: pd.Series = field(repr=False)
+    fit_seconds: float = 0.0
+
+    def _ix(self, names: pd.Series, what: str) -> np.ndarray:
+        lookup = {j: i for i, j in enumerate(self.jobs if what == "job" else self.gpus)}
+        out = names.map(lookup)
+        if out.isna().any():
+            bad = names[out.isna()].iloc[0]
+            raise InvalidInput(f"pairs has {what} {bad!r} the model was not fitted on")
+        return out.to_numpy(dtype=int)
+
+    def log_ratio(self, own: np.ndarray, partner: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+        """Return predicted log(co-located rate / solo rate) of job types ``own`` beside ``partner``."""
+        return _log_ratio(self.kind, self.params, own, partner, gpu)
+
+    def fits(self, a: np.ndarray, b: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+        """Return whether pairs of job types (indices) fit together in one GPU's memory."""
+        cap = np.array([self.capacity[g] for g in self.gpus])[gpu]
+        return self.memory[a] + self.memory[b] <= cap
+
+    def predict(self, pairs: pd.DataFrame) -> pd.DataFrame:
+        """Return predicted ``steps_per_s_a``, ``steps_per_s_b`` per row (0: predicted not to fit)."""
+        check_pairs(pairs, rates=False)
+        a = self._ix(pairs["job_a"].reset_index(drop=True), "job")
+        b = self._ix(pairs["job_b"].reset_index(drop=True), "job")
+        g = self._ix(pairs["gpu_type"].reset_index(drop=True), "gpu")
+        solo_a = _solo_rates(pairs, self.solo, "a")
+        solo_b = _solo_rates(pairs, self.solo, "b")
+        scale_ok = (
+            pairs["scale_factor_a"].isin(self.sharing_scales).to_numpy()
+            & pairs["scale_factor_b"].isin(self.sharing_scales).to_numpy()
+        )
+        ok = self.fits(a, b, g) & scale_ok
+        ra = np.where(ok, solo_a * np.exp(self.log_ratio(a, b, g)), 0.0)
+        rb = np.where(ok, solo_b * np.exp(self.log_ratio(b, a, g)), 0.0)
+        return pd.DataFrame({"steps_per_s_a": ra, "steps_per_s_b": rb}, index=pairs.index)
+
+
+def _log_ratio(
+    kind: str, params: dict[str, np.ndarray], own: np.ndarray, partner: np.ndarray, g: np.ndarray
+) -> np.ndarray:
+    if kind == "log_additive":
+        return params["own"][g, own] + params["partner"][g, partner]
+    u = np.exp(params["log_demand"])
+    interference = np.exp(params["sensitivity"][g, own] + params["pressure"][g, partner])
+    return -np.log(np.maximum(1.0, u[g, own] + u[g, partner])) - interference
+
+
+def _training_rows(
+    d: pd.DataFrame, jobs: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both directions of every fitting pair: (own, partner, log ratio)."""
+    a = d["job_a"].map(jobs).to_numpy(dtype=int)
+    b = d["job_b"].map(jobs).to_numpy(dtype=int)
+    ya = np.log(d["steps_per_s_a"].to_numpy() / d["solo_a"].to_numpy())
+    yb = np.log(d["steps_per_s_b"].to_numpy() / d["solo_b"].to_numpy())
+    return np.r_[a, b], np.r_[b, a], np.r_[ya, yb]
+
+
+def _fit_rates(kind: str, own: np.ndarray, partner: np.ndarray, y: np.ndarray, n: int) -> dict:
+    """Least squares on log ratios for one GPU type; returns (1, n) parameter rows."""
+    names = (
+        ("own", "partner") if kind == "log_additive" else ("log_demand", "sensitivity", "pressure")
+    )
+    k = len(names)
+    g0 = np.zeros(len(y), dtype=int)
+
+    def unpack(th: np.ndarray) -> dict[str, np.ndarray]:
+        return {nm: th[i * n : (i + 1) * n][None, :] for i, nm in enumerate(names)}
+
+    def resid(th: np.ndarray) -> np.ndarray:
+        return np.r_[_log_ratio(kind, unpack(th), own, partner, g0) - y, _REG * th]
+
+    m = len(y)
+    rows = np.arange(m)
+    reg_rows = np.arange(m, m + k * n)
+
+    def jac(th: np.ndarray) -> coo_matrix:
+        # analytic and sparse: each residual touches the parameters of its two job types only
+        if kind == "log_additive":
+            vals = [np.ones(m), np.ones(m)]
+            cols = [own, n + partner]
+        else:
+            u = np.exp(th[:n])
+            tot = u[own] + u[partner]
+            sat = tot > 1.0
+            e = np.exp(th[n + own] + th[2 * n + partner])
+            vals = [
+                -np.where(sat, u[own] / tot, 0.0),
+                -np.where(sat, u[partner] / tot, 0.0),
+                -e,
+                -e,
+            ]
+            cols = [own, partner, n + own, 2 * n + partner]
+        data = np.r_[np.concatenate(vals), np.full(k * n, _REG)]
+        r = np.r_[np.tile(rows, len(vals)), reg_rows]
+        c = np.r_[np.concatenate(cols), np.arange(k * n)]
+        return coo_matrix((data, (r, c)), shape=(m + k * n, k * n)).tocsr()
+
+    x0 = (
+        np.zeros(k * n) if kind == "log_additive" else np.r_[np.full(n, -0.7), np.full(2 * n, -1.5)]
+    )
+    res = least_squares(resid, x0, jac=jac, method="trf")
+    return unpack(res.x)
+
+
+def _fit_memory(
+    a: np.ndarray, b: np.ndarray, g: np.ndarray, fit: np.ndarray, n: int, ng: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Logistic regression of fit on C_g - m_a - m_b; returns (footprints, capacities)."""
+    y = fit.astype(float)
+
+    def loss(th: np.ndarray) -> tuple[float, np.ndarray]:
+        m, cap = np.exp(th[:n]), th[n:]
+        z = _MEM_SHARPNESS * (cap[g] - m[a] - m[b])
+        p = 1.0 / (1.0 + np.exp(-z))
+        val = (
+            np.mean(np.logaddexp(0, -z) * y + np.logaddexp(0, z) * (1 - y)) + 1e-3 * th[:n] @ th[:n]
+        )
+        dz = (p - y) / len(y) * _MEM_SHARPNESS
+        grad = np.zeros_like(th)
+        np.add.at(grad, n + g, dz)
+        np.add.at(grad, a, -dz * m[a])
+        np.add.at(grad, b, -dz * m[b])
+        grad[:n] += 2e-3 * th[:n]
+        return float(val), grad
+
+    res = minimize(loss, np.r_[np.zeros(n), np.full(ng, 2.0)], jac=True, method="L-BFGS-B")
+    return np.exp(res.x[:n]), res.x[n:]
+
+
+def fit_colocation_model(
+    pairs: pd.DataFrame, solo: pd.DataFrame, *, kind: str = "factorised"
+) -> ColocationModel:
+    """Fit a co-location model (``kind``: factorised or log_additive) to pair and solo tables."""
+    import time
+
+    t0 = time.perf_counter()
+    check_choice("kind", kind, COLOCATION_MODELS)
+    solo_ix = _solo_index(solo)
+    check_pairs(pairs)
+    if len(pairs) == 0:
+        raise InvalidInput("pairs must have at least one row")
+    d = pairs.reset_index(drop=True).copy()
+    d["solo_a"] = _solo_rates(d, solo_ix, "a")
+    d["solo_b"] = _solo_rates(d, solo_ix, "b")
+    d["fit"] = (d["steps_per_s_a"] > 0) & (d["steps_per_s_b"] > 0)
+    d = d[~d["fit"] | ((d["solo_a"] > 0) & (d["solo_b"] > 0))]  # no ratio without a solo rate
+    jobs = tuple(sorted(set(solo["job_type"]) | set(d["job_a"]) | set(d["job_b"])))
+    gpus = tuple(sorted(set(d["gpu_type"])))
+    jx = {j: i for i, j in enumerate(jobs)}
+    n, ng = len(jobs), len(gpus)
+    single = d[(d["scale_factor_a"] == d["scale_factor_b"])]
+    scales = frozenset(int(s) for s in single.loc[single["fit"], "scale_factor_a"].unique())
+    # placement does not matter for a pair on the same GPUs; fit on the distinct measurements
+    rate_rows = d[d["fit"]].drop_duplicates(["gpu_type", "job_a", "job_b", "scale_factor_a"])
+    per_gpu: list[dict[str, np.ndarray]] = []
+    for gpu in gpus:
+        own, partner, y = _training_rows(rate_rows[rate_rows["gpu_type"] == gpu], jx)
+        per_gpu.append(_fit_rates(kind, own, partner, y, n))
+    params = {k: np.vstack([p[k] for p in per_gpu]) for k in per_gpu[0]}
+    mem_rows = d[d["scale_factor_a"].isin(scales) & d["scale_factor_b"].isin(scales)]
+    mem_rows = mem_rows.drop_duplicates(["gpu_type", "job_a", "job_b", "scale_factor_a"])
+    gx = {g: i for i, g in enumerate(gpus)}
+    memory, cap = _fit_memory(
+        mem_rows["job_a"].map(jx).to_numpy(dtype=int),
+        mem_rows["job_b"].map(jx).to_numpy(dtype=int),
+        mem_rows["gpu_type"].map(gx).to_numpy(dtype=int),
+        mem_rows["fit"].to_numpy(),
+        n,
+        ng,
+    )
+    return ColocationModel(
+        kind=kind,
+        jobs=jobs,
+        gpus=gpus,
+        params=params,
+        memory=memory,
+        capacity={g: float(c) for g, c in zip(gpus, cap, strict=True)},
+        sharing_scales=scales,
+        solo=solo_ix,
+        fit_seconds=time.perf_counter() - t0,
+    )
+
+
+def split_pairs(pairs: pd.DataFrame, holdout: float = 0.2, seed: int = 0) -> np.ndarray:
+    """Return a boolean mask of hold-out rows: a seeded fraction of unordered job-type pairs."""
+    check_positive("holdout", holdout)
+    if holdout >= 1:
+        raise InvalidInput(f"holdout must be in (0, 1), got {holdout!r}")
+    check_int("seed", seed, 0)
+    a, b = pairs["job_a"].astype(str), pairs["job_b"].astype(str)
+    key = pd.Series(np.minimum(a, b) + "|" + np.maximum(a, b), index=pairs.index)
+    uniq = np.array(sorted(set(key)))
+    rng = np.random.default_rng(seed)
+    chosen = set(rng.choice(uniq, size=max(1, round(holdout * len(uniq))), replace=False))
+    return key.isin(chosen).to_numpy()
+
+
+def colocation_metrics(model: ColocationModel, pairs: pd.DataFrame) -> dict[str, float]:
+    """Return MAPE (%) on pairs that fit, fit/no-fit accuracy, both also on single-GPU rows only."""
+    pred = model.predict(pairs)
+    fit = ((pairs["steps_per_s_a"] > 0) & (pairs["steps_per_s_b"] > 0)).to_numpy()
+    called = (pred["steps_per_s_a"] > 0).to_numpy()
+    # MAPE over every measured pair that fits, from the rate model (even if the fit call is wrong)
+    m = pairs.reset_index(drop=True)
+    a = model._ix(m["job_a"], "job")
+    b = model._ix(m["job_b"], "job")
+    g = model._ix(m["gpu_type"], "gpu")
+    ra = _solo_rates(m, model.solo, "a") * np.exp(model.log_ratio(a, b, g))
+    rb = _solo_rates(m, model.solo, "b") * np.exp(model.log_ratio(b, a, g))
+    ya, yb = m["steps_per_s_a"].to_numpy(), m["steps_per_s_b"].to_numpy()
+    err = np.r_[np.abs(ra - ya)[fit] / ya[fit], np.abs(rb - yb)[fit] / yb[fit]]
+    err = err[np.isfinite(err)]
+    single = ((m["scale_factor_a"] == 1) & (m["scale_factor_b"] == 1)).to_numpy()
+    return {
+        "mape_pct": float(100 * err.mean()) if err.size else float("nan"),
+        "fit_accuracy": float(np.mean(called == fit)),
+        "fit_accuracy_single_gpu": float(np.mean((called == fit)[single])),
+        "pairs": float(len(m)),
+        "fitting_pairs": float(fit.sum()),
+    }
+
+
+def evaluate_colocation(
+    pairs: pd.DataFrame | None = None,
+    solo: pd.DataFrame | None = None,
+    *,
+    holdout: float = 0.2,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return train and hold-out metrics of both models (split by job-type pair, seeded)."""
+    pairs = load_gavel_pairs() if pairs is None else pairs
+    solo = load_gavel_solo() if solo is None else solo
+    test = split_pairs(pairs, holdout, seed)
+    rows = []
+    for kind in COLOCATION_MODELS:
+        model = fit_colocation_model(pairs[~test], solo, kind=kind)
+        for part, mask in (("train", ~test), ("holdout", test)):
+            rows.append(
+                {"model": kind, "split": part, **colocation_metrics(model, pairs[mask])}
+                | {"fit_seconds": model.fit_seconds}
+            )
+    return pd.DataFrame(rows)
