@@ -21,7 +21,7 @@ import heapq
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -283,6 +283,37 @@ def simulate(
     )
     sim.progress = bool(progress)
     return sim.run()
+
+
+def simulate_steps(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: Policy | str,
+    *,
+    mode: str = "wfbp",
+    execution: str = "natural",
+    slot_s: float | None = None,
+    restart_s: float = DEFAULT_RESTART_S,
+    unfit: str = "skip",
+    record_history: bool = True,
+) -> Generator[ClusterState, Decision, SimResult]:
+    """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
+    each decision point, applies the Decision sent back, and returns the SimResult at the end.
+
+    ``policy`` only sets the execution mode and slot (``resolve_execution``) and is reset once;
+    its ``decide`` is never called.
+    """
+    sim = _Simulator(
+        jobs,
+        cluster,
+        policy,
+        mode,
+        (execution, None, slot_s, None),
+        restart_s,
+        unfit,
+        record_history,
+    )
+    return sim.steps()
 
 
 class _Simulator:
@@ -835,6 +866,18 @@ class _Simulator:
         return ok
 
     def run(self) -> SimResult:
+        """Run to the end, asking the policy at every decision point."""
+        steps = self.steps()
+        decide = self.policy.decide
+        try:
+            state = next(steps)
+            while True:
+                state = steps.send(decide(state))
+        except StopIteration as done:
+            return done.value
+
+    def steps(self) -> Generator[ClusterState, Decision, SimResult]:
+        """The run as a generator: yields the state at each decision point, takes the Decision."""
         self.heap = []
         self.running: dict[str, _Run] = {}
         self.queued = {}
@@ -915,7 +958,7 @@ class _Simulator:
             if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
-                decision = self.policy.decide(state)
+                decision = yield state  # run() passes it to policy.decide
                 if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
                     decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0
