@@ -124,7 +124,8 @@ class Explorer(BackgroundApp, widgets.HBox):
             )
         )
         self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
-        self.status = widgets.HTML()
+        # Hidden until the first change: before it there is no change-to-redraw time to report.
+        self.status = widgets.HTML(layout=widgets.Layout(display="none"))
         outputs = widgets.VBox(
             [
                 widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
@@ -135,7 +136,7 @@ class Explorer(BackgroundApp, widgets.HBox):
             ],
             layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
         )
-        super().__init__([self.controls, outputs], layout=widgets.Layout(width="100%"))
+        super().__init__([self.control_panel, outputs], layout=widgets.Layout(width="100%"))
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
         self._queue_schedule()
@@ -283,7 +284,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         def section(title: str, *children: widgets.Widget) -> widgets.VBox:
             return widgets.VBox([widgets.HTML(f"<b>{title}</b>"), *children])
 
-        self.controls = widgets.VBox(
+        self.control_panel = widgets.VBox(
             [
                 section("Cluster", self.machines, self.shape, self.bandwidth),
                 section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch),
@@ -303,6 +304,15 @@ class Explorer(BackgroundApp, widgets.HBox):
             ],
             layout=widgets.Layout(width="330px", flex="0 0 330px"),
         )
+        # Control name -> widget, for scripts and tests: setting ``.value`` acts like the user.
+        self.controls: dict[str, widgets.Widget] = {
+            name: getattr(self, name)
+            for name in (
+                "machines", "shape", "bandwidth", "profiles", "n_jobs", "seed", "arch", "focus",
+                "device", "compute_scale", "param_scale", "comm_ratio", "cpu", "mem", "mode",
+                "batch", "method", "exact",
+            )
+        }  # fmt: skip
 
     @staticmethod
     def _focus_options(s: ExplorerSettings) -> list[tuple[str, int]]:
@@ -663,26 +673,43 @@ class Explorer(BackgroundApp, widgets.HBox):
         return self.solution
 
     # ---- status ---------------------------------------------------------------------------------
+    def headline(self) -> str:
+        """One line naming the chosen method and its result (the exact MILP's once it has arrived)."""
+        sol = self.shown_solution
+        if sol is None:
+            return ""
+        chosen = self.settings.method
+        if chosen == "milp" and sol is not self.exact_solution:
+            return (
+                f"<b>{html.escape(method_label('milp'))}</b>: solving in the background; "
+                f"shown meanwhile: {html.escape(method_label(sol.method))}, Σ JCT {sol.objective:,.0f} s"
+            )
+        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
+        return (
+            f"<b>{html.escape(method_label(chosen))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs "
+            f"started, Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in "
+            f"{sol.wall_time_s * 1e3:.0f} ms"
+        )
+
     def _show_status(self) -> None:
         sol = self.solution
         if sol is None:
             return
-        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
-        parts = [
-            f"<b>{html.escape(method_label(sol.method))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs started, "
-            f"Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in {sol.wall_time_s * 1e3:.0f} ms",
-        ]
+        parts = [self.headline()]
         ex = self.exact_solution
         if ex is not None:
             tag = "optimal" if ex.status == "optimal" else "time limit, not proven optimal"
             parts.append(
                 f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
             )
-        parts.append(f"update {self.last_update_s * 1e3:.0f} ms")
+        if self.updates:
+            parts.append(f"last change to redraw sent: {self.last_update_s * 1e3:.0f} ms")
+            self.status.layout.display = None
         self.status.value = "<br>".join(parts)
 
     def _show_error(self, message: str) -> None:
         self.error = message
+        self.status.layout.display = None
         self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
 
     # ---- for tests and notebooks ------------------------------------------------------------------
