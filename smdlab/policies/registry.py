@@ -37,6 +37,8 @@ _BUILTIN: dict[str, str] = {
     "smd_levels": "smdlab.policies.smd_levels:SMDLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
+    "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
+    "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
 }
 _EXTRA: dict[str, Any] = {}
 
