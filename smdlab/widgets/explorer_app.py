@@ -50,7 +50,7 @@ DEFAULT_MILP_TIME_LIMIT = 5.0
 # How long a change waits for the background MILP before drawing the bounds figure without it:
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
 EXACT_GRACE_S = 0.1
-_CONTROL_WIDTH = "300px"
+_CONTROL_WIDTH = "380px"
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
 
@@ -134,9 +134,13 @@ class Explorer(BackgroundApp, widgets.HBox):
                 self.timeline_fig,
                 self.schedule_fig,
             ],
-            layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
+            layout=widgets.Layout(flex="1 1 480px", min_width="0"),
         )
-        super().__init__([self.control_panel, outputs], layout=widgets.Layout(width="100%"))
+        # A narrow column wraps the figures below the controls instead of clipping them.
+        super().__init__(
+            [self.control_panel, outputs],
+            layout=widgets.Layout(width="100%", flex_flow="row wrap"),
+        )
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
         self._queue_schedule()
@@ -177,7 +181,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.profiles = widgets.SelectMultiple(
             options=list_profiles(),
             value=s.profiles,
-            rows=6,
+            rows=len(list_profiles()),  # every network visible: no selection scrolled out of view
             description="networks",
             style=style,
             layout=_slider_layout(),
@@ -235,10 +239,10 @@ class Explorer(BackgroundApp, widgets.HBox):
             layout=_slider_layout(),
         )
         self.batch = widgets.ToggleButtons(
-            options=list(BATCH_MODES),
+            options=[(b.replace("_", " "), b) for b in BATCH_MODES],
             value=s.batch,
             description="batch",
-            style={**style, "button_width": "80px"},
+            style={**style, "button_width": "100px"},
         )
         self.method = widgets.Dropdown(
             options=list(METHOD_CHOICES),
@@ -302,7 +306,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                 ),
                 section("Model and solver", self.mode, self.batch, self.method, self.exact),
             ],
-            layout=widgets.Layout(width="330px", flex="0 0 330px"),
+            layout=widgets.Layout(width="400px", flex="0 0 400px"),
         )
         # Control name -> widget, for scripts and tests: setting ``.value`` acts like the user.
         self.controls: dict[str, widgets.Widget] = {
