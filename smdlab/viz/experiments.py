@@ -28,6 +28,7 @@ _POLICY_COLORS = {
     "optimus": "#F58518",
     "milp": "#54A24B",
     "smd": "#E45756",
+    "sjf": "#EECA3B",
 }
 _DASHES = {
     "fifo": "dot",
@@ -497,7 +498,7 @@ def philly_window_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Fi
         row=1,
         col=3,
     )
-    fig.update_yaxes(title_text="JCT (h)", type="log", row=1, col=1)
+    fig.update_yaxes(title_text="JCT (h)", rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text="JCT (h)", type="log", row=1, col=2)
     fig.update_yaxes(title_text="fraction of jobs", range=[0, 1.02], row=1, col=2)
     fig.update_yaxes(title_text="GPU utilisation (%)", range=[0, 100], row=1, col=3)
@@ -508,8 +509,12 @@ def philly_window_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Fi
     fig.update_layout(
         base_layout(
             title or f"Default Philly window{where} (GPU-only gangs)",
-            height=460,
+            height=480,
             width=1100,
         )
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0.4, "xanchor": "left"},
+        margin={"b": 110},
     )
     return fig
