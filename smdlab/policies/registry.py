@@ -37,6 +37,7 @@ _BUILTIN: dict[str, str] = {
     "smd_levels": "smdlab.policies.smd_levels:SMDLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
+    "dl2": "smdlab.policies.dl2:DL2",
 }
 _EXTRA: dict[str, Any] = {}
 
