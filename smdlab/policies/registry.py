@@ -38,6 +38,8 @@ _BUILTIN: dict[str, str] = {
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
     "dl2": "smdlab.policies.dl2:DL2",
+    "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
+    "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
 }
 _EXTRA: dict[str, Any] = {}
 
