@@ -27,7 +27,14 @@ from typing import cast
 
 import numpy as np
 
-from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
+from smdlab.errors import (
+    Infeasible,
+    InvalidInput,
+    SmdlabError,
+    check_choice,
+    check_int,
+    check_positive,
+)
 from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
@@ -37,6 +44,9 @@ from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
     EXECUTIONS,
+    SHARING_KINDS,
+    TIME_SLICE_S,
+    TIME_SLICE_SWITCH_S,
     Allocation,
     ClusterState,
     Decision,
@@ -251,6 +261,7 @@ def simulate(
     elastic: bool | None = None,
     delta: float | None = None,
     progress: bool = False,
+    sharing_degree: int = 1,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -264,6 +275,7 @@ def simulate(
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
     delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
+    sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing).
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -281,11 +293,13 @@ def simulate(
         record_history,
     )
     sim.progress = bool(progress)
+    sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
     return sim.run()
 
 
 class _Simulator:
     progress = False
+    sharing_degree = 1
     t: float
     heap: list[tuple[float, int, int]]
     queued: dict[str, QueuedJob]
@@ -475,6 +489,27 @@ class _Simulator:
                 )
             groups.setdefault(str(label), []).append(a)
         for label, members in groups.items():
+            kind = getattr(members[0], "sharing", None)
+            if kind is not None and kind not in SHARING_KINDS:
+                raise InvalidDecision(
+                    f"{where}: group {label!r}: sharing must be one of {', '.join(SHARING_KINDS)} "
+                    f"or None, got {kind!r}"
+                )
+            if any(getattr(a, "sharing", None) != kind for a in members):
+                raise InvalidDecision(f"{where}: group {label!r} mixes sharing kinds")
+            if kind == "space" and len(members) > self.sharing_degree:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} co-locates {len(members)} jobs; the sharing degree "
+                    f"allows [1, {self.sharing_degree}]"
+                )
+            if (
+                kind == "space"
+                and self._space_factors([self._alloc_job(a) for a in members]) is None
+            ):
+                raise CapacityExceeded(
+                    f"{where}: group {label!r}: the co-location model predicts its jobs do not fit "
+                    f"in one GPU's memory together"
+                )
             if len(members) > MAX_GROUP:
                 raise InvalidDecision(
                     f"{where}: group {label!r} has {len(members)} jobs; group size must be in "
@@ -492,6 +527,26 @@ class _Simulator:
                         f"{where}: group {label!r}: job {a.job!r} is not placed on the group's tasks"
                     )
         return groups
+
+    def _space_factors(self, jobs: list[Job]) -> np.ndarray | None:
+        """Each job's fraction of its solo rate when co-located (None: not in memory together)."""
+        from smdlab.model.colocation import gavel_job_type, shared_rate_factors
+
+        return shared_rate_factors([gavel_job_type(j) for j in jobs])
+
+    def _group_speeds(self, jobs: list[Job], w: int, p: int, kind: str | None) -> dict[str, float]:
+        """Speed of each member of a group of ``jobs`` on (w, p) shared in the way ``kind`` says."""
+        solo = {j.name: speed_of(j, w, p, self.mode) for j in jobs}
+        if kind == "space":
+            f = self._space_factors(jobs)
+            f = np.ones(len(jobs)) if f is None else f
+            return {j.name: solo[j.name] * float(x) for j, x in zip(jobs, f, strict=True)}
+        if kind == "time":
+            n = len(jobs)
+            keep = 1.0 if n == 1 else max(0.0, 1.0 - TIME_SLICE_SWITCH_S / TIME_SLICE_S) / n
+            return {j.name: solo[j.name] * keep for j in jobs}
+        tau = group_iteration_time(jobs, w, p, self.mode)
+        return {j.name: solo[j.name] * iteration_time(j, w, p, self.mode) / tau for j in jobs}
 
     def _group_use(self, members) -> np.ndarray:
         """Per-machine use of a group: the maximum of its members' (machines x resources)."""
@@ -536,10 +591,10 @@ class _Simulator:
             self.free += held - use
         w, p = runs[0].workers, runs[0].ps
         jobs = [r.job for r in runs]
-        tau = group_iteration_time(jobs, w, p, self.mode)
+        speeds = self._group_speeds(jobs, w, p, self.group_kinds.get(gid))
         for r in runs:
             left = self._close_segment(r, t, final=False)
-            v = speed_of(r.job, w, p, self.mode) * iteration_time(r.job, w, p, self.mode) / tau
+            v = speeds[r.job.name]
             self.running[r.job.name] = self._open(
                 r.job,
                 w,
@@ -703,11 +758,10 @@ class _Simulator:
             gid = f"{label}#{self.group_seq}"
             jobs = [self._alloc_job(a) for a in members]
             w, p = members[0].workers, members[0].ps
-            tau = group_iteration_time(jobs, w, p, self.mode)
-            speed = {
-                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
-                for j in jobs
-            }
+            kind = getattr(members[0], "sharing", None)
+            if kind is not None:
+                self.group_kinds[gid] = kind
+            speed = self._group_speeds(jobs, w, p, kind)
             started_groups[label] = (gid, speed, group_use[label] / len(members))
         for a in starts:
             q = self.queued.pop(a.job)
@@ -788,6 +842,7 @@ class _Simulator:
             self.execution,
             self.delta,
             self.restart_s,
+            self.sharing_degree,
         )
 
     def _screen_unfit(self) -> list[int]:
@@ -828,6 +883,8 @@ class _Simulator:
         self.version = 0
         self.group_seq = 0
         self.groups: dict[str, set[str]] = {}
+        self.group_kinds: dict[str, str] = {}
+        self.share_area = [0.0, 0.0]  # integrals of (GPUs held by jobs, GPUs busy) over time
         self.history: list[tuple] = []
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
@@ -862,6 +919,7 @@ class _Simulator:
             t = min(t_arr, t_cmp, t_tick, next_wake if busy else math.inf)
             if t == math.inf:
                 break
+            self._integrate_sharing(t)
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
@@ -931,6 +989,19 @@ class _Simulator:
             bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
+
+    def _integrate_sharing(self, t: float) -> None:
+        """Add the interval since the last event to the GPU-sharing integrals."""
+        dt = t - self.t
+        if dt > 0 and self.gpu_index is not None and self.running:
+            busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
+            self.share_area[0] += dt * sum(r.gpus for r in self.running.values())
+            self.share_area[1] += dt * busy
+
+    def gpu_sharing(self) -> float:
+        """Time-weighted mean number of jobs per busy GPU (1.0 without sharing; NaN: no GPU used)."""
+        held, busy = self.share_area
+        return held / busy if busy > 0 else math.nan
 
     def _breaks_gang(self, d: Decision) -> bool:
         """Whether ``d`` starts a gang job on less than its request or resizes a running one."""
