@@ -80,3 +80,35 @@ def test_memory_check_and_bad_degree():
 def test_no_sharing_summary_unchanged_otherwise():
     res = simulate(_jobs(), Cluster.homogeneous(2), "fifo")
     assert math.isclose(res.summary["gpu_sharing"], 1.0)
+
+
+class JoinLater(Policy):
+    """Start each job alone in a space group on machine 0; a later job joins the running group."""
+
+    name = "join_later"
+
+    def decide(self, state: ClusterState) -> Decision:
+        place = Placement(((0, 1, 1),))
+        host = next((r.group for r in state.running), None)
+        out = []
+        for q in state.queued:
+            label = host if host is not None else "solo"
+            out.append(Allocation(q.job.name, 1, 1, place, group=label, sharing="space"))
+            host = "pending"  # one decision: one start, the rest wait for the next event
+            break
+        return Decision(tuple(out))
+
+
+def test_a_later_job_joins_a_running_group():
+    jobs = _jobs()
+    jobs[1] = make_job("b", "lstm_lm", 2e5, global_batch=20, arrival=100.0)
+    res = simulate(jobs, Cluster.homogeneous(1), JoinLater(), sharing_degree=2)
+    f = shared_rate_factors([gavel_job_type(j) for j in jobs])
+    assert f is not None
+    h = res.history[(res.history.job == "a") & (res.history.speed > 0)].sort_values("start")
+    s1 = speed(jobs[0], 1, 1, "wfbp")
+    assert h.speed.iloc[0] == pytest.approx(s1)  # alone until b arrives
+    assert h.start.iloc[1] == pytest.approx(100.0)
+    assert h.speed.iloc[1] == pytest.approx(s1 * f[0], rel=1e-9)  # then at the shared rate
+    assert (res.utilization["gpu"] <= 1 + 1e-12).all()
+    assert res.jobs.status.eq("completed").all()

@@ -261,7 +261,7 @@ def simulate(
     elastic: bool | None = None,
     delta: float | None = None,
     progress: bool = False,
-    sharing_degree: int = 1,
+    sharing_degree: int | None = None,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -275,7 +275,8 @@ def simulate(
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
     delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
-    sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing).
+    sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing;
+    None: the policy's declared ``sharing_degree``, else 1).
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -293,6 +294,8 @@ def simulate(
         record_history,
     )
     sim.progress = bool(progress)
+    if sharing_degree is None:
+        sharing_degree = getattr(sim.policy, "sharing_degree", 1)
     sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
     return sim.run()
 
@@ -490,12 +493,29 @@ class _Simulator:
             groups.setdefault(str(label), []).append(a)
         for label, members in groups.items():
             kind = getattr(members[0], "sharing", None)
+            present = self._group_runs(label) if label in self.groups else []
+            if present:  # new jobs join a running sharing group (its id from RunningJob.group)
+                if kind is None or self.group_kinds.get(label) != kind:
+                    raise InvalidDecision(
+                        f"{where}: group {label!r} is running; only jobs of its sharing kind "
+                        f"({self.group_kinds.get(label)!r}) may join it"
+                    )
+                host = present[0]
+                for a in members:
+                    if (a.workers, a.ps) != (host.workers, host.ps) or sorted(
+                        a.placement.tasks
+                    ) != sorted(host.placement.tasks):
+                        raise InvalidDecision(
+                            f"{where}: job {a.job!r} joins group {label!r} on other counts or "
+                            f"tasks than the group's"
+                        )
+                members = [*present, *members]
             if kind is not None and kind not in SHARING_KINDS:
                 raise InvalidDecision(
                     f"{where}: group {label!r}: sharing must be one of {', '.join(SHARING_KINDS)} "
                     f"or None, got {kind!r}"
                 )
-            if any(getattr(a, "sharing", None) != kind for a in members):
+            if any(getattr(a, "sharing", kind) != kind for a in members):  # a _Run has none
                 raise InvalidDecision(f"{where}: group {label!r} mixes sharing kinds")
             if kind == "space" and len(members) > self.sharing_degree:
                 raise InvalidDecision(
@@ -504,7 +524,7 @@ class _Simulator:
                 )
             if (
                 kind == "space"
-                and self._space_factors([self._alloc_job(a) for a in members]) is None
+                and self._space_factors([self._member_job(a) for a in members]) is None
             ):
                 raise CapacityExceeded(
                     f"{where}: group {label!r}: the co-location model predicts its jobs do not fit "
@@ -527,6 +547,10 @@ class _Simulator:
                         f"{where}: group {label!r}: job {a.job!r} is not placed on the group's tasks"
                     )
         return groups
+
+    def _member_job(self, a) -> Job:
+        """The job of a group member: an allocation's, or a running member's own."""
+        return a.job if isinstance(a, _Run) else self._alloc_job(a)
 
     def _space_factors(self, jobs: list[Job]) -> np.ndarray | None:
         """Each job's fraction of its solo rate when co-located (None: not in memory together)."""
@@ -707,7 +731,13 @@ class _Simulator:
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
         group_use = {label: self._group_use(members) for label, members in groups.items()}
-        for use in group_use.values():
+        joins = {label for label in groups if self._group_runs(label)}
+        for label in joins & touched:
+            raise InvalidDecision(f"{where}: jobs join group {label!r} while members leave it")
+        for label, use in group_use.items():
+            if label in joins:  # the group's use grows to the maximum with its new members
+                now = self._group_held_use(label, set())[1]
+                use = np.maximum(now, use) - now
             free -= use
         over = free < -TOL * np.maximum(1.0, self.capacity)
         if over.any():
@@ -753,6 +783,9 @@ class _Simulator:
             self._regroup(gid, t, adjust_free=False)
         started_groups = {}
         for label, members in groups.items():
+            if label in joins:
+                started_groups[label] = (label, {a.job: 1.0 for a in members}, None)
+                continue
             self.group_seq += 1
             self.beyond_bound = True  # grouped jobs share GPUs
             gid = f"{label}#{self.group_seq}"
@@ -803,6 +836,8 @@ class _Simulator:
                 q.attained_service,
                 pause,
             )
+        for label in joins:  # every member now runs at the rates of the larger group
+            self._regroup(label, t, adjust_free=False)
         if preempt or starts:
             self._queued_tuple = None
         return len(starts), len(preempt), len(resizes)
