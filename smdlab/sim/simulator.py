@@ -781,7 +781,7 @@ class _Simulator:
             )
         for gid in touched:
             self._regroup(gid, t, adjust_free=False)
-        started_groups = {}
+        started_groups: dict[str, tuple[str, dict[str, float], np.ndarray | None]] = {}
         for label, members in groups.items():
             if label in joins:
                 started_groups[label] = (label, {a.job: 1.0 for a in members}, None)
