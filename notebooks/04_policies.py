@@ -16,8 +16,8 @@
 # # 4. Every policy, side by side
 #
 # This notebook runs every registered scheduling policy on the same jobs and cluster, first on
-# smdlab's default synthetic scenario (`data/scenarios/default.toml`), then on the first jobs of the
-# Microsoft Philly trace (`data/scenarios/philly.toml`), and compares job completion times (JCT),
+# smdlab's default synthetic scenario (`data/scenarios/default.toml`), then the trace schedulers on
+# the default window of the Microsoft Philly trace (`data/scenarios/philly.toml`), and compares job completion times (JCT),
 # utilisation and the schedule itself. Policies are described in `docs/` and in each policy's module
 # docstring; SMD's results come from **the reconstructed SMD model** (see `docs/model.md`).
 #
@@ -165,21 +165,24 @@ for execution in ["non_elastic", "natural"]:
 # %% [markdown]
 # ## The Philly workload
 #
-# Arrival times and GPU counts of the first jobs of the Philly trace (2017), their networks drawn
-# from the bundled profiles, on the scenario's cluster. Long trace jobs make JCTs much longer than in
-# the synthetic scenario. Only the first 250 jobs are used here (the scenario file has 2,000).
+# The default Philly window (`data/scenarios/philly.toml`; `docs/simulator.md`, "Philly windows"):
+# 2,000 trace jobs from job 60,000 in time order (November 2017), each a GPU-only gang of its
+# recorded GPU count that runs exactly its recorded duration, arrivals compressed to an offered
+# load of 10 on 64 machines, so that jobs queue and mean JCTs are hours. Here the two
+# non-preemptive trace schedulers, strict FIFO and SJF, run it as Tiresias' simulator does (gang,
+# no PS); preemptive SRTF and Tiresias take longer to simulate:
+# `smdlab simulate --scenario data/scenarios/philly.toml --policy fifo,sjf,srtf,tiresias`.
 
 # %%
-philly = load_scenario(data_dir() / "scenarios" / "philly.toml").with_changes(
-    workload={"jobs": 250}
-)
-print(philly.description, "- here the first", philly.workload["jobs"], "jobs")
-philly_results = run_scenario(philly, POLICIES)
+philly = load_scenario(data_dir() / "scenarios" / "philly.toml")
+print(philly.description)
+TRACE_POLICIES = ["fifo", "sjf"]
+philly_results = run_scenario(philly, TRACE_POLICIES)
 summary_table(philly_results).round(2)
 
 # %%
-policy_summary_figure(philly_results, title="Philly (first 250 jobs): JCT per policy").show()
-jct_cdf_figure(philly_results, title="Philly (first 250 jobs): JCT distribution").show()
+policy_summary_figure(philly_results, title="Philly default window: JCT per policy").show()
+jct_cdf_figure(philly_results, title="Philly default window: JCT distribution").show()
 
 # %% [markdown]
 # The JCT-versus-parameter curves of every policy (number of jobs, cluster size, bandwidth,

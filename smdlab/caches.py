@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = [
     "BUNDLED_PROFILES",
@@ -35,6 +35,7 @@ __all__ = [
     "SPEED_TABLES",
     "TRACES",
     "WIDGET_JOB_SAMPLES",
+    "WORKLOAD_BOUNDS",
     "Cache",
     "cache_info",
     "clear_caches",
@@ -84,7 +85,7 @@ class Cache(Generic[V]):
     def get(self, key: Hashable) -> V | None:
         """The value stored under ``key``, or None."""
         value = self._lookup(key)
-        return None if value is _MISSING else value  # type: ignore[return-value]  # not _MISSING here
+        return None if value is _MISSING else cast(V, value)
 
     def _lookup(self, key: Hashable) -> V | object:
         with self._lock:
@@ -108,7 +109,7 @@ class Cache(Generic[V]):
     def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
         """The cached value of ``key``, computing and storing it on a miss (outside the lock)."""
         value = self._lookup(key)
-        return self.put(key, compute()) if value is _MISSING else value  # type: ignore[return-value]
+        return self.put(key, compute()) if value is _MISSING else cast(V, value)
 
     def clear(self) -> None:
         """Drop every entry and reset the counters."""
@@ -137,7 +138,7 @@ def memoize(cache: Cache[Any]) -> Callable[[F], F]:
             key = (name, args, tuple(sorted(kwargs.items())))
             return cache.get_or_compute(key, lambda: fn(*args, **kwargs))
 
-        return inner  # type: ignore[return-value]  # same signature as fn
+        return cast(F, inner)  # same signature as fn
 
     return wrap
 
@@ -206,6 +207,13 @@ DEMAND_ROWS: Cache[Any] = Cache(
     key="(resource names, Job.demand_key): the worker and PS demands as sorted pairs",
     lifetime=_IMMUTABLE,
     maxsize=200_000,
+)
+# ---- sim ------------------------------------------------------------------------------------
+WORKLOAD_BOUNDS: Cache[Any] = Cache(
+    "sim.bound.workload_bounds",
+    key="(Job.value_key of every job, resource names, pooled capacity, mode)",
+    lifetime=_IMMUTABLE,
+    maxsize=256,
 )
 # ---- workloads and widgets ------------------------------------------------------------------
 TRACES: Cache[Any] = Cache(

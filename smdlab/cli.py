@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smdlab.errors import SmdlabError
+from smdlab.errors import InvalidInput, SmdlabError
+
+# a tqdm bar on stderr for simulations of at least this many jobs (never with --json)
+PROGRESS_MIN_JOBS = 5000
 
 PROG = "smdlab"
 
@@ -69,6 +72,16 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)"
+    )
+    p.add_argument(
+        "--start",
+        metavar="INDEX|DATE",
+        help="trace window: first job by index in time order (0-based) or by date-time",
+    )
+    p.add_argument(
+        "--demands",
+        metavar="{per_network,uniform,gpu_only}",
+        help="per-task demands; gpu_only: each job one gang of its GPUs, no PS",
     )
     p.add_argument(
         "--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run"
@@ -130,7 +143,14 @@ def _scenario_from(
             workload.update(kind="csv", path=str(Path(args.workload).resolve()))
     if args.jobs is not None:
         workload["jobs"] = args.jobs
+    if getattr(args, "start", None) is not None:
+        start = args.start.strip()
+        workload["start"] = int(start) if start.isdigit() else start
+    if getattr(args, "demands", None) is not None:
+        workload["demands"] = args.demands
     if load is not None:
+        if not load > 0:
+            raise InvalidInput(f"--load must be > 0 (the offered load), got {load!r}")
         workload["load"] = load
     simulation = {
         k: getattr(args, k)
@@ -257,6 +277,7 @@ def _simulate(args: argparse.Namespace) -> int:
             cluster,
             scenario.policies,
             policy_options=scenario.policy_options,
+            progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
             **simulation_options(scenario),
         )
         if args.out:

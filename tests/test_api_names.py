@@ -23,6 +23,12 @@ def test_subpackages_are_listed_and_no_top_level_name_shadows_a_module():
     assert not set(smdlab.__all__) & _modules(), "a top-level name equals a module's name"
 
 
+def _colocation_fit(fn):
+    from smdlab.model.colocation import load_gavel_pairs, load_gavel_solo
+
+    return fn(load_gavel_pairs(), load_gavel_solo())
+
+
 def _call(name: str, fn, jobs, cluster):
     """Call a top-level function with small valid arguments chosen from its parameter names."""
     job = jobs[0]
@@ -36,6 +42,7 @@ def _call(name: str, fn, jobs, cluster):
         "simulate": lambda: fn(jobs, cluster, "fifo"),
         "get_policy": lambda: fn("fifo"),
         "fit_epoch_model": lambda: fn(smdlab.load_epoch_times()),
+        "fit_colocation_model": lambda: _colocation_fit(fn),
     }
     if name in special:
         return special[name]()

@@ -66,6 +66,8 @@ def test_no_cache_outside_the_caches_module():
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\blru_cache\b|functools\.cache\b|@cache\b", text), path
+        if path.name != "caches.py":
+            assert not re.search(r"^_?[A-Z_]*CACHES?\s*[:=]", text, flags=re.M), path
 
 
 def test_cache_is_bounded_lru_and_thread_safe():

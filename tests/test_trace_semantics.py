@@ -185,3 +185,26 @@ def test_queued_state_uses_gang_requests():
     state = ClusterState(0.0, cl, (QueuedJob(big, big.samples),), (), capacity_matrix(cl))
     d = FIFO().decide(state)
     assert [(a.workers, a.ps) for a in d.allocations] == [(4, 1)]
+
+
+def test_philly_windows_by_index_and_date_and_bad_windows(capsys):
+    from smdlab.cli import main
+
+    by_index = load_philly(start=60000, first=5, demands="gpu_only")
+    # job 60,000 was submitted at 2017-11-10 11:58:58 UTC, with a few others in the same second
+    by_date = load_philly(start="2017-11-10 11:58:58", first=20, demands="gpu_only")
+    assert by_index[0].name in [j.name for j in by_date]
+    assert by_index[0].name not in [j.name for j in load_philly(start="2017-11-10 11:58:59")]
+    assert by_index[0].arrival == 0 and all(j.gpu_only for j in by_index)
+    with pytest.raises(InvalidInput, match="holds no job"):
+        load_philly(start="2030-01-01")
+    with pytest.raises(InvalidInput, match="start"):
+        load_philly(start=10**9)
+    for argv in (["--load", "0"], ["--load", "-1"], ["--start", "2030-01-01"]):
+        assert main(["simulate", "--workload", "philly", "--jobs", "5", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("smdlab: error:") and len(err.strip().splitlines()) == 1
+    argv = ["simulate", "--workload", "philly", "--demands", "gpu_only", "--start", "60000"]
+    assert main([*argv, "--jobs", "20", "--policy", "fifo", "--json"]) == 0
+    out = capsys.readouterr()
+    assert '"fifo"' in out.out and out.err == ""  # no progress bar with --json

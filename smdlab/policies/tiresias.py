@@ -108,6 +108,7 @@ class Tiresias(Policy):
             raise InvalidInput(f"preemption must be True or False, got {preemption!r}")
         self.preemption = bool(preemption)
         self._requests: dict[tuple[int, int], tuple] = {}
+        self._gcache: dict[tuple[int, int, int], tuple[Job, float]] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -153,10 +154,18 @@ class Tiresias(Policy):
         s = attained - self._base.get(name, 0.0)
         return s if self.service == "gpu_time" else s / gpus
 
-    @staticmethod
-    def _gpus(job: Job, w: int, p: int) -> float:
+    def _gpus(self, job: Job, w: int, p: int) -> float:
+        """GPUs of ``job`` on (w, p) (tasks when its workers need no GPU); cached per job and size."""
+        key = (id(job), w, p)
+        hit = self._gcache.get(key)
+        if hit is not None and hit[0] is job:
+            return hit[1]
         g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
-        return g if g > 0 else float(w)  # CPU-only workers: count tasks instead
+        g = g if g > 0 else float(w)  # CPU-only workers: count tasks instead
+        if len(self._gcache) > 200_000:
+            self._gcache.clear()
+        self._gcache[key] = (job, g)
+        return g
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _move(self, name: str, to: int) -> None:
@@ -204,53 +213,67 @@ class Tiresias(Policy):
             del self._queues[self._qid.pop(name)][name]
             self._base.pop(name, None)
             self._pend.pop(name, None)
-        self._demote(t, running)
+        rg = {r.job.name: self._gpus(r.job, r.workers, r.ps) for r in running}
+        self._demote(t, running, rg)
         self._promote(t, qmap)
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
-        held = {
-            n: usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
-            for n, r in rmap.items()
-        }
         gi = resources.index("gpu") if "gpu" in resources else None
         scalar = gi is not None and all(
             (qmap.get(n) or rmap[n]).job.gpu_only for n in self._qid if n in live
         )
-        pool = free.sum(axis=0) + sum(
-            (h.sum(axis=0) for h in held.values()), np.zeros(len(resources))
-        )
-        if not preemption:
-            pool = free.sum(axis=0)
-        left = float(pool[gi]) + TOL if scalar and gi is not None else 0.0
+
+        def held(name: str) -> np.ndarray:
+            r = rmap[name]
+            return usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
+
         chosen: list[str] = []
         preempt: list[str] = []
-        for queue in self._queues:
-            for name in queue:
-                r: RunningJob | None = rmap.get(name)
-                if r is not None:
-                    vec = held[name].sum(axis=0)
-                    if not preemption:
-                        continue
-                else:
-                    q = qmap[name]
-                    w, p = self.request(q.job, cluster)
-                    a, g = task_vectors(q.job, cluster.resources)
-                    vec = w * a + p * g
-                if scalar and gi is not None:
-                    fits = vec[gi] <= left
-                    if fits:
-                        left -= float(vec[gi])
-                else:
+        if scalar and gi is not None:  # GPU-only jobs: count GPUs, as the reference does
+            left = float(free[:, gi].sum()) + TOL
+            if preemption:
+                left += sum(rg.values())
+            for queue in self._queues:
+                for name in queue:
+                    r: RunningJob | None = rmap.get(name)
+                    if r is not None:
+                        if not preemption:
+                            continue
+                        need = rg[name]
+                    else:
+                        need = self._gpus(qmap[name].job, *self.request(qmap[name].job))
+                    if need <= left:
+                        left -= need
+                        if r is None:
+                            chosen.append(name)
+                    elif r is not None:
+                        preempt.append(name)
+        else:
+            pool = free.sum(axis=0)
+            if preemption:
+                for name in rmap:
+                    pool = pool + held(name).sum(axis=0)
+            for queue in self._queues:
+                for name in queue:
+                    r = rmap.get(name)
+                    if r is not None:
+                        if not preemption:
+                            continue
+                        vec = held(name).sum(axis=0)
+                    else:
+                        q = qmap[name]
+                        w, p = self.request(q.job, cluster)
+                        a, g = task_vectors(q.job, cluster.resources)
+                        vec = w * a + p * g
                     fits = bool(np.all(pool + TOL * np.maximum(1.0, vec) >= vec))
                     if fits:
                         pool = pool - vec
-                if r is not None:
-                    if not fits:
+                        if r is None:
+                            chosen.append(name)
+                    elif r is not None:
                         preempt.append(name)
-                elif fits:
-                    chosen.append(name)
         for name in preempt:
-            free += held[name]
+            free += held(name)
         allocations = []
         started: set[str] = set()
         for name in chosen:
@@ -272,7 +295,7 @@ class Tiresias(Policy):
             acc, since = self._pend[name]
             if not math.isnan(since):
                 self._pend[name] = [acc + t - since, math.nan]
-        wake = self._next_event(t, rmap, qmap, runs)
+        wake = self._next_event(t, rmap, qmap, runs, rg)
         return Decision(tuple(allocations), tuple(preempt), wake_at=wake)
 
     def _place(self, job: Job, cluster: Cluster, free: np.ndarray) -> Placement | None:
@@ -305,14 +328,20 @@ class Tiresias(Policy):
                 self._pend[a.job] = [acc + t - since, math.nan]
         return Decision(tuple(allocations))
 
-    def _demote(self, t: float, running: list[RunningJob]) -> None:
+    def _demote(self, t: float, running: list[RunningJob], rg: dict[str, float]) -> None:
         moves = []
+        last = len(self.thresholds)
+        gpu_time = self.service == "gpu_time"
         for r in running:
             name = r.job.name
             k = self._qid[name]
-            rate = self._rate(r)
-            s = self._service(name, r.attained_service, self._gpus(r.job, r.workers, r.ps))
-            while k < len(self.thresholds) and s >= self.thresholds[k] - 1e-9:
+            if k >= last:
+                continue
+            g = rg[name]
+            rate = g if gpu_time else 1.0
+            s = r.attained_service - self._base.get(name, 0.0)
+            s = s if gpu_time else s / g
+            while k < last and s >= self.thresholds[k] - 1e-9:
                 moves.append((t - (s - self.thresholds[k]) / rate, k, name))
                 k += 1
         for _, k, name in sorted(moves):
@@ -348,27 +377,34 @@ class Tiresias(Policy):
         rmap: dict[str, RunningJob],
         qmap: dict[str, QueuedJob],
         runs: set[str],
+        rg: dict[str, float],
     ) -> float | None:
         """Earliest demotion of a running job or promotion of a waiting one (None: none due)."""
         best = math.inf
+        last = len(self.thresholds)
+        gpu_time = self.service == "gpu_time"
         for name in runs:
-            r = rmap.get(name)
-            if r is None:
-                continue  # started now: in queue 0 or its own queue with unchanged service
             k = self._qid[name]
-            if k < len(self.thresholds):
-                s = self._service(name, r.attained_service, self._gpus(r.job, r.workers, r.ps))
-                best = min(best, t + (self.thresholds[k] - s) / self._rate(r))
-        for name, q in qmap.items():
-            if name in runs:
-                w, p = self.request(q.job, self._cluster)
-                k = self._qid[name]
-                if k < len(self.thresholds):
-                    s = self._service(name, q.attained_service, self._gpus(q.job, w, p))
-                    rate = self._gpus(q.job, w, p) if self.service == "gpu_time" else 1.0
-                    best = min(best, t + (self.thresholds[k] - s) / rate)
+            if k >= last:
                 continue
-            if self.starve_multiple is not None and self._qid[name] > 0:
+            r = rmap.get(name)
+            if r is not None:
+                g, attained = rg[name], r.attained_service
+            else:  # started now
+                q = qmap[name]
+                g, attained = (
+                    self._gpus(q.job, *self.request(q.job, self._cluster)),
+                    q.attained_service,
+                )
+            s = attained - self._base.get(name, 0.0)
+            if gpu_time:
+                best = min(best, t + (self.thresholds[k] - s) / g)
+            else:
+                best = min(best, t + self.thresholds[k] - s / g)
+        if self.starve_multiple is not None:
+            for name, q in qmap.items():
+                if name in runs or self._qid[name] == 0:
+                    continue
                 acc, since = self._pend[name]
                 executed = self._executed(q)
                 if executed > 0:

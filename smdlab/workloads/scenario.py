@@ -19,7 +19,7 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s,
     #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed)
-    # philly:    path, window_s, vc, rate_scale, networks, mix
+    # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
     #            max_workers; every job arrives at 0 (offline batch; compare makespans)
@@ -112,8 +112,8 @@ _WL_KEYS = {
         "duration_range_s",
         "arch_mix",
     ),
-    "philly": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
-    "csv": (*_COMMON_WL, "path", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "philly": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
+    "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
 }
@@ -126,6 +126,7 @@ _WL_SHAPES = {
     "epochs": "weights",
     "duration_range_s": "pair",
     "window_s": "pair",
+    "start": "start",
     "path": "text",
     "device": "text",
     "load_resource": "text",
@@ -391,6 +392,14 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
             raise InvalidInput(f"{field} must be a table of name = weight, got {value!r}")
         for k, v in value.items():
             check_positive(f"{field}[{k!r}]", v, allow_zero=True)
+    if shape == "start" and (
+        isinstance(value, bool)
+        or not isinstance(value, (int, str))
+        or (isinstance(value, int) and value < 0)
+    ):
+        raise InvalidInput(
+            f"{field} must be a job index (integer >= 0) or a date-time string, got {value!r}"
+        )
     if shape == "pair":
         for i, v in enumerate(seconds_pair(field, value)):
             check_positive(f"{field}[{i}]", v, allow_zero=True, allow_inf=True)

@@ -181,7 +181,45 @@ def _parsed_trace(path: str, mtime_ns: int, size: int, on_unsorted: str) -> pd.D
     out = pd.DataFrame(
         {"row": np.arange(len(df)), "t": t - t.min(), "duration": duration, "gpus": gpus, "vc": vc}
     )
-    return out.iloc[order].reset_index(drop=True)
+    out = out.iloc[order].reset_index(drop=True)
+    # the earliest date-time (None for plain seconds): what a ``start`` date is measured from
+    numeric = pd.to_numeric(df["timestamp"], errors="coerce").notna().all()
+    out.attrs["origin"] = (
+        None
+        if numeric
+        else pd.to_datetime(df["timestamp"], format="mixed", utc=True).min().tz_localize(None)
+    )
+    return out
+
+
+def _start_index(trace: pd.DataFrame, start: int | str, path: Path) -> int:
+    """Index (in time order) of the first job at or after ``start`` (an index, or a date-time)."""
+    if isinstance(start, (int, np.integer)) and not isinstance(start, bool):
+        return check_int("start", start, 0, len(trace) - 1)
+    if not isinstance(start, str):
+        raise InvalidInput(
+            f"start must be a job index (0-based, time order) or a date-time string, got {start!r}"
+        )
+    text = start.strip()
+    if text.isdigit():
+        return check_int("start", int(text), 0, len(trace) - 1)
+    origin = trace.attrs.get("origin")
+    if origin is None:
+        raise InvalidInput(
+            f"start must be a job index for {path}, whose timestamps are plain seconds; got {start!r}"
+        )
+    when = pd.to_datetime(text, errors="coerce", utc=True)
+    if pd.isna(when):
+        raise InvalidInput(
+            f"start must be a job index or a date-time like '2017-11-01 08:00', got {start!r}"
+        )
+    offset = (when.tz_localize(None) - origin) / pd.Timedelta(seconds=1)
+    i = int(np.searchsorted(trace["t"].to_numpy(), offset, side="left"))
+    if i >= len(trace):
+        raise InvalidInput(
+            f"{path}: start {start!r} is after the last job of the trace: the window holds no job"
+        )
+    return i
 
 
 def load_philly(
@@ -206,9 +244,12 @@ def load_philly(
     worker_demand: Mapping[str, float] | None = None,
     ps_demand: Mapping[str, float] | None = None,
     gang: bool | None = None,
+    start: int | str | None = None,
 ) -> list[Job]:
     """Jobs from a Philly-format trace (module docstring); default: the bundled Philly trace.
 
+    start: the first job of the window, by index in time order (0-based) or by date-time (the
+    first job submitted at or after it; date-time traces only); applied before the other filters.
     first: keep the first N jobs (after the other filters). window_s: keep jobs whose timestamp,
     in seconds after the trace's earliest, lies in [start, end). vc: keep these virtual clusters.
     rate_scale: divide inter-arrival times by this (2 = twice the arrival rate). load: instead,
@@ -227,6 +268,8 @@ def load_philly(
         len(nets), size=len(trace), p=mix_probabilities(nets, mix)
     )
     sel = trace
+    if start is not None:
+        sel = sel.iloc[_start_index(trace, start, p) :]
     if vc is not None:
         wanted = (
             [vc] if isinstance(vc, str) else list(vc) if isinstance(vc, (list, tuple)) else None
@@ -240,16 +283,17 @@ def load_philly(
             )
     if window_s is not None:
         window_s = seconds_pair("window_s", window_s)
-        start = check_positive("window_s[0]", window_s[0], allow_zero=True)
-        end = check_positive("window_s[1]", window_s[1], allow_inf=True)
-        if end <= start:
+        w0 = check_positive("window_s[0]", window_s[0], allow_zero=True)
+        w1 = check_positive("window_s[1]", window_s[1], allow_inf=True)
+        if w1 <= w0:
             raise InvalidInput(f"window_s must have start < end, got {window_s!r}")
-        sel = sel[(sel["t"] >= start) & (sel["t"] < end)]
+        sel = sel[(sel["t"] >= w0) & (sel["t"] < w1)]
     if first is not None:
         sel = sel.iloc[: check_int("first", first, 1)]
     if sel.empty:
         raise InvalidInput(
-            f"{p}: the selection (window_s={window_s!r}, vc={vc!r}) holds no job: the workload is empty"
+            f"{p}: the selection (start={start!r}, window_s={window_s!r}, vc={vc!r}) holds no job: "
+            "the workload is empty"
         )
     t = sel["t"].to_numpy()
     arrivals = t - t[0]
@@ -265,6 +309,8 @@ def load_philly(
             raise InvalidInput(
                 "load needs a cluster (the offered load is relative to its capacity)"
             )
+        if isinstance(load, (int, float)) and not isinstance(load, bool) and load <= 0:
+            raise InvalidInput(f"load must be > 0 (the offered load), got {load!r}")
         check_positive("load", load)
         bundles = bundle_vectors(cluster, pairs)[net_index]  # each job's own worker+PS demand
         natural = load_from_rate(
