@@ -406,8 +406,13 @@ GAVEL_BATCHES: dict[str, tuple[int, ...]] = {
 DEFAULT_SHARING_GPU = "v100"  # smdlab's profiles are V100 profiles
 
 
-def gavel_job_type(job) -> str:
-    """Return the Gavel job type an smdlab ``Job`` is assumed to share a GPU like (see above)."""
+def gavel_job_type(job, accumulation: int = 1) -> str:
+    """Return the Gavel job type an smdlab ``Job`` is assumed to share a GPU like (see above).
+
+    accumulation: gradient-accumulation steps; the per-GPU batch runs as sub-batches of
+    batch / accumulation (the global batch is unchanged, the footprint is the sub-batch's).
+    """
+    accumulation = check_int("accumulation", accumulation, 1)
     from smdlab.model.profiles import list_profiles, profile_info
 
     net = job.profile.network
@@ -423,7 +428,8 @@ def gavel_job_type(job) -> str:
     else:
         kind = "ResNet-18" if params < RESNET18_MAX_PARAMS else "ResNet-50"
     per_gpu = job.per_worker_batch if job.batch_mode == "per_worker" else job.global_batch
-    batch = min(GAVEL_BATCHES[kind], key=lambda b: abs(np.log(b) - np.log(max(1, per_gpu))))
+    per_gpu = max(1.0, per_gpu / accumulation)
+    batch = min(GAVEL_BATCHES[kind], key=lambda b: abs(np.log(b) - np.log(per_gpu)))
     return f"{kind} (batch size {batch})"
 
 
@@ -465,3 +471,21 @@ def shared_rate_factors(
     inter = np.exp(sens[:, None] + press[None, :])
     np.fill_diagonal(inter, 0.0)
     return np.exp(-np.log(max(1.0, float(u.sum()))) - inter.sum(axis=1))
+
+
+def accumulation_efficiency(job, accumulation: int, gpu_type: str = DEFAULT_SHARING_GPU) -> float:
+    """Return samples/s with ``accumulation`` sub-batches over samples/s without (Gavel's solo data).
+
+    Measured single-GPU throughputs of the two Gavel types (steps/s x batch): a smaller sub-batch
+    usually uses the GPU less efficiently, which is the price of the smaller footprint.
+    """
+    full, sub = gavel_job_type(job), gavel_job_type(job, accumulation)
+    if full == sub:
+        return 1.0
+    solo = default_colocation_model().solo
+
+    def samples(t: str) -> float:
+        batch = float(t.rsplit(" ", 1)[1].rstrip(")"))
+        return float(solo.loc[(gpu_type, "consolidated", t, 1)]) * batch
+
+    return samples(sub) / samples(full)

@@ -175,6 +175,9 @@ class Allocation:
     once, at most the run's sharing degree, each at the co-location model's predicted rate, GPU
     memory checked by the model) or ``time`` (time-sliced, each 1/n of the GPU time less the
     per-switch overhead); None: Muri's interleaving.
+    accumulation: gradient-accumulation steps of a ``space``-shared job (>= 1): its per-GPU batch
+    runs as that many sub-batches, the global batch unchanged (SJF-BSBF); a smaller footprint,
+    at the measured efficiency of the smaller batch (``model.colocation.accumulation_efficiency``).
     """
 
     job: str
@@ -185,6 +188,7 @@ class Allocation:
     mem_gb: float | None = None
     group: str | None = None
     sharing: str | None = None
+    accumulation: int = 1
 
 
 @dataclass(frozen=True)

@@ -450,6 +450,12 @@ class _Simulator:
                 raise InvalidDecision(
                     f"{where}: {field} must be an integer in [{low}, {cap}], got {value!r}"
                 )
+        acc = getattr(a, "accumulation", 1)
+        if isinstance(acc, bool) or not isinstance(acc, (int, np.integer)) or acc < 1:
+            raise InvalidDecision(
+                f"{where}: accumulation (gradient-accumulation steps) must be an integer >= 1, "
+                f"got {acc!r}"
+            )
         if not isinstance(a.placement, Placement):
             raise InvalidDecision(
                 f"{where}: placement must be a Placement, got {type(a.placement).__name__}"
@@ -524,7 +530,16 @@ class _Simulator:
                 )
             if (
                 kind == "space"
-                and self._space_factors([self._member_job(a) for a in members]) is None
+                and self._space_factors(
+                    [self._member_job(a) for a in members],
+                    [
+                        self.accumulation.get(a.job.name, 1)
+                        if isinstance(a, _Run)
+                        else getattr(a, "accumulation", 1)
+                        for a in members
+                    ],
+                )
+                is None
             ):
                 raise CapacityExceeded(
                     f"{where}: group {label!r}: the co-location model predicts its jobs do not fit "
@@ -552,11 +567,23 @@ class _Simulator:
         """The job of a group member: an allocation's, or a running member's own."""
         return a.job if isinstance(a, _Run) else self._alloc_job(a)
 
-    def _space_factors(self, jobs: list[Job]) -> np.ndarray | None:
+    def _space_factors(self, jobs: list[Job], accs: list[int] | None = None) -> np.ndarray | None:
         """Each job's fraction of its solo rate when co-located (None: not in memory together)."""
-        from smdlab.model.colocation import gavel_job_type, shared_rate_factors
+        from smdlab.model.colocation import (
+            accumulation_efficiency,
+            gavel_job_type,
+            shared_rate_factors,
+        )
 
-        return shared_rate_factors([gavel_job_type(j) for j in jobs])
+        if accs is None:
+            accs = [self.accumulation.get(j.name, 1) for j in jobs]
+        f = shared_rate_factors([gavel_job_type(j, k) for j, k in zip(jobs, accs, strict=True)])
+        if f is None:
+            return None
+        eff = [
+            accumulation_efficiency(j, k) if k > 1 else 1.0 for j, k in zip(jobs, accs, strict=True)
+        ]
+        return f * np.array(eff)
 
     def _group_speeds(self, jobs: list[Job], w: int, p: int, kind: str | None) -> dict[str, float]:
         """Speed of each member of a group of ``jobs`` on (w, p) shared in the way ``kind`` says."""
@@ -782,6 +809,11 @@ class _Simulator:
         for gid in touched:
             self._regroup(gid, t, adjust_free=False)
         started_groups: dict[str, tuple[str, dict[str, float], np.ndarray | None]] = {}
+        for a in starts:
+            if getattr(a, "accumulation", 1) > 1:
+                self.accumulation[a.job] = int(a.accumulation)
+            else:
+                self.accumulation.pop(a.job, None)
         for label, members in groups.items():
             if label in joins:
                 started_groups[label] = (label, {a.job: 1.0 for a in members}, None)
@@ -919,6 +951,7 @@ class _Simulator:
         self.group_seq = 0
         self.groups: dict[str, set[str]] = {}
         self.group_kinds: dict[str, str] = {}
+        self.accumulation: dict[str, int] = {}  # gradient-accumulation steps of shared jobs
         self.share_area = [0.0, 0.0]  # integrals of (GPUs held by jobs, GPUs busy) over time
         self.history: list[tuple] = []
         self.skipped: list[str] = []
