@@ -515,7 +515,7 @@ def place_source(
             return float(np.where(cap[m] > 0, (cap[m] - free[m]) / cap[m], 0.0).sum())
 
     def fits(m: int, d: np.ndarray) -> bool:
-        return bool(np.all(free[m] + TOL * np.maximum(1.0, d) >= d))
+        return bool((free[m] + TOL * np.maximum(1.0, d) >= d).all())
 
     order = sorted(
         (i for i, (w, p) in enumerate(alloc) if w > 0 and p > 0),
@@ -532,8 +532,14 @@ def place_source(
         w, p = alloc[i]
         cand: list[int] = []
         done = False
+        need = p * gamma + w * alpha
+        slack = (w + p + 1) * TOL * np.maximum(1.0, need)
+        cand_free = np.zeros_like(need)
         while nodes:
             cand.append(heapq.heappop(nodes)[1])
+            cand_free += free[cand[-1]]
+            if np.any(cand_free + slack < need):
+                continue  # these machines cannot hold the job even pooled: the attempt would fail
             got: list[tuple[int, str]] = []
             ok = True
             for kind, count, d in (("ps", p, gamma), ("worker", w, alpha)):

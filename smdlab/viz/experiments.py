@@ -227,10 +227,11 @@ def jct_sweep_figure(
             yaxis=yaxis,
             xaxis2={"title": {"text": xt}, **xaxis},
             yaxis2={"title": {"text": f"{what} util. (%)"}, "range": [0, 105]},
-            height=620,
+            height=640,
             width=780,
         )
     )
+    fig.update_layout(margin={"t": 140})  # room for a legend of up to three rows below the title
     return fig
 
 
