@@ -18,7 +18,7 @@ def setup():
     return cluster, synthetic(16, cluster, load=2.0, seed=3)
 
 
-@pytest.mark.parametrize("name", ["sjf_ffs", "sjf_bsbf"])
+@pytest.mark.parametrize("name", ["sjf_ffs", "sjf_bsbf", "horus"])
 def test_runs_to_completion_and_shares(setup, name):
     cluster, jobs = setup
     res = simulate(jobs, cluster, name)
@@ -47,3 +47,18 @@ def test_bad_options():
         get_policy("sjf_bsbf", accumulations=(0, 2))
     with pytest.raises(InvalidInput, match="sharing_degree must be an integer"):
         get_policy("sjf_ffs", sharing_degree=0)
+
+
+def test_horus_runs_and_regressor_is_sane(setup):
+    from smdlab import make_job
+    from smdlab.policies.horus import UtilisationRegressor
+
+    cluster, jobs = setup
+    res = simulate(jobs, cluster, "horus")
+    assert res.jobs.status.eq("completed").all()
+    assert res.summary["gpu_sharing"] >= 1.0
+    reg = UtilisationRegressor()
+    small = reg.predict(make_job("s", "resnet50", 1e5, global_batch=16))
+    assert 0.0 < small < 3.0
+    with pytest.raises(InvalidInput, match="threshold must be > 0"):
+        get_policy("horus", threshold=0)

@@ -39,6 +39,7 @@ _BUILTIN: dict[str, str] = {
     "muri_l": "smdlab.policies.muri:MuriL",
     "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
+    "horus": "smdlab.policies.horus:Horus",
 }
 _EXTRA: dict[str, Any] = {}
 

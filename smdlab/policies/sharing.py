@@ -20,6 +20,7 @@ from smdlab.model.colocation import (
 from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState, Placement, QueuedJob, RunningJob
 from smdlab.policies.srtf import remaining_time, request
+from smdlab.policies.stages import max_bundles
 from smdlab.solve.instance import job_speeds
 from smdlab.solve.placement import TOL, first_fit, placement_usage
 
@@ -77,10 +78,26 @@ def solo_speed(job: Job, workers: int, ps: int, mode: str) -> float:
 def place_alone(
     job: Job, free: np.ndarray, state: ClusterState
 ) -> tuple[int, int, Placement] | None:
-    """The job's request placed first-fit on free capacity (None: it does not fit now)."""
+    """The job placed alone on free capacity (None: not even one bundle fits now).
+
+    A gang or all-reduce job gets its request or nothing; another job as many worker+PS bundles
+    as fit, up to its request (SRTF's convention), placed first-fit decreasing.
+    """
     w, p = request(job)
-    pl = first_fit(job, w, p, free, state.cluster.resources)
-    return None if pl is None else (w, p, pl)
+    if job.gang or job.arch == "allreduce":
+        pl = first_fit(job, w, p, free, state.cluster.resources)
+        return None if pl is None else (w, p, pl)
+    n, pl = max_bundles(job, free, state.cluster.resources, w)
+    return None if n == 0 or pl is None else (n, n, pl)
+
+
+def can_share(share: Share, job: Job) -> bool:
+    """Whether ``job`` may run on ``share``'s counts: its exact request (gang, all-reduce), else
+    at most its requested bundles."""
+    w, p = request(job)
+    if job.gang or job.arch == "allreduce":
+        return (share.workers, share.ps) == (w, p)
+    return share.workers == share.ps and share.workers <= w
 
 
 def take(job: Job, placement: Placement, free: np.ndarray, state: ClusterState) -> None:

@@ -31,6 +31,7 @@ from smdlab.errors import InvalidInput, check_int
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.sharing import (
     Share,
+    can_share,
     factors,
     place_alone,
     running_shares,
@@ -39,7 +40,6 @@ from smdlab.policies.sharing import (
     take,
     try_join,
 )
-from smdlab.policies.srtf import request
 
 
 def completion_sum(
@@ -95,12 +95,12 @@ class SJFBSBF(Policy):
                 continue
             if k == 1 or not shares:
                 continue
-            w, p = request(job)
-            v_j = solo_speed(job, w, p, mode)
             best: tuple[float, Share, int] | None = None
             for s in shares:
-                if len(s.jobs) >= k or (s.workers, s.ps) != (w, p):
+                if len(s.jobs) >= k or not can_share(s, job):
                     continue
+                w, p = s.workers, s.ps
+                v_j = solo_speed(job, w, p, mode)
                 alone_rates = [solo_speed(x, w, p, mode) for x in s.jobs]
                 without = sum(r / v for r, v in zip(s.remaining, alone_rates, strict=True))
                 without += wait + q.remaining / v_j
@@ -123,7 +123,13 @@ class SJFBSBF(Policy):
             s.remaining.append(q.remaining)
             out.append(
                 Allocation(
-                    job.name, w, p, s.placement, group=s.label, sharing="space", accumulation=acc
+                    job.name,
+                    s.workers,
+                    s.ps,
+                    s.placement,
+                    group=s.label,
+                    sharing="space",
+                    accumulation=acc,
                 )
             )
         return Decision(tuple(out))

@@ -23,6 +23,7 @@ from smdlab.errors import check_int
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.sharing import (
     Share,
+    can_share,
     factors,
     place_alone,
     running_shares,
@@ -30,7 +31,6 @@ from smdlab.policies.sharing import (
     take,
     try_join,
 )
-from smdlab.policies.srtf import request
 
 
 class SJFFFS(Policy):
@@ -51,13 +51,12 @@ class SJFFFS(Policy):
         out: list[Allocation] = []
         for q in sjf_order(state):
             job = q.job
-            w, p = request(job)
             host = next(
                 (
                     s
                     for s in shares
                     if len(s.jobs) < k
-                    and (s.workers, s.ps) == (w, p)
+                    and can_share(s, job)
                     and factors([*s.jobs, job]) is not None
                     and try_join(s, job, free, state)
                 ),
@@ -66,7 +65,14 @@ class SJFFFS(Policy):
             if host is not None:
                 host.jobs.append(job)
                 out.append(
-                    Allocation(job.name, w, p, host.placement, group=host.label, sharing="space")
+                    Allocation(
+                        job.name,
+                        host.workers,
+                        host.ps,
+                        host.placement,
+                        group=host.label,
+                        sharing="space",
+                    )
                 )
                 continue
             alone = place_alone(job, free, state)

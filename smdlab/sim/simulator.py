@@ -587,17 +587,21 @@ class _Simulator:
 
     def _group_speeds(self, jobs: list[Job], w: int, p: int, kind: str | None) -> dict[str, float]:
         """Speed of each member of a group of ``jobs`` on (w, p) shared in the way ``kind`` says."""
-        solo = {j.name: speed_of(j, w, p, self.mode) for j in jobs}
+        if kind is None:  # Muri's interleaving
+            tau = group_iteration_time(jobs, w, p, self.mode)
+            return {
+                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
+                for j in jobs
+            }
+        # the speed tables, as for a job alone (an all-reduce job's PS column is its p = 0)
+        solo = {j.name: float(job_speeds(j, self.mode)[w - 1, max(p, 1) - 1]) for j in jobs}
         if kind == "space":
             f = self._space_factors(jobs)
             f = np.ones(len(jobs)) if f is None else f
             return {j.name: solo[j.name] * float(x) for j, x in zip(jobs, f, strict=True)}
-        if kind == "time":
-            n = len(jobs)
-            keep = 1.0 if n == 1 else max(0.0, 1.0 - TIME_SLICE_SWITCH_S / TIME_SLICE_S) / n
-            return {j.name: solo[j.name] * keep for j in jobs}
-        tau = group_iteration_time(jobs, w, p, self.mode)
-        return {j.name: solo[j.name] * iteration_time(j, w, p, self.mode) / tau for j in jobs}
+        n = len(jobs)  # time-slicing: 1/n of the GPU time, less the switches
+        keep = 1.0 if n == 1 else max(0.0, 1.0 - TIME_SLICE_SWITCH_S / TIME_SLICE_S) / n
+        return {j.name: solo[j.name] * keep for j in jobs}
 
     def _group_use(self, members) -> np.ndarray:
         """Per-machine use of a group: the maximum of its members' (machines x resources)."""
