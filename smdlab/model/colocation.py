@@ -43,6 +43,7 @@ import pandas as pd
 from scipy.optimize import least_squares, minimize
 from scipy.sparse import coo_matrix
 
+from smdlab.caches import COLOCATION, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.paths import data_dir
 
@@ -413,34 +414,36 @@ def gavel_job_type(job, accumulation: int = 1) -> str:
     batch / accumulation (the global batch is unchanged, the footprint is the sub-batch's).
     """
     accumulation = check_int("accumulation", accumulation, 1)
+    per_gpu = job.per_worker_batch if job.batch_mode == "per_worker" else job.global_batch
+    return _gavel_type(
+        job.profile.network, float(job.profile.total_param_bytes), float(per_gpu), accumulation
+    )
+
+
+@memoize(COLOCATION)
+def _gavel_type(network: str, param_bytes: float, per_gpu: float, accumulation: int) -> str:
     from smdlab.model.profiles import list_profiles, profile_info
 
-    net = job.profile.network
-    if net in list_profiles():
-        info = profile_info(net)
+    if network in list_profiles():
+        info = profile_info(network)
         family, params = str(info["family"]), float(info["params"])
     else:
-        family, params = "cnn", float(job.profile.total_param_bytes) / 4.0
+        family, params = "cnn", param_bytes / 4.0
     if family == "transformer":
         kind = "Transformer"
     elif family == "rnn":
         kind = "LM"
     else:
         kind = "ResNet-18" if params < RESNET18_MAX_PARAMS else "ResNet-50"
-    per_gpu = job.per_worker_batch if job.batch_mode == "per_worker" else job.global_batch
-    per_gpu = max(1.0, per_gpu / accumulation)
-    batch = min(GAVEL_BATCHES[kind], key=lambda b: abs(np.log(b) - np.log(per_gpu)))
+    sub = max(1.0, per_gpu / accumulation)
+    batch = min(GAVEL_BATCHES[kind], key=lambda b: abs(np.log(b) - np.log(sub)))
     return f"{kind} (batch size {batch})"
 
 
-_DEFAULT: list[ColocationModel] = []
-
-
+@memoize(COLOCATION)
 def default_colocation_model() -> ColocationModel:
     """Return the factorised model fitted on every bundled Gavel pair (fitted once per process)."""
-    if not _DEFAULT:
-        _DEFAULT.append(fit_colocation_model(load_gavel_pairs(), load_gavel_solo()))
-    return _DEFAULT[0]
+    return fit_colocation_model(load_gavel_pairs(), load_gavel_solo())
 
 
 def shared_rate_factors(

@@ -40,6 +40,7 @@ _BUILTIN: dict[str, str] = {
     "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
     "horus": "smdlab.policies.horus:Horus",
+    "gandiva": "smdlab.policies.gandiva:Gandiva",
 }
 _EXTRA: dict[str, Any] = {}
 
