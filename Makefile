@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,rl]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

@@ -239,6 +239,11 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machines", type=int, metavar="N", help="number of machines")
     p.add_argument("--gpus-per-machine", type=int, metavar="G", help="GPUs of each machine")
     p.add_argument(
+        "--cluster-file",
+        metavar="FILE",
+        help="TOML cluster of [[racks]] (name, machines, gpu_type, gpu, uplink_gbps, ...)",
+    )
+    p.add_argument(
         "--arch-mix",
         type=float,
         metavar="X",
@@ -268,6 +273,17 @@ def _simulate(args: argparse.Namespace) -> int:
         scenario = scenario.with_changes(cluster={"gpu": gpm})
     if args.arch_mix is not None:
         scenario = scenario.with_changes(workload={"arch_mix": args.arch_mix})
+    if getattr(args, "cluster_file", None) is not None:
+        import dataclasses
+
+        from smdlab.model.cluster import cluster_file_groups
+
+        if args.machines is not None or args.gpus_per_machine is not None:
+            raise InvalidInput(
+                "--cluster-file sets the whole cluster; drop --machines/--gpus-per-machine"
+            )
+        groups = cluster_file_groups(args.cluster_file)
+        scenario = dataclasses.replace(scenario, cluster={"racks": groups})
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
     with redirect:
         cluster = scenario.build_cluster()

@@ -22,6 +22,7 @@ RANK = {
     "viz": 5,
     "experiments": 6,
     "widgets": 6,
+    "rl": 6,
     "cli": 7,
 }
 

@@ -72,7 +72,18 @@ def test_overlap_figure_has_one_panel_per_mode():
     assert len(fig.data) == 8
     assert {tr.yaxis for tr in fig.data} == {"y", "y2"}
     with pytest.raises(InvalidInput, match="mode"):
-        overlap_figure(_job(), 3, 1, modes=("wfbp_prefetch",))
+        overlap_figure(_job(), 3, 1, modes=("overlapped",))
+
+
+def test_overlap_figure_draws_prefetch_with_its_own_period():
+    from smdlab.model.timing import MODES, iteration_time
+
+    job = _job()
+    fig = overlap_figure(job, 3, 1, modes=MODES)
+    assert {tr.yaxis for tr in fig.data} == {"y", "y2", "y3"}
+    text = " ".join(a.text for a in fig.layout.annotations)
+    tau = iteration_time(job, 3, 1, "wfbp_prefetch") * 1e3
+    assert f"{tau:.1f}" in text or f"{tau:.0f}" in text
 
 
 def test_ps_needed_table_reaches_the_threshold_with_the_fewest_ps():

@@ -31,6 +31,7 @@ OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "bench_allreduce.py": (["--repeat", "3"], ["--repeat", "1"]),
     "bench_objective.py": ([], ["--quick"]),
     "bench_bound.py": ([], ["--quick"]),
+    "bench_trace.py": (["--markdown"], ["--markdown", "--jobs", "20000", "--step", "5000"]),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -9,6 +11,7 @@ from types import MappingProxyType
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
+from smdlab.model.gpu_types import check_gpu_type
 
 DEFAULT_RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem_gb", "bw_gbps")
 MAX_MACHINES = 100_000  # a bound on generated clusters: building 10^5 machines takes about a second
@@ -35,10 +38,52 @@ def _frozen_amounts(
 
 @dataclass(frozen=True)
 class Machine:
-    """One server: a name and its capacity per resource type."""
+    """One server: a name, its capacity per resource type, its GPU type and rack ("": none)."""
 
     name: str
     capacity: Mapping[str, float]
+    gpu_type: str = ""
+    rack: str = ""
+
+
+@dataclass(frozen=True)
+class Rack:
+    """A rack: its name, uplink bandwidth (Gbps), oversubscription (>= 1) and optional domain."""
+
+    name: str
+    uplink_gbps: float = 100.0
+    oversubscription: float = 1.0
+    domain: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidInput(f"rack name must be a non-empty string, got {self.name!r}")
+        check_positive(f"rack {self.name!r} uplink_gbps", self.uplink_gbps)
+        over = check_positive(f"rack {self.name!r} oversubscription", self.oversubscription)
+        if over < 1:
+            raise InvalidInput(
+                f"rack {self.name!r} oversubscription must be >= 1, got {self.oversubscription!r}"
+            )
+
+    @property
+    def effective_uplink_gbps(self) -> float:
+        """Uplink bandwidth left after oversubscription (uplink / oversubscription)."""
+        return float(self.uplink_gbps) / float(self.oversubscription)
+
+
+# Keys of one machine group (``Cluster.groups``, the ``[[racks]]`` tables of a cluster file).
+GROUP_KEYS: tuple[str, ...] = (
+    "name",
+    "machines",
+    "gpu_type",
+    "gpu",
+    "cpu",
+    "mem_gb",
+    "bw_gbps",
+    "uplink_gbps",
+    "oversubscription",
+    "domain",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +97,7 @@ class Cluster:
     machines: tuple[Machine, ...]
     resources: tuple[str, ...] = DEFAULT_RESOURCES
     pooled_capacity: Mapping[str, float] | None = None
+    topology: tuple[Rack, ...] = ()  # racks; empty: a flat cluster (machines have rack "")
 
     def __post_init__(self) -> None:
         res = tuple(self.resources) if not isinstance(self.resources, str) else ()
@@ -75,10 +121,16 @@ class Cluster:
             dup = next(n for n in names if names.count(n) > 1)
             raise InvalidInput(f"machine names must be unique; {dup!r} appears more than once")
         machines = tuple(
-            Machine(m.name, _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res))
+            Machine(
+                m.name,
+                _frozen_amounts(f"machine {m.name!r} capacity", m.capacity, res),
+                check_gpu_type(f"machine {m.name!r} gpu_type", m.gpu_type),
+                m.rack,
+            )
             for m in given
         )
         object.__setattr__(self, "machines", machines)
+        object.__setattr__(self, "topology", _check_topology(machines, self.topology))
         if self.pooled_capacity is not None:
             if machines:
                 raise InvalidInput("pooled_capacity must be None when machines are given")
@@ -138,16 +190,158 @@ class Cluster:
         """A cluster without machines: only a pooled capacity (allocation without placement)."""
         return cls((), tuple(resources), pooled_capacity=capacity)
 
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """Distinct GPU types of the machines, in first-seen order (empty when untyped)."""
+        return tuple(dict.fromkeys(m.gpu_type for m in self.machines if m.gpu_type))
+
+    @property
+    def rack_of(self) -> tuple[int, ...]:
+        """Rack index of each machine (-1 for all machines of a flat cluster)."""
+        index = {r.name: i for i, r in enumerate(self.topology)}
+        return tuple(index.get(m.rack, -1) for m in self.machines)
+
+    @classmethod
+    def racks(
+        cls,
+        racks: int = 4,
+        machines_per_rack: int = 8,
+        gpu_type: str = "v100",
+        gpu: float = 8,
+        cpu: float = 64,
+        mem_gb: float = 256,
+        bw_gbps: float = 100,
+        uplink_gbps: float = 100,
+        oversubscription: float = 1.0,
+    ) -> Cluster:
+        """``racks`` racks of ``machines_per_rack`` identical machines of ``gpu_type``."""
+        n = check_int("racks", racks, 1, MAX_MACHINES)
+        per = check_int("machines_per_rack", machines_per_rack, 1, MAX_MACHINES)
+        if n * per > MAX_MACHINES:
+            raise InvalidInput(
+                f"racks x machines_per_rack must be <= {MAX_MACHINES}, got {n * per}"
+            )
+        group = {
+            "machines": per,
+            "gpu_type": gpu_type,
+            "gpu": gpu,
+            "cpu": cpu,
+            "mem_gb": mem_gb,
+            "bw_gbps": bw_gbps,
+            "uplink_gbps": uplink_gbps,
+            "oversubscription": oversubscription,
+        }
+        return cls.groups([{"name": f"r{i}", **group} for i in range(n)])
+
+    @classmethod
+    def groups(cls, groups: Sequence[Mapping[str, object]]) -> Cluster:
+        """A racked cluster from machine groups, one rack each (keys ``GROUP_KEYS``).
+
+        ``machines`` (count) is required; ``name`` defaults to ``r<i>``, ``gpu_type`` to ``v100``,
+        capacities to ``Cluster.homogeneous``'s, ``uplink_gbps`` to 100, ``oversubscription`` to
+        1. Machines are named ``<rack>-m<j>``.
+        """
+        if isinstance(groups, (str, Mapping)) or not isinstance(groups, Sequence) or not groups:
+            raise InvalidInput(f"racks must be a non-empty list of tables, got {groups!r}")
+        machines: list[Machine] = []
+        racks: list[Rack] = []
+        for i, g in enumerate(groups):
+            if not isinstance(g, Mapping):
+                raise InvalidInput(f"racks[{i}] must be a table, got {g!r}")
+            unknown = [k for k in g if k not in GROUP_KEYS]
+            if unknown:
+                raise InvalidInput(
+                    f"racks[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(GROUP_KEYS)}"
+                )
+            if "machines" not in g:
+                raise InvalidInput(f"racks[{i}].machines is required (machines in this rack, >= 1)")
+            name = g.get("name", f"r{i}")
+            if not isinstance(name, str) or not name:
+                raise InvalidInput(f"racks[{i}].name must be a non-empty string, got {name!r}")
+            n = check_int(f"racks[{i}].machines", g["machines"], 1, MAX_MACHINES)
+            gpu_type = check_gpu_type(f"racks[{i}].gpu_type", g.get("gpu_type", "v100"))
+            cap = {}
+            for k, default in (("gpu", 8), ("cpu", 64), ("mem_gb", 256), ("bw_gbps", 100)):
+                cap[k] = check_positive(f"racks[{i}].{k}", g.get(k, default), allow_zero=True)
+            racks.append(
+                Rack(
+                    name,
+                    check_positive(f"racks[{i}].uplink_gbps", g.get("uplink_gbps", 100.0)),
+                    check_positive(f"racks[{i}].oversubscription", g.get("oversubscription", 1.0)),
+                    str(g.get("domain", "")),
+                )
+            )
+            machines += [Machine(f"{name}-m{j}", dict(cap), gpu_type, name) for j in range(n)]
+        return cls(tuple(machines), topology=tuple(racks))
+
     def scaled_bandwidth(self, bw_gbps: float) -> Cluster:
         """Copy with every machine's ``bw_gbps`` capacity set to ``bw_gbps``."""
         check_positive("bw_gbps", bw_gbps)
         if not self.machines:
             return Cluster.pooled(self.resources, **{**self.capacity, "bw_gbps": bw_gbps})
         return Cluster(
-            tuple(Machine(m.name, {**m.capacity, "bw_gbps": bw_gbps}) for m in self.machines),
+            tuple(
+                Machine(m.name, {**m.capacity, "bw_gbps": bw_gbps}, m.gpu_type, m.rack)
+                for m in self.machines
+            ),
             self.resources,
+            topology=self.topology,
         )
 
     def __repr__(self) -> str:
         cap = ", ".join(f"{r}={v:g}" for r, v in self.capacity.items())
-        return f"Cluster({len(self.machines)} machines; pooled {cap})"
+        extra = ""
+        if self.topology:
+            types = "/".join(self.gpu_types) or "untyped"
+            extra = f"; {len(self.topology)} racks, {types}"
+        return f"Cluster({len(self.machines)} machines; pooled {cap}{extra})"
+
+
+def _check_topology(machines: tuple[Machine, ...], racks: Sequence[Rack]) -> tuple[Rack, ...]:
+    """Racks checked against the machines: unique names, every machine in a declared rack."""
+    try:
+        out = tuple(racks)
+    except TypeError:
+        raise InvalidInput(f"topology must be a sequence of Rack objects, got {racks!r}") from None
+    bad = [r for r in out if not isinstance(r, Rack)]
+    if bad:
+        raise InvalidInput(f"topology must hold Rack objects, got {bad[0]!r}")
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"rack names must be unique; {dup!r} appears more than once")
+    known = set(names)
+    for m in machines:
+        if out and not m.rack:
+            raise InvalidInput(f"machine {m.name!r} is in no rack; every machine needs a rack")
+        if m.rack and m.rack not in known:
+            raise InvalidInput(
+                f"machine {m.name!r} is in rack {m.rack!r}, which is not declared; "
+                f"racks: {', '.join(names) or 'none'}"
+            )
+    return out
+
+
+def load_cluster_file(path: str | os.PathLike[str]) -> Cluster:
+    """A racked cluster from a TOML file of ``[[racks]]`` tables (``Cluster.groups``'s keys)."""
+    return Cluster.groups(cluster_file_groups(path))
+
+
+def cluster_file_groups(path: str | os.PathLike[str]) -> list[dict[str, object]]:
+    """The ``[[racks]]`` tables of a TOML cluster file, checked (they build a valid cluster)."""
+    where = f"cluster file {os.fspath(path)!r}"
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as e:
+        raise InvalidInput(f"{where} cannot be read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{where} is not valid TOML: {e}") from None
+    unknown = [k for k in doc if k != "racks"]
+    if unknown:
+        raise InvalidInput(f"{where} has unknown key {unknown[0]!r}; allowed: racks")
+    groups = doc.get("racks")
+    if not isinstance(groups, list) or not groups:
+        raise InvalidInput(f"{where} needs a [[racks]] list with at least one rack")
+    Cluster.groups(groups)  # raises on bad input
+    return groups

@@ -127,7 +127,10 @@ class ConvergenceEstimator:
     def reset(self) -> None:
         """Forget the curves and fits (the simulator calls the policy's reset before a run)."""
         self._curves: dict[str, tuple[int, float, float, float, np.ndarray]] = {}
-        self._fits: dict[tuple[str, int], tuple[float, float, float] | None] = {}
+        # (job name, losses seen) -> (fitted (a, b, c) or None, estimated end epoch or None)
+        self._fits: dict[
+            tuple[str, int], tuple[tuple[float, float, float] | None, float | None]
+        ] = {}
 
     def curve(self, job: Job) -> tuple[int, float, float, float, np.ndarray]:
         """(epochs, a, b, c, observed losses at epochs 0..100) of ``job`` (drawn once per job name)."""
@@ -153,11 +156,10 @@ class ConvergenceEstimator:
         if n >= MIN_POINTS:
             key = (job.name, n)
             if key not in self._fits:
-                self._fits[key] = _fit(np.arange(1, n + 1, dtype=float), observed[1 : n + 1])
-            params = self._fits[key]
-            if params is not None:
-                e = converged_epoch(*params, start=n)
-                end = None if e is None else float(e)
+                params = _fit(np.arange(1, n + 1, dtype=float), observed[1 : n + 1])
+                e = None if params is None else converged_epoch(*params, start=n)
+                self._fits[key] = (params, None if e is None else float(e))
+            end = self._fits[key][1]
         if end is None:
             end = done + FALLBACK_EPOCHS
         # A curve that says "converged already" still leaves the running epoch to finish.

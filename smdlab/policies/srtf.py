@@ -108,7 +108,7 @@ class SRTF(Policy):
         cluster = state.cluster
         resources = tuple(cluster.resources)
         need = self._need_of
-        running = list(state.running) if self.preemptive and state.preemptive else []
+        preemptive = self.preemptive and state.preemptive
 
         def rank(e: QueuedJob | RunningJob) -> float:
             if self.key == "progress":  # a division, so that jobs at equal progress tie exactly
@@ -118,6 +118,15 @@ class SRTF(Policy):
         items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
             (rank(q), q.job.arrival, q.job.name, 1, q) for q in state.queued if q.remaining > 0
         ]
+        if preemptive:
+            # When every waiting job fits the free machines in rank order, the walk below keeps
+            # every running job and starts them all: skip reading the running jobs.
+            items.sort(key=lambda x: x[:3])
+            waiting = [e for *_, e in items]
+            fast = self._place(waiting, np.array(state.free, dtype=float), resources)  # type: ignore[arg-type]
+            if all(a is not None for a in fast):
+                return Decision(tuple(a for a in fast if a is not None))
+        running = list(state.running) if preemptive else []
         items += [(rank(r), r.job.arrival, r.job.name, 0, r) for r in running]
         items.sort(key=lambda x: x[:3])
         free = np.array(state.free, dtype=float)
@@ -169,22 +178,30 @@ class SRTF(Policy):
                 r = by_name[name]
                 free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m)
         # Phase 2: place the jobs that start, in priority order.
-        allocations = []
+        allocations = self._place(chosen, free, resources)
+        return Decision(tuple(a for a in allocations if a is not None), preempt)
+
+    @staticmethod
+    def _place(
+        chosen: list[QueuedJob], free: np.ndarray, resources: tuple[str, ...]
+    ) -> list[Allocation | None]:
+        """Place ``chosen`` in order on ``free`` (updated); None for a job that does not fit."""
+        out: list[Allocation | None] = []
+        n_m = free.shape[0]
         for q in chosen:
             job = q.job
             if job.gang:
                 pl = gang_placement(job, free, resources)
-                if pl is None:
-                    continue
                 w, p = job.gang_allocation
             else:
                 n, pl = max_bundles(job, free, resources, request(job)[0])
-                if pl is None or n == 0:
-                    continue
                 w = p = n
+            if pl is None or w == 0:
+                out.append(None)
+                continue
             free -= placement_usage(job, pl, n_m, resources)
-            allocations.append(Allocation(job.name, w, p, pl))
-        return Decision(tuple(allocations), preempt)
+            out.append(Allocation(job.name, w, p, pl))
+        return out
 
 
 class SJF(SRTF):

@@ -194,6 +194,13 @@ class Tiresias(Policy):
         resources = tuple(cluster.resources)
         self._admit_new(state.queued)
         qmap = {q.job.name: q for q in state.queued if q.remaining > 0}
+        if len(self._qid) > 2 * (len(state.queued) + len(state.running)) + 64:
+            # forget finished jobs now and then (amortised: the fast path never reads the running)
+            live = qmap.keys() | {r.job.name for r in state.running}
+            for name in [n for n in self._qid if n not in live]:
+                del self._queues[self._qid.pop(name)][name]
+                self._base.pop(name, None)
+                self._pend.pop(name, None)
         fast = self._all_fit(state, qmap)
         if fast is not None:
             return fast

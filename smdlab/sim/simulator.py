@@ -21,7 +21,7 @@ import heapq
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -37,6 +37,7 @@ from smdlab.errors import (
 )
 from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
+from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
 from smdlab.model.timing import MODES, iteration_time, speed as speed_of
@@ -300,6 +301,37 @@ def simulate(
     return sim.run()
 
 
+def simulate_steps(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    policy: Policy | str,
+    *,
+    mode: str = "wfbp",
+    execution: str = "natural",
+    slot_s: float | None = None,
+    restart_s: float = DEFAULT_RESTART_S,
+    unfit: str = "skip",
+    record_history: bool = True,
+) -> Generator[ClusterState, Decision, SimResult]:
+    """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
+    each decision point, applies the Decision sent back, and returns the SimResult at the end.
+
+    ``policy`` only sets the execution mode and slot (``resolve_execution``) and is reset once;
+    its ``decide`` is never called.
+    """
+    sim = _Simulator(
+        jobs,
+        cluster,
+        policy,
+        mode,
+        (execution, None, slot_s, None),
+        restart_s,
+        unfit,
+        record_history,
+    )
+    return sim.steps()
+
+
 class _Simulator:
     progress = False
     sharing_degree = 1
@@ -343,6 +375,9 @@ class _Simulator:
         self.free = self.capacity.copy()
         self.pooled_capacity = self.capacity.sum(axis=0)
         self.machine_names = [m.name for m in cluster.machines] or ["pool"]
+        # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
+        types = [m.gpu_type for m in cluster.machines]
+        self.machine_types = types if any(types) else None
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
         self.jobs = jobs
         self.index = {j.name: i for i, j in enumerate(jobs)}
@@ -379,6 +414,15 @@ class _Simulator:
         per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
         return float(per_iter / tau)
 
+    def _type_factor(self, job: Job, placement: Placement) -> float:
+        """Speed on the placement's GPU types relative to the job's profile device: the slowest
+        worker's (synchronous training; ``smdlab.model.gpu_types.speed_ratio``); 1 when untyped."""
+        if self.machine_types is None:
+            return 1.0
+        types = {self.machine_types[m] for m, w, _ in placement.tasks if w > 0}
+        net, dev = job.profile.network, job.profile.device
+        return min((speed_ratio(net, t, dev) for t in types), default=1.0)
+
     def _remaining(self, r: _Run, t: float) -> float:
         return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
@@ -410,6 +454,7 @@ class _Simulator:
             speed = self._ring_speed(job, workers, placement)
         if speed is None:
             speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+            speed *= self._type_factor(job, placement)
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
@@ -947,6 +992,18 @@ class _Simulator:
         return ok
 
     def run(self) -> SimResult:
+        """Run to the end, asking the policy at every decision point."""
+        steps = self.steps()
+        decide = self.policy.decide
+        try:
+            state = next(steps)
+            while True:
+                state = steps.send(decide(state))
+        except StopIteration as done:
+            return done.value
+
+    def steps(self) -> Generator[ClusterState, Decision, SimResult]:
+        """The run as a generator: yields the state at each decision point, takes the Decision."""
         self.heap = []
         self.running: dict[str, _Run] = {}
         self.queued = {}
@@ -1031,7 +1088,7 @@ class _Simulator:
             if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
-                decision = self.policy.decide(state)
+                decision = yield state  # run() passes it to policy.decide
                 if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
                     decision = enforce_gang(decision, state)
                 spent = time.perf_counter() - t0

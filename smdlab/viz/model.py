@@ -236,10 +236,14 @@ def overlap_figure(
     *,
     template: str | None = TEMPLATE,
 ) -> go.Figure:
-    """One iteration's timeline under each overlap mode, stacked on a shared time axis."""
-    modes = [check_choice("mode", m, _TIMELINE_MODES) for m in modes]
+    """One iteration's timeline under each overlap mode, stacked on a shared time axis.
+
+    ``wfbp_prefetch`` is drawn as wfbp's bars with its own steady-state period tau marked: the
+    next iteration's forward pass starts inside this one, so its period is shorter than the bars.
+    """
+    modes = [check_choice("mode", m, MODES) for m in modes]
     if not modes:
-        raise InvalidInput("modes must list at least one of sequential, wfbp; got none")
+        raise InvalidInput(f"modes must list at least one of {', '.join(MODES)}; got none")
     fig = make_subplots(rows=len(modes), cols=1, shared_xaxes=True, vertical_spacing=0.14)
     shapes, annotations = [], []
     for r, mode in enumerate(modes, start=1):
@@ -259,7 +263,11 @@ def overlap_figure(
         shapes += s
         annotations += a
         fig.update_yaxes(
-            categoryorder="array", categoryarray=_LANE_ORDER, title_text=mode, row=r, col=1
+            categoryorder="array",
+            categoryarray=_LANE_ORDER,
+            title_text=mode if mode in _TIMELINE_MODES else f"{mode}<br>(wfbp bars, own τ)",
+            row=r,
+            col=1,
         )
     fig.update_layout(
         base_layout(

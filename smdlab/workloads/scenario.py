@@ -12,6 +12,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     cpu = 64
     mem_gb = 256
     bw_gbps = 100
+    # or racks instead of the keys above: [[cluster.racks]] tables with name, machines, gpu_type,
+    # gpu, cpu, mem_gb, bw_gbps, uplink_gbps, oversubscription, domain (``Cluster.groups``)
 
     [workload]
     kind = "synthetic"  # synthetic | philly | csv | omru-image | omru-action
@@ -73,7 +75,7 @@ _TOP_KEYS = (
     "policy_options",
     "description",
 )
-_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps")
+_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks")
 _SIM_KEYS = (
     "mode",
     "execution",
@@ -257,6 +259,8 @@ class Scenario:
     def build_cluster(self) -> Cluster:
         """The scenario's cluster."""
         c = self.cluster
+        if "racks" in c:
+            return Cluster.groups(c["racks"])
         return Cluster.homogeneous(
             c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"]
         )
@@ -334,6 +338,14 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(c, Mapping):
         raise InvalidInput(f"cluster must be a table, got {c!r}")
     _unknown("cluster", c, _CLUSTER_KEYS)
+    if "racks" in c:  # a racked cluster (``Cluster.groups``): the racks replace the flat keys
+        flat = [k for k in c if k != "racks"]
+        if flat:
+            raise InvalidInput(
+                f"cluster.{flat[0]} cannot be combined with cluster.racks (set it per rack)"
+            )
+        Cluster.groups(c["racks"])  # raises on bad input
+        return {"racks": c["racks"]}
     out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
     out["machines"] = check_int("cluster.machines", out["machines"], 1, MAX_MACHINES)
     for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):

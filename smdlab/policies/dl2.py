@@ -1,0 +1,339 @@
+"""DL2's slot state, action space and trained policy (docs/rl.md).
+
+DL2 ("DL2: A Deep Learning-driven Scheduler for Deep Learning Clusters", Peng et al., TPDS 2021;
+public simulator pengyanghua/DL2, read, not copied) rebuilds every allocation each time slot
+(1,200 s). Within a slot its network sees a window of up to 20 jobs sorted by arrival and picks,
+one at a time, "add a worker", "add a PS" or "add a worker+PS bundle" to one job, or "end the
+slot". ``SlotBuilder`` holds one slot's partial allocation and turns it into a ``Decision``; the
+Gymnasium environment (``smdlab.rl``) and the ``DL2`` policy share it, so a trained agent runs
+through the simulator's ordinary Decision path.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_int
+from smdlab.model.job import Job
+from smdlab.model.profiles import list_profiles
+from smdlab.paths import data_dir
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
+from smdlab.policies.stages import inverse_capacity
+from smdlab.solve.instance import demand_matrices
+from smdlab.solve.placement import TOL, capacity_matrix
+
+DEFAULT_WINDOW = 20  # DL2's job window: up to 20 jobs, sorted by arrival (TPDS 2021)
+ACTION_KINDS = ("worker", "ps", "bundle")
+# Per-job features after the type one-hot: slots since arrival, remaining-epoch fraction,
+# dominant share, workers, PSs.
+EXTRA_FEATURES = ("slots_since_arrival", "remaining_fraction", "dominant_share", "workers", "ps")
+# The network's input scale per extra feature (counts of slots and tasks to about [0, 1]).
+FEATURE_SCALE = (0.1, 1.0, 1.0, 1.0 / 16, 1.0 / 16)
+WEIGHTS_FORMAT = 1  # version of the weights file written by ``save_weights``
+
+
+def job_types() -> tuple[str, ...]:
+    """The job types of the one-hot: every bundled network profile."""
+    return tuple(list_profiles())
+
+
+def at_slot(t: float, slot_s: float) -> bool:
+    """Whether time ``t`` is a slot boundary (a multiple of ``slot_s``)."""
+    k = t / slot_s
+    return abs(k - round(k)) < 1e-9 * max(1.0, k)
+
+
+class SlotBuilder:
+    """One slot's allocation under construction, from nothing (DL2 rebuilds every slot).
+
+    The window holds the first ``window`` unfinished jobs by arrival; each starts with one
+    worker+PS bundle where it fits, in arrival order (a job's first task is always a bundle). Every
+    task goes to the least-loaded machine it fits on (a bundle's worker and PS together, as in
+    DL2's port of DRF); jobs outside the window get nothing this slot.
+    """
+
+    def __init__(
+        self,
+        state: ClusterState,
+        window: int = DEFAULT_WINDOW,
+        types: Sequence[str] | None = None,
+        slot_s: float = DEFAULT_SLOT_S,
+    ) -> None:
+        self.state = state
+        self.window = window
+        self.types = tuple(types) if types is not None else job_types()
+        self.n_features = len(self.types) + len(EXTRA_FEATURES)
+        cluster = state.cluster
+        self.cap = capacity_matrix(cluster)
+        self.free = self.cap.copy()
+        self.machine_inv = inverse_capacity(self.cap)
+        self.total_inv = inverse_capacity(self.cap.sum(axis=0))
+        every: list[QueuedJob | RunningJob] = [*state.queued, *state.running]
+        entries = sorted(every, key=lambda e: (e.job.arrival, e.job.name))[:window]
+        self.jobs: list[Job] = [e.job for e in entries]
+        n = len(self.jobs)
+        for job in self.jobs:
+            if job.gang or job.arch != "ps":
+                raise InvalidInput(
+                    f"workload: DL2 schedules elastic parameter-server jobs; job {job.name!r} is "
+                    f"{'a gang job' if job.gang else 'an ' + job.arch + ' job'} (unsupported)"
+                )
+        self.alpha, self.gamma = demand_matrices(self.jobs, cluster)
+        self.bundle = self.alpha + self.gamma
+        demands = np.stack([self.alpha, self.gamma, self.bundle])  # (kind x jobs x resources)
+        self.demands = demands
+        self.need = demands - TOL * np.maximum(1.0, demands)  # fits: free >= need
+        self.load = np.zeros(self.cap.shape[0])  # sum over resources of the used fraction
+        self.max_w = np.array([j.max_workers for j in self.jobs], dtype=int)
+        self.max_p = np.array([j.max_ps for j in self.jobs], dtype=int)
+        self.w = np.zeros(n, dtype=int)
+        self.p = np.zeros(n, dtype=int)
+        self.tasks = np.zeros((n, self.cap.shape[0], 2), dtype=int)
+        # static part of the observation
+        self.static = np.zeros((window, self.n_features), dtype=np.float32)
+        index = {name: k for k, name in enumerate(self.types)}
+        for i, e in enumerate(entries):
+            k = index.get(e.job.profile.network)
+            if k is not None:
+                self.static[i, k] = 1.0
+            base = len(self.types)
+            self.static[i, base] = max(0.0, state.time - e.job.arrival) / slot_s
+            self.static[i, base + 1] = e.remaining / e.job.samples if e.job.samples else 0.0
+        self._mask: np.ndarray | None = None
+        self._refit()
+        for i in range(n):
+            self.apply(3 * i + 2)
+
+    @property
+    def n_actions(self) -> int:
+        """3 per window slot plus "end the slot"."""
+        return 3 * self.window + 1
+
+    def _refit(self, m: int | None = None) -> None:
+        """Which (kind, job) demands fit which machine: all of them, or machine ``m`` after it changed."""
+        if m is None:
+            self.fit = (self.free[None, None, :, :] >= self.need[:, :, None, :]).all(axis=3)
+        else:
+            self.fit[:, :, m] = (self.free[m] >= self.need).all(axis=2)
+        self._mask = None
+
+    def mask(self) -> np.ndarray:
+        """Valid actions (bool, length ``n_actions``); "end the slot" is always valid."""
+        if self._mask is None:
+            n = len(self.jobs)
+            out = np.zeros(self.n_actions, dtype=bool)
+            if n:
+                can_w = self.w < self.max_w
+                can_p = self.p < self.max_p
+                started = self.w > 0  # a job starts with a bundle: a PS job needs both kinds
+                any_fit = self.fit.any(axis=2)
+                out[0 : 3 * n : 3] = started & can_w & any_fit[0]
+                out[1 : 3 * n : 3] = started & can_p & any_fit[1]
+                out[2 : 3 * n : 3] = can_w & can_p & any_fit[2]
+            out[-1] = True
+            self._mask = out
+        return self._mask
+
+    def dominant_shares(self) -> np.ndarray:
+        """Each window job's dominant share of the pooled capacity at its current allocation."""
+        use = self.w[:, None] * self.alpha + self.p[:, None] * self.gamma
+        return (use * self.total_inv).max(axis=1) if len(self.jobs) else np.zeros(0)
+
+    def observation(self) -> np.ndarray:
+        """The (window x features) observation, flattened (rows past the jobs are zero)."""
+        obs = self.static.copy()
+        n = len(self.jobs)
+        base = len(self.types)
+        obs[:n, base + 2] = self.dominant_shares()
+        obs[:n, base + 3] = self.w
+        obs[:n, base + 4] = self.p
+        return obs.reshape(-1)
+
+    def _place(self, kind: int, i: int) -> int | None:
+        """The least-loaded machine where job i's demand of ``kind`` fits (ties by index), or None."""
+        fits = self.fit[kind, i]
+        if not fits.any():
+            return None
+        return int(np.argmin(np.where(fits, self.load, np.inf)))
+
+    def apply(self, action: int) -> bool:
+        """Apply one action (index < 3·window: kind action % 3 to job action // 3); False if
+        it is "end the slot" or not valid now (then nothing changes)."""
+        i, kind = divmod(int(action), 3)
+        if i >= len(self.jobs) or not self.mask()[action]:
+            return False
+        m = self._place(kind, i)
+        if m is None:  # pragma: no cover - the mask said it fits
+            return False
+        d = self.demands[kind, i]
+        self.free[m] -= d
+        self.load[m] += float(d @ self.machine_inv[m])
+        self._refit(m)
+        if kind != 1:
+            self.w[i] += 1
+            self.tasks[i, m, 0] += 1
+        if kind != 0:
+            self.p[i] += 1
+            self.tasks[i, m, 1] += 1
+        return True
+
+    def drf_action(self) -> int:
+        """DRF's next step (the warm-up's teacher): a bundle to the job of smallest dominant share
+        under its caps, ties by arrival; "end the slot" when that bundle fits nowhere."""
+        end = self.n_actions - 1
+        open_ = (self.w < self.max_w) & (self.p < self.max_p)
+        if not open_.any():
+            return end
+        shares = np.where(open_, self.dominant_shares(), np.inf)
+        i = int(np.argmin(shares))  # jobs are in arrival order, argmin takes the first
+        a = 3 * i + 2
+        return a if self.mask()[a] else end
+
+    def decision(self) -> Decision:
+        """The slot's allocations; running jobs left without one are preempted."""
+        running = {r.job.name: r for r in self.state.running}
+        chosen = set()
+        allocations = []
+        for i, job in enumerate(self.jobs):
+            if self.w[i] == 0:
+                continue
+            chosen.add(job.name)
+            tasks = tuple(
+                (m, int(c[0]), int(c[1])) for m, c in enumerate(self.tasks[i]) if c[0] or c[1]
+            )
+            r = running.get(job.name)
+            if (
+                r is not None
+                and (r.workers, r.ps) == (int(self.w[i]), int(self.p[i]))
+                and sorted(r.placement.tasks) == list(tasks)
+            ):
+                continue
+            allocations.append(
+                Allocation(job.name, int(self.w[i]), int(self.p[i]), Placement(tasks))
+            )
+        preempt = tuple(name for name in running if name not in chosen)
+        return Decision(tuple(allocations), preempt)
+
+
+# ---- the trained network (numpy inference: no torch needed to run a trained policy) ------------
+
+
+def default_weights_path() -> Path:
+    """The shipped weights, ``data/dl2/weights.npz``."""
+    return data_dir() / "dl2" / "weights.npz"
+
+
+def save_weights(
+    path: str | Path, layers: Sequence[tuple[np.ndarray, np.ndarray]], meta: dict
+) -> None:
+    """Write actor layers (weight (out x in), bias) and ``meta`` to an .npz file at ``path``."""
+    arrays = {f"w{k}": np.asarray(w, dtype=np.float32) for k, (w, _) in enumerate(layers)}
+    arrays |= {f"b{k}": np.asarray(b, dtype=np.float32) for k, (_, b) in enumerate(layers)}
+    meta = {**meta, "format": WEIGHTS_FORMAT, "layers": len(layers)}
+    with open(path, "wb") as fh:
+        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)  # type: ignore[arg-type]
+
+
+def load_weights(path: str | Path) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict]:
+    """(actor layers, meta) from a weights file; InvalidInput if it is unreadable or foreign."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            layers = [(z[f"w{k}"], z[f"b{k}"]) for k in range(int(meta["layers"]))]
+    except FileNotFoundError:
+        raise InvalidInput(f"weights: no DL2 weights file at {str(path)!r}") from None
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        zipfile.BadZipFile,
+        json.JSONDecodeError,
+    ) as exc:
+        raise InvalidInput(
+            f"weights: {str(path)!r} is not a readable DL2 weights file ({type(exc).__name__})"
+        ) from None
+    fmt = meta.get("format")
+    if not isinstance(fmt, int) or fmt > WEIGHTS_FORMAT:
+        raise InvalidInput(
+            f"weights: {str(path)!r} has format {fmt!r}; this smdlab reads format <= {WEIGHTS_FORMAT}"
+        )
+    return layers, meta
+
+
+def forward(layers: Sequence[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    """The fully connected network: ReLU between layers, raw outputs at the end."""
+    for k, (w, b) in enumerate(layers):
+        x = x @ w.T + b
+        if k < len(layers) - 1:
+            x = np.maximum(x, 0.0)
+    return x
+
+
+def feature_scale(n_types: int, window: int) -> np.ndarray:
+    """The network's input scale for a flattened observation."""
+    row = np.concatenate([np.ones(n_types), np.asarray(FEATURE_SCALE)])
+    return np.tile(row, window).astype(np.float32)
+
+
+class DL2(Policy):
+    """DL2's trained actor as a policy: greedy (most probable valid action) at every slot.
+
+    Mode: elastic per slot, every 1,200 s (DL2 rebuilds every allocation each slot; its simulator,
+    pengyanghua/DL2 parameters.py, TS_DURATION = 1200.0). Between slot boundaries (arrivals,
+    completions) nothing changes: new jobs wait for the next slot, as in DL2. The weights come from
+    ``smdlab train dl2`` (default: the shipped ``data/dl2/weights.npz``, docs/rl.md).
+    """
+
+    name = "dl2"
+    execution = "elastic"
+    executions = ("elastic",)
+    slot_s = DEFAULT_SLOT_S
+
+    def __init__(self, weights: str | None = None, max_actions: int = 10_000) -> None:
+        path = default_weights_path() if weights is None else Path(weights)
+        self.layers, self.meta = load_weights(path)
+        self.window = check_int("window", self.meta.get("window", DEFAULT_WINDOW), 1)
+        self.types = tuple(self.meta.get("types", job_types()))
+        self.max_actions = check_int("max_actions", max_actions, 1)
+        n_in = self.layers[0][0].shape[1]
+        expect = self.window * (len(self.types) + len(EXTRA_FEATURES))
+        if n_in != expect or self.layers[-1][0].shape[0] != 3 * self.window + 1:
+            raise InvalidInput(
+                f"weights: {str(path)!r} is for an observation of {n_in} values; DL2's space here "
+                f"has {expect} (window {self.window}, {len(self.types)} job types)"
+            )
+        self.scale = feature_scale(len(self.types), self.window)
+
+    def act(self, builder: SlotBuilder) -> int:
+        """The most probable valid action for the builder's current state."""
+        logits = forward(self.layers, builder.observation() * self.scale)
+        logits = np.where(builder.mask(), logits, -np.inf)
+        return int(np.argmax(logits))
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Rebuild every allocation at a slot boundary; keep them between boundaries."""
+        slot = state.slot_s or self.slot_s
+        if not at_slot(state.time, slot) or not (state.queued or state.running):
+            return Decision()
+        builder = SlotBuilder(state, self.window, self.types, slot)
+        end = builder.n_actions - 1
+        for _ in range(self.max_actions):
+            a = self.act(builder)
+            if a == end or not builder.apply(a):
+                break
+        return builder.decision()

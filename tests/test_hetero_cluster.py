@@ -1,0 +1,122 @@
+"""Racks and GPU types in the cluster: constructors, cluster files, bad input, typed speeds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smdlab.cli import main
+from smdlab.errors import InvalidInput
+from smdlab.model.cluster import Cluster, Machine, Rack, load_cluster_file
+from smdlab.model.gpu_types import GPU_TYPES, gavel_type_ratios, speed_ratio
+from smdlab.model.job import make_job
+from smdlab.policies.fifo import FIFO
+from smdlab.sim.simulator import simulate
+
+RACKS_TOML = """
+[[racks]]
+name = "r0"
+machines = 2
+gpu_type = "v100"
+gpu = 8
+uplink_gbps = 100
+
+[[racks]]
+name = "r1"
+machines = 3
+gpu_type = "k80"
+gpu = 4
+uplink_gbps = 40
+oversubscription = 2
+"""
+
+
+def test_racks_constructor_shape():
+    c = Cluster.racks(racks=4, machines_per_rack=8, gpu_type="p100")
+    assert len(c.machines) == 32 and len(c.topology) == 4
+    assert c.gpu_types == ("p100",)
+    assert c.rack_of[:9] == (0,) * 8 + (1,)
+    assert c.capacity["gpu"] == 256
+    assert c.machines[0].name == "r0-m0" and c.machines[0].rack == "r0"
+
+
+def test_homogeneous_unchanged():
+    c = Cluster.homogeneous(3)
+    assert c.topology == () and c.gpu_types == () and c.rack_of == (-1, -1, -1)
+    assert repr(c) == "Cluster(3 machines; pooled gpu=24, cpu=192, mem_gb=768, bw_gbps=300)"
+
+
+def test_groups_and_file(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text(RACKS_TOML)
+    c = load_cluster_file(f)
+    assert [m.gpu_type for m in c.machines] == ["v100"] * 2 + ["k80"] * 3
+    assert c.capacity["gpu"] == 2 * 8 + 3 * 4
+    assert c.topology[1].effective_uplink_gbps == 20
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: Cluster((Machine("a", {"gpu": 1}, "v100", ""),), topology=(Rack("r0"),)),
+            "in no rack",
+        ),
+        (lambda: Rack("r0", 100, 0.5), "oversubscription must be >= 1"),
+        (lambda: Cluster.racks(gpu_type="h100"), "gpu_type must be one of"),
+        (
+            lambda: Cluster.groups([{"name": "r", "machines": 1}, {"name": "r", "machines": 1}]),
+            "unique",
+        ),
+        (lambda: Cluster((Machine("a", {"gpu": 1}, "", "r9"),)), "not declared"),
+    ],
+)
+def test_bad_input(build, message):
+    with pytest.raises(InvalidInput, match=message):
+        build()
+
+
+def test_cli_cluster_file(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text(RACKS_TOML)
+    sc = tmp_path / "s.toml"
+    sc.write_text('policies = ["fifo"]\n[workload]\njobs = 6\nload = 0.5\n')
+    assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(f), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fifo"]["jobs_completed"] == 6
+    bad = tmp_path / "bad.toml"
+    bad.write_text(RACKS_TOML.replace('"k80"', '"tpu"'))
+    assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "gpu_type must be one of" in err[0]
+
+
+def test_scenario_racks_table(tmp_path):
+    from smdlab.workloads.scenario import load_scenario
+
+    sc = tmp_path / "s.toml"
+    sc.write_text(
+        '[[cluster.racks]]\nmachines = 2\ngpu_type = "k80"\n[[cluster.racks]]\nmachines = 1\n'
+    )
+    c = load_scenario(sc).build_cluster()
+    assert [m.gpu_type for m in c.machines] == ["k80", "k80", "v100"]
+    sc.write_text("[cluster]\nmachines = 3\n[[cluster.racks]]\nmachines = 2\n")
+    with pytest.raises(InvalidInput, match="cannot be combined"):
+        load_scenario(sc)
+
+
+def test_speed_follows_gpu_type():
+    # Gavel's measured ratios: K80 slower than P100 slower than V100 (median over job types).
+    r = gavel_type_ratios()
+    assert r["k80"] < r["p100"] < r["v100"] == 1.0 < r["a100"]
+    assert set(GPU_TYPES) == {"k80", "p100", "v100", "a100"}
+    assert speed_ratio("resnet50", "") == 1.0
+    job = make_job("j", "resnet50", samples=64 * 200, global_batch=64)
+    jct = {}
+    for t in ("v100", "k80"):
+        res = simulate([job], Cluster.racks(racks=1, machines_per_rack=1, gpu_type=t), FIFO())
+        jct[t] = res.jobs["jct"].iloc[0]
+    assert jct["k80"] / jct["v100"] == pytest.approx(1 / speed_ratio("resnet50", "k80"), rel=1e-6)
+    flat = simulate([job], Cluster.homogeneous(1), FIFO()).jobs["jct"].iloc[0]
+    assert flat == pytest.approx(jct["v100"], rel=1e-12)

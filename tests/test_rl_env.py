@@ -1,0 +1,84 @@
+"""DL2's Gymnasium environment over the simulator (smdlab.rl, docs/rl.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gymnasium")
+
+from gymnasium.utils.env_checker import check_env
+
+from smdlab.errors import InvalidInput
+from smdlab.rl import make_env
+
+
+def _rollout(env, seed: int, policy: str, steps: int = 400) -> tuple[list, list]:
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    observations, rewards = [obs], []
+    for _ in range(steps):
+        if policy == "drf":
+            a = env.expert_action()
+        else:
+            a = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        obs, r, term, trunc, info = env.step(a)
+        observations.append(obs)
+        rewards.append(r)
+        if term or trunc:
+            break
+    return observations, rewards
+
+
+def test_passes_the_gymnasium_checker():
+    check_env(make_env(), skip_render_check=True)
+
+
+def test_spaces_follow_dl2():
+    env = make_env()
+    assert env.action_space.n == 3 * 20 + 1
+    obs, info = env.reset(seed=0)
+    assert obs.shape == env.observation_space.shape
+    mask = info["action_mask"]
+    assert mask.dtype == bool and mask[-1]
+    assert np.array_equal(mask, env.action_masks())
+    n_jobs = int(obs.reshape(20, -1)[:, : len(env.types)].sum())
+    assert not mask[3 * n_jobs : -1].any()  # no action on an empty window row
+
+
+def test_seeded_and_deterministic():
+    a_obs, a_rew = _rollout(make_env(), 3, "random")
+    b_obs, b_rew = _rollout(make_env(), 3, "random")
+    assert a_rew == b_rew
+    assert all(np.array_equal(x, y) for x, y in zip(a_obs, b_obs))
+
+
+def test_episode_reward_counts_every_job_once():
+    env = make_env()
+    _, rewards = _rollout(env, 0, "drf", steps=100_000)
+    assert env.result is not None  # ran to the end
+    done = int((env.result.jobs.status == "completed").sum())
+    assert sum(rewards) == pytest.approx(done, abs=1e-6)
+    assert all(r >= -1e-9 for r in rewards)
+
+
+def test_invalid_action_changes_nothing():
+    env = make_env()
+    obs, info = env.reset(seed=1)
+    bad = int(np.flatnonzero(~info["action_mask"])[0])
+    obs2, r, term, _, info2 = env.step(bad)
+    assert not info2["valid"] and r == 0.0 and not term
+    assert np.array_equal(obs, obs2)
+    with pytest.raises(InvalidInput, match="action"):
+        env.step(env.action_space.n)
+
+
+def test_slots_go_through_the_simulator():
+    env = make_env(max_slots=3)
+    env.reset(seed=0)
+    times = []
+    for _ in range(3):
+        _, _, term, trunc, info = env.step(env.end_action)
+        times.append(info["time"])
+    assert trunc and not term
+    assert times == [1200.0, 2400.0, 3600.0]
