@@ -79,8 +79,8 @@ class Gandiva(Policy):
         preempt: list[str] = []
         # Introspection: unpack the slowest packed member when it can move to free GPUs.
         for s in shares:
-            if not s.label.startswith(SPACE) or len(s.jobs) < 2:
-                continue
+            if not state.preemptive or not s.label.startswith(SPACE) or len(s.jobs) < 2:
+                continue  # (a wrapper may run it without preemption: then it never moves jobs)
             f = factors(s.jobs)
             if f is None or f.min() >= self.unpack_below:
                 continue
@@ -138,7 +138,7 @@ class Gandiva(Policy):
                 )
                 continue
             # Oversubscribed: suspend a running job that is alone and time-slice with it.
-            for s in shares:
+            for s in shares if state.preemptive else ():
                 if (
                     len(s.jobs) != 1
                     or not s.label.startswith(SPACE)
