@@ -37,12 +37,33 @@ app = explorer()
 app
 
 # %% [markdown]
-# The app can be driven from Python as well: every control is an attribute (`app.machines`,
-# `app.bandwidth`, `app.mode`, ...), so `app.machines.value = 6` has the same effect as moving the
-# slider, and `app.wait()` blocks until the background MILP is done. The allocation shown:
+# The default state (`docs/explorer.md`) is a CPU-poor cluster, 4 machines of 8 GPUs with 4 cores
+# per GPU and 25 Gbps per task, running 16 jobs. Cores run out before GPUs, so some jobs get fewer
+# PSs than workers and the LP bound is not tight. Try the NIC bandwidth slider: the allocation
+# moves.
+#
+# The app can be driven from Python as well (`docs/explorer.md`, "Scripting interface"):
+# `app.controls` maps each control's name to its widget, so `app.controls["machines"].value = 6`
+# has the same effect as moving the slider. `app.wait()` blocks until the background MILP is done,
+# and `app.solution` / `app.exact_solution` hold the fast and the exact `Solution`. The allocation
+# shown, with the jobs whose PS count differs from their worker count:
 
 # %%
-app.shown_solution.to_frame()
+shown = app.shown_solution.to_frame()
+print(f"{app.headline()}".replace("<b>", "").replace("</b>", ""))
+if app.exact_solution is not None:
+    print(
+        f"exact MILP {app.exact_solution.objective:,.0f} s, "
+        f"{(app.exact_solution.objective - app.solution.lower_bound) / app.exact_solution.objective:.2%} "
+        "above the LP bound"
+    )
+shown.style.apply(
+    lambda row: (
+        ["font-weight: bold" if row["workers"] > 0 and row["workers"] != row["ps"] else ""]
+        * len(row)
+    ),
+    axis=1,
+)
 
 # %% [markdown]
 # ## Policies side by side

@@ -120,3 +120,17 @@ def test_speed_follows_gpu_type():
     assert jct["k80"] / jct["v100"] == pytest.approx(1 / speed_ratio("resnet50", "k80"), rel=1e-6)
     flat = simulate([job], Cluster.homogeneous(1), FIFO()).jobs["jct"].iloc[0]
     assert flat == pytest.approx(jct["v100"], rel=1e-12)
+
+
+def test_utilization_per_gpu_type():
+    job = make_job("j", "resnet50", samples=64 * 200, global_batch=64)
+    c = Cluster.groups(
+        [{"name": "a", "machines": 1, "gpu_type": "k80"}, {"name": "b", "machines": 1}]
+    )
+    s = simulate([job], c, FIFO()).summary["utilization"]
+    assert {"gpu", "cpu", "mem_gb", "bw_gbps", "gpu_k80", "gpu_v100"} <= set(s)
+    # The pooled GPU utilisation is the capacity-weighted mean of the per-type ones (8 GPUs each).
+    assert s["gpu"] == pytest.approx((s["gpu_k80"] + s["gpu_v100"]) / 2)
+    assert s["gpu_k80"] + s["gpu_v100"] > 0
+    flat = simulate([job], Cluster.homogeneous(2), FIFO()).summary["utilization"]
+    assert set(flat) == {"gpu", "cpu", "mem_gb", "bw_gbps"}

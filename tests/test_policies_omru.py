@@ -133,3 +133,38 @@ def test_more_jobs_than_gpus_uses_list_scheduling():
         assert r.summary["jobs_completed"] == len(jobs)
         assert (r.jobs["workers"] == 1).all()
     assert isinstance(get_policy("omru", generations=5), OMRU)
+
+
+def test_a_move_that_fails_keeps_resources_no_new_job_took() -> None:
+    """Regression: a barrier move that cannot be placed must not lose its old resources to a new
+    job placed earlier in the same decision (OMRU once exceeded a machine's CPU this way)."""
+    from smdlab.policies.batch_plan import BatchPlan, BatchPlanPolicy, Entry
+    from smdlab.solve.instance import task_vectors
+    from smdlab.solve.placement import usage
+    from tests._policy_cases import cluster, job, queued, running, state
+
+    cl = cluster(1, gpu=4, cpu=8)
+    r = job(
+        "r", worker={"gpu": 1, "cpu": 4, "bw_gbps": 5}, ps={"cpu": 0.0}, arch="allreduce", max_ps=0
+    )
+    q = job(
+        "q", worker={"gpu": 1, "cpu": 2, "bw_gbps": 5}, ps={"cpu": 0.0}, arch="allreduce", max_ps=0
+    )
+
+    class Fixed(BatchPlanPolicy):
+        name = "fixed"
+
+        def plan(self, table: EpochTable) -> BatchPlan:
+            return BatchPlan(((Entry("r", 2), Entry("q", 3)),))
+
+    pol = Fixed()
+    pol._planned.add("r")  # r started under an earlier plan; the new plan moves it to 2 GPUs
+    st = state(cl, [queued(q)], [running(r, [(0, 1, 0)])], execution="preemptive")
+    d = pol.decide(st)
+    free = st.free.copy()
+    if "r" in d.preempt:
+        free += usage(((0, 1, 0),), *task_vectors(r, cl.resources), 1)
+    for a in d.allocations:
+        free -= usage(a.placement.tasks, *task_vectors({"r": r, "q": q}[a.job], cl.resources), 1)
+    assert np.all(free >= -1e-9), f"decision over capacity: {free}"
+    assert d.allocations, "the decision starts or moves something"

@@ -184,7 +184,7 @@ def test_default_scenario_updates_quickly_enough_to_report():
     a = explorer(run_exact=False)
     a.machines.value = 5
     assert a.error is None and a.last_update_s > 0 and set(a.last_timings) == {"solve_s", "draw_s"}
-    assert "update" in a.status.value
+    assert "redraw" in a.status.value and a.status.layout.display is None
     a.close()
 
 
@@ -283,3 +283,46 @@ def test_schedule_panel_shows_every_policy_beside_the_schedule_bound(app):
     app.seed.value = SMALL.seed
     assert app.wait(60)
     assert app.schedule == (results, bound)  # cached per problem
+
+
+def test_default_state_shows_the_methods_differ():
+    """The default explorer state: the LP bound is not tight and some job gets fewer PSs than workers."""
+    from smdlab.solve import solve
+
+    s = default_settings()
+    jobs, cluster = build_jobs(s), build_cluster(s)
+    smd = solve(jobs, cluster, "smd", mode=s.mode)
+    exact = solve(jobs, cluster, "milp", mode=s.mode, time_limit=30)
+    assert exact.status == "optimal"
+    bound = smd.lower_bound
+    assert smd.gap > 1e-3 or exact.objective > bound * (1 + 1e-6)
+    assert any(w > 0 and w != p for w, p in zip(smd.workers, smd.ps))
+    # the NIC bandwidth moves the allocation
+    slow = s.replace(bandwidth_gbps=10.0)
+    other = solve(build_jobs(slow), build_cluster(slow), "smd", mode=s.mode)
+    assert (list(other.workers), list(other.ps)) != (list(smd.workers), list(smd.ps))
+
+
+def test_scripting_interface_and_status(app):
+    assert set(app.controls) >= {"machines", "bandwidth", "method", "exact", "n_jobs"}
+    assert app.controls["machines"] is app.machines
+    assert app.solution is not None and app.wait(30)
+    assert app.exact_solution is not None
+    old = app.method.value
+    try:
+        app.controls["method"].value = "milp"
+        assert app.wait(30)
+        assert "exact MILP" in app.headline() or "MILP" in app.headline()
+        assert app.status.layout.display is None and "redraw" in app.status.value
+    finally:
+        app.method.value = old
+        app.wait(30)
+
+
+def test_status_is_hidden_until_the_first_change():
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert a.status.layout.display == "none"
+        assert "SMD" in a.headline()
+    finally:
+        a.close()

@@ -24,7 +24,14 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 
 ONLINE_GPU_MIX = {1: 0.5, 2: 0.25, 4: 0.15, 8: 0.1}
-CPU_POLICIES = ("gpu_proportional", "synergy_tune", "synergy_opt", "smd", "milp_levels")
+CPU_POLICIES = (
+    "gpu_proportional",
+    "synergy_tune",
+    "synergy_opt",
+    "smd",
+    "smd_levels",
+    "milp_levels",
+)
 MURI_POLICIES = ("muri_s", "muri_l", "srtf", "tiresias", "smd")
 REFERENCE_CPU_PER_GPU = 8.0
 

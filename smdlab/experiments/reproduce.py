@@ -170,7 +170,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "jct_vs_cpu_per_gpu",
-            "mean JCT of GPU-proportional, Synergy-TUNE, Synergy-OPT and SMD vs CPU cores per GPU",
+            "mean JCT of GPU-proportional, Synergy-TUNE, Synergy-OPT, SMD (with and without levels) and the levels MILP vs CPU cores per GPU",
             _multiresource("jct_vs_cpu_per_gpu"),
             _draw_multiresource("cpu_per_gpu", "CPU cores per GPU"),
         ),

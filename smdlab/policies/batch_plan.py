@@ -213,35 +213,41 @@ class BatchPlanPolicy(Policy):
                     want.setdefault(ru.job, ru.gpus)
             break  # one plan at a time: a later set waits for the earlier one
         free = np.array(state.free, dtype=float)
-        preempt: list[str] = []
+        m = free.shape[0]
         allocations: list[Allocation] = []
-        moves = []
-        for name, g in want.items():
-            if state.preemptive and name in running and running[name].workers != g:
-                r = running[name]
-                free += usage(
-                    r.placement.tasks, *task_vectors(r.job, state.cluster.resources), free.shape[0]
-                )
-                moves.append(name)
-        for name, g in sorted(want.items(), key=lambda kv: (-kv[1], kv[0])):
-            if name in running and name not in moves:
-                continue
-            entry = running[name] if name in running else queued[name]
-            job = entry.job
-            a, gm = task_vectors(job, state.cluster.resources)
-            tasks, g, ps = _place(
-                free, job, min(g, job.max_workers), a, gm, shrink=name not in moves
-            )
+        moved: list[str] = []
+        moves = sorted(
+            (
+                (name, g)
+                for name, g in want.items()
+                if state.preemptive and name in running and running[name].workers != g
+            ),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
+        # One move at a time: a job that cannot move keeps resources nobody else has touched.
+        for name, g in moves:
+            r = running[name]
+            a, gm = task_vectors(r.job, state.cluster.resources)
+            trial = free + usage(r.placement.tasks, a, gm, m)
+            tasks, w, ps = _place(trial, r.job, min(g, r.job.max_workers), a, gm, shrink=False)
             if tasks is None:
-                if name in moves:  # cannot move now: keep it where it is
-                    r = running[name]
-                    free -= usage(r.placement.tasks, a, gm, free.shape[0])
-                    moves.remove(name)
                 continue
-            free -= usage(tasks, a, gm, free.shape[0])
-            allocations.append(Allocation(name, g, ps, Placement(tasks)))
+            free = trial - usage(tasks, a, gm, m)
+            allocations.append(Allocation(name, w, ps, Placement(tasks)))
+            moved.append(name)
+        for name, g in sorted(want.items(), key=lambda kv: (-kv[1], kv[0])):
+            if name in running:
+                continue
+            job = queued[name].job
+            a, gm = task_vectors(job, state.cluster.resources)
+            tasks, w, ps = _place(free, job, min(g, job.max_workers), a, gm, shrink=True)
+            if tasks is None:
+                continue
+            free -= usage(tasks, a, gm, m)
+            allocations.append(Allocation(name, w, ps, Placement(tasks)))
+        preempt: list[str] = []
         if not state.elastic:
-            preempt = moves  # preemptive: restart on the new GPU count (work done is kept)
+            preempt = moved  # preemptive: restart on the new GPU count (work done is kept)
         return Decision(tuple(allocations), tuple(preempt), note=self.name)
 
 

@@ -41,6 +41,8 @@ _BUILTIN: dict[str, str] = {
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
     "horus": "smdlab.policies.horus:Horus",
     "gandiva": "smdlab.policies.gandiva:Gandiva",
+    "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
+    "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -125,6 +125,31 @@ def _percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
+def _add_type_utilization(sim, util: pd.DataFrame, jobs: pd.DataFrame, summary: dict) -> None:
+    """On a cluster with GPU types: ``gpu_<type>`` utilisation columns and summary entries."""
+    types = getattr(sim, "machine_types", None)
+    rows = getattr(sim, "type_rows", [])
+    if types is None or sim.gpu_index is None or len(rows) != len(util) or not len(util):
+        return
+    kinds = list(dict.fromkeys(types))
+    gpus = sim.capacity[:, sim.gpu_index]
+    held = np.array([r[1:] for r in rows], dtype=float)
+    for k, kind in enumerate(kinds):
+        cap = float(sum(g for g, t in zip(gpus, types, strict=True) if t == kind))
+        util[f"gpu_{kind}"] = held[:, k] / cap if cap > 0 else math.nan
+    done = jobs[jobs["status"] == "completed"]
+    part = {f"gpu_{kind}": math.nan for kind in kinds}
+    if len(done):  # time-weighted means over the same window as ``summarize``
+        t0 = float(jobs.loc[jobs["status"] != "skipped", "arrival"].min())
+        t_end = float(done["finish"].max())
+        if t_end > t0:
+            times = util["time"].to_numpy(dtype=float)
+            widths = np.diff(np.append(np.clip(times, t0, t_end), t_end))
+            for c in part:
+                part[c] = float(np.nansum(util[c].to_numpy(dtype=float) * widths) / (t_end - t0))
+    summary["utilization"] = {**summary["utilization"], **part}
+
+
 def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
     """Assemble a SimResult from a finished simulator's bookkeeping."""
     jobs = sim.jobs
@@ -165,6 +190,7 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
             util[r] = util[r] / cap[k] if cap[k] > 0 else math.nan
     decisions = pd.DataFrame(sim.decisions, columns=list(DECISION_COLUMNS))
     summary = summarize(job_df, util, decisions, resources)
+    _add_type_utilization(sim, util, job_df, summary)
     summary["execution"] = sim.execution
     summary["slot_s"] = math.nan if sim.delta is None else float(sim.delta)
     summary["restart_s"] = float(sim.restart_s)

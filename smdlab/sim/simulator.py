@@ -378,6 +378,8 @@ class _Simulator:
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
         self.machine_types = types if any(types) else None
+        # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
+        self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
         self.jobs = jobs
         self.index = {j.name: i for i, j in enumerate(jobs)}
@@ -413,6 +415,15 @@ class _Simulator:
         tau = allreduce_iteration_time(job, workers, machines=machines, mode=self.mode)
         per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
         return float(per_iter / tau)
+
+    def _type_row(self, t: float) -> None:
+        """Record GPUs in use per GPU type at ``t`` beside the utilisation row (typed clusters)."""
+        if self.machine_types is None or self.gpu_index is None:
+            return
+        held = self.capacity[:, self.gpu_index] - self.free[:, self.gpu_index]
+        kinds = dict.fromkeys(self.machine_types)
+        types = np.array(self.machine_types)
+        self.type_rows.append((t, *(float(held[types == k].sum()) for k in kinds)))
 
     def _type_factor(self, job: Job, placement: Placement) -> float:
         """Speed on the placement's GPU types relative to the job's profile device: the slowest
@@ -1029,6 +1040,7 @@ class _Simulator:
         util_rows: list[tuple] = []
         if n_arr:
             util_rows.append((arrivals[0], *used, 0, 0))
+            self._type_row(arrivals[0])
         next_tick = math.inf
         next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
         idle_points = 0
@@ -1113,6 +1125,7 @@ class _Simulator:
             # a row whenever usage or the job counts change (a queue can grow while usage stays put)
             if not np.array_equal(new_used, used) or new_counts != counts or not util_rows:
                 util_rows.append((t, *new_used, *new_counts))
+                self._type_row(t)
             used, counts = new_used, new_counts
         if bar is not None:
             bar.close()

@@ -50,7 +50,7 @@ DEFAULT_MILP_TIME_LIMIT = 5.0
 # How long a change waits for the background MILP before drawing the bounds figure without it:
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
 EXACT_GRACE_S = 0.1
-_CONTROL_WIDTH = "300px"
+_CONTROL_WIDTH = "380px"
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
 
@@ -124,7 +124,8 @@ class Explorer(BackgroundApp, widgets.HBox):
             )
         )
         self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
-        self.status = widgets.HTML()
+        # Hidden until the first change: before it there is no change-to-redraw time to report.
+        self.status = widgets.HTML(layout=widgets.Layout(display="none"))
         outputs = widgets.VBox(
             [
                 widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
@@ -133,9 +134,13 @@ class Explorer(BackgroundApp, widgets.HBox):
                 self.timeline_fig,
                 self.schedule_fig,
             ],
-            layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
+            layout=widgets.Layout(flex="1 1 480px", min_width="0"),
         )
-        super().__init__([self.controls, outputs], layout=widgets.Layout(width="100%"))
+        # A narrow column wraps the figures below the controls instead of clipping them.
+        super().__init__(
+            [self.control_panel, outputs],
+            layout=widgets.Layout(width="100%", flex_flow="row wrap"),
+        )
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
         self._queue_schedule()
@@ -176,7 +181,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.profiles = widgets.SelectMultiple(
             options=list_profiles(),
             value=s.profiles,
-            rows=6,
+            rows=len(list_profiles()),  # every network visible: no selection scrolled out of view
             description="networks",
             style=style,
             layout=_slider_layout(),
@@ -234,10 +239,10 @@ class Explorer(BackgroundApp, widgets.HBox):
             layout=_slider_layout(),
         )
         self.batch = widgets.ToggleButtons(
-            options=list(BATCH_MODES),
+            options=[(b.replace("_", " "), b) for b in BATCH_MODES],
             value=s.batch,
             description="batch",
-            style={**style, "button_width": "80px"},
+            style={**style, "button_width": "100px"},
         )
         self.method = widgets.Dropdown(
             options=list(METHOD_CHOICES),
@@ -283,7 +288,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         def section(title: str, *children: widgets.Widget) -> widgets.VBox:
             return widgets.VBox([widgets.HTML(f"<b>{title}</b>"), *children])
 
-        self.controls = widgets.VBox(
+        self.control_panel = widgets.VBox(
             [
                 section("Cluster", self.machines, self.shape, self.bandwidth),
                 section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch),
@@ -301,8 +306,17 @@ class Explorer(BackgroundApp, widgets.HBox):
                 ),
                 section("Model and solver", self.mode, self.batch, self.method, self.exact),
             ],
-            layout=widgets.Layout(width="330px", flex="0 0 330px"),
+            layout=widgets.Layout(width="400px", flex="0 0 400px"),
         )
+        # Control name -> widget, for scripts and tests: setting ``.value`` acts like the user.
+        self.controls: dict[str, widgets.Widget] = {
+            name: getattr(self, name)
+            for name in (
+                "machines", "shape", "bandwidth", "profiles", "n_jobs", "seed", "arch", "focus",
+                "device", "compute_scale", "param_scale", "comm_ratio", "cpu", "mem", "mode",
+                "batch", "method", "exact",
+            )
+        }  # fmt: skip
 
     @staticmethod
     def _focus_options(s: ExplorerSettings) -> list[tuple[str, int]]:
@@ -663,26 +677,43 @@ class Explorer(BackgroundApp, widgets.HBox):
         return self.solution
 
     # ---- status ---------------------------------------------------------------------------------
+    def headline(self) -> str:
+        """One line naming the chosen method and its result (the exact MILP's once it has arrived)."""
+        sol = self.shown_solution
+        if sol is None:
+            return ""
+        chosen = self.settings.method
+        if chosen == "milp" and sol is not self.exact_solution:
+            return (
+                f"<b>{html.escape(method_label('milp'))}</b>: solving in the background; "
+                f"shown meanwhile: {html.escape(method_label(sol.method))}, Σ JCT {sol.objective:,.0f} s"
+            )
+        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
+        return (
+            f"<b>{html.escape(method_label(chosen))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs "
+            f"started, Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in "
+            f"{sol.wall_time_s * 1e3:.0f} ms"
+        )
+
     def _show_status(self) -> None:
         sol = self.solution
         if sol is None:
             return
-        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
-        parts = [
-            f"<b>{html.escape(method_label(sol.method))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs started, "
-            f"Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in {sol.wall_time_s * 1e3:.0f} ms",
-        ]
+        parts = [self.headline()]
         ex = self.exact_solution
         if ex is not None:
             tag = "optimal" if ex.status == "optimal" else "time limit, not proven optimal"
             parts.append(
                 f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
             )
-        parts.append(f"update {self.last_update_s * 1e3:.0f} ms")
+        if self.updates:
+            parts.append(f"last change to redraw sent: {self.last_update_s * 1e3:.0f} ms")
+            self.status.layout.display = None
         self.status.value = "<br>".join(parts)
 
     def _show_error(self, message: str) -> None:
         self.error = message
+        self.status.layout.display = None
         self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
 
     # ---- for tests and notebooks ------------------------------------------------------------------
