@@ -41,6 +41,7 @@ system-deps:
 
 reproduce: install system-deps
 	$(VENV)/bin/smdlab reproduce --out figures
+	$(PY) tools/sweep_table.py
 
 reproduce-quick: install system-deps
 	$(VENV)/bin/smdlab reproduce --quick --out figures

@@ -31,7 +31,17 @@ _LAZY: dict[str, tuple[str, str]] = {
     "clear_caches": ("smdlab.caches", "clear_caches"),
     "fit_colocation_model": ("smdlab.model.colocation", "fit_colocation_model"),
 }
-SUBPACKAGES = ("model", "solve", "policies", "sim", "workloads", "viz", "experiments", "widgets")
+SUBPACKAGES = (
+    "model",
+    "solve",
+    "policies",
+    "sim",
+    "workloads",
+    "viz",
+    "experiments",
+    "widgets",
+    "rl",
+)
 
 __all__ = ["Infeasible", "InvalidInput", "SmdlabError", "SolverError", *_model_all, *_LAZY]
 

@@ -107,6 +107,13 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds without progress after a re-allocation or a resume (default 30)",
     )
     p.add_argument(
+        "--sharing-degree",
+        type=int,
+        dest="sharing_degree",
+        metavar="K",
+        help="jobs a GPU may hold at once (default: each policy's own, else 1: no sharing)",
+    )
+    p.add_argument(
         "--elastic", action="store_true", default=None, help="former name of --execution elastic"
     )
     p.add_argument(
@@ -147,7 +154,16 @@ def _scenario_from(
         workload["load"] = load
     simulation = {
         k: getattr(args, k)
-        for k in ("mode", "execution", "slot_s", "restart_s", "elastic", "delta", "unfit")
+        for k in (
+            "mode",
+            "execution",
+            "slot_s",
+            "restart_s",
+            "elastic",
+            "delta",
+            "unfit",
+            "sharing_degree",
+        )
         if getattr(args, k) is not None
     }
     # A switch on the command line replaces the scenario's value and its former name.
