@@ -76,3 +76,14 @@ def test_runs_on_homogeneous_cluster_and_is_registered():
     for name in ("gavel_max_sum", "gavel_max_min"):
         res = simulate(jobs, Cluster.homogeneous(1, gpu=4), get_policy(name))
         assert res.summary["jobs_completed"] == 6
+
+
+def test_heterogeneity_gain_experiment_tiny():
+    from smdlab.experiments.heterogeneity import gain_ratios, heterogeneity_gain
+
+    df = heterogeneity_gain("tiny")
+    assert set(df["allocation"]) == {"aware", "agnostic"}
+    assert len(df) == 4 * df["seed"].nunique()
+    for t in ("k80", "p100", "v100"):
+        assert df[f"util_{t}"].between(0, 1).all()
+    assert set(gain_ratios(df)) == {"gavel_max_min", "gavel_max_sum"}
