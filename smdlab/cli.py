@@ -443,6 +443,10 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--warmup", type=int, metavar="N", help="updates imitating DRF first (default: steps / 4)"
     )
+    p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 0.001)")
+    p.add_argument(
+        "--entropy", type=float, default=0.01, help="weight of the entropy bonus (default 0.01)"
+    )
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -458,7 +462,14 @@ def _train(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise InvalidInput(f"--workload must be a scenario TOML file, got {args.workload!r}")
         scenario = str(path.resolve())
-    cfg = TrainConfig(steps=args.steps, seed=args.seed, warmup=args.warmup, scenario=scenario)
+    cfg = TrainConfig(
+        steps=args.steps,
+        seed=args.seed,
+        warmup=args.warmup,
+        lr=args.lr,
+        entropy=args.entropy,
+        scenario=scenario,
+    )
     summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)
     print(
         f"trained dl2 for {summary['steps']} updates in {summary['seconds']:.1f} s; "
