@@ -37,6 +37,7 @@ _BUILTIN: dict[str, str] = {
     "smd_levels": "smdlab.policies.smd_levels:SMDLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
+    "dl2": "smdlab.policies.dl2:DL2",
     "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
     "horus": "smdlab.policies.horus:Horus",
