@@ -44,6 +44,7 @@ _BUILTIN: dict[str, str] = {
     "gandiva": "smdlab.policies.gandiva:Gandiva",
     "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
     "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
+    "hetero_placement": "smdlab.policies.hetero_placement:HeteroPlacement",
 }
 _EXTRA: dict[str, Any] = {}
 
