@@ -41,6 +41,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
 from smdlab.model.timing import MODES, iteration_time, speed as speed_of
+from smdlab.model.traffic import cross_rack_bytes_per_iteration, samples_per_iteration
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
@@ -378,6 +379,9 @@ class _Simulator:
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
         self.machine_types = types if any(types) else None
+        # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
+        self.rack_of = cluster.rack_of if cluster.topology else None
+        self.cross_rack_bytes = 0.0
         # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
         self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
@@ -396,6 +400,10 @@ class _Simulator:
         rec.worker_time += r.workers * dt
         rec.ps_time += r.ps * dt
         rec.samples_done += done
+        if self.rack_of is not None and done > 0:
+            per_iter = cross_rack_bytes_per_iteration(r.job, r.placement.tasks, self.rack_of)
+            if per_iter > 0:
+                self.cross_rack_bytes += done / samples_per_iteration(r.job, r.workers) * per_iter
         if self.record_history and dt > 0:
             paused = min(t, r.resume)
             if paused > r.seg_start:  # the restart pause: resources held, no progress
