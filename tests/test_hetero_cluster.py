@@ -161,3 +161,13 @@ def test_cross_rack_traffic():
     s = simulate([ring2], c, FIFO()).summary
     assert s["cross_rack_gb"] == pytest.approx(100 * 2 * 2 * 0.5 * size / 1e9)
     assert "cross_rack_gb" not in simulate([job], Cluster.homogeneous(1), FIFO()).summary
+
+
+def test_bundled_heterogeneous_scenario():
+    from smdlab.paths import data_dir
+    from smdlab.workloads.scenario import load_scenario
+
+    sc = load_scenario(data_dir() / "scenarios" / "heterogeneous.toml")
+    c = sc.build_cluster()
+    assert c.gpu_types == ("k80", "p100", "v100") and len(c.topology) == 3
+    assert {"gavel_max_min", "gavel_max_sum", "hetero_placement"} <= set(sc.policies)
