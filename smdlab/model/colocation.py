@@ -483,8 +483,11 @@ def accumulation_efficiency(job, accumulation: int, gpu_type: str = DEFAULT_SHAR
     usually uses the GPU less efficiently, which is the price of the smaller footprint.
     """
     full, sub = gavel_job_type(job), gavel_job_type(job, accumulation)
-    if full == sub:
-        return 1.0
+    return 1.0 if full == sub else _samples_ratio(full, sub, gpu_type)
+
+
+@memoize(COLOCATION)
+def _samples_ratio(full: str, sub: str, gpu_type: str) -> float:
     solo = default_colocation_model().solo
 
     def samples(t: str) -> float:
@@ -492,3 +495,21 @@ def accumulation_efficiency(job, accumulation: int, gpu_type: str = DEFAULT_SHAR
         return float(solo.loc[(gpu_type, "consolidated", t, 1)]) * batch
 
     return samples(sub) / samples(full)
+
+
+@memoize(COLOCATION)
+def pair_tables(gpu_type: str = DEFAULT_SHARING_GPU) -> tuple[np.ndarray, np.ndarray]:
+    """Return (F, fits) of the default model on ``gpu_type``: F[a, b] the fraction of its solo
+    rate job type a keeps beside b, fits[a, b] whether the pair fits in memory (type indices of
+    ``default_colocation_model().jobs``)."""
+    m = default_colocation_model()
+    if gpu_type not in m.gpus:
+        raise InvalidInput(f"gpu_type must be one of {', '.join(m.gpus)}, got {gpu_type!r}")
+    n = len(m.jobs)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    g = np.full(a.size, m.gpus.index(gpu_type))
+    f = np.exp(m.log_ratio(a.ravel(), b.ravel(), g)).reshape(n, n)
+    fits = m.memory[:, None] + m.memory[None, :] <= m.capacity[gpu_type]
+    f.setflags(write=False)
+    fits.setflags(write=False)
+    return f, fits

@@ -28,6 +28,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_int
+from smdlab.model.colocation import (
+    accumulation_efficiency,
+    default_colocation_model,
+    gavel_job_type,
+    pair_tables,
+)
+from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.sharing import (
     Share,
@@ -40,6 +47,8 @@ from smdlab.policies.sharing import (
     take,
     try_join,
 )
+from smdlab.policies.srtf import request
+from smdlab.solve.instance import job_speeds
 
 
 def completion_sum(
@@ -76,6 +85,9 @@ class SJFBSBF(Policy):
         k = state.sharing_degree
         free = np.array(state.free, dtype=float)
         shares = running_shares(state) if k > 1 else []
+        self._meta: dict[str, tuple[int, float]] = {}
+        self._arrays: tuple | None = None
+        self._joined = False
         mode = state.mode
         # earliest predicted completion among running jobs (alone-rate estimate)
         wait = min(
@@ -95,41 +107,111 @@ class SJFBSBF(Policy):
                 continue
             if k == 1 or not shares:
                 continue
-            best: tuple[float, Share, int] | None = None
-            for s in shares:
-                if len(s.jobs) >= k or not can_share(s, job):
+            best = self._pair_options(job, q.remaining, shares, k, wait, mode)
+            best += self._group_options(job, q.remaining, shares, k, wait, mode)
+            best.sort(key=lambda o: -o[0])
+            for _, s, acc in best[:8]:  # the best few: a join may lack CPU or memory room
+                if not try_join(s, job, free, state):
                     continue
-                w, p = s.workers, s.ps
-                v_j = solo_speed(job, w, p, mode)
-                alone_rates = [solo_speed(x, w, p, mode) for x in s.jobs]
-                without = sum(r / v for r, v in zip(s.remaining, alone_rates, strict=True))
-                without += wait + q.remaining / v_j
-                for acc in self.accumulations:
-                    f = factors([*s.jobs, job], [*s.accs, acc])
-                    if f is None:
-                        continue
-                    rates = [v * x for v, x in zip([*alone_rates, v_j], f, strict=True)]
-                    with_share = completion_sum(
-                        [*s.remaining, q.remaining], rates, [*alone_rates, v_j]
+                s.jobs.append(job)
+                self._joined = True
+                s.accs.append(acc)
+                s.remaining.append(q.remaining)
+                out.append(
+                    Allocation(
+                        job.name,
+                        s.workers,
+                        s.ps,
+                        s.placement,
+                        group=s.label,
+                        sharing="space",
+                        accumulation=acc,
                     )
-                    gain = without - with_share
-                    if gain > 0 and (best is None or gain > best[0]):
-                        best = (gain, s, acc)
-            if best is None or not try_join(best[1], job, free, state):
-                continue
-            _, s, acc = best
-            s.jobs.append(job)
-            s.accs.append(acc)
-            s.remaining.append(q.remaining)
-            out.append(
-                Allocation(
-                    job.name,
-                    s.workers,
-                    s.ps,
-                    s.placement,
-                    group=s.label,
-                    sharing="space",
-                    accumulation=acc,
                 )
-            )
+                break
         return Decision(tuple(out))
+
+    def _pair_options(
+        self, job: Job, rem: float, shares: list[Share], k: int, wait: float, mode: str
+    ) -> list[tuple[float, Share, int]]:
+        """Options with a partner running alone, vectorised over those partners: the best
+        accumulation per partner, with a positive gain."""
+        if k < 2:
+            return []
+        m = default_colocation_model()
+        table, fits = pair_tables()
+        cache = self._arrays
+        if cache is None or cache[0] != len(shares):  # rebuilt when a share was added
+            single = [s for s in shares if len(s.jobs) == 1]
+            for s in single:
+                if s.label not in self._meta:
+                    x = s.jobs[0]
+                    self._meta[s.label] = (
+                        m.jobs.index(gavel_job_type(x)),
+                        solo_speed(x, s.workers, s.ps, mode),
+                    )
+            cache = self._arrays = (
+                len(shares),
+                single,
+                np.array([self._meta[s.label][0] for s in single], dtype=int),
+                np.array([self._meta[s.label][1] for s in single]),
+                np.array([s.remaining[0] for s in single]),
+                np.array([s.workers for s in single], dtype=int),
+                np.array([s.ps for s in single], dtype=int),
+            )
+        _, single, tk, ak, rk, ws, ps = cache
+        if not single:
+            return []
+        still = np.array([len(s.jobs) == 1 for s in single]) if self._joined else True
+        w, p = request(job)
+        if job.gang or job.arch == "allreduce":
+            ok = (ws == w) & (ps == p) & still
+        else:
+            ok = (ws == ps) & (ws <= w) & still
+        idx = np.flatnonzero(ok)
+        if not idx.size:
+            return []
+        single = [single[i] for i in idx]
+        tk, ak, rk, ws, ps = tk[idx], ak[idx], rk[idx], ws[idx], ps[idx]
+        vj = job_speeds(job, mode)[ws - 1, np.maximum(ps, 1) - 1]
+        without = rk / ak + wait + rem / vj
+        best_gain = np.full(len(single), -np.inf)
+        best_acc = np.ones(len(single), dtype=int)
+        for acc in self.accumulations:
+            tj = m.jobs.index(gavel_job_type(job, acc))
+            eff = accumulation_efficiency(job, acc) if acc > 1 else 1.0
+            sj = vj * table[tj, tk] * eff
+            sk = ak * table[tk, tj]
+            t1 = np.minimum(rk / sk, rem / sj)
+            shared = (
+                2 * t1 + np.maximum(0.0, rk - sk * t1) / ak + np.maximum(0.0, rem - sj * t1) / vj
+            )
+            gain = np.where(fits[tj, tk], without - shared, -np.inf)
+            better = gain > best_gain
+            best_gain = np.where(better, gain, best_gain)
+            best_acc = np.where(better, acc, best_acc)
+        good = np.flatnonzero(best_gain > 0)
+        return [(float(best_gain[i]), single[i], int(best_acc[i])) for i in good]
+
+    def _group_options(
+        self, job: Job, rem: float, shares: list[Share], k: int, wait: float, mode: str
+    ) -> list[tuple[float, Share, int]]:
+        """Options with groups of two or more (sharing degree above 2), one by one."""
+        out: list[tuple[float, Share, int]] = []
+        for s in shares:
+            if len(s.jobs) < 2 or len(s.jobs) >= k or not can_share(s, job):
+                continue
+            w, p = s.workers, s.ps
+            v_j = solo_speed(job, w, p, mode)
+            alone_rates = [solo_speed(x, w, p, mode) for x in s.jobs]
+            without = sum(r / v for r, v in zip(s.remaining, alone_rates, strict=True))
+            without += wait + rem / v_j
+            for acc in self.accumulations:
+                f = factors([*s.jobs, job], [*s.accs, acc])
+                if f is None:
+                    continue
+                rates = [v * x for v, x in zip([*alone_rates, v_j], f, strict=True)]
+                gain = without - completion_sum([*s.remaining, rem], rates, [*alone_rates, v_j])
+                if gain > 0:
+                    out.append((gain, s, acc))
+        return out
