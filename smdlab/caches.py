@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar, cast
 
 __all__ = [
     "BUNDLED_PROFILES",
+    "COLOCATION",
     "DATA_STAGE_TABLES",
     "DEMAND_ROWS",
     "EDITED_PROFILES",
@@ -227,6 +228,13 @@ EDITED_PROFILES: Cache[Any] = Cache(
     key="(network name, ProfileEdit)",
     lifetime=_IMMUTABLE,
     maxsize=256,
+)
+COLOCATION: Cache[Any] = Cache(
+    "model.colocation",
+    key="() for the default co-location model fitted to the bundled Gavel data; "
+    "(network, parameter bytes, per-GPU batch, accumulation) for a job's Gavel type",
+    lifetime=_PROCESS,
+    maxsize=4096,
 )
 OMRU_EPOCH_MODELS: Cache[Any] = Cache(
     "workloads.omru.epoch_models",

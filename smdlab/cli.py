@@ -107,6 +107,13 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds without progress after a re-allocation or a resume (default 30)",
     )
     p.add_argument(
+        "--sharing-degree",
+        type=int,
+        dest="sharing_degree",
+        metavar="K",
+        help="jobs a GPU may hold at once (default: each policy's own, else 1: no sharing)",
+    )
+    p.add_argument(
         "--elastic", action="store_true", default=None, help="former name of --execution elastic"
     )
     p.add_argument(
@@ -147,7 +154,16 @@ def _scenario_from(
         workload["load"] = load
     simulation = {
         k: getattr(args, k)
-        for k in ("mode", "execution", "slot_s", "restart_s", "elastic", "delta", "unfit")
+        for k in (
+            "mode",
+            "execution",
+            "slot_s",
+            "restart_s",
+            "elastic",
+            "delta",
+            "unfit",
+            "sharing_degree",
+        )
         if getattr(args, k) is not None
     }
     # A switch on the command line replaces the scenario's value and its former name.
@@ -413,6 +429,56 @@ def _reproduce(args: argparse.Namespace) -> int:
     return run(args)
 
 
+# ---- train (smdlab.rl.train) -------------------------------------------------------------------
+def _train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("agent", help="learned scheduler to train: dl2")
+    p.add_argument(
+        "--workload",
+        metavar="TOML",
+        help="scenario file whose cluster and workload it trains on (default: data/scenarios/dl2_small.toml)",
+    )
+    p.add_argument("--steps", type=int, required=True, metavar="N", help="updates in all (>= 1)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for checkpoint and weights")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="training seed (default 0)")
+    p.add_argument(
+        "--warmup", type=int, metavar="N", help="updates imitating DRF first (default: steps / 4)"
+    )
+    p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 0.001)")
+    p.add_argument(
+        "--entropy", type=float, default=0.01, help="weight of the entropy bonus (default 0.01)"
+    )
+    p.add_argument("--force", action="store_true", help="write into a folder holding other files")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _train(args: argparse.Namespace) -> int:
+    if args.agent != "dl2":
+        raise InvalidInput(f"agent must be one of dl2; got {args.agent!r}")
+    from smdlab.rl.train import TrainConfig, train_dl2
+
+    scenario = ""
+    if args.workload is not None:
+        path = Path(args.workload)
+        if not path.is_file():
+            raise InvalidInput(f"--workload must be a scenario TOML file, got {args.workload!r}")
+        scenario = str(path.resolve())
+    cfg = TrainConfig(
+        steps=args.steps,
+        seed=args.seed,
+        warmup=args.warmup,
+        lr=args.lr,
+        entropy=args.entropy,
+        scenario=scenario,
+    )
+    summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)
+    print(
+        f"trained dl2 for {summary['steps']} updates in {summary['seconds']:.1f} s; "
+        f"weights in {Path(args.out) / 'weights.npz'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "simulate": Command(
         "simulate policies on one scenario and print their summary", _simulate_arguments, _simulate
@@ -426,6 +492,11 @@ COMMANDS: dict[str, Command] = {
         "regenerate the paper-style figures: PNG, SVG and the CSV of each figure's data",
         _reproduce_arguments,
         _reproduce,
+    ),
+    "train": Command(
+        "train a learned scheduler (dl2) into a folder: checkpoint, resume, weights",
+        _train_arguments,
+        _train,
     ),
 }
 

@@ -76,3 +76,32 @@ def test_runs_on_homogeneous_cluster_and_is_registered():
     for name in ("gavel_max_sum", "gavel_max_min"):
         res = simulate(jobs, Cluster.homogeneous(1, gpu=4), get_policy(name))
         assert res.summary["jobs_completed"] == 6
+
+
+def test_heterogeneity_gain_experiment_tiny():
+    from smdlab.experiments.heterogeneity import gain_ratios, heterogeneity_gain
+
+    df = heterogeneity_gain("tiny")
+    assert set(df["allocation"]) == {"aware", "agnostic"}
+    assert len(df) == 4 * df["seed"].nunique()
+    for t in ("k80", "p100", "v100"):
+        assert df[f"util_{t}"].between(0, 1).all()
+    assert set(gain_ratios(df)) == {"gavel_max_min", "gavel_max_sum"}
+
+
+def test_hetero_placement_prefers_fast_types_and_beats_fifo():
+    from smdlab.policies.fifo import FIFO
+    from smdlab.policies.hetero_placement import HeteroPlacement
+
+    jobs, cluster = workload(12), hetero_cluster()
+    res = simulate(jobs, cluster, HeteroPlacement(), record_history=True)
+    assert res.summary["jobs_completed"] == 12
+    first = simulate(jobs[:1], cluster, HeteroPlacement())
+    # A lone job goes to the fastest type (V100: machine 2).
+    assert first.jobs["jct"].iloc[0] == pytest.approx(
+        simulate(jobs[:1], Cluster.racks(1, 1, "v100", gpu=4), FIFO()).jobs["jct"].iloc[0]
+    )
+    fifo = simulate(jobs, cluster, FIFO(backfill=True)).summary
+    assert res.summary["mean_jct"] < fifo["mean_jct"]
+    with pytest.raises(InvalidInput, match="patience"):
+        HeteroPlacement(patience=2)

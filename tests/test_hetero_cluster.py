@@ -134,3 +134,40 @@ def test_utilization_per_gpu_type():
     assert s["gpu_k80"] + s["gpu_v100"] > 0
     flat = simulate([job], Cluster.homogeneous(2), FIFO()).summary["utilization"]
     assert set(flat) == {"gpu", "cpu", "mem_gb", "bw_gbps"}
+
+
+def test_cross_rack_traffic():
+    from smdlab.model.traffic import cross_rack_bytes_per_iteration
+
+    job = make_job("j", "resnet50", samples=64 * 100, global_batch=64)
+    size = float(job.profile.param_bytes.sum())
+    racks = (0, 0, 1)
+    # 2 workers on machine 0 (rack 0), 1 worker on machine 2 (rack 1), 2 PSs on machine 1 (rack 0)
+    tasks = ((0, 2, 0), (1, 0, 2), (2, 1, 0))
+    assert cross_rack_bytes_per_iteration(job, tasks, racks) == pytest.approx(1 * 2 * 2 * size / 2)
+    assert cross_rack_bytes_per_iteration(job, ((0, 2, 2),), racks) == 0.0
+    ring = make_job("r", "resnet50", samples=64 * 100, global_batch=64, arch="allreduce")
+    assert cross_rack_bytes_per_iteration(ring, ((0, 2, 0), (2, 2, 0)), racks) == pytest.approx(
+        2 * 2 * 3 / 4 * size
+    )
+    # End to end: a 2-worker ring on two racks of one 1-GPU machine each crosses twice per iteration.
+    ring2 = make_job(
+        "r2", "resnet50", samples=64 * 100, global_batch=64, arch="allreduce",
+        requested_workers=2, max_workers=2, gang=True,
+    )  # fmt: skip
+    c = Cluster.groups(
+        [{"name": "a", "machines": 1, "gpu": 1}, {"name": "b", "machines": 1, "gpu": 1}]
+    )
+    s = simulate([ring2], c, FIFO()).summary
+    assert s["cross_rack_gb"] == pytest.approx(100 * 2 * 2 * 0.5 * size / 1e9)
+    assert "cross_rack_gb" not in simulate([job], Cluster.homogeneous(1), FIFO()).summary
+
+
+def test_bundled_heterogeneous_scenario():
+    from smdlab.paths import data_dir
+    from smdlab.workloads.scenario import load_scenario
+
+    sc = load_scenario(data_dir() / "scenarios" / "heterogeneous.toml")
+    c = sc.build_cluster()
+    assert c.gpu_types == ("k80", "p100", "v100") and len(c.topology) == 3
+    assert {"gavel_max_min", "gavel_max_sum", "hetero_placement"} <= set(sc.policies)

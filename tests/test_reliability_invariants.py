@@ -177,12 +177,16 @@ class Auditor:
         after = [
             (r.job, r.placement.tasks, r.group) for r in state.running if r.job.name not in changed
         ]
+        running_groups = {g for *_, g in after if g is not None}
         # an allocation's CPU and memory levels per worker (Synergy) replace the job's demand
         after += [
             (
                 with_worker_resources(jobs[a.job], a.cpu, a.mem_gb),
                 a.placement.tasks,
-                None if a.group is None else f"new:{a.group}",
+                # a new group, or (GPU sharing) a running group the job joins
+                None
+                if a.group is None
+                else (a.group if a.group in running_groups else f"new:{a.group}"),
             )
             for a in decision.allocations
         ]

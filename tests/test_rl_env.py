@@ -82,3 +82,16 @@ def test_slots_go_through_the_simulator():
         times.append(info["time"])
     assert trunc and not term
     assert times == [1200.0, 2400.0, 3600.0]
+
+
+def test_slot_only_baseline_acts_at_slot_boundaries():
+    from smdlab.policies.registry import get_policy
+    from smdlab.rl.evaluate import SlotOnly
+    from smdlab.sim import simulate
+
+    env = make_env()
+    env.reset(options={"workload_seed": 1000})
+    res = simulate(env._workloads[1000], env.cluster, SlotOnly(get_policy("drf")))
+    acted = res.decisions[(res.decisions.started + res.decisions.preempted) > 0]
+    assert len(acted) and ((acted.time % 1200.0) == 0).all()
+    assert (res.jobs.status == "completed").all()

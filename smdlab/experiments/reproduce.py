@@ -153,6 +153,18 @@ def _draw_philly(df: pd.DataFrame):
     return philly_window_figure(df)
 
 
+def _heterogeneity(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.heterogeneity import heterogeneity_gain
+
+    return heterogeneity_gain(cfg, workers)
+
+
+def _draw_heterogeneity(df: pd.DataFrame):
+    from smdlab.viz.heterogeneity import heterogeneity_figure
+
+    return heterogeneity_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -221,6 +233,12 @@ FIGURES: dict[str, FigureSpec] = {
             "makespan and GPU utilisation of OMRU and its baselines vs machines (assumed epochs)",
             _makespan,
             _draw_makespan,
+        ),
+        FigureSpec(
+            "heterogeneity_gain",
+            "mean JCT of Gavel max-min and max-sum, heterogeneity-aware vs agnostic, on K80/P100/V100",
+            _heterogeneity,
+            _draw_heterogeneity,
         ),
     )
 }

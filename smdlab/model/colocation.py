@@ -43,6 +43,7 @@ import pandas as pd
 from scipy.optimize import least_squares, minimize
 from scipy.sparse import coo_matrix
 
+from smdlab.caches import COLOCATION, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.paths import data_dir
 
@@ -388,3 +389,127 @@ def evaluate_colocation(
                 | {"fit_seconds": model.fit_seconds}
             )
     return pd.DataFrame(rows)
+
+
+# ---- smdlab jobs -> Gavel job types ---------------------------------------------------------
+# Assumption (docs/model.md, "GPU sharing"): a job shares a GPU like the Gavel job type of the
+# same architecture family and nearest per-GPU batch size. Features: the profile's family
+# (profile_info) and parameter count; CNNs under RESNET18_MAX_PARAMS parameters behave like
+# ResNet-18 (11.7 M), larger ones like ResNet-50 (25.6 M); transformers like Transformer, RNN
+# language models like LM. Profiles of an unknown family count as CNNs.
+RESNET18_MAX_PARAMS = 15e6
+GAVEL_BATCHES: dict[str, tuple[int, ...]] = {
+    "ResNet-18": (16, 32, 64, 128, 256),
+    "ResNet-50": (16, 32, 64, 128),
+    "Transformer": (16, 32, 64, 128, 256),
+    "LM": (5, 10, 20, 40, 80),
+}
+DEFAULT_SHARING_GPU = "v100"  # smdlab's profiles are V100 profiles
+
+
+def gavel_job_type(job, accumulation: int = 1) -> str:
+    """Return the Gavel job type an smdlab ``Job`` is assumed to share a GPU like (see above).
+
+    accumulation: gradient-accumulation steps; the per-GPU batch runs as sub-batches of
+    batch / accumulation (the global batch is unchanged, the footprint is the sub-batch's).
+    """
+    accumulation = check_int("accumulation", accumulation, 1)
+    per_gpu = job.per_worker_batch if job.batch_mode == "per_worker" else job.global_batch
+    return _gavel_type(
+        job.profile.network, float(job.profile.total_param_bytes), float(per_gpu), accumulation
+    )
+
+
+@memoize(COLOCATION)
+def _gavel_type(network: str, param_bytes: float, per_gpu: float, accumulation: int) -> str:
+    from smdlab.model.profiles import list_profiles, profile_info
+
+    if network in list_profiles():
+        info = profile_info(network)
+        family, params = str(info["family"]), float(info["params"])
+    else:
+        family, params = "cnn", param_bytes / 4.0
+    if family == "transformer":
+        kind = "Transformer"
+    elif family == "rnn":
+        kind = "LM"
+    else:
+        kind = "ResNet-18" if params < RESNET18_MAX_PARAMS else "ResNet-50"
+    sub = max(1.0, per_gpu / accumulation)
+    batch = min(GAVEL_BATCHES[kind], key=lambda b: abs(np.log(b) - np.log(sub)))
+    return f"{kind} (batch size {batch})"
+
+
+@memoize(COLOCATION)
+def default_colocation_model() -> ColocationModel:
+    """Return the factorised model fitted on every bundled Gavel pair (fitted once per process)."""
+    return fit_colocation_model(load_gavel_pairs(), load_gavel_solo())
+
+
+def shared_rate_factors(
+    types: Sequence[str], gpu_type: str = DEFAULT_SHARING_GPU, model: ColocationModel | None = None
+) -> np.ndarray | None:
+    """Return each job type's fraction of its solo rate when all share one GPU (None: no fit).
+
+    The pair model extended to k jobs: compute demands add, interference terms add over partners,
+    footprints add against the GPU's capacity. One job alone keeps its full rate.
+    """
+    m = default_colocation_model() if model is None else model
+    if gpu_type not in m.gpus:
+        raise InvalidInput(f"gpu_type must be one of {', '.join(m.gpus)}, got {gpu_type!r}")
+    ix = np.array([m.jobs.index(t) for t in types], dtype=int)
+    if len(ix) <= 1:
+        return np.ones(len(ix))
+    g = m.gpus.index(gpu_type)
+    if m.memory[ix].sum() > m.capacity[gpu_type]:
+        return None
+    own = np.repeat(ix, len(ix))
+    partner = np.tile(ix, len(ix))
+    keep = np.repeat(np.arange(len(ix)), len(ix)) != np.tile(np.arange(len(ix)), len(ix))
+    if m.kind == "log_additive":
+        lr = m.log_ratio(own[keep], partner[keep], np.full(keep.sum(), g))
+        return np.exp(lr.reshape(len(ix), len(ix) - 1).sum(axis=1))
+    u = np.exp(m.params["log_demand"][g, ix])
+    sens, press = m.params["sensitivity"][g, ix], m.params["pressure"][g, ix]
+    inter = np.exp(sens[:, None] + press[None, :])
+    np.fill_diagonal(inter, 0.0)
+    return np.exp(-np.log(max(1.0, float(u.sum()))) - inter.sum(axis=1))
+
+
+def accumulation_efficiency(job, accumulation: int, gpu_type: str = DEFAULT_SHARING_GPU) -> float:
+    """Return samples/s with ``accumulation`` sub-batches over samples/s without (Gavel's solo data).
+
+    Measured single-GPU throughputs of the two Gavel types (steps/s x batch): a smaller sub-batch
+    usually uses the GPU less efficiently, which is the price of the smaller footprint.
+    """
+    full, sub = gavel_job_type(job), gavel_job_type(job, accumulation)
+    return 1.0 if full == sub else _samples_ratio(full, sub, gpu_type)
+
+
+@memoize(COLOCATION)
+def _samples_ratio(full: str, sub: str, gpu_type: str) -> float:
+    solo = default_colocation_model().solo
+
+    def samples(t: str) -> float:
+        batch = float(t.rsplit(" ", 1)[1].rstrip(")"))
+        return float(solo.loc[(gpu_type, "consolidated", t, 1)]) * batch
+
+    return samples(sub) / samples(full)
+
+
+@memoize(COLOCATION)
+def pair_tables(gpu_type: str = DEFAULT_SHARING_GPU) -> tuple[np.ndarray, np.ndarray]:
+    """Return (F, fits) of the default model on ``gpu_type``: F[a, b] the fraction of its solo
+    rate job type a keeps beside b, fits[a, b] whether the pair fits in memory (type indices of
+    ``default_colocation_model().jobs``)."""
+    m = default_colocation_model()
+    if gpu_type not in m.gpus:
+        raise InvalidInput(f"gpu_type must be one of {', '.join(m.gpus)}, got {gpu_type!r}")
+    n = len(m.jobs)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    g = np.full(a.size, m.gpus.index(gpu_type))
+    f = np.exp(m.log_ratio(a.ravel(), b.ravel(), g)).reshape(n, n)
+    fits = m.memory[:, None] + m.memory[None, :] <= m.capacity[gpu_type]
+    f.setflags(write=False)
+    fits.setflags(write=False)
+    return f, fits

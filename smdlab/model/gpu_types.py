@@ -29,6 +29,7 @@ __all__ = [
     "GPU_TYPES",
     "GpuType",
     "check_gpu_type",
+    "consolidation_ratio",
     "gavel_job_type",
     "gavel_type_ratios",
     "speed_ratio",
@@ -158,3 +159,40 @@ def speed_ratio(network: str, gpu_type: str, device: str = "v100") -> float:
     check_gpu_type("gpu_type", gpu_type)
     base = device if device in GPU_TYPES else "v100"
     return _over_v100(network, gpu_type) / _over_v100(network, base)
+
+
+def consolidation_ratio(network: str, gpu_type: str, gpus: int) -> float:
+    """Gavel's measured unconsolidated / consolidated throughput of the network's job type (1 if unmeasured).
+
+    ``gpus`` is rounded up to Gavel's scale factors (1, 2, 4, 8; larger counts use 8).
+    """
+    jt = gavel_job_type(network)
+    t = gpu_type or "v100"
+    if jt is None or t not in ("k80", "p100", "v100"):
+        return 1.0
+    scale = next((s for s in (1, 2, 4, 8) if s >= gpus), 8)
+    table = _gavel_scaled()
+    cons, spread = (
+        table.get((jt, t, scale, "consolidated")),
+        table.get((jt, t, scale, "unconsolidated")),
+    )
+    if not cons or not spread:
+        return 1.0
+    return spread / cons
+
+
+@functools.cache
+def _gavel_scaled() -> dict[tuple[str, str, int, str], float]:
+    """(job type, gpu type, scale factor, placement) -> steps/s (0 rows dropped)."""
+    from smdlab.model.colocation import load_gavel_solo
+
+    df = load_gavel_solo()
+    keys = zip(
+        df["job_type"].astype(str),
+        df["gpu_type"].astype(str),
+        df["scale_factor"].astype(int),
+        df["placement"].astype(str),
+        strict=True,
+    )
+    rates = df["steps_per_s"].to_numpy(dtype=float)
+    return {k: float(v) for k, v in zip(keys, rates, strict=True) if v > 0}

@@ -22,6 +22,9 @@ __all__ = [
     "DEFAULT_RESTART_S",
     "DEFAULT_SLOT_S",
     "EXECUTIONS",
+    "SHARING_KINDS",
+    "TIME_SLICE_S",
+    "TIME_SLICE_SWITCH_S",
     "Allocation",
     "ClusterState",
     "Decision",
@@ -46,6 +49,14 @@ DEFAULT_SLOT_S = 1200.0
 # Checkpoint-restart cost: Pollux's public simulator (petuum/adaptdl, simulator/simulator.py)
 # stops a job's progress for 30 s on every re-allocation (docs/simulator.md, "Restarts").
 DEFAULT_RESTART_S = 30.0
+# How a group of jobs shares its GPUs (``Allocation.sharing``; docs/simulator.md, "GPU sharing").
+SHARING_KINDS: tuple[str, ...] = ("space", "time")
+# Time-slicing (Gandiva's suspend-resume at mini-batch boundaries): the GPU switches job every
+# TIME_SLICE_S seconds and each switch costs TIME_SLICE_SWITCH_S without progress. Assumptions,
+# not measured constants: Gandiva (Xiao et al., OSDI 2018) reports suspend-resume within a
+# mini-batch's time, well under a second for the jobs it studies; a one-minute slice is ours.
+TIME_SLICE_S = 60.0
+TIME_SLICE_SWITCH_S = 0.5
 
 
 def natural_execution(policy: Any) -> str:
@@ -118,6 +129,7 @@ class ClusterState:
         completions only).
     restart_s: seconds a running job makes no progress after its allocation or placement changes,
         and a preempted job after it resumes (checkpoint-restart cost).
+    sharing_degree: most jobs a ``space`` sharing group may co-locate on a GPU (1: no sharing).
     """
 
     time: float
@@ -130,6 +142,7 @@ class ClusterState:
     execution: str | None = None
     slot_s: float | None = None
     restart_s: float = 0.0
+    sharing_degree: int = 1
 
     def __post_init__(self) -> None:
         execution = self.execution
@@ -158,6 +171,13 @@ class Allocation:
     group execution: up to 4 jobs, the same workers, PSs and placement; the group reserves the
     per-machine maximum of its members' demands and each member advances at the group's
     interleaved iteration time, ``smdlab.model.pipeline.group_iteration_time``); None: alone.
+    sharing: how a group shares its GPUs instead (``SHARING_KINDS``): ``space`` (co-located at
+    once, at most the run's sharing degree, each at the co-location model's predicted rate, GPU
+    memory checked by the model) or ``time`` (time-sliced, each 1/n of the GPU time less the
+    per-switch overhead); None: Muri's interleaving.
+    accumulation: gradient-accumulation steps of a ``space``-shared job (>= 1): its per-GPU batch
+    runs as that many sub-batches, the global batch unchanged (SJF-BSBF); a smaller footprint,
+    at the measured efficiency of the smaller batch (``model.colocation.accumulation_efficiency``).
     """
 
     job: str
@@ -167,6 +187,8 @@ class Allocation:
     cpu: float | None = None
     mem_gb: float | None = None
     group: str | None = None
+    sharing: str | None = None
+    accumulation: int = 1
 
 
 @dataclass(frozen=True)

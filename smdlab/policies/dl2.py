@@ -63,7 +63,10 @@ class SlotBuilder:
     The window holds the first ``window`` unfinished jobs by arrival; each starts with one
     worker+PS bundle where it fits, in arrival order (a job's first task is always a bundle). Every
     task goes to the least-loaded machine it fits on (a bundle's worker and PS together, as in
-    DL2's port of DRF); jobs outside the window get nothing this slot.
+    DL2's port of DRF; where no machine holds both, each on the least-loaded machine it fits, as
+    our DRF does); jobs outside the window get nothing this slot. An all-reduce job (no PSs) gets
+    workers only. Outside elastic execution (a departure: DL2 is elastic) running jobs keep their
+    allocations and only queued jobs are placed, in the free capacity.
     """
 
     def __init__(
@@ -79,25 +82,29 @@ class SlotBuilder:
         self.n_features = len(self.types) + len(EXTRA_FEATURES)
         cluster = state.cluster
         self.cap = capacity_matrix(cluster)
-        self.free = self.cap.copy()
+        self.rebuild = state.elastic
+        self.free = self.cap.copy() if self.rebuild else np.array(state.free, dtype=float)
         self.machine_inv = inverse_capacity(self.cap)
         self.total_inv = inverse_capacity(self.cap.sum(axis=0))
-        every: list[QueuedJob | RunningJob] = [*state.queued, *state.running]
+        every: list[QueuedJob | RunningJob] = [*state.queued]
+        if self.rebuild:
+            every += state.running
         entries = sorted(every, key=lambda e: (e.job.arrival, e.job.name))[:window]
         self.jobs: list[Job] = [e.job for e in entries]
         n = len(self.jobs)
         for job in self.jobs:
-            if job.gang or job.arch != "ps":
+            if job.gang:
                 raise InvalidInput(
-                    f"workload: DL2 schedules elastic parameter-server jobs; job {job.name!r} is "
-                    f"{'a gang job' if job.gang else 'an ' + job.arch + ' job'} (unsupported)"
+                    f"workload: DL2 schedules elastic jobs; job {job.name!r} is a gang job "
+                    "(all-or-nothing trace job), which it does not support"
                 )
         self.alpha, self.gamma = demand_matrices(self.jobs, cluster)
         self.bundle = self.alpha + self.gamma
         demands = np.stack([self.alpha, self.gamma, self.bundle])  # (kind x jobs x resources)
         self.demands = demands
         self.need = demands - TOL * np.maximum(1.0, demands)  # fits: free >= need
-        self.load = np.zeros(self.cap.shape[0])  # sum over resources of the used fraction
+        # sum over resources of the used fraction of each machine
+        self.load = ((self.cap - self.free) * self.machine_inv).sum(axis=1)
         self.max_w = np.array([j.max_workers for j in self.jobs], dtype=int)
         self.max_p = np.array([j.max_ps for j in self.jobs], dtype=int)
         self.w = np.zeros(n, dtype=int)
@@ -116,7 +123,7 @@ class SlotBuilder:
         self._mask: np.ndarray | None = None
         self._refit()
         for i in range(n):
-            self.apply(3 * i + 2)
+            self.apply(3 * i + (2 if self.max_p[i] > 0 else 0))
 
     @property
     def n_actions(self) -> int:
@@ -139,11 +146,15 @@ class SlotBuilder:
             if n:
                 can_w = self.w < self.max_w
                 can_p = self.p < self.max_p
-                started = self.w > 0  # a job starts with a bundle: a PS job needs both kinds
+                # a PS job starts with a bundle (it needs both kinds); all-reduce: workers only
+                started = (self.w > 0) | (self.max_p == 0)
                 any_fit = self.fit.any(axis=2)
                 out[0 : 3 * n : 3] = started & can_w & any_fit[0]
                 out[1 : 3 * n : 3] = started & can_p & any_fit[1]
-                out[2 : 3 * n : 3] = can_w & can_p & any_fit[2]
+                bundle = any_fit[2].copy()
+                for i in np.flatnonzero(~bundle & any_fit[0] & any_fit[1] & can_w & can_p):
+                    bundle[i] = self._split(int(i)) is not None
+                out[2 : 3 * n : 3] = can_w & can_p & bundle
             out[-1] = True
             self._mask = out
         return self._mask
@@ -163,6 +174,36 @@ class SlotBuilder:
         obs[:n, base + 4] = self.p
         return obs.reshape(-1)
 
+    def _split(self, i: int) -> tuple[int, int] | None:
+        """Machines (worker's, PS's) for job i's bundle on two machines (worker placed first,
+        else PS first, each on the least-loaded machine it fits, as our DRF), or None."""
+        for first, second in ((0, 1), (1, 0)):
+            m1 = self._place(first, i)
+            if m1 is None:
+                continue
+            d = self.demands[first, i]
+            fits = (self.free >= self.need[second, i]).all(axis=1)
+            fits[m1] = bool((self.free[m1] - d >= self.need[second, i]).all())
+            if not fits.any():
+                continue
+            load = self.load.copy()
+            load[m1] += float(d @ self.machine_inv[m1])
+            m2 = int(np.argmin(np.where(fits, load, np.inf)))
+            return (m1, m2) if first == 0 else (m2, m1)
+        return None
+
+    def _take(self, i: int, m: int, kind: int) -> None:
+        d = self.demands[kind, i]
+        self.free[m] -= d
+        self.load[m] += float(d @ self.machine_inv[m])
+        if kind != 1:
+            self.w[i] += 1
+            self.tasks[i, m, 0] += 1
+        if kind != 0:
+            self.p[i] += 1
+            self.tasks[i, m, 1] += 1
+        self._refit(m)
+
     def _place(self, kind: int, i: int) -> int | None:
         """The least-loaded machine where job i's demand of ``kind`` fits (ties by index), or None."""
         fits = self.fit[kind, i]
@@ -177,30 +218,27 @@ class SlotBuilder:
         if i >= len(self.jobs) or not self.mask()[action]:
             return False
         m = self._place(kind, i)
-        if m is None:  # pragma: no cover - the mask said it fits
+        if m is not None:
+            self._take(i, m, kind)
+            return True
+        pair = self._split(i) if kind == 2 else None
+        if pair is None:  # pragma: no cover - the mask said it fits
             return False
-        d = self.demands[kind, i]
-        self.free[m] -= d
-        self.load[m] += float(d @ self.machine_inv[m])
-        self._refit(m)
-        if kind != 1:
-            self.w[i] += 1
-            self.tasks[i, m, 0] += 1
-        if kind != 0:
-            self.p[i] += 1
-            self.tasks[i, m, 1] += 1
+        self._take(i, pair[0], 0)
+        self._take(i, pair[1], 1)
         return True
 
     def drf_action(self) -> int:
         """DRF's next step (the warm-up's teacher): a bundle to the job of smallest dominant share
         under its caps, ties by arrival; "end the slot" when that bundle fits nowhere."""
         end = self.n_actions - 1
-        open_ = (self.w < self.max_w) & (self.p < self.max_p)
+        ps_job = self.max_p > 0
+        open_ = (self.w < self.max_w) & ((self.p < self.max_p) | ~ps_job)
         if not open_.any():
             return end
         shares = np.where(open_, self.dominant_shares(), np.inf)
         i = int(np.argmin(shares))  # jobs are in arrival order, argmin takes the first
-        a = 3 * i + 2
+        a = 3 * i + (2 if ps_job[i] else 0)
         return a if self.mask()[a] else end
 
     def decision(self) -> Decision:
@@ -225,7 +263,7 @@ class SlotBuilder:
             allocations.append(
                 Allocation(job.name, int(self.w[i]), int(self.p[i]), Placement(tasks))
             )
-        preempt = tuple(name for name in running if name not in chosen)
+        preempt = tuple(name for name in running if name not in chosen) if self.rebuild else ()
         return Decision(tuple(allocations), preempt)
 
 
@@ -292,6 +330,7 @@ def feature_scale(n_types: int, window: int) -> np.ndarray:
 
 class DL2(Policy):
     """DL2's trained actor as a policy: greedy (most probable valid action) at every slot.
+    Gang jobs (all-or-nothing trace jobs) are unsupported: InvalidInput.
 
     Mode: elastic per slot, every 1,200 s (DL2 rebuilds every allocation each slot; its simulator,
     pengyanghua/DL2 parameters.py, TS_DURATION = 1200.0). Between slot boundaries (arrivals,
@@ -327,9 +366,13 @@ class DL2(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Rebuild every allocation at a slot boundary; keep them between boundaries."""
-        slot = state.slot_s or self.slot_s
-        if not at_slot(state.time, slot) or not (state.queued or state.running):
+        slot = state.slot_s
+        # without periodic points (slot_s None) it acts at every event
+        if (slot is not None and not at_slot(state.time, slot)) or not (
+            state.queued or state.running
+        ):
             return Decision()
+        slot = slot or self.slot_s
         builder = SlotBuilder(state, self.window, self.types, slot)
         end = builder.n_actions - 1
         for _ in range(self.max_actions):

@@ -37,8 +37,14 @@ _BUILTIN: dict[str, str] = {
     "smd_levels": "smdlab.policies.smd_levels:SMDLevels",
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
+    "dl2": "smdlab.policies.dl2:DL2",
+    "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
+    "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
+    "horus": "smdlab.policies.horus:Horus",
+    "gandiva": "smdlab.policies.gandiva:Gandiva",
     "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
     "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
+    "hetero_placement": "smdlab.policies.hetero_placement:HeteroPlacement",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -58,6 +58,7 @@ SUMMARY_KEYS = (
     "slot_s",
     "restart_s",
     "sim_wall_s",
+    "gpu_sharing",
 )
 # Summary entries that are wall-clock measurements: they differ between two runs of the same input.
 TIMING_KEYS = (
@@ -190,10 +191,13 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
     decisions = pd.DataFrame(sim.decisions, columns=list(DECISION_COLUMNS))
     summary = summarize(job_df, util, decisions, resources)
     _add_type_utilization(sim, util, job_df, summary)
+    if getattr(sim, "rack_of", None) is not None:  # racked clusters only: flat summaries unchanged
+        summary["cross_rack_gb"] = float(sim.cross_rack_bytes) / 1e9
     summary["execution"] = sim.execution
     summary["slot_s"] = math.nan if sim.delta is None else float(sim.delta)
     summary["restart_s"] = float(sim.restart_s)
     summary["sim_wall_s"] = wall
+    summary["gpu_sharing"] = sim.gpu_sharing()
     from smdlab.sim.bound import run_bound
 
     summary["mean_jct_lower_bound"] = run_bound(sim, job_df)

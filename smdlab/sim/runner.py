@@ -50,6 +50,7 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
         "unfit": s["unfit"],
         "elastic": s.get("elastic"),
         "delta": s.get("delta") or None,  # the former key; 0 meant no periodic decisions
+        "sharing_degree": s.get("sharing_degree"),
     }
 
 

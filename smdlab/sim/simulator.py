@@ -27,17 +27,28 @@ from typing import cast
 
 import numpy as np
 
-from smdlab.errors import Infeasible, InvalidInput, SmdlabError, check_choice, check_positive
+from smdlab.errors import (
+    Infeasible,
+    InvalidInput,
+    SmdlabError,
+    check_choice,
+    check_int,
+    check_positive,
+)
 from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
 from smdlab.model.timing import MODES, iteration_time, speed as speed_of
+from smdlab.model.traffic import cross_rack_bytes_per_iteration, samples_per_iteration
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
     EXECUTIONS,
+    SHARING_KINDS,
+    TIME_SLICE_S,
+    TIME_SLICE_SWITCH_S,
     Allocation,
     ClusterState,
     Decision,
@@ -252,6 +263,7 @@ def simulate(
     elastic: bool | None = None,
     delta: float | None = None,
     progress: bool = False,
+    sharing_degree: int | None = None,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -265,6 +277,8 @@ def simulate(
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
     delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
+    sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing;
+    None: the policy's declared ``sharing_degree``, else 1).
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -282,6 +296,9 @@ def simulate(
         record_history,
     )
     sim.progress = bool(progress)
+    if sharing_degree is None:
+        sharing_degree = getattr(sim.policy, "sharing_degree", 1)
+    sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
     return sim.run()
 
 
@@ -318,6 +335,7 @@ def simulate_steps(
 
 class _Simulator:
     progress = False
+    sharing_degree = 1
     t: float
     heap: list[tuple[float, int, int]]
     queued: dict[str, QueuedJob]
@@ -361,6 +379,9 @@ class _Simulator:
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
         self.machine_types = types if any(types) else None
+        # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
+        self.rack_of = cluster.rack_of if cluster.topology else None
+        self.cross_rack_bytes = 0.0
         # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
         self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
@@ -379,6 +400,10 @@ class _Simulator:
         rec.worker_time += r.workers * dt
         rec.ps_time += r.ps * dt
         rec.samples_done += done
+        if self.rack_of is not None and done > 0:
+            per_iter = cross_rack_bytes_per_iteration(r.job, r.placement.tasks, self.rack_of)
+            if per_iter > 0:
+                self.cross_rack_bytes += done / samples_per_iteration(r.job, r.workers) * per_iter
         if self.record_history and dt > 0:
             paused = min(t, r.resume)
             if paused > r.seg_start:  # the restart pause: resources held, no progress
@@ -489,6 +514,12 @@ class _Simulator:
                 raise InvalidDecision(
                     f"{where}: {field} must be an integer in [{low}, {cap}], got {value!r}"
                 )
+        acc = getattr(a, "accumulation", 1)
+        if isinstance(acc, bool) or not isinstance(acc, (int, np.integer)) or acc < 1:
+            raise InvalidDecision(
+                f"{where}: accumulation (gradient-accumulation steps) must be an integer >= 1, "
+                f"got {acc!r}"
+            )
         if not isinstance(a.placement, Placement):
             raise InvalidDecision(
                 f"{where}: placement must be a Placement, got {type(a.placement).__name__}"
@@ -531,6 +562,53 @@ class _Simulator:
                 )
             groups.setdefault(str(label), []).append(a)
         for label, members in groups.items():
+            kind = getattr(members[0], "sharing", None)
+            present = self._group_runs(label) if label in self.groups else []
+            if present:  # new jobs join a running sharing group (its id from RunningJob.group)
+                if kind is None or self.group_kinds.get(label) != kind:
+                    raise InvalidDecision(
+                        f"{where}: group {label!r} is running; only jobs of its sharing kind "
+                        f"({self.group_kinds.get(label)!r}) may join it"
+                    )
+                host = present[0]
+                for a in members:
+                    if (a.workers, a.ps) != (host.workers, host.ps) or sorted(
+                        a.placement.tasks
+                    ) != sorted(host.placement.tasks):
+                        raise InvalidDecision(
+                            f"{where}: job {a.job!r} joins group {label!r} on other counts or "
+                            f"tasks than the group's"
+                        )
+                members = [*present, *members]
+            if kind is not None and kind not in SHARING_KINDS:
+                raise InvalidDecision(
+                    f"{where}: group {label!r}: sharing must be one of {', '.join(SHARING_KINDS)} "
+                    f"or None, got {kind!r}"
+                )
+            if any(getattr(a, "sharing", kind) != kind for a in members):  # a _Run has none
+                raise InvalidDecision(f"{where}: group {label!r} mixes sharing kinds")
+            if kind == "space" and len(members) > self.sharing_degree:
+                raise InvalidDecision(
+                    f"{where}: group {label!r} co-locates {len(members)} jobs; the sharing degree "
+                    f"allows [1, {self.sharing_degree}]"
+                )
+            if (
+                kind == "space"
+                and self._space_factors(
+                    [self._member_job(a) for a in members],
+                    [
+                        self.accumulation.get(a.job.name, 1)
+                        if isinstance(a, _Run)
+                        else getattr(a, "accumulation", 1)
+                        for a in members
+                    ],
+                )
+                is None
+            ):
+                raise CapacityExceeded(
+                    f"{where}: group {label!r}: the co-location model predicts its jobs do not fit "
+                    f"in one GPU's memory together"
+                )
             if len(members) > MAX_GROUP:
                 raise InvalidDecision(
                     f"{where}: group {label!r} has {len(members)} jobs; group size must be in "
@@ -548,6 +626,46 @@ class _Simulator:
                         f"{where}: group {label!r}: job {a.job!r} is not placed on the group's tasks"
                     )
         return groups
+
+    def _member_job(self, a) -> Job:
+        """The job of a group member: an allocation's, or a running member's own."""
+        return a.job if isinstance(a, _Run) else self._alloc_job(a)
+
+    def _space_factors(self, jobs: list[Job], accs: list[int] | None = None) -> np.ndarray | None:
+        """Each job's fraction of its solo rate when co-located (None: not in memory together)."""
+        from smdlab.model.colocation import (
+            accumulation_efficiency,
+            gavel_job_type,
+            shared_rate_factors,
+        )
+
+        if accs is None:
+            accs = [self.accumulation.get(j.name, 1) for j in jobs]
+        f = shared_rate_factors([gavel_job_type(j, k) for j, k in zip(jobs, accs, strict=True)])
+        if f is None:
+            return None
+        eff = [
+            accumulation_efficiency(j, k) if k > 1 else 1.0 for j, k in zip(jobs, accs, strict=True)
+        ]
+        return f * np.array(eff)
+
+    def _group_speeds(self, jobs: list[Job], w: int, p: int, kind: str | None) -> dict[str, float]:
+        """Speed of each member of a group of ``jobs`` on (w, p) shared in the way ``kind`` says."""
+        if kind is None:  # Muri's interleaving
+            tau = group_iteration_time(jobs, w, p, self.mode)
+            return {
+                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
+                for j in jobs
+            }
+        # the speed tables, as for a job alone (an all-reduce job's PS column is its p = 0)
+        solo = {j.name: float(job_speeds(j, self.mode)[w - 1, max(p, 1) - 1]) for j in jobs}
+        if kind == "space":
+            f = self._space_factors(jobs)
+            f = np.ones(len(jobs)) if f is None else f
+            return {j.name: solo[j.name] * float(x) for j, x in zip(jobs, f, strict=True)}
+        n = len(jobs)  # time-slicing: 1/n of the GPU time, less the switches
+        keep = 1.0 if n == 1 else max(0.0, 1.0 - TIME_SLICE_SWITCH_S / TIME_SLICE_S) / n
+        return {j.name: solo[j.name] * keep for j in jobs}
 
     def _group_use(self, members) -> np.ndarray:
         """Per-machine use of a group: the maximum of its members' (machines x resources)."""
@@ -592,10 +710,10 @@ class _Simulator:
             self.free += held - use
         w, p = runs[0].workers, runs[0].ps
         jobs = [r.job for r in runs]
-        tau = group_iteration_time(jobs, w, p, self.mode)
+        speeds = self._group_speeds(jobs, w, p, self.group_kinds.get(gid))
         for r in runs:
             left = self._close_segment(r, t, final=False)
-            v = speed_of(r.job, w, p, self.mode) * iteration_time(r.job, w, p, self.mode) / tau
+            v = speeds[r.job.name]
             self.running[r.job.name] = self._open(
                 r.job,
                 w,
@@ -708,7 +826,13 @@ class _Simulator:
             for m, w, p in a.placement.tasks:
                 free[m] -= w * wv + p * pv
         group_use = {label: self._group_use(members) for label, members in groups.items()}
-        for use in group_use.values():
+        joins = {label for label in groups if self._group_runs(label)}
+        for label in joins & touched:
+            raise InvalidDecision(f"{where}: jobs join group {label!r} while members leave it")
+        for label, use in group_use.items():
+            if label in joins:  # the group's use grows to the maximum with its new members
+                now = self._group_held_use(label, set())[1]
+                use = np.maximum(now, use) - now
             free -= use
         over = free < -TOL * np.maximum(1.0, self.capacity)
         if over.any():
@@ -752,18 +876,25 @@ class _Simulator:
             )
         for gid in touched:
             self._regroup(gid, t, adjust_free=False)
-        started_groups = {}
+        started_groups: dict[str, tuple[str, dict[str, float], np.ndarray | None]] = {}
+        for a in starts:
+            if getattr(a, "accumulation", 1) > 1:
+                self.accumulation[a.job] = int(a.accumulation)
+            else:
+                self.accumulation.pop(a.job, None)
         for label, members in groups.items():
+            if label in joins:
+                started_groups[label] = (label, {a.job: 1.0 for a in members}, None)
+                continue
             self.group_seq += 1
             self.beyond_bound = True  # grouped jobs share GPUs
             gid = f"{label}#{self.group_seq}"
             jobs = [self._alloc_job(a) for a in members]
             w, p = members[0].workers, members[0].ps
-            tau = group_iteration_time(jobs, w, p, self.mode)
-            speed = {
-                j.name: speed_of(j, w, p, self.mode) * iteration_time(j, w, p, self.mode) / tau
-                for j in jobs
-            }
+            kind = getattr(members[0], "sharing", None)
+            if kind is not None:
+                self.group_kinds[gid] = kind
+            speed = self._group_speeds(jobs, w, p, kind)
             started_groups[label] = (gid, speed, group_use[label] / len(members))
         for a in starts:
             q = self.queued.pop(a.job)
@@ -805,6 +936,8 @@ class _Simulator:
                 q.attained_service,
                 pause,
             )
+        for label in joins:  # every member now runs at the rates of the larger group
+            self._regroup(label, t, adjust_free=False)
         if preempt or starts:
             self._queued_tuple = None
         return len(starts), len(preempt), len(resizes)
@@ -844,6 +977,7 @@ class _Simulator:
             self.execution,
             self.delta,
             self.restart_s,
+            self.sharing_degree,
         )
 
     def _screen_unfit(self) -> list[int]:
@@ -896,6 +1030,9 @@ class _Simulator:
         self.version = 0
         self.group_seq = 0
         self.groups: dict[str, set[str]] = {}
+        self.group_kinds: dict[str, str] = {}
+        self.accumulation: dict[str, int] = {}  # gradient-accumulation steps of shared jobs
+        self.share_area = [0.0, 0.0]  # integrals of (GPUs held by jobs, GPUs busy) over time
         self.history: list[tuple] = []
         self.skipped: list[str] = []
         self.decisions: list[tuple] = []
@@ -931,6 +1068,7 @@ class _Simulator:
             t = min(t_arr, t_cmp, t_tick, next_wake if busy else math.inf)
             if t == math.inf:
                 break
+            self._integrate_sharing(t)
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
@@ -1001,6 +1139,19 @@ class _Simulator:
             bar.close()
         wall = time.perf_counter() - wall0
         return build_result(self, util_rows, wall)
+
+    def _integrate_sharing(self, t: float) -> None:
+        """Add the interval since the last event to the GPU-sharing integrals."""
+        dt = t - self.t
+        if dt > 0 and self.gpu_index is not None and self.running:
+            busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
+            self.share_area[0] += dt * sum(r.gpus for r in self.running.values())
+            self.share_area[1] += dt * busy
+
+    def gpu_sharing(self) -> float:
+        """Time-weighted mean number of jobs per busy GPU (1.0 without sharing; NaN: no GPU used)."""
+        held, busy = self.share_area
+        return held / busy if busy > 0 else math.nan
 
     def _breaks_gang(self, d: Decision) -> bool:
         """Whether ``d`` starts a gang job on less than its request or resizes a running one."""

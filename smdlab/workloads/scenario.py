@@ -36,6 +36,7 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     # slot_s = 1200  # seconds between periodic decisions (default: each policy's own)
     restart_s = 30  # seconds without progress after a re-allocation or a resume
     unfit = "skip"  # skip | raise
+    # sharing_degree = 2  # jobs a GPU may hold at once (default: each policy's own, else 1)
     # former keys, still read: elastic = true|false (execution elastic|non_elastic),
     # delta = seconds (slot_s; 0: none)
 
@@ -75,7 +76,16 @@ _TOP_KEYS = (
     "description",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks")
-_SIM_KEYS = ("mode", "execution", "slot_s", "restart_s", "unfit", "elastic", "delta")
+_SIM_KEYS = (
+    "mode",
+    "execution",
+    "slot_s",
+    "restart_s",
+    "unfit",
+    "elastic",
+    "delta",
+    "sharing_degree",
+)
 _COMMON_WL = (
     "kind",
     "jobs",
@@ -428,6 +438,8 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
         out["delta"] = check_positive("simulation.delta", out["delta"], allow_zero=True)
     out["restart_s"] = check_positive("simulation.restart_s", out["restart_s"], allow_zero=True)
     check_choice("simulation.unfit", out["unfit"], ("skip", "raise"))
+    if "sharing_degree" in out:
+        out["sharing_degree"] = check_int("simulation.sharing_degree", out["sharing_degree"], 1)
     return out
 
 

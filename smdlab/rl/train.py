@@ -1,0 +1,285 @@
+"""DL2's agent: a supervised warm-up that imitates DRF, then actor-critic (docs/rl.md).
+
+Needs PyTorch (the ``[rl]`` extra, CPU). The actor and the critic each have two fully connected
+layers (input -> hidden -> output, ReLU between); the loss adds an entropy bonus; Adam updates
+both (DL2, TPDS 2021). Training writes ``checkpoint.pt`` (atomically, every
+``checkpoint_every`` updates) and ``weights.npz`` (the actor, read by the ``dl2`` policy without
+PyTorch) into its output folder, and resumes from the checkpoint found there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_int, check_positive
+from smdlab.policies.dl2 import feature_scale, save_weights
+from smdlab.rl.env import DL2Env, default_rl_scenario
+
+AGENTS = ("dl2",)
+CHECKPOINT_FORMAT = 1
+CHECKPOINT = "checkpoint.pt"
+WEIGHTS = "weights.npz"
+SETTINGS = "train.json"
+_OURS = {CHECKPOINT, WEIGHTS, SETTINGS, CHECKPOINT + ".tmp", WEIGHTS + ".tmp"}
+
+
+def _torch() -> Any:
+    """The torch module, or InvalidInput saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise InvalidInput(
+            "agent: DL2 training needs PyTorch; install the rl extra: pip install -e '.[rl]' "
+            "(torch==2.13.0, CPU)"
+        ) from None
+    return torch
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run (saved with its checkpoint and weights)."""
+
+    steps: int = 2000  # updates in all (warm-up included)
+    seed: int = 0
+    warmup: int | None = None  # updates imitating DRF (None: a quarter of ``steps``)
+    rollout: int = 32  # environment steps per update
+    hidden: int = 64
+    lr: float = 1e-3
+    gamma: float = 0.99  # discount per environment step
+    entropy: float = 0.01  # weight of the entropy bonus
+    checkpoint_every: int = 50  # updates between checkpoints (the environment restarts there)
+    train_seeds: int = 100  # workload seeds the episodes draw from
+    scenario: str = ""  # scenario file (empty: the bundled dl2_small.toml)
+
+    def checked(self) -> TrainConfig:
+        """This config with every field validated (InvalidInput names the bad one)."""
+        steps = check_int("steps", self.steps, 1)
+        warmup = steps // 4 if self.warmup is None else check_int("warmup", self.warmup, 0)
+        return dataclasses.replace(
+            self,
+            steps=steps,
+            seed=check_int("seed", self.seed, 0),
+            warmup=min(warmup, steps),
+            rollout=check_int("rollout", self.rollout, 1),
+            hidden=check_int("hidden", self.hidden, 1),
+            lr=check_positive("lr", self.lr),
+            gamma=check_positive("gamma", self.gamma, allow_zero=True),
+            entropy=check_positive("entropy", self.entropy, allow_zero=True),
+            checkpoint_every=check_int("checkpoint_every", self.checkpoint_every, 1),
+            train_seeds=check_int("train_seeds", self.train_seeds, 1),
+        )
+
+
+def _nets(torch: Any, n_in: int, n_out: int, hidden: int) -> tuple[Any, Any]:
+    nn = torch.nn
+    actor = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+    critic = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+    return actor, critic
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """Refuse an output folder holding files training did not write (unless ``force``)."""
+    if out.exists() and not out.is_dir():
+        raise InvalidInput(f"out: {str(out)!r} is a file, not a folder")
+    if out.is_dir() and not force:
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in _OURS)
+        if foreign:
+            raise InvalidInput(
+                f"out: folder {str(out)!r} holds files training did not write ({', '.join(foreign[:3])}); "
+                "choose an empty folder or pass --force"
+            )
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A training checkpoint; InvalidInput if it is unreadable, foreign or of a newer format."""
+    torch = _torch()
+    path = Path(path)
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InvalidInput(f"checkpoint: no file at {str(path)!r}") from None
+    except Exception as exc:  # torch raises many kinds on a damaged file
+        raise InvalidInput(
+            f"checkpoint: {str(path)!r} is not a readable DL2 checkpoint ({type(exc).__name__})"
+        ) from None
+    if not isinstance(ck, dict) or "format" not in ck or "actor" not in ck:
+        raise InvalidInput(f"checkpoint: {str(path)!r} is not a DL2 checkpoint")
+    if not isinstance(ck["format"], int) or ck["format"] > CHECKPOINT_FORMAT:
+        raise InvalidInput(
+            f"checkpoint: {str(path)!r} has format {ck['format']!r}; this smdlab reads format "
+            f"<= {CHECKPOINT_FORMAT}"
+        )
+    return ck
+
+
+def _save_atomic(torch: Any, obj: Any, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)  # readers see the old or the new file, never half of one
+
+
+def export_weights(actor: Any, meta: dict[str, Any], path: Path) -> None:
+    """Write the actor as the numpy weights file the ``dl2`` policy reads (atomically)."""
+    layers = [
+        (m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy())
+        for m in actor
+        if hasattr(m, "weight")
+    ]
+    tmp = path.with_name(path.name + ".tmp")
+    save_weights(tmp, layers, meta)
+    os.replace(tmp, path)
+
+
+def train_dl2(
+    out: str | Path,
+    config: TrainConfig | None = None,
+    *,
+    force: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Train DL2 into folder ``out`` (resuming from its checkpoint); returns a summary dict."""
+    cfg = (config or TrainConfig()).checked()
+    torch = _torch()
+    out = Path(out)
+    _check_out(out, force)
+    scenario = cfg.scenario or str(default_rl_scenario())
+    env = DL2Env(scenario, train_seeds=cfg.train_seeds)
+    n_in = int(env.observation_space.shape[0])  # type: ignore[index]
+    n_out = env.end_action + 1
+    torch.set_num_threads(1)  # deterministic sums, and the machine's cores are shared
+    torch.manual_seed(cfg.seed)
+    actor, critic = _nets(torch, n_in, n_out, cfg.hidden)
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    step = 0
+    ck_path = out / CHECKPOINT
+    if ck_path.exists():
+        ck = load_checkpoint(ck_path)
+        if ck.get("obs_dim") != n_in or ck.get("n_actions") != n_out:
+            raise InvalidInput(
+                f"checkpoint: {str(ck_path)!r} is for an observation of {ck.get('obs_dim')} values "
+                f"and {ck.get('n_actions')} actions; this environment has {n_in} and {n_out}"
+            )
+        if ck.get("hidden") != cfg.hidden:
+            raise InvalidInput(
+                f"checkpoint: {str(ck_path)!r} has hidden size {ck.get('hidden')}, not {cfg.hidden}"
+            )
+        actor.load_state_dict(ck["actor"])
+        critic.load_state_dict(ck["critic"])
+        opt.load_state_dict(ck["optimizer"])
+        gen.set_state(ck["generator"])
+        step = int(ck["step"])
+    out.mkdir(parents=True, exist_ok=True)
+    scale = torch.from_numpy(feature_scale(len(env.types), env.window))
+    meta = {
+        "agent": "dl2",
+        "window": env.window,
+        "types": list(env.types),
+        "hidden": cfg.hidden,
+        "config": dataclasses.asdict(cfg) | {"scenario": Path(scenario).name},
+    }
+
+    def checkpoint() -> None:
+        _save_atomic(
+            torch,
+            {
+                "format": CHECKPOINT_FORMAT,
+                "obs_dim": n_in,
+                "n_actions": n_out,
+                "hidden": cfg.hidden,
+                "step": step,
+                "actor": actor.state_dict(),
+                "critic": critic.state_dict(),
+                "optimizer": opt.state_dict(),
+                "generator": gen.get_state(),
+            },
+            ck_path,
+        )
+        export_weights(actor, meta | {"trained_steps": step}, out / WEIGHTS)
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.steps, initial=step, desc="train dl2", unit="update")
+    t0 = time.perf_counter()
+    losses: list[float] = []
+    episode_jct: list[float] = []
+    obs: np.ndarray | None = None
+    info: dict[str, Any] = {}
+    while step < cfg.steps:
+        if obs is None or step % cfg.checkpoint_every == 0:
+            # the environment restarts at each checkpoint: a resumed run repeats an uninterrupted one
+            obs, info = env.reset(seed=cfg.seed * 1_000_003 + step)
+        warm = step < (cfg.warmup or 0)
+        xs, masks, acts, rews, dones = [], [], [], [], []
+        for _ in range(cfg.rollout):
+            mask = info["action_mask"]
+            x = torch.from_numpy(obs) * scale
+            if warm:
+                a = env.expert_action()
+            else:
+                with torch.no_grad():
+                    logits = actor(x).masked_fill(~torch.from_numpy(mask), -1e9)
+                    a = int(torch.multinomial(torch.softmax(logits, 0), 1, generator=gen))
+            obs, r, term, trunc, info = env.step(a)
+            xs.append(x)
+            masks.append(torch.from_numpy(mask))
+            acts.append(a)
+            rews.append(r)
+            dones.append(term or trunc)
+            if term or trunc:
+                if "mean_jct" in info:
+                    episode_jct.append(info["mean_jct"])
+                obs, info = env.reset()
+        X = torch.stack(xs)
+        M = torch.stack(masks)
+        A = torch.tensor(acts)
+        with torch.no_grad():
+            ret = float(critic(torch.from_numpy(obs) * scale)) if not dones[-1] else 0.0
+        returns = []
+        for r, d in zip(reversed(rews), reversed(dones)):
+            ret = r + cfg.gamma * ret * (0.0 if d else 1.0)
+            returns.append(ret)
+        G = torch.tensor(returns[::-1], dtype=torch.float32)
+        logits = actor(X).masked_fill(~M, -1e9)
+        logp = torch.log_softmax(logits, 1)
+        value = critic(X).squeeze(1)
+        value_loss = 0.5 * ((G - value) ** 2).mean()
+        if warm:  # imitate DRF's choices
+            loss = torch.nn.functional.nll_loss(logp, A) + value_loss
+        else:
+            adv = (G - value).detach()
+            chosen = logp.gather(1, A[:, None]).squeeze(1)
+            entropy = -(logp.exp() * logp).sum(1).mean()
+            loss = -(chosen * adv).mean() + value_loss - cfg.entropy * entropy
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        step += 1
+        if bar is not None:
+            bar.update()
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            checkpoint()
+    if bar is not None:
+        bar.close()
+    if not (out / WEIGHTS).exists():
+        checkpoint()
+    summary = {
+        "steps": step,
+        "seconds": time.perf_counter() - t0,
+        "last_loss": losses[-1] if losses else None,
+        "episodes": len(episode_jct),
+        "mean_jct_last_episodes": float(np.mean(episode_jct[-10:])) if episode_jct else None,
+    }
+    (out / SETTINGS).write_text(json.dumps(meta | {"summary": summary}, indent=1, sort_keys=True))
+    return summary

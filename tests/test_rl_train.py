@@ -1,0 +1,127 @@
+"""DL2's agent: seeded training, resume, checkpoints, and the trained policy (docs/rl.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smdlab.cli import main
+from smdlab.errors import InvalidInput
+from smdlab.policies.base import Decision
+from smdlab.policies.dl2 import DL2, SlotBuilder, feature_scale, load_weights
+from smdlab.rl import make_env
+from smdlab.rl.train import CHECKPOINT, WEIGHTS, TrainConfig, load_checkpoint, train_dl2
+
+torch = pytest.importorskip("torch")
+
+# small and quick: 200 updates of 4 environment steps, a checkpoint at 100
+CFG = TrainConfig(steps=200, seed=3, warmup=50, rollout=4, hidden=16, checkpoint_every=100)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dl2")
+    train_dl2(out, CFG)
+    return out
+
+
+def _arrays(path):
+    layers, _ = load_weights(path)
+    return [a for layer in layers for a in layer]
+
+
+def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):
+    # the same 200 updates, interrupted after the checkpoint at 100 and resumed
+    train_dl2(tmp_path, TrainConfig(**{**CFG.__dict__, "steps": 100}))
+    assert load_checkpoint(tmp_path / CHECKPOINT)["step"] == 100
+    train_dl2(tmp_path, CFG)
+    for a, b in zip(_arrays(trained / WEIGHTS), _arrays(tmp_path / WEIGHTS)):
+        assert np.array_equal(a, b)
+
+
+def test_saved_policy_reproduces_the_actors_decisions(trained):
+    policy = DL2(weights=str(trained / WEIGHTS))
+    ck = load_checkpoint(trained / CHECKPOINT)
+    nn = torch.nn
+    w = ck["actor"]
+    actor = nn.Sequential(
+        nn.Linear(w["0.weight"].shape[1], 16), nn.ReLU(), nn.Linear(16, w["2.weight"].shape[0])
+    )
+    actor.load_state_dict(w)
+    env = make_env()
+    obs, info = env.reset(seed=5)
+    scale = feature_scale(len(env.types), env.window)
+    for _ in range(40):
+        with torch.no_grad():
+            logits = actor(torch.from_numpy(obs * scale)).numpy()
+        want = int(np.argmax(np.where(info["action_mask"], logits, -np.inf)))
+        assert policy.act(env.builder) == want
+        obs, _, term, _, info = env.step(want)
+        if term:
+            break
+
+
+def test_trained_policy_runs_in_the_simulator(trained):
+    from smdlab.sim import simulate
+
+    env = make_env()
+    env.reset(options={"workload_seed": 1000})
+    jobs, cluster = env._workloads[1000], env.cluster
+    a = simulate(jobs, cluster, DL2(weights=str(trained / WEIGHTS)))
+    b = simulate(jobs, cluster, DL2(weights=str(trained / WEIGHTS)))
+    assert a.summary["mean_jct"] == b.summary["mean_jct"]
+    assert (a.jobs.status == "completed").all()
+    assert a.summary["execution"] == "elastic" and a.summary["slot_s"] == 1200.0
+
+
+def test_between_slots_the_policy_changes_nothing(trained):
+    env = make_env()
+    env.reset(seed=0)
+    state = env.builder.state
+    moved = type(state)(**{**state.__dict__, "time": 600.0})
+    assert DL2(weights=str(trained / WEIGHTS)).decide(moved) == Decision()
+    assert SlotBuilder(state).mask()[-1]
+
+
+def test_corrupt_checkpoint_and_weights_give_clear_errors(trained, tmp_path):
+    bad = tmp_path / CHECKPOINT
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(InvalidInput, match="not a readable DL2 checkpoint"):
+        load_checkpoint(bad)
+    with pytest.raises(InvalidInput, match="not a readable DL2 checkpoint"):
+        train_dl2(tmp_path, CFG)
+    (tmp_path / "w.npz").write_bytes(b"PK\x03\x04 broken")
+    with pytest.raises(InvalidInput, match="not a readable DL2 weights file"):
+        DL2(weights=str(tmp_path / "w.npz"))
+    ck = load_checkpoint(trained / CHECKPOINT)
+    torch.save({**ck, "format": 99}, tmp_path / "newer.pt")
+    with pytest.raises(InvalidInput, match="format 99"):
+        load_checkpoint(tmp_path / "newer.pt")
+
+
+def test_checkpoint_from_another_space_is_refused(trained, tmp_path):
+    ck = load_checkpoint(trained / CHECKPOINT)
+    torch.save({**ck, "obs_dim": 7}, tmp_path / CHECKPOINT)
+    with pytest.raises(InvalidInput, match="observation of 7 values"):
+        train_dl2(tmp_path, CFG)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "deeprm", "--steps", "3"], "agent must be one of dl2"),
+        (["train", "dl2", "--steps", "0"], "steps must be"),
+        (["train", "dl2", "--steps", "3", "--workload", "nope.toml"], "--workload"),
+    ],
+)
+def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_refuses_foreign_files(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["train", "dl2", "--steps", "1", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
