@@ -61,3 +61,19 @@ def test_figure_draws_three_panels_the_same_from_its_csv(tiny):
     bars = [t for t in fig.data if t.type == "bar"]
     assert len(bars) == 2
     assert np.allclose(bars[1].y, 100 * tiny["util_gpu"].to_numpy())
+
+
+def test_replace_with_scheduling_fields_keeps_keys_equal_to_fresh_ones():
+    # Job.replace reuses the model and demand keys when only scheduling fields change (the
+    # whole-trace SMD speed-up); the reused keys must equal keys computed from scratch.
+    from smdlab.model.job import Job
+    from smdlab.workloads import load_philly
+
+    job = load_philly(first=3, demands="per_network")[2]
+    _ = job.model_key, job.demand_key
+    copy = job.replace(samples=job.samples / 2, arrival=job.arrival + 5.0)
+    fresh = Job(**{f: getattr(copy, f) for f in copy.__dataclass_fields__})
+    assert copy.model_key == fresh.model_key and copy.demand_key == fresh.demand_key
+    assert copy.value_key == fresh.value_key != job.value_key
+    other = job.replace(max_workers=job.max_workers + 1)
+    assert other.model_key != job.model_key

@@ -297,7 +297,13 @@ class Job:
         """Copy with some fields changed (validated again)."""
         fields = {f: getattr(self, f) for f in self.__dataclass_fields__}
         fields.update(changes)
-        return Job(**fields)
+        job = Job(**fields)
+        # Schedulers copy jobs with their remaining samples at every decision: the model key
+        # (and the demand key) of such a copy is the original's, so reuse it, not rebuild it.
+        if all(k in _SCHEDULING_ONLY for k in changes):
+            object.__setattr__(job, "_model_key", self.model_key)  # memoised on the original
+            object.__setattr__(job, "_demand_key", self.demand_key)
+        return job
 
     def check_config(self, workers: int, ps: int) -> tuple[int, int]:
         """Validate a (workers, ps) configuration against this job's bounds (all-reduce: ps = 0)."""
