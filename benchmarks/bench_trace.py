@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_trace.py [--policies fifo,srtf,tiresias] [--machines 550]
                                          [--jobs N] [--step 10000] [--markdown]
+                                         [--demands gpu_only|per_network] [--progress 60]
 
 Cluster: 550 machines of 8 GPUs (4,400 GPUs): about the size of Philly (the issue's figure, about
 550 machines), every machine of the default shape; the jobs reserve GPUs only. Each policy runs
@@ -9,7 +10,10 @@ in its own process with ``restart_s=0`` (trace parity) and ``record_history=Fals
 policy: wall and CPU time of ``simulate`` (loading excluded; targets FIFO 60 s, SRTF and Tiresias
 300 s), the CPU time per 1,000 jobs in each stretch of ``--step`` arrivals (how the cost grows
 with the trace: the clock is read at every decision, the stretch of a decision is the number of
-jobs arrived by then), peak resident memory of the process (ru_maxrss) and mean JCT.
+jobs arrived by then), peak resident memory of the process (ru_maxrss) and mean JCT. ``--demands per_network`` gives
+each job its network's worker and PS demands instead (SMD's world: ``--policies smd --demands
+per_network``, target 900 s). ``--progress S`` prints a line to stderr every S CPU seconds (jobs
+arrived and decisions so far), so a run stopped by a timeout still says how far it got.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ import resource
 import sys
 import time
 
-TARGETS_S = {"fifo": 60.0, "srtf": 300.0, "tiresias": 300.0}
+TARGETS_S = {"fifo": 60.0, "srtf": 300.0, "tiresias": 300.0, "smd": 900.0}
 
 
 class _Clock:
     """Wraps a policy; records (wall clock, simulated time) at every decision."""
 
-    def __init__(self, policy):
+    def __init__(self, policy, arrivals=(), progress_s: float = 0.0):
         self.policy = policy
+        self.arrivals = arrivals
+        self.progress_s = progress_s
+        self.next_report = time.process_time() + progress_s
         self.name = policy.name
         self.execution = getattr(policy, "execution", "non_elastic")
         self.executions = getattr(policy, "executions", None)
@@ -40,23 +47,41 @@ class _Clock:
             self.policy.reset()
 
     def decide(self, state):
-        self.marks.append((time.process_time(), state.time))
+        c = time.process_time()
+        self.marks.append((c, state.time))
+        if self.progress_s and c >= self.next_report:
+            self.next_report = c + self.progress_s
+            arrived = bisect.bisect_right(self.arrivals, state.time)
+            print(
+                f"progress: cpu {c:.0f} s, sim time {state.time / 3600:.1f} h, "
+                f"{arrived} jobs arrived, {len(self.marks)} decisions",
+                file=sys.stderr,
+                flush=True,
+            )
         return self.policy.decide(state)
 
 
-def _run(policy: str, machines: int, jobs_n: int | None, step: int, queue) -> None:
+def _run(
+    policy: str,
+    machines: int,
+    jobs_n: int | None,
+    step: int,
+    queue,
+    demands: str = "gpu_only",
+    progress_s: float = 0.0,
+) -> None:
     from smdlab import Cluster
     from smdlab.policies.registry import get_policy
     from smdlab.sim import simulate
     from smdlab.workloads import load_philly
 
-    jobs = load_philly(first=jobs_n, demands="gpu_only")
+    jobs = load_philly(first=jobs_n, demands=demands)
     cluster = Cluster.homogeneous(machines)
-    clock = _Clock(get_policy(policy))
+    arrivals = sorted(j.arrival for j in jobs)
+    clock = _Clock(get_policy(policy), arrivals, progress_s)
     t0, c0 = time.perf_counter(), time.process_time()
     res = simulate(jobs, cluster, clock, restart_s=0, record_history=False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    arrivals = sorted(j.arrival for j in jobs)
     per_k = []
     prev, edge = c0, step
     for c, t in clock.marks:
@@ -69,6 +94,7 @@ def _run(policy: str, machines: int, jobs_n: int | None, step: int, queue) -> No
     queue.put(
         {
             "policy": policy,
+            "demands": demands,
             "jobs": len(jobs),
             "wall_s": round(wall, 1),
             "cpu_s": round(cpu, 1),
@@ -90,13 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="first N jobs (default: all)")
     ap.add_argument("--step", type=int, default=10000, help="jobs per stretch of the scaling row")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--demands", default="gpu_only", choices=["gpu_only", "per_network"])
+    ap.add_argument("--progress", type=float, default=0.0, help="stderr line every S CPU seconds")
     args = ap.parse_args(argv)
     print(f"# {platform.python_version()} on {platform.machine()}, {mp.cpu_count()} CPUs")
     ctx = mp.get_context("spawn")
     rows = []
     for policy in args.policies.split(","):
         q = ctx.Queue()
-        p = ctx.Process(target=_run, args=(policy, args.machines, args.jobs, args.step, q))
+        p = ctx.Process(
+            target=_run,
+            args=(
+                policy,
+                args.machines,
+                args.jobs,
+                args.step,
+                q,
+                args.demands,
+                args.progress,
+            ),
+        )
         p.start()
         row = q.get()
         p.join()

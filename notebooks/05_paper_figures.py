@@ -166,6 +166,17 @@ fig, df = show("muri_jct_vs_load")
 fig.show()
 
 # %% [markdown]
+# ## The default Philly window: FIFO, SJF, SRTF and Tiresias
+#
+# The window of `data/scenarios/philly.toml` (2,000 trace jobs from index 60,000, GPU-only gangs,
+# arrivals scaled to an offered GPU load of 10 on 64 machines, no restart cost): mean JCT with
+# its p95, the JCT CDF, and the GPU utilisation, each policy in its natural mode.
+
+# %%
+fig, df = show("philly_window")
+fig.show()
+
+# %% [markdown]
 # ## Optimality gap versus instance size
 #
 # Offline instances of the allocation problem, solved by SMD (three knapsack methods), LP rounding,

@@ -83,6 +83,8 @@ class ExperimentConfig:
     cpu_per_gpu_values: CPU cores per GPU of the servers in ``jct_vs_cpu_per_gpu`` (Synergy).
     muri_load_values: offered loads of ``muri_jct_vs_load``.
     online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
+    philly_jobs, philly_machines: jobs and machines of ``philly_window`` (None: the default
+        Philly window's, ``data/scenarios/philly.toml``).
     """
 
     name: str
@@ -115,6 +117,8 @@ class ExperimentConfig:
     cpu_per_gpu_values: tuple[float, ...] = (3.0, 4.0, 6.0, 8.0, 12.0)
     muri_load_values: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
     online_jobs: int = 48
+    philly_jobs: int | None = None
+    philly_machines: int | None = None
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -169,6 +173,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         cpu_per_gpu_values=(3.0, 6.0, 12.0),
         muri_load_values=(0.75, 1.5),
         online_jobs=32,
+        philly_jobs=500,
+        philly_machines=16,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -188,6 +194,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         cpu_per_gpu_values=(4.0,),
         muri_load_values=(1.0,),
         online_jobs=8,
+        philly_jobs=24,
+        philly_machines=4,
     ),
 }
 

@@ -141,6 +141,18 @@ def _draw_makespan(df: pd.DataFrame):
     return makespan_figure(df)
 
 
+def _philly(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.philly import philly_window
+
+    return philly_window(cfg, workers=workers)
+
+
+def _draw_philly(df: pd.DataFrame):
+    from smdlab.viz.experiments import philly_window_figure
+
+    return philly_window_figure(df)
+
+
 def _heterogeneity(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.heterogeneity import heterogeneity_gain
 
@@ -191,6 +203,12 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of Muri-S, Muri-L, SRTF, Tiresias and SMD vs offered load",
             _multiresource("muri_jct_vs_load"),
             _draw_multiresource("load", "offered load"),
+        ),
+        FigureSpec(
+            "philly_window",
+            "mean and p95 JCT, JCT CDF and GPU utilisation of FIFO, SJF, SRTF and Tiresias on the default Philly window",
+            _philly,
+            _draw_philly,
         ),
         FigureSpec(
             "optimality_gap",

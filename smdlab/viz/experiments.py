@@ -28,6 +28,7 @@ _POLICY_COLORS = {
     "optimus": "#F58518",
     "milp": "#54A24B",
     "smd": "#E45756",
+    "sjf": "#EECA3B",
 }
 _DASHES = {
     "fifo": "dot",
@@ -428,5 +429,92 @@ def validation_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figur
     )
     fig.update_layout(
         legend={"y": -0.18, "yanchor": "top", "x": 0.0, "xanchor": "left"}, margin={"b": 110}
+    )
+    return fig
+
+
+def philly_window_figure(df: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Per policy on the Philly window: mean JCT (bars) with p95, the JCT CDF, and GPU utilisation.
+
+    df: a frame from ``smdlab.experiments.philly.philly_window`` (one row per policy, quantile
+    columns ``jct_q<q>_s``).
+    """
+    _require(df, ["policy", "mean_jct_s", "p95_jct_s", "util_gpu"], "df")
+    qcols = [c for c in df.columns if c.startswith("jct_q") and c.endswith("_s")]
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        column_widths=[0.34, 0.42, 0.24],
+        horizontal_spacing=0.08,
+        subplot_titles=["mean JCT (bar) and p95 (◆)", "JCT CDF", "GPU utilisation"],
+    )
+    labels = [policy_label(p) for p in df["policy"]]
+    colors = [policy_color(p) for p in df["policy"]]
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=df["mean_jct_s"].to_numpy() / 3600,
+            marker_color=colors,
+            showlegend=False,
+            hovertemplate="%{x}: mean JCT %{y:.2f} h<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=labels,
+            y=df["p95_jct_s"].to_numpy() / 3600,
+            mode="markers",
+            marker={"symbol": "diamond", "size": 10, "color": "#333"},
+            showlegend=False,
+            hovertemplate="%{x}: p95 JCT %{y:.2f} h<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    qs = [float(c[len("jct_q") : -len("_s")]) for c in qcols]
+    for (_, row), label, color in zip(df.iterrows(), labels, colors, strict=True):
+        fig.add_trace(
+            go.Scatter(
+                x=[row[c] / 3600 for c in qcols],
+                y=qs,
+                mode="lines+markers",
+                name=label,
+                line={"color": color, "shape": "hv"},
+                hovertemplate=f"{label}: %{{y:.0%}} of jobs within %{{x:.2f}} h<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=100 * df["util_gpu"].to_numpy(),
+            marker_color=colors,
+            showlegend=False,
+            hovertemplate="%{x}: GPU utilisation %{y:.1f}%<extra></extra>",
+        ),
+        row=1,
+        col=3,
+    )
+    fig.update_yaxes(title_text="JCT (h)", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title_text="JCT (h)", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="fraction of jobs", range=[0, 1.02], row=1, col=2)
+    fig.update_yaxes(title_text="GPU utilisation (%)", range=[0, 100], row=1, col=3)
+    # From the columns, not attrs: a frame read back from its CSV draws the same.
+    where = ""
+    if {"jobs", "machines"} <= set(df.columns):
+        where = f": {int(df['jobs'].iloc[0]):,} jobs on {int(df['machines'].iloc[0])} machines"
+    fig.update_layout(
+        base_layout(
+            title or f"Default Philly window{where} (GPU-only gangs)",
+            height=480,
+            width=1100,
+        )
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0.4, "xanchor": "left"},
+        margin={"b": 110},
     )
     return fig
