@@ -28,6 +28,7 @@ __all__ = [
     "DATA_STAGE_TABLES",
     "DEMAND_ROWS",
     "EDITED_PROFILES",
+    "GAVEL_TABLES",
     "ITERATION_TABLES",
     "JOB_VARIANTS",
     "OMRU_EPOCH_MODELS",
@@ -239,6 +240,12 @@ COLOCATION: Cache[Any] = Cache(
 OMRU_EPOCH_MODELS: Cache[Any] = Cache(
     "workloads.omru.epoch_models",
     key="(gpus_per_machine,): the epoch model fitted to OMRU's bundled measurements",
+    lifetime=_PROCESS,
+    maxsize=8,
+)
+GAVEL_TABLES: Cache[Any] = Cache(
+    "model.gpu_types.gavel_tables",
+    key="(function name,): Gavel's bundled solo throughputs as lookup tables and type ratios",
     lifetime=_PROCESS,
     maxsize=8,
 )

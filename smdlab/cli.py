@@ -447,6 +447,11 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--entropy", type=float, default=0.01, help="weight of the entropy bonus (default 0.01)"
     )
+    p.add_argument(
+        "--normalize-advantage",
+        action="store_true",
+        help="scale each rollout's advantages to mean 0, deviation 1",
+    )
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -468,6 +473,7 @@ def _train(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         lr=args.lr,
         entropy=args.entropy,
+        normalize_advantage=args.normalize_advantage,
         scenario=scenario,
     )
     summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)

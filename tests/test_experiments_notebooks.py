@@ -18,5 +18,6 @@ def test_paper_notebook_makes_every_figure_through_the_reproduce_functions():
     nb = nbformat.read(NOTEBOOKS / "05_paper_figures.ipynb", as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "from smdlab.experiments import" in source
+    assert "figure(name, SOURCE)" in source  # recomputing goes through the reproduce functions
     for name in list_figures():
-        assert f'figure("{name}", CONFIG)' in source, name
+        assert f'show("{name}")' in source, name

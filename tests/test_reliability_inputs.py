@@ -271,18 +271,18 @@ CASES = [
     Case(
         "unknown policy",
         lambda d: get_policy("fifo2"),
-        r"policy must be one of drf, fifo, .*; got 'fifo2'",
+        r"policy must be one of [a-z0-9_, ]*\bfifo\b.*; got 'fifo2'",
         ["--jobs", "4", "--policy", "fifo2"],
-        r"policy must be one of drf, fifo, .*; got 'fifo2'",
+        r"policy must be one of [a-z0-9_, ]*\bfifo\b.*; got 'fifo2'",
     ),
     Case(
         "options of an unknown policy",
         lambda d: run_policies(
             [_job()], Cluster.homogeneous(1), ["fifo"], policy_options={"smdd": {"tol": 1e-3}}
         ),
-        r"policy_options names policy 'smdd'; allowed: drf, fifo",
+        r"policy_options names policy 'smdd'; allowed: [a-z0-9_, ]*\bfifo\b",
         ["--scenario", "{d}/s.toml", *SMALL],
-        r"policy_options names policy 'smdd'; allowed: drf, fifo",
+        r"policy_options names policy 'smdd'; allowed: [a-z0-9_, ]*\bfifo\b",
         files={"s.toml": "[policy_options.smdd]\ntol = 1e-3\n"},
     ),
     Case(

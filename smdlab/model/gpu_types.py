@@ -17,11 +17,11 @@ A homogeneous cluster has no GPU type (``""``) and every ratio is 1, so nothing 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from smdlab.caches import GAVEL_TABLES, memoize
 from smdlab.errors import InvalidInput
 
 __all__ = [
@@ -113,7 +113,7 @@ def check_gpu_type(field: str, name: object) -> str:
     raise InvalidInput(f"{field} must be one of {', '.join(GPU_TYPES)}; got {name!r}")
 
 
-@functools.cache
+@memoize(GAVEL_TABLES)
 def _gavel_solo() -> dict[tuple[str, str], float]:
     """(job type, gpu type) -> steps/s at one GPU, consolidated (0 rows dropped)."""
     from smdlab.model.colocation import load_gavel_solo
@@ -125,7 +125,7 @@ def _gavel_solo() -> dict[tuple[str, str], float]:
     return {k: float(v) for k, v in zip(keys, rates, strict=True) if v > 0}
 
 
-@functools.cache
+@memoize(GAVEL_TABLES)
 def gavel_type_ratios() -> dict[str, float]:
     """Median over Gavel job types of throughput on each type / on V100 (1 GPU, consolidated)."""
     solo = _gavel_solo()
@@ -181,7 +181,7 @@ def consolidation_ratio(network: str, gpu_type: str, gpus: int) -> float:
     return spread / cons
 
 
-@functools.cache
+@memoize(GAVEL_TABLES)
 def _gavel_scaled() -> dict[tuple[str, str, int, str], float]:
     """(job type, gpu type, scale factor, placement) -> steps/s (0 rows dropped)."""
     from smdlab.model.colocation import load_gavel_solo

@@ -55,6 +55,7 @@ class TrainConfig:
     lr: float = 1e-3
     gamma: float = 0.99  # discount per environment step
     entropy: float = 0.01  # weight of the entropy bonus
+    normalize_advantage: bool = False  # scale each rollout's advantages to mean 0, deviation 1
     checkpoint_every: int = 50  # updates between checkpoints (the environment restarts there)
     train_seeds: int = 100  # workload seeds the episodes draw from
     scenario: str = ""  # scenario file (empty: the bundled dl2_small.toml)
@@ -74,6 +75,7 @@ class TrainConfig:
             gamma=check_positive("gamma", self.gamma, allow_zero=True),
             entropy=check_positive("entropy", self.entropy, allow_zero=True),
             checkpoint_every=check_int("checkpoint_every", self.checkpoint_every, 1),
+            normalize_advantage=bool(self.normalize_advantage),
             train_seeds=check_int("train_seeds", self.train_seeds, 1),
         )
 
@@ -258,6 +260,8 @@ def train_dl2(
             loss = torch.nn.functional.nll_loss(logp, A) + value_loss
         else:
             adv = (G - value).detach()
+            if cfg.normalize_advantage and len(adv) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             chosen = logp.gather(1, A[:, None]).squeeze(1)
             entropy = -(logp.exp() * logp).sum(1).mean()
             loss = -(chosen * adv).mean() + value_loss - cfg.entropy * entropy
