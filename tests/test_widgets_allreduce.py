@@ -26,7 +26,7 @@ def test_explorer_switches_to_allreduce_and_shows_buckets():
         assert "allreduce" in names and "push" not in names and "pull" not in names
         bars = next(t for t in app.timeline_fig.data if t.name == "allreduce")
         job = app._jobs[app.settings.focus]
-        w = app.solution.workers[app.settings.focus]
+        w = max(1, app.solution.workers[app.settings.focus])  # unstarted: drawn on 1 worker
         ring = allreduce_timeline(job, w, app.settings.mode)
         ring = ring[ring["phase"] == "allreduce"]
         assert len(bars.x) == len(ring)
