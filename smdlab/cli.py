@@ -290,7 +290,7 @@ def _simulate(args: argparse.Namespace) -> int:
         groups = cluster_file_groups(args.cluster_file)
         scenario = dataclasses.replace(scenario, cluster={"racks": groups})
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
-    table = contextlib.nullcontext()
+    table: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if getattr(args, "throughputs", None) is not None:
         from smdlab.model.gpu_types import use_throughputs
 
