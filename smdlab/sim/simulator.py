@@ -383,6 +383,12 @@ class _Simulator:
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
         self.machine_types = types if any(types) else None
+        if self.machine_types is not None:
+            # Fail before the run, not mid-way, when the throughput table lacks what the jobs need.
+            kinds = [t for t in dict.fromkeys(types) if t]
+            for net, dev in dict.fromkeys((j.profile.network, j.profile.device) for j in jobs):
+                for t in kinds:
+                    speed_ratio(net, t, dev)
         # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
         self.rack_of = cluster.rack_of if cluster.topology else None
         self.cross_rack_bytes = 0.0
