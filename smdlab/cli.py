@@ -281,14 +281,14 @@ def _simulate(args: argparse.Namespace) -> int:
     if getattr(args, "cluster_file", None) is not None:
         import dataclasses
 
-        from smdlab.model.cluster import cluster_file_groups
+        from smdlab.model.cluster import cluster_file_tables
 
         if args.machines is not None or args.gpus_per_machine is not None:
             raise InvalidInput(
                 "--cluster-file sets the whole cluster; drop --machines/--gpus-per-machine"
             )
-        groups = cluster_file_groups(args.cluster_file)
-        scenario = dataclasses.replace(scenario, cluster={"racks": groups})
+        tables = cluster_file_tables(args.cluster_file)
+        scenario = dataclasses.replace(scenario, cluster=tables)
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
     table: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if getattr(args, "throughputs", None) is not None:

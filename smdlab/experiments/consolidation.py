@@ -171,9 +171,16 @@ def predicted_consolidation_ratio(
 def consolidation_points(nics: tuple[float, ...] = NIC_SENSITIVITY) -> pd.DataFrame:
     """One row per (job type, GPU type, GPUs, NIC): measured and predicted spread/consolidated."""
     df = _measured()
-    rate = {
-        (r.job_type, r.gpu_type, int(r.scale_factor), r.placement): float(r.steps_per_s)
-        for r in df.itertuples()
+    keys = zip(
+        df["job_type"].astype(str),
+        df["gpu_type"].astype(str),
+        df["scale_factor"].astype(int),
+        df["placement"].astype(str),
+        strict=True,
+    )
+    rate: dict[tuple[str, str, int, str], float] = {
+        (str(j), str(t), int(s), str(p)): float(v)
+        for (j, t, s, p), v in zip(keys, df["steps_per_s"].to_numpy(dtype=float), strict=True)
     }
     rows = []
     for (jt, t, s, place), _ in sorted(rate.items()):
@@ -205,7 +212,15 @@ def type_ratio_points() -> pd.DataFrame:
     """One row per (job type, GPU type): measured and datasheet-predicted throughput / V100's."""
     df = _measured()
     one = df[(df["scale_factor"] == 1) & (df["placement"] == "consolidated")]
-    rate = {(r.job_type, r.gpu_type): float(r.steps_per_s) for r in one.itertuples()}
+    rate: dict[tuple[str, str], float] = {
+        (str(j), str(t)): float(v)
+        for j, t, v in zip(
+            one["job_type"].astype(str),
+            one["gpu_type"].astype(str),
+            one["steps_per_s"].to_numpy(dtype=float),
+            strict=True,
+        )
+    }
     rows = []
     for (jt, t), v in sorted(rate.items()):
         if t == "v100" or (jt, "v100") not in rate:
@@ -279,7 +294,7 @@ def error_table(df: pd.DataFrame, nic_gbps: float = NIC_GBPS) -> pd.DataFrame:
             {
                 "quantity": "spread / consolidated",
                 "family": fam,
-                "case": f"{int(g)} GPUs",
+                "case": f"{g} GPUs",
                 "points": len(grp),
                 "mape_pct": float(grp["error_pct"].abs().mean()),
                 "measured_median": float(grp["measured"].median()),

@@ -40,8 +40,12 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
-from smdlab.model.timing import MODES, iteration_time, speed as speed_of
-from smdlab.model.traffic import cross_rack_bytes_per_iteration, samples_per_iteration
+from smdlab.model.timing import MODES, iteration_time, link_speed, speed as speed_of
+from smdlab.model.traffic import (
+    Uplinks,
+    cross_rack_bytes_per_iteration,
+    samples_per_iteration,
+)
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
@@ -388,6 +392,7 @@ class _Simulator:
         # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
         self.rack_of = cluster.rack_of if cluster.topology else None
         self.cross_rack_bytes = 0.0
+        self.uplinks = Uplinks.of(cluster)  # rack uplinks in the timing model; None when flat
         # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
         self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
@@ -429,6 +434,18 @@ class _Simulator:
         tau = allreduce_iteration_time(job, workers, machines=machines, mode=self.mode)
         per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
         return float(per_iter / tau)
+
+    def _uplink_speed(self, job: Job, workers: int, ps: int, placement: Placement) -> float | None:
+        """Speed when the placement's path crosses a rack uplink slower than its NIC shares
+        (``smdlab.model.traffic.Uplinks``), GPU type included; None: no uplink binds."""
+        if self.uplinks is None:
+            return None
+        dw, dp = self.uplinks.divisors(job, placement.tasks)
+        if dw == 1.0 and dp == 1.0:
+            return None
+        machines = len({m for m, w, _ in placement.tasks if w > 0})
+        v = link_speed(job, workers, ps, dw, dp, self.mode, machines)
+        return v * self._type_factor(job, placement)
 
     def _type_row(self, t: float) -> None:
         """Record GPUs in use per GPU type at ``t`` beside the utilisation row (typed clusters)."""
@@ -476,9 +493,11 @@ class _Simulator:
         if share is not None:  # a group member holds its share of the group's use
             usage = share[rows]
         if speed is None:
-            speed = self._ring_speed(job, workers, placement)
+            speed = self._uplink_speed(job, workers, ps, placement)
         if speed is None:
-            speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+            speed = self._ring_speed(job, workers, placement)
+            if speed is None:
+                speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
             speed *= self._type_factor(job, placement)
         self.version += 1
         gpu_i = self.gpu_index
