@@ -95,3 +95,10 @@ def test_figure_draws_both_panels():
     fig = consolidation_validation_figure(consolidation_validation("tiny"))
     axes = {t.xaxis for t in fig.data}
     assert axes == {"x", "x2"} and "MAPE" in fig.layout.annotations[0].text
+
+
+def test_figure_default_nic_is_the_assumption():
+    from smdlab.experiments import consolidation
+    from smdlab.viz import heterogeneity
+
+    assert heterogeneity.NIC_GBPS == consolidation.NIC_GBPS

@@ -49,6 +49,7 @@ def heterogeneity_figure(df: pd.DataFrame) -> go.Figure:
 
 FAMILY_COLORS = {"ResNet-50": "#1f77b4", "LM": "#d62728", "Transformer": "#2ca02c"}
 TYPE_SYMBOLS = {"k80": "circle", "p100": "square", "v100": "diamond"}
+NIC_GBPS = 10.0  # the assumed NIC the figure shows (smdlab.experiments.consolidation.NIC_GBPS)
 
 
 def consolidation_validation_figure(df: pd.DataFrame, nic_gbps: float | None = None) -> go.Figure:
@@ -57,8 +58,6 @@ def consolidation_validation_figure(df: pd.DataFrame, nic_gbps: float | None = N
 
     cons_all = df[df["quantity"] == "consolidation"]
     if nic_gbps is None:
-        from smdlab.experiments.consolidation import NIC_GBPS
-
         nic_gbps = NIC_GBPS
     cons = cons_all[cons_all["nic_gbps"] == nic_gbps]
     types = df[df["quantity"] == "gpu_type"]
