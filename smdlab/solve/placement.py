@@ -20,9 +20,9 @@ Rack awareness (one rule for every policy): while a rack layout is active (``rac
 by the simulator on a racked cluster for each decision), each rule above prefers to hold a job
 that spans machines within one rack: when its own placement crosses racks, the same rule is run
 on one rack at a time, best fit first (the rack with the least free capacity, then index), and
-the first rack that holds the whole job wins; when none does, the rule runs on the machines
-ordered rack by rack, most free rack first, kept when it crosses fewer racks than the rule's own
-placement. A job
+the first rack that holds the whole job wins; when none does, the rule runs on the 2, 3, ...
+racks with most free capacity (``rack_candidates``), as long as that is fewer racks than its own
+placement crosses. A job
 that fits on one machine, or a flat cluster, is placed as without racks. The ledger (tasks one
 at a time) prefers the racks a job already uses, and shrink-placement fills a job's racks first
 (``rack_order``).
@@ -308,25 +308,42 @@ def _rack_aware(
     racks = active_racks(free.shape[0])
     if tasks is None or racks is None or len({int(racks[m]) for m, _, _ in tasks}) < 2:
         return tasks
+    span = len({int(racks[m]) for m, _, _ in tasks})
+    for rows in rack_candidates(free, workers * alpha + ps * gamma, racks):
+        if len(set(racks[rows].tolist())) >= span:
+            break  # no fewer racks than the rule's own placement
+        held = rule(free[rows], workers, ps, alpha, gamma)
+        if held is not None:
+            return _remap(held, rows)
+    return tasks
+
+
+def rack_candidates(free: np.ndarray, need: np.ndarray, racks: np.ndarray) -> list[np.ndarray]:
+    """Machine sets to try, in order, for a job of total demand ``need`` (the rack-aware rule).
+
+    First each rack whose pooled free capacity holds ``need``, best fit first (least free
+    capacity, summed over resources as fractions of the cluster's free total; then index); then
+    the racks ordered most free first, as growing prefixes of k = 2, 3, ... racks from the
+    first whose pooled free capacity holds ``need`` (machines rack by rack); the last set is
+    every machine.
+    """
     rows = _rack_rows(racks)
     total = free.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
-    room = np.array([float((free[r].sum(axis=0) / scale).sum()) for r in rows])
-    need = workers * alpha + ps * gamma
-    for r in np.lexsort((np.arange(len(rows)), room)).tolist():  # best fit: least room first
-        sub = free[rows[r]]
-        if np.any(need > sub.sum(axis=0) + TOL * np.maximum(1.0, need)):
-            continue
-        inside = rule(sub, workers, ps, alpha, gamma)
-        if inside is not None:
-            return _remap(inside, rows[r])
-    order = np.concatenate([rows[r] for r in np.lexsort((np.arange(len(rows)), -room)).tolist()])
-    fewest = rule(free[order], workers, ps, alpha, gamma)
-    if fewest is None:
-        return tasks
-    fewest = _remap(fewest, order)
-    spans = [len({int(racks[m]) for m, _, _ in t}) for t in (fewest, tasks)]
-    return fewest if spans[0] < spans[1] else tasks
+    sums = [free[r].sum(axis=0) for r in rows]
+    room = np.array([float((x / scale).sum()) for x in sums])
+    tol = TOL * np.maximum(1.0, need)
+    out = [
+        rows[r]
+        for r in np.lexsort((np.arange(len(rows)), room)).tolist()
+        if np.all(sums[r] + tol >= need)
+    ]
+    order = np.lexsort((np.arange(len(rows)), -room)).tolist()
+    pooled = np.cumsum([sums[r] for r in order], axis=0)
+    for k in range(2, len(rows) + 1):
+        if k == len(rows) or np.all(pooled[k - 1] + tol >= need):
+            out.append(np.concatenate([rows[r] for r in order[:k]]))
+    return out
 
 
 def rack_preference(machines: int, used: Iterable[int]) -> np.ndarray | None:
