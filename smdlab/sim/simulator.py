@@ -66,7 +66,15 @@ from smdlab.policies.base import (
 from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, first_fit
+from smdlab.solve.placement import (
+    TOL,
+    capacity_matrix,
+    consolidated_tasks,
+    first_fit,
+    rack_array,
+    rack_layout,
+    set_rack_layout,
+)
 
 UNFIT = ("skip", "raise")
 EXECUTION_CHOICES = ("natural", *EXECUTIONS)
@@ -393,6 +401,7 @@ class _Simulator:
         self.rack_of = cluster.rack_of if cluster.topology else None
         self.cross_rack_bytes = 0.0
         self.uplinks = Uplinks.of(cluster)  # rack uplinks in the timing model; None when flat
+        self.racks = rack_array(cluster)  # rack-aware placement rules while a policy decides
         # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
         self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
@@ -1040,9 +1049,10 @@ class _Simulator:
         steps = self.steps()
         decide = self.policy.decide
         try:
-            state = next(steps)
-            while True:
-                state = steps.send(decide(state))
+            with rack_layout(self.cluster):
+                state = next(steps)
+                while True:
+                    state = steps.send(decide(state))
         except StopIteration as done:
             return done.value
 
@@ -1133,9 +1143,12 @@ class _Simulator:
             if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
+                # the placement rules are rack-aware while the policy decides (racked clusters)
+                prev_racks = set_rack_layout(self.racks)
                 decision = yield state  # run() passes it to policy.decide
                 if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
                     decision = enforce_gang(decision, state)
+                set_rack_layout(prev_racks)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
                 wake = getattr(decision, "wake_at", None)
