@@ -116,32 +116,32 @@ def rack_figure(
     for name in snapshot.tasks:
         net = snapshot.networks.get(name, "")
         legend = f"{name} ({net})" if net else name
-        c = cells.get(name)
-        if c:
+        mine = cells.get(name)
+        if mine:
             fig.add_trace(
                 go.Scatter(
-                    x=c["x"],
-                    y=c["y"],
+                    x=mine["x"],
+                    y=mine["y"],
                     mode="markers+text" if labelled else "markers",
                     marker={"symbol": "square", "size": size, "color": colors[name]},
-                    text=[name] * len(c["x"]) if labelled else None,
+                    text=[name] * len(mine["x"]) if labelled else None,
                     textfont={"size": max(6, int(size * 0.4)), "color": "white"},
                     name=legend,
                     legendgroup=name,
-                    hovertext=c["text"],
+                    hovertext=mine["text"],
                     hoverinfo="text",
                 )
             )
-    ps = cells.get("ps")
-    if ps:
+    ps_cells = cells.get("ps")
+    if ps_cells:
         fig.add_trace(
             go.Scatter(
-                x=ps["x"],
-                y=ps["y"],
+                x=ps_cells["x"],
+                y=ps_cells["y"],
                 mode="markers",
                 marker={"symbol": "diamond", "size": size * 0.45, "color": "#555555"},
                 name="parameter servers (hover: whose)",
-                hovertext=ps["text"],
+                hovertext=ps_cells["text"],
                 hoverinfo="text",
             )
         )
