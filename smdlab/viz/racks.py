@@ -182,3 +182,22 @@ def rack_figure(
     fig.update_xaxes(visible=False, range=[-0.8, span - 0.2], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-(rows - 1) - 0.8, 1.9], fixedrange=True)
     return fig
+
+
+def solution_snapshot(solution, jobs, cluster) -> Snapshot:
+    """A ``Snapshot`` (time 0) of a placed solver ``Solution``: each started job's tasks."""
+    by_name = {j.name: j for j in jobs}
+    tasks: dict[str, tuple] = {}
+    placed = solution.placement.placements if solution.placement is not None else ()
+    for name, p, w in zip(solution.jobs, placed, solution.workers, strict=False):
+        if w > 0 and p.tasks:
+            tasks[str(name)] = tuple(p.tasks)
+    queued = tuple(str(n) for n in solution.jobs if str(n) not in tasks)
+    return Snapshot(
+        0.0,
+        cluster,
+        tasks,
+        {n: by_name[n].profile.network for n in tasks if n in by_name},
+        {n: float(by_name[n].worker_demand.get("gpu", 0.0)) for n in tasks if n in by_name},
+        queued,
+    )
