@@ -102,3 +102,22 @@ def test_figure_default_nic_is_the_assumption():
     from smdlab.viz import heterogeneity
 
     assert heterogeneity.NIC_GBPS == consolidation.NIC_GBPS
+
+
+def test_docs_table_is_the_computed_one():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "model.md").read_text()
+    section = text.split("## Validation against Gavel")[1]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| spread") or line.startswith("| type")
+    ]
+    table = error_table(consolidation_validation("tiny"))
+    assert len(rows) == len(table)
+    for doc, (_, r) in zip(rows, table.iterrows(), strict=True):
+        assert doc[:4] == [r["quantity"], r["family"], r["case"], str(r["points"])]
+        assert float(doc[4]) == round(r["mape_pct"], 1)
+        assert float(doc[5]) == round(r["measured_median"], 2)
+        assert float(doc[6]) == round(r["predicted_median"], 2)

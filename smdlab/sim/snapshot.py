@@ -46,11 +46,12 @@ def placements_at(
     The run is the one ``simulate`` makes (driven through ``simulate_steps``, whose ``options``
     it takes: mode, execution, slot_s, ...). A job runs at time t when a segment of its history
     covers t; its tasks are those of the policy's latest allocation for it at or before t.
+    GPU sharing runs at degree 1 here (``simulate_steps`` has no sharing degree).
     """
     from smdlab.policies.registry import get_policy
     from smdlab.sim.simulator import simulate_steps
 
-    want = sorted(check_positive("times[]", t, allow_zero=True) for t in times)
+    want = sorted(check_positive("times (s)", t, allow_zero=True) for t in times)
     if not want:
         raise InvalidInput("times must list at least one time (s), got none")
     pol = get_policy(policy) if isinstance(policy, str) else policy
