@@ -110,3 +110,18 @@ def test_liquid_sends_less_across_racks_than_fifo():
     liquid = simulate(jobs, c, get_policy("liquid"), record_history=False).summary
     fifo = simulate(jobs, c, get_policy("fifo"), record_history=False).summary
     assert liquid["cross_rack_gb"] < fifo["cross_rack_gb"]
+
+
+def test_oversubscription_experiment_point_and_figure():
+    import pandas as pd
+
+    from smdlab.experiments.oversubscription import POLICIES, _point, racked_cluster
+    from smdlab.viz.oversubscription import oversubscription_figure
+
+    c = racked_cluster(2, 2, 4.0)
+    assert [r.uplink_gbps for r in c.topology] == [50.0, 50.0]  # 2 x 100 Gbps NICs / 4
+    df = pd.DataFrame(_point((2, 2, 8, 0, 4.0)))
+    assert list(df["policy"]) == list(POLICIES)
+    assert (df["cross_rack_tb"] >= 0).all() and (df["mean_jct_h"] > 0).all()
+    fig = oversubscription_figure(df)
+    assert {t.name for t in fig.data} == {"SMD (reconstructed model)", "Liquid", "FIFO", "Tiresias"}
