@@ -444,6 +444,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup", type=int, metavar="N", help="updates imitating DRF first (default: steps / 4)"
     )
     p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 0.001)")
+    p.add_argument("--warmup-lr", type=float, help="learning rate of the warm-up (default: --lr)")
     p.add_argument(
         "--entropy", type=float, default=0.01, help="weight of the entropy bonus (default 0.01)"
     )
@@ -451,6 +452,28 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--normalize-advantage",
         action="store_true",
         help="scale each rollout's advantages to mean 0, deviation 1",
+    )
+    p.add_argument(
+        "--returns",
+        choices=("slot", "step"),
+        default="step",
+        help="slot: each action gets its slot's reward plus later slots' (DL2's code); step: "
+        "discounted per step (default)",
+    )
+    p.add_argument(
+        "--gamma", type=float, default=0.99, help="discount per step or per slot (default 0.99)"
+    )
+    p.add_argument(
+        "--rollout", type=int, default=32, help="environment steps per update (default 32)"
+    )
+    p.add_argument("--hidden", type=int, default=64, help="units per hidden layer (default 64)")
+    p.add_argument("--depth", type=int, default=1, help="hidden layers (default 1)")
+    p.add_argument(
+        "--validate-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="greedy validation runs every N updates; weights.npz keeps the best (default 0: none)",
     )
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -472,8 +495,15 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed,
         warmup=args.warmup,
         lr=args.lr,
+        warmup_lr=args.warmup_lr,
         entropy=args.entropy,
         normalize_advantage=args.normalize_advantage,
+        returns=args.returns,
+        gamma=args.gamma,
+        rollout=args.rollout,
+        hidden=args.hidden,
+        depth=args.depth,
+        validate_every=args.validate_every,
         scenario=scenario,
     )
     summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)

@@ -75,8 +75,9 @@ class SlotCache:
         """(alpha | gamma demand rows (n x 2K), type index or -1 (n,)) of ``jobs``."""
         out, kinds = [], []
         for job in jobs:
+            # keyed by identity; the cache holds the job, so its id stays unique
             hit = self._rows.get(id(job))
-            if hit is None or hit[0] is not job:  # keyed by identity; the job is held, so ids stay unique
+            if hit is None or hit[0] is not job:
                 a, g = demand_matrices([job], self.cluster)
                 hit = (job, np.concatenate([a[0], g[0]]), self.index.get(job.profile.network, -1))
                 self._rows[id(job)] = hit
@@ -437,7 +438,20 @@ class DL2(Policy):
 
     def __init__(self, weights: str | None = None, max_actions: int = 10_000) -> None:
         path = default_weights_path() if weights is None else Path(weights)
-        self.layers, self.meta = load_weights(path)
+        layers, meta = load_weights(path)
+        self._setup(layers, meta, max_actions, repr(str(path)))
+
+    @classmethod
+    def from_layers(
+        cls, layers: Sequence[tuple[np.ndarray, np.ndarray]], meta: dict, max_actions: int = 10_000
+    ) -> DL2:
+        """The policy of an actor held in memory (training validates with it)."""
+        policy = cls.__new__(cls)
+        policy._setup(list(layers), meta, max_actions, "the given actor")
+        return policy
+
+    def _setup(self, layers: list, meta: dict, max_actions: int, where: str) -> None:
+        self.layers, self.meta = layers, meta
         self.window = check_int("window", self.meta.get("window", DEFAULT_WINDOW), 1)
         self.types = tuple(self.meta.get("types", job_types()))
         self.max_actions = check_int("max_actions", max_actions, 1)
@@ -445,7 +459,7 @@ class DL2(Policy):
         expect = self.window * (len(self.types) + len(EXTRA_FEATURES))
         if n_in != expect or self.layers[-1][0].shape[0] != 3 * self.window + 1:
             raise InvalidInput(
-                f"weights: {str(path)!r} is for an observation of {n_in} values; DL2's space here "
+                f"weights: {where} is for an observation of {n_in} values; DL2's space here "
                 f"has {expect} (window {self.window}, {len(self.types)} job types)"
             )
         self.scale = feature_scale(len(self.types), self.window)
