@@ -244,6 +244,11 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
         help="TOML cluster of [[racks]] (name, machines, gpu_type, gpu, uplink_gbps, ...)",
     )
     p.add_argument(
+        "--throughputs",
+        metavar="FILE",
+        help="CSV of measured throughputs in Gavel's format for GPU-type speeds (default: Gavel's)",
+    )
+    p.add_argument(
         "--arch-mix",
         type=float,
         metavar="X",
@@ -276,16 +281,21 @@ def _simulate(args: argparse.Namespace) -> int:
     if getattr(args, "cluster_file", None) is not None:
         import dataclasses
 
-        from smdlab.model.cluster import cluster_file_groups
+        from smdlab.model.cluster import cluster_file_tables
 
         if args.machines is not None or args.gpus_per_machine is not None:
             raise InvalidInput(
                 "--cluster-file sets the whole cluster; drop --machines/--gpus-per-machine"
             )
-        groups = cluster_file_groups(args.cluster_file)
-        scenario = dataclasses.replace(scenario, cluster={"racks": groups})
+        tables = cluster_file_tables(args.cluster_file)
+        scenario = dataclasses.replace(scenario, cluster=tables)
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
-    with redirect:
+    table: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if getattr(args, "throughputs", None) is not None:
+        from smdlab.model.gpu_types import use_throughputs
+
+        table = use_throughputs(args.throughputs)
+    with redirect, table:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
         results = run_policies(
