@@ -244,6 +244,11 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
         help="TOML cluster of [[racks]] (name, machines, gpu_type, gpu, uplink_gbps, ...)",
     )
     p.add_argument(
+        "--throughputs",
+        metavar="FILE",
+        help="CSV of measured throughputs in Gavel's format for GPU-type speeds (default: Gavel's)",
+    )
+    p.add_argument(
         "--arch-mix",
         type=float,
         metavar="X",
@@ -276,16 +281,21 @@ def _simulate(args: argparse.Namespace) -> int:
     if getattr(args, "cluster_file", None) is not None:
         import dataclasses
 
-        from smdlab.model.cluster import cluster_file_groups
+        from smdlab.model.cluster import cluster_file_tables
 
         if args.machines is not None or args.gpus_per_machine is not None:
             raise InvalidInput(
                 "--cluster-file sets the whole cluster; drop --machines/--gpus-per-machine"
             )
-        groups = cluster_file_groups(args.cluster_file)
-        scenario = dataclasses.replace(scenario, cluster={"racks": groups})
+        tables = cluster_file_tables(args.cluster_file)
+        scenario = dataclasses.replace(scenario, cluster=tables)
     redirect = _stdout_to_stderr() if args.json else contextlib.nullcontext()
-    with redirect:
+    table: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if getattr(args, "throughputs", None) is not None:
+        from smdlab.model.gpu_types import use_throughputs
+
+        table = use_throughputs(args.throughputs)
+    with redirect, table:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
         results = run_policies(
@@ -449,6 +459,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "a locality-aware first fit, default 0)",
     )
     p.add_argument(
+        "--warmup-lr", type=float, help="dl2: learning rate of the warm-up (default: --lr)"
+    )
+    p.add_argument(
         "--lr", type=float, default=1e-3, help="learning rate (Adam; RMSProp for deeprm, sched2)"
     )
     p.add_argument(
@@ -467,6 +480,30 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--normalize-advantage",
         action="store_true",
         help="scale each rollout's advantages to mean 0, deviation 1",
+    )
+    p.add_argument(
+        "--returns",
+        choices=("slot", "step"),
+        default="step",
+        help="slot: each action gets its slot's reward plus later slots' (DL2's code); step: "
+        "discounted per step (default)",
+    )
+    p.add_argument(
+        "--gamma", type=float, default=0.99, help="discount per step or per slot (default 0.99)"
+    )
+    p.add_argument(
+        "--rollout", type=int, default=32, help="environment steps per update (default 32)"
+    )
+    p.add_argument(
+        "--hidden", type=int, help="units per hidden layer (default 64; deeprm, sched2: 32)"
+    )
+    p.add_argument("--depth", type=int, default=1, help="hidden layers (default 1)")
+    p.add_argument(
+        "--validate-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="greedy validation runs every N updates; weights.npz keeps the best (default 0: none)",
     )
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -490,8 +527,15 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed,
         warmup=args.warmup,
         lr=args.lr,
+        warmup_lr=args.warmup_lr,
         entropy=0.01 if args.entropy is None else args.entropy,
         normalize_advantage=args.normalize_advantage,
+        returns=args.returns,
+        gamma=args.gamma,
+        rollout=args.rollout,
+        hidden=64 if args.hidden is None else args.hidden,
+        depth=args.depth,
+        validate_every=args.validate_every,
         scenario=scenario,
     )
     summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)
@@ -513,6 +557,7 @@ def _train_placement_agent(args: argparse.Namespace, scenario: str) -> int:
         seed=args.seed,
         episodes=args.episodes,
         warmup=args.warmup or 0,
+        hidden=32 if args.hidden is None else args.hidden,
         lr=args.lr,
         entropy=0.0 if args.entropy is None else args.entropy,
         scenario=scenario,

@@ -47,6 +47,7 @@ _BUILTIN: dict[str, str] = {
     "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
     "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
     "hetero_placement": "smdlab.policies.hetero_placement:HeteroPlacement",
+    "liquid": "smdlab.policies.liquid:Liquid",
 }
 _EXTRA: dict[str, Any] = {}
 

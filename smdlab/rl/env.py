@@ -26,6 +26,7 @@ from smdlab.policies.dl2 import (
     DEFAULT_WINDOW,
     EXTRA_FEATURES,
     SlotBuilder,
+    SlotCache,
     at_slot,
     job_types,
 )
@@ -107,6 +108,7 @@ class DL2Env(gym.Env):
         self.end_action = 3 * self.window
         self._gen: Generator[ClusterState, Decision, SimResult] | None = None
         self.builder: SlotBuilder | None = None
+        self._cache = SlotCache(self.cluster, self.types)  # per-job rows, reused across slots
         self.result: SimResult | None = None
         self.workload_seed: int | None = None
 
@@ -198,7 +200,9 @@ class DL2Env(gym.Env):
         state = self._advance(None)
         self._last = self._progress(state)
         self.builder = (
-            None if state is None else SlotBuilder(state, self.window, self.types, self.slot_s)
+            None
+            if state is None
+            else SlotBuilder(state, self.window, self.types, self.slot_s, self._cache)
         )
         return self._obs(), self._info()
 
@@ -218,7 +222,9 @@ class DL2Env(gym.Env):
         reward = now - self._last
         self._last = now
         self.builder = (
-            None if state is None else SlotBuilder(state, self.window, self.types, self.slot_s)
+            None
+            if state is None
+            else SlotBuilder(state, self.window, self.types, self.slot_s, self._cache)
         )
         terminated = state is None
         truncated = not terminated and self.max_slots is not None and self.slots >= self.max_slots

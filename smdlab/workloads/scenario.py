@@ -76,7 +76,7 @@ _TOP_KEYS = (
     "policy_options",
     "description",
 )
-_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks")
+_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
 _SIM_KEYS = (
     "mode",
     "execution",
@@ -263,7 +263,7 @@ class Scenario:
         """The scenario's cluster."""
         c = self.cluster
         if "racks" in c:
-            return Cluster.groups(c["racks"])
+            return Cluster.groups(c["racks"], c.get("domains", []))
         return Cluster.homogeneous(
             c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"]
         )
@@ -342,13 +342,15 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInput(f"cluster must be a table, got {c!r}")
     _unknown("cluster", c, _CLUSTER_KEYS)
     if "racks" in c:  # a racked cluster (``Cluster.groups``): the racks replace the flat keys
-        flat = [k for k in c if k != "racks"]
+        flat = [k for k in c if k not in ("racks", "domains")]
         if flat:
             raise InvalidInput(
                 f"cluster.{flat[0]} cannot be combined with cluster.racks (set it per rack)"
             )
-        Cluster.groups(c["racks"])  # raises on bad input
-        return {"racks": c["racks"]}
+        Cluster.groups(c["racks"], c.get("domains", []))  # raises on bad input
+        return {k: c[k] for k in ("racks", "domains") if k in c}
+    if "domains" in c:
+        raise InvalidInput("cluster.domains needs cluster.racks (racks name their domain)")
     out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
     out["machines"] = check_int("cluster.machines", out["machines"], 1, MAX_MACHINES)
     for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):
