@@ -165,6 +165,30 @@ def _draw_heterogeneity(df: pd.DataFrame):
     return heterogeneity_figure(df)
 
 
+def _consolidation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.consolidation import consolidation_validation
+
+    return consolidation_validation(cfg)
+
+
+def _draw_consolidation(df: pd.DataFrame):
+    from smdlab.viz.heterogeneity import consolidation_validation_figure
+
+    return consolidation_validation_figure(df)
+
+
+def _oversubscription(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.oversubscription import jct_vs_oversubscription
+
+    return jct_vs_oversubscription(cfg, workers)
+
+
+def _draw_oversubscription(df: pd.DataFrame):
+    from smdlab.viz.oversubscription import oversubscription_figure
+
+    return oversubscription_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -239,6 +263,18 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of Gavel max-min and max-sum, heterogeneity-aware vs agnostic, on K80/P100/V100",
             _heterogeneity,
             _draw_heterogeneity,
+        ),
+        FigureSpec(
+            "consolidation_validation",
+            "layered model vs Gavel's measured spread/consolidated (2-8 GPUs) and GPU-type throughput ratios",
+            _consolidation,
+            _draw_consolidation,
+        ),
+        FigureSpec(
+            "jct_vs_oversubscription",
+            "mean JCT and cross-rack traffic of SMD, Liquid, FIFO and Tiresias as the rack uplinks shrink",
+            _oversubscription,
+            _draw_oversubscription,
         ),
     )
 }
