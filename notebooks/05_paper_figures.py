@@ -248,6 +248,18 @@ fig, df = show("consolidation_validation")
 fig.show()
 
 # %% [markdown]
+# ## Rack uplinks: JCT and cross-rack traffic as the uplinks shrink
+#
+# SMD, Liquid, FIFO and Tiresias on a racked cluster whose rack uplink carries 1/1 to 1/16 of
+# the rack's NIC total; every job a gang on its request, so the policies differ in order and
+# placement only. Traffic leaving a rack runs at its share of the uplink (`docs/model.md`, Rack
+# uplinks); the right panel is the data sent across rack uplinks.
+
+# %%
+fig, df = show("jct_vs_oversubscription")
+fig.show()
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

@@ -177,6 +177,18 @@ def _draw_consolidation(df: pd.DataFrame):
     return consolidation_validation_figure(df)
 
 
+def _oversubscription(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.oversubscription import jct_vs_oversubscription
+
+    return jct_vs_oversubscription(cfg, workers)
+
+
+def _draw_oversubscription(df: pd.DataFrame):
+    from smdlab.viz.oversubscription import oversubscription_figure
+
+    return oversubscription_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -257,6 +269,12 @@ FIGURES: dict[str, FigureSpec] = {
             "layered model vs Gavel's measured spread/consolidated (2-8 GPUs) and GPU-type throughput ratios",
             _consolidation,
             _draw_consolidation,
+        ),
+        FigureSpec(
+            "jct_vs_oversubscription",
+            "mean JCT and cross-rack traffic of SMD, Liquid, FIFO and Tiresias as the rack uplinks shrink",
+            _oversubscription,
+            _draw_oversubscription,
         ),
     )
 }
