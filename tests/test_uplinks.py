@@ -148,7 +148,7 @@ def test_scenario_domains_table(tmp_path):
     assert c.domains == (Domain("d", 100.0, 1.0),)
     assert Uplinks.of(c).domain_ratio == (2.0,)  # 2 machines x 100 Gbps / 100
     sc.write_text('[cluster]\nmachines = 2\n[[cluster.domains]]\nname = "d"\n')
-    with pytest.raises(InvalidInput, match="cluster.domains needs cluster.racks"):
+    with pytest.raises(InvalidInput, match=r"cluster\.domains needs cluster\.racks"):
         load_scenario(sc)
     with pytest.raises(InvalidInput, match="'d' appears more than once"):
         Cluster.groups([{"machines": 1}], [{"name": "d"}, {"name": "d"}])
