@@ -85,6 +85,16 @@ def test_ga_is_deterministic_and_never_worse_than_best_fit():
     assert np.array_equal(ga, Liquid(seed=3)._ga(batch, greedy, 0.0))
 
 
+def test_simulation_is_deterministic():
+    from smdlab.workloads.synthetic import synthetic
+
+    c = Cluster.racks(racks=2, machines_per_rack=2, gpu=4, uplink_gbps=50)
+    jobs = [j.replace(gang=True) for j in synthetic(10, c, seed=4, load=1.0)]
+    runs = [simulate(jobs, c, Liquid(seed=1), record_history=False) for _ in range(2)]
+    assert runs[0].jobs.equals(runs[1].jobs)
+    assert runs[0].summary["cross_rack_gb"] == runs[1].summary["cross_rack_gb"]
+
+
 def test_bandwidth_estimated_from_history():
     c = _racks()
     j = job("r", max_workers=2, max_ps=2)
