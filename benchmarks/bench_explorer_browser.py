@@ -52,8 +52,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-# The explorer's output area is the one holding its first slider; its plots are, in order,
-# allocation, bounds and timeline.
+# The explorer's output area is the one holding its first slider; its plots are PLOTS, in order.
 INSTRUMENT_JS = """() => {
     const handle = document.querySelector('.widget-slider .noUi-handle');
     const scope = handle.closest('.jp-OutputArea-output') || document;
@@ -77,6 +76,8 @@ STATE_JS = "() => JSON.stringify(window.__smdlab)"
 # What the explorer's status line reports for the last change (ms), or null.
 STATUS_JS = """() => { const t = document.querySelector('.smdlab-redraw-timer');
     return t ? (t.dataset.latencyMs || null) : null; }"""
+# The explorer's figures in page order (the rack view is hidden on a flat cluster).
+PLOTS = ("allocation", "racks", "bounds", "timeline", "schedule")
 ANYWIDGET_FAILED = "[anywidget] Failed to initialize model"
 ATTEMPTS = 3
 
@@ -271,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                     # where both follow (the probes are not counted).
                     nic = _press(page, "task NIC", "ArrowLeft", args.quiet)
                     mac = _press(page, "machines", "ArrowRight", args.quiet)
-                    alive = nic and mac and nic["calls"][2] > 0 and mac["calls"][0] > 0
+                    timeline = PLOTS.index("timeline")
+                    alive = nic and mac and nic["calls"][timeline] > 0 and mac["calls"][0] > 0
                     if alive and not any(ANYWIDGET_FAILED in e for e in errors):
                         break
                     print(
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     lat = [r["latency_ms"] for r in rows]
     first = [r["first_ms"] for r in rows]
     calls = [r["calls"] for r in rows]
-    names = ["allocation", "bounds", "timeline", "schedule"][:n_plots]
+    names = list(PLOTS[:n_plots])
     print(
         f"JupyterLab, headless Debian chromium ({platform.machine()}, {os.cpu_count()} CPUs), "
         f"notebooks/03_explorer.ipynb with its default scenario; {len(rows)} key presses, each "

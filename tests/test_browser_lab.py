@@ -333,7 +333,8 @@ FIGURE_WIDTHS_JS = """() => {
     const handle = document.querySelector('.widget-slider .noUi-handle');
     const out = handle.closest('.jp-OutputArea-output');
     const area = out.getBoundingClientRect();
-    return Array.from(out.querySelectorAll('.js-plotly-plot')).map(g => {
+    // Hidden figures (the rack view of a flat cluster) have no width to check.
+    return Array.from(out.querySelectorAll('.js-plotly-plot')).filter(g => g.clientWidth > 0).map(g => {
         const svg = g.querySelector('svg.main-svg').getBoundingClientRect();
         const box = g.parentElement.getBoundingClientRect();
         return {drawn: svg.width, left: svg.left, right: svg.right, element: g.clientWidth,
@@ -359,6 +360,12 @@ def _run_all_in_lab(page, base: str, token: str) -> None:
 
 def _figures_fit(page) -> list[dict]:
     """The figure widths once they stopped changing; assert each fits inside its container."""
+    # On a loaded machine a resize can take a few seconds to land: wait for it, then check.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            f"() => ({FIGURE_WIDTHS_JS})().every(w => Math.abs(w.drawn - w.element) <= 1)",
+            timeout=CHANGE_S * 1000,
+        )
     widths = json.loads(_settle(page, f"() => JSON.stringify(({FIGURE_WIDTHS_JS})())"))
     assert len(widths) >= 4
     for i, w in enumerate(widths):
