@@ -25,8 +25,8 @@ from smdlab.policies.stages import (
     with_remaining,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
-from smdlab.solve.placement import TOL, first_fit_tasks, usage
+from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
+from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
     from smdlab.solve.solution import Solution
@@ -158,26 +158,23 @@ class SMD(Policy):
         return Decision(allocations, note=sol.note)
 
     def _decide_elastic(self, state: ClusterState) -> Decision:
-        cluster = state.cluster
-        n_m = state.free.shape[0]
-        held: dict[str, np.ndarray] = {}
-        active: list[RunningJob] = []
-        for r in running_by_arrival(state):
-            held[r.job.name] = usage(
-                r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m
-            )
-            if r.remaining > 0:
-                active.append(r)
+        active = [r for r in running_by_arrival(state) if r.remaining > 0]
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
-        free_all = np.asarray(state.free, dtype=float) + sum(
-            (held[r.job.name] for r in active), np.zeros_like(state.free)
-        )
+        # What each active job holds, task by task: (machine, resources) rows, summed with add.at
+        # (one pass over the tasks, not a machines x resources array per job).
+        machine, use, owner = _task_rows(active, state.cluster.resources)
+        held = np.zeros_like(np.asarray(state.free, dtype=float))
+        np.add.at(held, machine, use)
+        free_all = np.asarray(state.free, dtype=float) + held
         jobs = [with_remaining(e) for e in entries]
         sol = self._solve(jobs, state, free_all, place=False)
         keep = unchanged(active, {j.name: (w, p) for j, w, p in zip(jobs, sol.workers, sol.ps)})
-        free = free_all - sum((held[n] for n in keep), np.zeros_like(free_all))
+        kept = np.zeros_like(held)
+        sel = np.array([r.job.name in keep for r in active], dtype=bool)[owner]
+        np.add.at(kept, machine[sel], use[sel])
+        free = free_all - kept
         todo = [
             (j, (w, p))
             for j, w, p in zip(jobs, sol.workers, sol.ps)
@@ -196,3 +193,17 @@ class SMD(Policy):
             r.job.name for r in active if r.job.name not in keep and r.job.name not in started
         )
         return Decision(allocations, preempt, note=sol.note)
+
+
+def _task_rows(runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
+    K = len(resources)
+    tasks = [t for r in runs for t in r.placement.tasks]
+    if not tasks:
+        return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
+    counts = [len(r.placement.tasks) for r in runs]
+    owner = np.repeat(np.arange(len(runs)), counts)
+    rows = np.array([demand_row(r.job, tuple(resources)) for r in runs]).reshape(len(runs), 2 * K)
+    t = np.array(tasks, dtype=int).reshape(-1, 3)
+    use = t[:, 1:2] * rows[owner, :K] + t[:, 2:3] * rows[owner, K:]
+    return t[:, 0], use, owner
