@@ -484,7 +484,8 @@ def smd(
     allocations is kept. With ``polish``, after the iteration's own
     local search, ``defer_search`` may start, stop or exchange jobs where that lowers the
     objective of (P) (deferral charge included); with ``selection="smith"`` the selection is
-    kept as the rule made it.
+    kept as the rule made it. Above ``SLACK_JOBS`` jobs, when every job's fastest configuration
+    fits the capacity at once, that allocation (an optimum of (P)) is returned without iterating.
     """
     if inst.n > SLACK_JOBS:
         # Capacity slack: when every job's fastest configuration fits at once, that allocation is
