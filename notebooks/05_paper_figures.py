@@ -236,6 +236,18 @@ fig, df = show("heterogeneity_gain")
 fig.show()
 
 # %% [markdown]
+# ## Consolidation and GPU types: the layered model against Gavel's measurements
+#
+# For ResNet-50, LM and Transformer, the layered all-reduce model predicts the throughput of a job
+# spread over servers relative to the same job on one server (2, 4, 8 GPUs; 10 Gbps NIC against
+# PCIe, both assumed), and the speed of K80 and P100 relative to V100 from datasheets. Nothing is
+# fitted; `docs/model.md` has the error table and the assumptions.
+
+# %%
+fig, df = show("consolidation_validation")
+fig.show()
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

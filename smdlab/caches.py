@@ -31,6 +31,7 @@ __all__ = [
     "GAVEL_TABLES",
     "ITERATION_TABLES",
     "JOB_VARIANTS",
+    "LINK_SPEEDS",
     "OMRU_EPOCH_MODELS",
     "PIPELINE_TABLES",
     "PROFILE_INDEX",
@@ -190,6 +191,13 @@ DATA_STAGE_TABLES: Cache[Any] = Cache(
     key="(layered-table key, input pipeline, worker cpu, worker mem_gb)",
     lifetime=_IMMUTABLE,
     maxsize=8192,
+)
+LINK_SPEEDS: Cache[Any] = Cache(
+    "model.timing.link_speed",
+    key="(Job.model_key, mode, workers, ps, worker and PS link divisors, machines): a job's "
+    "speed on links slower than its NIC shares (rack uplinks)",
+    lifetime=_IMMUTABLE,
+    maxsize=50_000,
 )
 JOB_VARIANTS: Cache[Any] = Cache(
     "model.pipeline.job_variants",

@@ -171,3 +171,87 @@ def test_bundled_heterogeneous_scenario():
     c = sc.build_cluster()
     assert c.gpu_types == ("k80", "p100", "v100") and len(c.topology) == 3
     assert {"gavel_max_min", "gavel_max_sum", "hetero_placement"} <= set(sc.policies)
+
+
+def _k80_cluster() -> Cluster:
+    return Cluster.groups([{"name": "k", "machines": 1, "gpu_type": "k80", "gpu": 4}])
+
+
+def test_throughput_table_missing_network_raises_before_the_run():
+    import dataclasses
+
+    from smdlab.model.profiles import LayerProfile
+
+    prof = LayerProfile.load("resnet50").scaled(name="mynet")  # a network without a job type
+    job = dataclasses.replace(make_job("j", "resnet50", samples=1e4), profile=prof)
+    with pytest.raises(InvalidInput, match="network 'mynet' has no job type") as exc:
+        simulate([job], _k80_cluster(), FIFO())
+    assert "\n" not in str(exc.value)
+    # On the profile's own GPU type no ratio is needed, so no table either.
+    assert simulate([job], Cluster.racks(1, 1), FIFO()).summary["jobs_completed"] == 1
+
+
+def test_throughput_table_missing_gpu_type_or_job_type(tmp_path):
+    from smdlab.model.colocation import load_gavel_solo
+    from smdlab.model.gpu_types import use_throughputs
+
+    solo = load_gavel_solo()
+    job = make_job("j", "resnet50", samples=1e4)
+    no_k80 = solo[solo["gpu_type"] != "k80"]
+    with use_throughputs(no_k80), pytest.raises(InvalidInput, match="on GPU type 'k80'"):
+        simulate([job], _k80_cluster(), FIFO())
+    no_resnet = solo[~solo["job_type"].str.startswith("ResNet-50")]
+    with use_throughputs(no_resnet), pytest.raises(InvalidInput, match="no job type 'ResNet-50"):
+        simulate([job], _k80_cluster(), FIFO())
+    # The bundled table is back outside the block.
+    assert simulate([job], _k80_cluster(), FIFO()).summary["jobs_completed"] == 1
+    # A full table read from a file gives the bundled ratios.
+    f = tmp_path / "t.csv"
+    solo.to_csv(f, index=False)
+    with use_throughputs(f):
+        inside = speed_ratio("lstm_lm", "p100")
+    assert inside == speed_ratio("lstm_lm", "p100")
+
+
+def test_cli_throughputs_file(tmp_path, capsys):
+    from smdlab.model.colocation import load_gavel_solo
+
+    solo = load_gavel_solo()
+    f = tmp_path / "c.toml"
+    f.write_text(RACKS_TOML)
+    sc = tmp_path / "s.toml"
+    sc.write_text('policies = ["fifo"]\n[workload]\njobs = 4\nload = 0.5\n')
+    good = tmp_path / "good.csv"
+    solo.to_csv(good, index=False)
+    args = ["simulate", "--scenario", str(sc), "--cluster-file", str(f), "--json"]
+    assert main([*args, "--throughputs", str(good)]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.csv"
+    solo[solo["gpu_type"] != "k80"].to_csv(bad, index=False)
+    assert main([*args, "--throughputs", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "on GPU type 'k80'" in err[0] and "bad.csv" in err[0]
+    broken = tmp_path / "broken.csv"
+    broken.write_text("gpu_type,job_type\nk80,x\n")
+    assert main([*args, "--throughputs", str(broken)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lacks column 'placement'" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("oversubscription = 2", "oversubscription = 0.5"), "oversubscription must be >= 1"),
+        (('"k80"', '"h100"'), "gpu_type must be one of"),
+        (('name = "r1"', 'name = "r0"'), "'r0-m0' appears more than once"),
+    ],
+)
+def test_cli_cluster_file_bad_input(tmp_path, capsys, change, message):
+    # Machines of a cluster file are named <rack>-m<j>: a repeated rack name repeats machine names.
+    bad = tmp_path / "bad.toml"
+    bad.write_text(RACKS_TOML.replace(*change))
+    sc = tmp_path / "s.toml"
+    sc.write_text('policies = ["fifo"]\n[workload]\njobs = 2\n')
+    assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

@@ -10,7 +10,14 @@ from smdlab.errors import InvalidInput
 from smdlab.policies.base import Decision
 from smdlab.policies.dl2 import DL2, SlotBuilder, feature_scale, load_weights
 from smdlab.rl import make_env
-from smdlab.rl.train import CHECKPOINT, WEIGHTS, TrainConfig, load_checkpoint, train_dl2
+from smdlab.rl.train import (
+    CHECKPOINT,
+    CURVE,
+    WEIGHTS,
+    TrainConfig,
+    load_checkpoint,
+    train_dl2,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -37,6 +44,42 @@ def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):
     train_dl2(tmp_path, CFG)
     for a, b in zip(_arrays(trained / WEIGHTS), _arrays(tmp_path / WEIGHTS)):
         assert np.array_equal(a, b)
+
+
+# DL2's slot returns, two hidden layers, greedy validation keeping the best actor
+SLOT_CFG = TrainConfig(
+    steps=6,
+    seed=1,
+    warmup=2,
+    rollout=16,
+    hidden=16,
+    depth=2,
+    returns="slot",
+    gamma=0.9,
+    validate_every=2,
+    val_seeds=(200,),
+    checkpoint_every=3,
+)
+
+
+def test_slot_returns_with_validation_are_deterministic_and_resume(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    summary = train_dl2(a, SLOT_CFG)
+    train_dl2(b, TrainConfig(**{**SLOT_CFG.__dict__, "steps": 3}))
+    train_dl2(b, SLOT_CFG)
+    for x, y in zip(_arrays(a / WEIGHTS), _arrays(b / WEIGHTS)):
+        assert np.array_equal(x, y)
+    assert (a / CURVE).read_text() == (b / CURVE).read_text()
+    curve = (a / CURVE).read_text().splitlines()
+    assert curve[0] == "update,kind,mean_jct"
+    validations = [line for line in curve if ",validation," in line]
+    assert [int(v.split(",")[0]) for v in validations] == [2, 4, 6]
+    # weights.npz is the actor-critic actor that did best on the validation seeds
+    best = min((float(v.split(",")[2]), int(v.split(",")[0])) for v in validations[1:])
+    _, meta = load_weights(a / WEIGHTS)
+    assert (meta["validation_mean_jct"], meta["trained_steps"]) == best
+    assert summary["best_validation"] == {"update": best[1], "mean_jct": best[0]}
+    assert len(DL2(weights=str(a / WEIGHTS)).layers) == 3
 
 
 def test_saved_policy_reproduces_the_actors_decisions(trained):
@@ -109,7 +152,7 @@ def test_checkpoint_from_another_space_is_refused(trained, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["train", "deeprm", "--steps", "3"], "agent must be one of dl2"),
+        (["train", "nope", "--steps", "3"], "agent must be one of dl2, deeprm, sched2"),
         (["train", "dl2", "--steps", "0"], "steps must be"),
         (["train", "dl2", "--steps", "3", "--workload", "nope.toml"], "--workload"),
     ],

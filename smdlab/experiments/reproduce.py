@@ -165,6 +165,18 @@ def _draw_heterogeneity(df: pd.DataFrame):
     return heterogeneity_figure(df)
 
 
+def _consolidation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.consolidation import consolidation_validation
+
+    return consolidation_validation(cfg)
+
+
+def _draw_consolidation(df: pd.DataFrame):
+    from smdlab.viz.heterogeneity import consolidation_validation_figure
+
+    return consolidation_validation_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -239,6 +251,12 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of Gavel max-min and max-sum, heterogeneity-aware vs agnostic, on K80/P100/V100",
             _heterogeneity,
             _draw_heterogeneity,
+        ),
+        FigureSpec(
+            "consolidation_validation",
+            "layered model vs Gavel's measured spread/consolidated (2-8 GPUs) and GPU-type throughput ratios",
+            _consolidation,
+            _draw_consolidation,
         ),
     )
 }

@@ -94,13 +94,21 @@ def ring_tau(
     return np.maximum(F + B, A)
 
 
-def ring_bandwidth(job: Job, machines: int, sharing: int = 1) -> float:
-    """B in bytes/s of a ring of ``job`` over ``machines`` machines whose NICs carry ``sharing`` rings."""
+def ring_bandwidth(
+    job: Job, machines: int, sharing: int = 1, link_bw_bytes: float | None = None
+) -> float:
+    """B in bytes/s of a ring of ``job`` over ``machines`` machines whose NICs carry ``sharing`` rings.
+
+    link_bw_bytes: a slower link between machines than the NIC share (a rack uplink's share).
+    """
     machines = check_int("machines", machines, 1)
     sharing = check_int("sharing", sharing, 1)
     if machines == 1:
         return job.intra_bw_bytes
-    return min(job.intra_bw_bytes, job.worker_bw_bytes / sharing)
+    bw = min(job.intra_bw_bytes, job.worker_bw_bytes / sharing)
+    if link_bw_bytes is not None:
+        bw = min(bw, check_positive("link_bw_bytes", link_bw_bytes))
+    return bw
 
 
 def _compute_scale(job: Job, g: np.ndarray) -> np.ndarray:
@@ -144,17 +152,19 @@ def allreduce_iteration_time(
     machines: int | None = None,
     sharing: int = 1,
     mode: str = "wfbp",
+    link_bw_bytes: float | None = None,
 ) -> float:
     """Iteration time (s) of an all-reduce job on ``workers`` GPUs over ``machines`` machines.
 
     machines: machines the ring spans (None: packed, ceil(workers / gpus_per_machine)).
     sharing: rings that share the busiest NIC of this ring (1: none besides it).
+    link_bw_bytes: the slowest link between machines when slower than the NIC share (uplinks).
     """
     _check(job)
     check_choice("mode", mode, ("sequential", "wfbp", "wfbp_prefetch"))
     w = check_int("workers", workers, 1, job.max_workers)
     m = int(packed_machines(job, w)) if machines is None else check_int("machines", machines, 1, w)
-    bw = ring_bandwidth(job, m, sharing)
+    bw = ring_bandwidth(job, m, sharing, link_bw_bytes)
     p = job.profile
     g = np.array([float(w)])
     return float(

@@ -71,6 +71,32 @@ class Rack:
         return float(self.uplink_gbps) / float(self.oversubscription)
 
 
+@dataclass(frozen=True)
+class Domain:
+    """A domain of racks (e.g. a pod or a building): its name, uplink (Gbps), oversubscription (>= 1)."""
+
+    name: str
+    uplink_gbps: float = 400.0
+    oversubscription: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidInput(f"domain name must be a non-empty string, got {self.name!r}")
+        check_positive(f"domain {self.name!r} uplink_gbps", self.uplink_gbps)
+        over = check_positive(f"domain {self.name!r} oversubscription", self.oversubscription)
+        if over < 1:
+            raise InvalidInput(
+                f"domain {self.name!r} oversubscription must be >= 1, got {self.oversubscription!r}"
+            )
+
+    @property
+    def effective_uplink_gbps(self) -> float:
+        """Uplink bandwidth left after oversubscription (uplink / oversubscription)."""
+        return float(self.uplink_gbps) / float(self.oversubscription)
+
+
+DOMAIN_KEYS: tuple[str, ...] = ("name", "uplink_gbps", "oversubscription")
+
 # Keys of one machine group (``Cluster.groups``, the ``[[racks]]`` tables of a cluster file).
 GROUP_KEYS: tuple[str, ...] = (
     "name",
@@ -98,6 +124,7 @@ class Cluster:
     resources: tuple[str, ...] = DEFAULT_RESOURCES
     pooled_capacity: Mapping[str, float] | None = None
     topology: tuple[Rack, ...] = ()  # racks; empty: a flat cluster (machines have rack "")
+    domains: tuple[Domain, ...] = ()  # domains with an uplink; a rack's undeclared domain has none
 
     def __post_init__(self) -> None:
         res = tuple(self.resources) if not isinstance(self.resources, str) else ()
@@ -131,6 +158,7 @@ class Cluster:
         )
         object.__setattr__(self, "machines", machines)
         object.__setattr__(self, "topology", _check_topology(machines, self.topology))
+        object.__setattr__(self, "domains", _check_domains(self.domains))
         if self.pooled_capacity is not None:
             if machines:
                 raise InvalidInput("pooled_capacity must be None when machines are given")
@@ -238,12 +266,17 @@ class Cluster:
         return cls.groups([{"name": f"r{i}", **group} for i in range(n)])
 
     @classmethod
-    def groups(cls, groups: Sequence[Mapping[str, object]]) -> Cluster:
+    def groups(
+        cls,
+        groups: Sequence[Mapping[str, object]],
+        domains: Sequence[Mapping[str, object]] = (),
+    ) -> Cluster:
         """A racked cluster from machine groups, one rack each (keys ``GROUP_KEYS``).
 
         ``machines`` (count) is required; ``name`` defaults to ``r<i>``, ``gpu_type`` to ``v100``,
         capacities to ``Cluster.homogeneous``'s, ``uplink_gbps`` to 100, ``oversubscription`` to
-        1. Machines are named ``<rack>-m<j>``.
+        1. Machines are named ``<rack>-m<j>``. ``domains``: tables with keys ``DOMAIN_KEYS``
+        giving a domain's uplink (a rack's ``domain`` need not be declared: then no uplink).
         """
         if isinstance(groups, (str, Mapping)) or not isinstance(groups, Sequence) or not groups:
             raise InvalidInput(f"racks must be a non-empty list of tables, got {groups!r}")
@@ -276,7 +309,7 @@ class Cluster:
                 )
             )
             machines += [Machine(f"{name}-m{j}", dict(cap), gpu_type, name) for j in range(n)]
-        return cls(tuple(machines), topology=tuple(racks))
+        return cls(tuple(machines), topology=tuple(racks), domains=_domain_tables(domains))
 
     def scaled_bandwidth(self, bw_gbps: float) -> Cluster:
         """Copy with every machine's ``bw_gbps`` capacity set to ``bw_gbps``."""
@@ -290,6 +323,7 @@ class Cluster:
             ),
             self.resources,
             topology=self.topology,
+            domains=self.domains,
         )
 
     def __repr__(self) -> str:
@@ -326,13 +360,68 @@ def _check_topology(machines: tuple[Machine, ...], racks: Sequence[Rack]) -> tup
     return out
 
 
+def _check_domains(domains: Sequence[Domain]) -> tuple[Domain, ...]:
+    """Domains checked: Domain objects with unique names."""
+    try:
+        out = tuple(domains)
+    except TypeError:
+        raise InvalidInput(
+            f"domains must be a sequence of Domain objects, got {domains!r}"
+        ) from None
+    bad = [d for d in out if not isinstance(d, Domain)]
+    if bad:
+        raise InvalidInput(f"domains must hold Domain objects, got {bad[0]!r}")
+    names = [d.name for d in out]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"domain names must be unique; {dup!r} appears more than once")
+    return out
+
+
+def _domain_tables(tables: Sequence[Mapping[str, object]]) -> tuple[Domain, ...]:
+    """Domains from ``[[domains]]`` tables (keys ``DOMAIN_KEYS``; ``name`` required)."""
+    if isinstance(tables, (str, Mapping)) or not isinstance(tables, Sequence):
+        raise InvalidInput(f"domains must be a list of tables, got {tables!r}")
+    out = []
+    for i, d in enumerate(tables):
+        if not isinstance(d, Mapping):
+            raise InvalidInput(f"domains[{i}] must be a table, got {d!r}")
+        unknown = [k for k in d if k not in DOMAIN_KEYS]
+        if unknown:
+            raise InvalidInput(
+                f"domains[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(DOMAIN_KEYS)}"
+            )
+        if "name" not in d:
+            raise InvalidInput(f"domains[{i}].name is required (a non-empty string)")
+        out.append(
+            Domain(
+                d["name"],  # type: ignore[arg-type]  # Domain checks it
+                check_positive(f"domains[{i}].uplink_gbps", d.get("uplink_gbps", 400.0)),
+                check_positive(f"domains[{i}].oversubscription", d.get("oversubscription", 1.0)),
+            )
+        )
+    return _check_domains(out)
+
+
 def load_cluster_file(path: str | os.PathLike[str]) -> Cluster:
-    """A racked cluster from a TOML file of ``[[racks]]`` tables (``Cluster.groups``'s keys)."""
-    return Cluster.groups(cluster_file_groups(path))
+    """A racked cluster from a TOML file of ``[[racks]]`` (and optional ``[[domains]]``) tables."""
+    doc = _read_cluster_file(path)
+    return Cluster.groups(doc["racks"], doc.get("domains", []))
 
 
 def cluster_file_groups(path: str | os.PathLike[str]) -> list[dict[str, object]]:
     """The ``[[racks]]`` tables of a TOML cluster file, checked (they build a valid cluster)."""
+    return _read_cluster_file(path)["racks"]
+
+
+def cluster_file_tables(path: str | os.PathLike[str]) -> dict[str, list[dict[str, object]]]:
+    """A TOML cluster file's ``racks`` and (when present) ``domains`` tables, checked."""
+    doc = _read_cluster_file(path)
+    return {k: doc[k] for k in ("racks", "domains") if k in doc}
+
+
+def _read_cluster_file(path: str | os.PathLike[str]) -> dict:
+    """A TOML cluster file's tables, checked: ``racks`` (required) and ``domains`` (optional)."""
     where = f"cluster file {os.fspath(path)!r}"
     try:
         with open(path, "rb") as fh:
@@ -341,11 +430,11 @@ def cluster_file_groups(path: str | os.PathLike[str]) -> list[dict[str, object]]
         raise InvalidInput(f"{where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{where} is not valid TOML: {e}") from None
-    unknown = [k for k in doc if k != "racks"]
+    unknown = [k for k in doc if k not in ("racks", "domains")]
     if unknown:
-        raise InvalidInput(f"{where} has unknown key {unknown[0]!r}; allowed: racks")
+        raise InvalidInput(f"{where} has unknown key {unknown[0]!r}; allowed: racks, domains")
     groups = doc.get("racks")
     if not isinstance(groups, list) or not groups:
         raise InvalidInput(f"{where} needs a [[racks]] list with at least one rack")
-    Cluster.groups(groups)  # raises on bad input
-    return groups
+    Cluster.groups(groups, doc.get("domains", []))  # raises on bad input
+    return doc

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS
+from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.job import Job
 from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
 
@@ -59,7 +59,14 @@ class ActivePiece:
 class _Batch:
     """Padded per-layer arrays of several jobs, evaluated on a grid of (w, p) per job."""
 
-    def __init__(self, jobs: Sequence[Job], w: np.ndarray, p: np.ndarray, track: bool):
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        w: np.ndarray,
+        p: np.ndarray,
+        track: bool,
+        links: tuple[float, float] | None = None,
+    ):
         n_layers = max(j.profile.layers for j in jobs)
         n = len(jobs)
         self.f = np.zeros((n, n_layers))
@@ -73,8 +80,11 @@ class _Batch:
             self.s[i, :L] = j.profile.param_bytes
             self.lat[i, :L] = j.latency_s
         col = lambda xs: np.array(xs, dtype=float)[:, None]  # noqa: E731
-        bw = col([j.worker_bw_bytes for j in jobs])
-        bps = col([j.ps_bw_bytes for j in jobs])
+        if links is None:
+            bw = col([j.worker_bw_bytes for j in jobs])
+            bps = col([j.ps_bw_bytes for j in jobs])
+        else:  # one job on other links than its NIC shares (uplinks, ``link_speed``)
+            bw, bps = col([links[0]] * n), col([links[1]] * n)
         upd = col([j.profile.update_s_per_byte for j in jobs])
         is_global = col([j.batch_mode == "global" for j in jobs]).astype(bool)
         batch = col(
@@ -232,10 +242,15 @@ _KERNELS = {"sequential": _sequential, "wfbp": _wfbp, "wfbp_prefetch": _wfbp_pre
 
 
 def _evaluate(
-    jobs: Sequence[Job], w: np.ndarray, p: np.ndarray, mode: str, track: bool
+    jobs: Sequence[Job],
+    w: np.ndarray,
+    p: np.ndarray,
+    mode: str,
+    track: bool,
+    links: tuple[float, float] | None = None,
 ) -> np.ndarray:
     check_choice("mode", mode, MODES)
-    return _KERNELS[mode](_Batch(jobs, w, p, track))
+    return _KERNELS[mode](_Batch(jobs, w, p, track, links))
 
 
 def _check_jobs(jobs: Sequence[Job]) -> list[Job]:
@@ -533,3 +548,46 @@ def layer_timeline(
     df = pd.DataFrame(rows, columns=["layer_index", "phase", "start", "end"])
     df["layer"] = [job.profile.names[i] if i >= 0 else "input" for i in df["layer_index"]]
     return df
+
+
+def link_speed(
+    job: Job,
+    workers: int,
+    ps: int,
+    worker_divisor: float,
+    ps_divisor: float = 1.0,
+    mode: str = "wfbp",
+    machines: int | None = None,
+) -> float:
+    """Speed (samples/s) when the job's links run slower than its NIC shares (cached).
+
+    PS job: the layered model with B_w / worker_divisor and B_ps / ps_divisor. All-reduce job:
+    the ring over ``machines`` machines (None: packed) with its inter-machine bandwidth divided
+    by ``worker_divisor``. A job with an input pipeline stays bounded below by its data stage.
+    Divisors (>= 1) come from ``smdlab.model.traffic.Uplinks.divisors``.
+    """
+    w, p = _check_job(job).check_config(workers, ps)
+    dw = check_positive("worker_divisor", worker_divisor)
+    dp = check_positive("ps_divisor", ps_divisor)
+    check_choice("mode", mode, MODES)
+    key = ("link_speed", job.model_key, mode, w, p, dw, dp, machines)
+    return LINK_SPEEDS.get_or_compute(key, lambda: _link_speed(job, w, p, dw, dp, mode, machines))
+
+
+def _link_speed(
+    job: Job, w: int, p: int, dw: float, dp: float, mode: str, machines: int | None
+) -> float:
+    if job.arch == "allreduce":
+        from smdlab.model.allreduce import allreduce_iteration_time
+
+        tau = allreduce_iteration_time(
+            job, w, machines=machines, mode=mode, link_bw_bytes=job.worker_bw_bytes / dw
+        )
+    else:
+        links = (job.worker_bw_bytes / dw, job.ps_bw_bytes / dp)
+        grid = np.array([[float(w)]]), np.array([[float(p)]])
+        tau = float(_evaluate([job], *grid, mode, track=False, links=links)[0, 0, 0])
+    if job.pipeline is not None:
+        io, cpu = data_stage_times(job, w)
+        tau = max(tau, float(io), float(cpu))
+    return float(_samples_per_iteration(job, w)) / tau

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_int
+from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles
 from smdlab.paths import data_dir
@@ -57,6 +58,36 @@ def at_slot(t: float, slot_s: float) -> bool:
     return abs(k - round(k)) < 1e-9 * max(1.0, k)
 
 
+class SlotCache:
+    """What a slot needs that does not change between slots: the cluster's capacity arrays and
+    each job's demand row and type index (computed once per job, not once per slot)."""
+
+    def __init__(self, cluster: Cluster, types: Sequence[str]) -> None:
+        self.cluster = cluster
+        self.types = tuple(types)
+        self.cap = capacity_matrix(cluster)
+        self.machine_inv = inverse_capacity(self.cap)
+        self.total_inv = inverse_capacity(self.cap.sum(axis=0))
+        self.index = {name: k for k, name in enumerate(self.types)}
+        self._rows: dict[int, tuple[Job, np.ndarray, int]] = {}
+
+    def rows(self, jobs: Sequence[Job]) -> tuple[np.ndarray, np.ndarray]:
+        """(alpha | gamma demand rows (n x 2K), type index or -1 (n,)) of ``jobs``."""
+        out, kinds = [], []
+        for job in jobs:
+            # keyed by identity; the cache holds the job, so its id stays unique
+            hit = self._rows.get(id(job))
+            if hit is None or hit[0] is not job:
+                a, g = demand_matrices([job], self.cluster)
+                hit = (job, np.concatenate([a[0], g[0]]), self.index.get(job.profile.network, -1))
+                self._rows[id(job)] = hit
+            out.append(hit[1])
+            kinds.append(hit[2])
+        k = len(self.cluster.resources)
+        rows = np.array(out) if out else np.zeros((0, 2 * k))
+        return rows, np.array(kinds, dtype=int)
+
+
 class SlotBuilder:
     """One slot's allocation under construction, from nothing (DL2 rebuilds every slot).
 
@@ -66,7 +97,8 @@ class SlotBuilder:
     DL2's port of DRF; where no machine holds both, each on the least-loaded machine it fits, as
     our DRF does); jobs outside the window get nothing this slot. An all-reduce job (no PSs) gets
     workers only. Outside elastic execution (a departure: DL2 is elastic) running jobs keep their
-    allocations and only queued jobs are placed, in the free capacity.
+    allocations and only queued jobs are placed, in the free capacity. ``cache`` (a
+    ``SlotCache`` of the same cluster) saves recomputing per-job rows every slot.
     """
 
     def __init__(
@@ -75,17 +107,20 @@ class SlotBuilder:
         window: int = DEFAULT_WINDOW,
         types: Sequence[str] | None = None,
         slot_s: float = DEFAULT_SLOT_S,
+        cache: SlotCache | None = None,
     ) -> None:
         self.state = state
         self.window = window
         self.types = tuple(types) if types is not None else job_types()
         self.n_features = len(self.types) + len(EXTRA_FEATURES)
         cluster = state.cluster
-        self.cap = capacity_matrix(cluster)
+        if cache is None or cache.cluster is not cluster or cache.types != self.types:
+            cache = SlotCache(cluster, self.types)
+        self.cap = cache.cap
         self.rebuild = state.elastic
         self.free = self.cap.copy() if self.rebuild else np.array(state.free, dtype=float)
-        self.machine_inv = inverse_capacity(self.cap)
-        self.total_inv = inverse_capacity(self.cap.sum(axis=0))
+        self.machine_inv = cache.machine_inv
+        self.total_inv = cache.total_inv
         every: list[QueuedJob | RunningJob] = [*state.queued]
         if self.rebuild:
             every += state.running
@@ -98,7 +133,9 @@ class SlotBuilder:
                     f"workload: DL2 schedules elastic jobs; job {job.name!r} is a gang job "
                     "(all-or-nothing trace job), which it does not support"
                 )
-        self.alpha, self.gamma = demand_matrices(self.jobs, cluster)
+        rows, kinds = cache.rows(self.jobs)
+        k = rows.shape[1] // 2
+        self.alpha, self.gamma = rows[:, :k], rows[:, k:]
         self.bundle = self.alpha + self.gamma
         demands = np.stack([self.alpha, self.gamma, self.bundle])  # (kind x jobs x resources)
         self.demands = demands
@@ -109,21 +146,48 @@ class SlotBuilder:
         self.max_p = np.array([j.max_ps for j in self.jobs], dtype=int)
         self.w = np.zeros(n, dtype=int)
         self.p = np.zeros(n, dtype=int)
+        # plain-int copies for the per-action checks (numpy scalars are slow one at a time)
+        self._w = [0] * n
+        self._p = [0] * n
+        self._max_w = self.max_w.tolist()
+        self._max_p = self.max_p.tolist()
         self.tasks = np.zeros((n, self.cap.shape[0], 2), dtype=int)
         # static part of the observation
         self.static = np.zeros((window, self.n_features), dtype=np.float32)
-        index = {name: k for k, name in enumerate(self.types)}
-        for i, e in enumerate(entries):
-            k = index.get(e.job.profile.network)
-            if k is not None:
-                self.static[i, k] = 1.0
-            base = len(self.types)
-            self.static[i, base] = max(0.0, state.time - e.job.arrival) / slot_s
-            self.static[i, base + 1] = e.remaining / e.job.samples if e.job.samples else 0.0
+        base = len(self.types)
+        if n:
+            typed = np.flatnonzero(kinds >= 0)
+            self.static[typed, kinds[typed]] = 1.0
+            arrival = np.array([j.arrival for j in self.jobs])
+            self.static[:n, base] = np.maximum(0.0, state.time - arrival) / slot_s
+            samples = np.array([j.samples for j in self.jobs], dtype=float)
+            remaining = np.array([e.remaining for e in entries], dtype=float)
+            self.static[:n, base + 1] = np.where(
+                samples > 0, remaining / np.where(samples > 0, samples, 1.0), 0.0
+            )
         self._mask: np.ndarray | None = None
-        self._refit()
-        for i in range(n):
-            self.apply(3 * i + (2 if self.max_p[i] > 0 else 0))
+        self._initial_bundles()
+
+    def _initial_bundles(self) -> None:
+        """Each window job's first bundle, in arrival order, where it fits (what ``apply`` would
+        do, without refreshing the fit table after every task: it is built once at the end)."""
+        stale = True  # the fit table is missing or lags behind ``free``
+        for i in range(len(self.jobs)):
+            kind = 2 if self._max_p[i] > 0 else 0
+            if self._max_w[i] < 1:
+                continue
+            fits = (self.free >= self.need[kind, i]).all(axis=1)
+            if fits.any():
+                m = int(np.argmin(np.where(fits, self.load, np.inf)))
+                self._take(i, m, kind, refit=False)
+                stale = True
+            elif kind == 2:  # maybe split over two machines: the general path
+                if stale:
+                    self._refit()
+                    stale = False
+                self.apply(3 * i + 2)  # keeps the fit table current
+        if stale:
+            self._refit()
 
     @property
     def n_actions(self) -> int:
@@ -134,8 +198,12 @@ class SlotBuilder:
         """Which (kind, job) demands fit which machine: all of them, or machine ``m`` after it changed."""
         if m is None:
             self.fit = (self.free[None, None, :, :] >= self.need[:, :, None, :]).all(axis=3)
+            self.nfit = self.fit.sum(axis=2)  # machines each (kind, job) demand fits on
         else:
-            self.fit[:, :, m] = (self.free[m] >= self.need).all(axis=2)
+            new = (self.free[m] >= self.need).all(axis=2)
+            self.nfit += new
+            self.nfit -= self.fit[:, :, m]
+            self.fit[:, :, m] = new
         self._mask = None
 
     def mask(self) -> np.ndarray:
@@ -148,7 +216,7 @@ class SlotBuilder:
                 can_p = self.p < self.max_p
                 # a PS job starts with a bundle (it needs both kinds); all-reduce: workers only
                 started = (self.w > 0) | (self.max_p == 0)
-                any_fit = self.fit.any(axis=2)
+                any_fit = self.nfit > 0
                 out[0 : 3 * n : 3] = started & can_w & any_fit[0]
                 out[1 : 3 * n : 3] = started & can_p & any_fit[1]
                 bundle = any_fit[2].copy()
@@ -158,6 +226,26 @@ class SlotBuilder:
             out[-1] = True
             self._mask = out
         return self._mask
+
+    def valid(self, action: int) -> bool:
+        """Whether ``action`` (not "end the slot") is valid now: ``mask()[action]`` for one action."""
+        i, kind = divmod(int(action), 3)
+        if i >= len(self.jobs):
+            return False
+        if self._mask is not None:
+            return bool(self._mask[action])
+        can_w = self._w[i] < self._max_w[i]
+        can_p = self._p[i] < self._max_p[i]
+        nfit = self.nfit
+        if kind == 0:
+            return (self._w[i] > 0 or self._max_p[i] == 0) and can_w and nfit[0, i] > 0
+        if kind == 1:
+            return (self._w[i] > 0 or self._max_p[i] == 0) and can_p and nfit[1, i] > 0
+        if not (can_w and can_p):
+            return False
+        if nfit[2, i] > 0:
+            return True
+        return nfit[0, i] > 0 and nfit[1, i] > 0 and self._split(i) is not None
 
     def dominant_shares(self) -> np.ndarray:
         """Each window job's dominant share of the pooled capacity at its current allocation."""
@@ -192,17 +280,22 @@ class SlotBuilder:
             return (m1, m2) if first == 0 else (m2, m1)
         return None
 
-    def _take(self, i: int, m: int, kind: int) -> None:
+    def _take(self, i: int, m: int, kind: int, refit: bool = True) -> None:
         d = self.demands[kind, i]
         self.free[m] -= d
         self.load[m] += float(d @ self.machine_inv[m])
         if kind != 1:
             self.w[i] += 1
+            self._w[i] += 1
             self.tasks[i, m, 0] += 1
         if kind != 0:
             self.p[i] += 1
+            self._p[i] += 1
             self.tasks[i, m, 1] += 1
-        self._refit(m)
+        if refit:
+            self._refit(m)
+        else:
+            self._mask = None
 
     def _place(self, kind: int, i: int) -> int | None:
         """The least-loaded machine where job i's demand of ``kind`` fits (ties by index), or None."""
@@ -215,7 +308,7 @@ class SlotBuilder:
         """Apply one action (index < 3·window: kind action % 3 to job action // 3); False if
         it is "end the slot" or not valid now (then nothing changes)."""
         i, kind = divmod(int(action), 3)
-        if i >= len(self.jobs) or not self.mask()[action]:
+        if not self.valid(action):
             return False
         m = self._place(kind, i)
         if m is not None:
@@ -239,7 +332,7 @@ class SlotBuilder:
         shares = np.where(open_, self.dominant_shares(), np.inf)
         i = int(np.argmin(shares))  # jobs are in arrival order, argmin takes the first
         a = 3 * i + (2 if ps_job[i] else 0)
-        return a if self.mask()[a] else end
+        return a if self.valid(a) else end
 
     def decision(self) -> Decision:
         """The slot's allocations; running jobs left without one are preempted."""
@@ -345,7 +438,20 @@ class DL2(Policy):
 
     def __init__(self, weights: str | None = None, max_actions: int = 10_000) -> None:
         path = default_weights_path() if weights is None else Path(weights)
-        self.layers, self.meta = load_weights(path)
+        layers, meta = load_weights(path)
+        self._setup(layers, meta, max_actions, repr(str(path)))
+
+    @classmethod
+    def from_layers(
+        cls, layers: Sequence[tuple[np.ndarray, np.ndarray]], meta: dict, max_actions: int = 10_000
+    ) -> DL2:
+        """The policy of an actor held in memory (training validates with it)."""
+        policy = cls.__new__(cls)
+        policy._setup(list(layers), meta, max_actions, "the given actor")
+        return policy
+
+    def _setup(self, layers: list, meta: dict, max_actions: int, where: str) -> None:
+        self.layers, self.meta = layers, meta
         self.window = check_int("window", self.meta.get("window", DEFAULT_WINDOW), 1)
         self.types = tuple(self.meta.get("types", job_types()))
         self.max_actions = check_int("max_actions", max_actions, 1)
@@ -353,10 +459,15 @@ class DL2(Policy):
         expect = self.window * (len(self.types) + len(EXTRA_FEATURES))
         if n_in != expect or self.layers[-1][0].shape[0] != 3 * self.window + 1:
             raise InvalidInput(
-                f"weights: {str(path)!r} is for an observation of {n_in} values; DL2's space here "
+                f"weights: {where} is for an observation of {n_in} values; DL2's space here "
                 f"has {expect} (window {self.window}, {len(self.types)} job types)"
             )
         self.scale = feature_scale(len(self.types), self.window)
+        self._cache: SlotCache | None = None
+
+    def reset(self) -> None:
+        """Forget the previous run's per-job rows."""
+        self._cache = None
 
     def act(self, builder: SlotBuilder) -> int:
         """The most probable valid action for the builder's current state."""
@@ -373,7 +484,9 @@ class DL2(Policy):
         ):
             return Decision()
         slot = slot or self.slot_s
-        builder = SlotBuilder(state, self.window, self.types, slot)
+        if self._cache is None or self._cache.cluster is not state.cluster:
+            self._cache = SlotCache(state.cluster, self.types)
+        builder = SlotBuilder(state, self.window, self.types, slot, self._cache)
         end = builder.n_actions - 1
         for _ in range(self.max_actions):
             a = self.act(builder)

@@ -24,7 +24,7 @@ from smdlab.policies.stages import (
 )
 from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
 from smdlab.solve.ledger import Ledger
-from smdlab.solve.placement import TOL, capacity_matrix, usage
+from smdlab.solve.placement import TOL, capacity_matrix, prefer, rack_preference, usage
 
 
 class DRF(Policy):
@@ -46,6 +46,8 @@ class DRF(Policy):
       checks every machine, as the paper's test is whether the cluster can hold the task).
       Where no machine holds the whole bundle (possible only on unequal machines), its worker
       and PS go to the least-loaded machines each fits on (a departure: DL2's machines are equal).
+    - Racked cluster (our addition, ``smdlab.solve.placement.rack_preference``): a job's next
+      bundle goes to the least-loaded machine within the racks it already uses when it fits there.
     - A job leaves the filling when it reaches ``max_workers`` workers or ``max_ps`` PSs (DL2
       stops at either cap).
     - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
@@ -113,12 +115,16 @@ class DRF(Policy):
         heap = [(0.0, jobs[i].arrival, jobs[i].name, i) for i in range(n)]
         heapq.heapify(heap)
 
-        def least_loaded(d: np.ndarray) -> int | None:
+        def least_loaded(d: np.ndarray, i: int) -> int | None:
             fits = np.all(free + TOL * np.maximum(1.0, d) >= d, axis=1)
             load = ((machine_cap - free) * machine_inv).sum(axis=1)
+            near = rack_preference(free.shape[0], tasks[i])  # racked: the job's racks first
             if self.node_choice == "dl2":  # DL2 tries the least-loaded machine only
+                if near is not None and (fits & near).any():
+                    load = np.where(near, load, np.inf)
                 m = int(np.argmin(load))
                 return m if fits[m] else None
+            fits = prefer(fits, near)
             if not fits.any():
                 return None
             return int(np.flatnonzero(fits)[np.argmin(load[fits])])
@@ -129,7 +135,7 @@ class DRF(Policy):
 
         while heap:
             _, arrival, name, i = heapq.heappop(heap)
-            m = least_loaded(bundle[i])
+            m = least_loaded(bundle[i], i)
             if m is not None:
                 put(i, m, 0, alpha[i])
                 put(i, m, 1, gamma[i])
@@ -142,11 +148,11 @@ class DRF(Policy):
                     (alpha[i], gamma[i], 0, 1),
                     (gamma[i], alpha[i], 1, 0),
                 ):
-                    m1 = least_loaded(first)
+                    m1 = least_loaded(first, i)
                     if m1 is None:
                         continue
                     free[m1] -= first
-                    m2 = least_loaded(second)
+                    m2 = least_loaded(second, i)
                     free[m1] += first
                     if m2 is not None:
                         put(i, m1, k1, first)

@@ -38,6 +38,8 @@ _BUILTIN: dict[str, str] = {
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
     "dl2": "smdlab.policies.dl2:DL2",
+    "deeprm": "smdlab.policies.deeprm:DeepRM",
+    "sched2": "smdlab.policies.sched2:Sched2",
     "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
     "horus": "smdlab.policies.horus:Horus",
@@ -45,6 +47,7 @@ _BUILTIN: dict[str, str] = {
     "gavel_max_sum": "smdlab.policies.gavel_max_sum:GavelMaxSum",
     "gavel_max_min": "smdlab.policies.gavel_max_min:GavelMaxMin",
     "hetero_placement": "smdlab.policies.hetero_placement:HeteroPlacement",
+    "liquid": "smdlab.policies.liquid:Liquid",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -11,7 +11,22 @@ from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.stages import inverse_capacity, queued_jobs, running_by_arrival
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
 from smdlab.solve.ledger import Ledger
-from smdlab.solve.placement import TOL, capacity_matrix
+from smdlab.solve.placement import TOL, capacity_matrix, rack_preference
+
+
+def _in_racks(free, inv, near, a, g, mw: int, mp: int) -> tuple[int, int]:
+    """A worker+PS of best alignment within the job's racks (``near``) if both fit there, else (mw, mp)."""
+    fit_w = near & np.all(free + TOL >= a, axis=1)
+    if not fit_w.any():
+        return mw, mp
+    score = np.where(fit_w, (free * inv * inv) @ a, -np.inf)
+    w = int(np.argmax(score))
+    left = free.copy()
+    left[w] -= a
+    fit_p = near & np.all(left + TOL >= g, axis=1)
+    if not fit_p.any():
+        return mw, mp
+    return w, int(np.argmax(np.where(fit_p, (left * inv * inv) @ g, -np.inf)))
 
 
 def _second_task(free, inv, urows, m1_u, D1, D2, a2, fit2):
@@ -37,6 +52,9 @@ class Tetris(Policy):
       machine of best alignment among those it fits, its PS then likewise (on the capacity left
       after the worker), and the bundle's alignment is the sum of the two tasks' alignments. If the
       PS then fits nowhere, the PS goes first (best alignment) and the worker second.
+    - Racked cluster (our addition, ``smdlab.solve.placement.rack_preference``): a job's next
+      bundle goes to the machines of best alignment within the racks it already uses when it
+      fits there.
     - Remaining work (section 3.3): a job's remaining duration times its resources, here the
       remaining samples / speed at (1, 1) under the exact model times the bundle's demand summed
       over resources as fractions of the cluster's capacity. Less remaining work is preferred:
@@ -173,6 +191,9 @@ class Tetris(Policy):
             tied = np.flatnonzero(score >= best - 1e-12 * max(1.0, abs(best)))
             i = int(tied[np.argmin(arrival_rank[tied])])
             name = jobs[i].name
+            near = rack_preference(free.shape[0], (m for m, _, _ in ledger.tasks(name)))
+            if near is not None and not (near[mw[i]] and (not need_ps[i] or near[mp[i]])):
+                mw[i], mp[i] = _in_racks(free, inv, near, alpha[i], gamma[i], mw[i], mp[i])
             ledger.put_task(name, "worker", int(mw[i]), alpha[i])
             w_arr[i] += 1
             if need_ps[i]:

@@ -26,6 +26,7 @@ from smdlab.policies.dl2 import (
     DEFAULT_WINDOW,
     EXTRA_FEATURES,
     SlotBuilder,
+    SlotCache,
     at_slot,
     job_types,
 )
@@ -107,6 +108,7 @@ class DL2Env(gym.Env):
         self.end_action = 3 * self.window
         self._gen: Generator[ClusterState, Decision, SimResult] | None = None
         self.builder: SlotBuilder | None = None
+        self._cache = SlotCache(self.cluster, self.types)  # per-job rows, reused across slots
         self.result: SimResult | None = None
         self.workload_seed: int | None = None
 
@@ -198,7 +200,9 @@ class DL2Env(gym.Env):
         state = self._advance(None)
         self._last = self._progress(state)
         self.builder = (
-            None if state is None else SlotBuilder(state, self.window, self.types, self.slot_s)
+            None
+            if state is None
+            else SlotBuilder(state, self.window, self.types, self.slot_s, self._cache)
         )
         return self._obs(), self._info()
 
@@ -218,7 +222,9 @@ class DL2Env(gym.Env):
         reward = now - self._last
         self._last = now
         self.builder = (
-            None if state is None else SlotBuilder(state, self.window, self.types, self.slot_s)
+            None
+            if state is None
+            else SlotBuilder(state, self.window, self.types, self.slot_s, self._cache)
         )
         terminated = state is None
         truncated = not terminated and self.max_slots is not None and self.slots >= self.max_slots
@@ -229,6 +235,21 @@ class DL2Env(gym.Env):
         return self.end_action if self.builder is None else self.builder.drf_action()
 
 
-def make_env(**options: Any) -> DL2Env:
-    """A DL2 environment (options: scenario, jobs + cluster, window, slot_s, max_slots, train_seeds)."""
-    return DL2Env(**options)
+ENVIRONMENTS = ("dl2", "deeprm", "sched2", "default")  # the observation spaces of make_env
+
+
+def make_env(**options: Any) -> gym.Env:
+    """An environment; ``observation`` picks the space (``ENVIRONMENTS``, default ``dl2``):
+    ``dl2`` is DL2's slot environment (options: scenario, jobs + cluster, window, slot_s,
+    max_slots, train_seeds); ``deeprm``, ``sched2`` and ``default`` are the placement
+    environment's (``smdlab.rl.placement_env.PlacementEnv``, docs/rl.md)."""
+    observation = options.pop("observation", "dl2")
+    if observation not in ENVIRONMENTS:
+        raise InvalidInput(
+            f"observation must be one of {', '.join(ENVIRONMENTS)}; got {observation!r}"
+        )
+    if observation == "dl2":
+        return DL2Env(**options)
+    from smdlab.rl.placement_env import PlacementEnv
+
+    return PlacementEnv(observation=observation, **options)

@@ -1,7 +1,7 @@
 """DL2's agent: a supervised warm-up that imitates DRF, then actor-critic (docs/rl.md).
 
 Needs PyTorch (the ``[rl]`` extra, CPU). The actor and the critic each have two fully connected
-layers (input -> hidden -> output, ReLU between); the loss adds an entropy bonus; Adam updates
+layers or more (input -> hidden ... -> output, ReLU between); the loss adds an entropy bonus; Adam updates
 both (DL2, TPDS 2021). Training writes ``checkpoint.pt`` (atomically, every
 ``checkpoint_every`` updates) and ``weights.npz`` (the actor, read by the ``dl2`` policy without
 PyTorch) into its output folder, and resumes from the checkpoint found there.
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int, check_positive
-from smdlab.policies.dl2 import feature_scale, save_weights
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.policies.dl2 import DL2, feature_scale, save_weights
 from smdlab.rl.env import DL2Env, default_rl_scenario
 
 AGENTS = ("dl2",)
@@ -28,7 +28,17 @@ CHECKPOINT_FORMAT = 1
 CHECKPOINT = "checkpoint.pt"
 WEIGHTS = "weights.npz"
 SETTINGS = "train.json"
-_OURS = {CHECKPOINT, WEIGHTS, SETTINGS, CHECKPOINT + ".tmp", WEIGHTS + ".tmp"}
+CURVE = "curve.csv"  # the learning curve: training episodes' and validation runs' mean JCT
+RETURNS = ("slot", "step")
+_OURS = {
+    CHECKPOINT,
+    WEIGHTS,
+    SETTINGS,
+    CURVE,
+    CHECKPOINT + ".tmp",
+    WEIGHTS + ".tmp",
+    CURVE + ".tmp",
+}
 
 
 def _torch() -> Any:
@@ -51,11 +61,19 @@ class TrainConfig:
     seed: int = 0
     warmup: int | None = None  # updates imitating DRF (None: a quarter of ``steps``)
     rollout: int = 32  # environment steps per update
-    hidden: int = 64
-    lr: float = 1e-3
+    hidden: int = 64  # units per hidden layer
+    depth: int = 1  # hidden layers (DL2's code: 2 of 2/3 of the input size)
+    lr: float = 1e-3  # Adam's learning rate in the actor-critic phase
+    warmup_lr: float | None = None  # ... in the warm-up (None: ``lr``)
     gamma: float = 0.99  # discount per environment step
     entropy: float = 0.01  # weight of the entropy bonus
     normalize_advantage: bool = False  # scale each rollout's advantages to mean 0, deviation 1
+    # "slot": every action of a slot gets the discounted sum of slot rewards from its slot on,
+    # ``gamma`` per slot (DL2's code: each action of a slot gets that slot's reward); "step":
+    # discounted per environment step, bootstrapped by the critic after ``rollout`` steps.
+    returns: str = "step"
+    validate_every: int = 0  # updates between greedy validation runs (0: none)
+    val_seeds: tuple[int, ...] = (200, 201, 202, 203, 204)  # workload seeds of validation
     checkpoint_every: int = 50  # updates between checkpoints (the environment restarts there)
     train_seeds: int = 100  # workload seeds the episodes draw from
     scenario: str = ""  # scenario file (empty: the bundled dl2_small.toml)
@@ -71,20 +89,34 @@ class TrainConfig:
             warmup=min(warmup, steps),
             rollout=check_int("rollout", self.rollout, 1),
             hidden=check_int("hidden", self.hidden, 1),
+            depth=check_int("depth", self.depth, 1, 8),
             lr=check_positive("lr", self.lr),
+            warmup_lr=None
+            if self.warmup_lr is None
+            else check_positive("warmup_lr", self.warmup_lr),
             gamma=check_positive("gamma", self.gamma, allow_zero=True),
             entropy=check_positive("entropy", self.entropy, allow_zero=True),
             checkpoint_every=check_int("checkpoint_every", self.checkpoint_every, 1),
             normalize_advantage=bool(self.normalize_advantage),
+            returns=check_choice("returns", self.returns, RETURNS),
+            validate_every=check_int("validate_every", self.validate_every, 0),
+            val_seeds=tuple(check_int("val_seeds", v, 0) for v in self.val_seeds),
             train_seeds=check_int("train_seeds", self.train_seeds, 1),
         )
 
 
-def _nets(torch: Any, n_in: int, n_out: int, hidden: int) -> tuple[Any, Any]:
+def _nets(torch: Any, n_in: int, n_out: int, hidden: int, depth: int = 1) -> tuple[Any, Any]:
     nn = torch.nn
-    actor = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
-    critic = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, 1))
-    return actor, critic
+
+    def net(out: int) -> Any:
+        layers: list[Any] = []
+        width = n_in
+        for _ in range(depth):
+            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        return nn.Sequential(*layers, nn.Linear(width, out))
+
+    return net(n_out), net(1)
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -158,10 +190,12 @@ def train_dl2(
     n_out = env.end_action + 1
     torch.set_num_threads(1)  # deterministic sums, and the machine's cores are shared
     torch.manual_seed(cfg.seed)
-    actor, critic = _nets(torch, n_in, n_out, cfg.hidden)
+    actor, critic = _nets(torch, n_in, n_out, cfg.hidden, cfg.depth)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
     step = 0
+    curve: list[tuple[int, str, float]] = []  # (update, "train" | "validation", mean JCT)
+    best: tuple[float, int, dict[str, Any]] | None = None  # (validation JCT, update, actor)
     ck_path = out / CHECKPOINT
     if ck_path.exists():
         ck = load_checkpoint(ck_path)
@@ -170,15 +204,20 @@ def train_dl2(
                 f"checkpoint: {str(ck_path)!r} is for an observation of {ck.get('obs_dim')} values "
                 f"and {ck.get('n_actions')} actions; this environment has {n_in} and {n_out}"
             )
-        if ck.get("hidden") != cfg.hidden:
+        if (ck.get("hidden"), ck.get("depth", 1)) != (cfg.hidden, cfg.depth):
             raise InvalidInput(
-                f"checkpoint: {str(ck_path)!r} has hidden size {ck.get('hidden')}, not {cfg.hidden}"
+                f"checkpoint: {str(ck_path)!r} has {ck.get('depth', 1)} hidden layer(s) of "
+                f"{ck.get('hidden')}, not {cfg.depth} of {cfg.hidden}"
             )
         actor.load_state_dict(ck["actor"])
         critic.load_state_dict(ck["critic"])
         opt.load_state_dict(ck["optimizer"])
         gen.set_state(ck["generator"])
         step = int(ck["step"])
+        curve = [(int(u), str(k), float(v)) for u, k, v in ck.get("curve", [])]
+        if ck.get("best") is not None:
+            jct, upd, state = ck["best"]
+            best = (float(jct), int(upd), state)
     out.mkdir(parents=True, exist_ok=True)
     scale = torch.from_numpy(feature_scale(len(env.types), env.window))
     meta = {
@@ -186,8 +225,30 @@ def train_dl2(
         "window": env.window,
         "types": list(env.types),
         "hidden": cfg.hidden,
+        "depth": cfg.depth,
         "config": dataclasses.asdict(cfg) | {"scenario": Path(scenario).name},
     }
+    val_jobs = {}
+    if cfg.validate_every:
+        base = env.scenario
+        val_jobs = {
+            v: dataclasses.replace(base, seed=v).build_jobs(env.cluster) for v in cfg.val_seeds
+        }
+
+    def layers_of(state: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        keys = sorted({k.split(".")[0] for k in state}, key=int)
+        return [(state[f"{k}.weight"].numpy(), state[f"{k}.bias"].numpy()) for k in keys]
+
+    def validate() -> float:
+        """Mean JCT of the greedy actor on the validation seeds (the ``dl2`` policy's path)."""
+        from smdlab.sim.simulator import simulate
+
+        policy = DL2.from_layers(layers_of(actor.state_dict()), meta)
+        jcts = [
+            simulate(jobs, env.cluster, policy, restart_s=env.restart_s).summary["mean_jct"]
+            for jobs in val_jobs.values()
+        ]
+        return float(np.mean(jcts))
 
     def checkpoint() -> None:
         _save_atomic(
@@ -197,15 +258,30 @@ def train_dl2(
                 "obs_dim": n_in,
                 "n_actions": n_out,
                 "hidden": cfg.hidden,
+                "depth": cfg.depth,
                 "step": step,
                 "actor": actor.state_dict(),
                 "critic": critic.state_dict(),
                 "optimizer": opt.state_dict(),
                 "generator": gen.get_state(),
+                "curve": curve,
+                "best": None if best is None else [best[0], best[1], best[2]],
             },
             ck_path,
         )
-        export_weights(actor, meta | {"trained_steps": step}, out / WEIGHTS)
+        if best is None:
+            export_weights(actor, meta | {"trained_steps": step}, out / WEIGHTS)
+        else:  # the actor that did best on the validation seeds so far
+            layers = layers_of(best[2])
+            tmp = out / (WEIGHTS + ".tmp")
+            save_weights(
+                tmp, layers, meta | {"trained_steps": best[1], "validation_mean_jct": best[0]}
+            )
+            os.replace(tmp, out / WEIGHTS)
+        tmp = out / (CURVE + ".tmp")
+        lines = ["update,kind,mean_jct"] + [f"{u},{k},{v!r}" for u, k, v in curve]
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, out / CURVE)
 
     bar = None
     if progress:
@@ -214,16 +290,18 @@ def train_dl2(
         bar = tqdm(total=cfg.steps, initial=step, desc="train dl2", unit="update")
     t0 = time.perf_counter()
     losses: list[float] = []
-    episode_jct: list[float] = []
     obs: np.ndarray | None = None
     info: dict[str, Any] = {}
+    slot_returns = cfg.returns == "slot"
     while step < cfg.steps:
         if obs is None or step % cfg.checkpoint_every == 0:
             # the environment restarts at each checkpoint: a resumed run repeats an uninterrupted one
             obs, info = env.reset(seed=cfg.seed * 1_000_003 + step)
         warm = step < (cfg.warmup or 0)
-        xs, masks, acts, rews, dones = [], [], [], [], []
-        for _ in range(cfg.rollout):
+        for group in opt.param_groups:
+            group["lr"] = cfg.warmup_lr if warm and cfg.warmup_lr is not None else cfg.lr
+        xs, masks, acts, rews, dones, ends = [], [], [], [], [], []
+        while True:
             mask = info["action_mask"]
             x = torch.from_numpy(obs) * scale
             if warm:
@@ -238,19 +316,30 @@ def train_dl2(
             acts.append(a)
             rews.append(r)
             dones.append(term or trunc)
+            ends.append(term or trunc or a == env.end_action)
             if term or trunc:
                 if "mean_jct" in info:
-                    episode_jct.append(info["mean_jct"])
+                    curve.append((step, "train", float(info["mean_jct"])))
                 obs, info = env.reset()
+            # slot returns need whole slots: a rollout runs on to the end of its last slot
+            if len(xs) >= cfg.rollout and (ends[-1] or not slot_returns):
+                break
         X = torch.stack(xs)
         M = torch.stack(masks)
         A = torch.tensor(acts)
         with torch.no_grad():
             ret = float(critic(torch.from_numpy(obs) * scale)) if not dones[-1] else 0.0
         returns = []
-        for r, d in zip(reversed(rews), reversed(dones)):
-            ret = r + cfg.gamma * ret * (0.0 if d else 1.0)
-            returns.append(ret)
+        if slot_returns:  # every action of a slot: its slot's reward plus later slots', discounted
+            slot_ret = ret
+            for r, d, e in zip(reversed(rews), reversed(dones), reversed(ends)):
+                if e:
+                    slot_ret = r + cfg.gamma * slot_ret * (0.0 if d else 1.0)
+                returns.append(slot_ret)
+        else:
+            for r, d in zip(reversed(rews), reversed(dones)):
+                ret = r + cfg.gamma * ret * (0.0 if d else 1.0)
+                returns.append(ret)
         G = torch.tensor(returns[::-1], dtype=torch.float32)
         logits = actor(X).masked_fill(~M, -1e9)
         logp = torch.log_softmax(logits, 1)
@@ -270,6 +359,13 @@ def train_dl2(
         opt.step()
         losses.append(float(loss.detach()))
         step += 1
+        # at multiples only: a run stopped early and resumed validates as an uninterrupted one
+        if cfg.validate_every and step % cfg.validate_every == 0:
+            jct = validate()
+            curve.append((step, "validation", jct))
+            # selection starts with the actor-critic phase: the imitation is its starting point
+            if step >= (cfg.warmup or 0) and (best is None or jct < best[0]):
+                best = (jct, step, {k: v.clone() for k, v in actor.state_dict().items()})
         if bar is not None:
             bar.update()
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
@@ -278,12 +374,14 @@ def train_dl2(
         bar.close()
     if not (out / WEIGHTS).exists():
         checkpoint()
+    episode_jct = [v for _, k, v in curve if k == "train"]
     summary = {
         "steps": step,
         "seconds": time.perf_counter() - t0,
         "last_loss": losses[-1] if losses else None,
         "episodes": len(episode_jct),
         "mean_jct_last_episodes": float(np.mean(episode_jct[-10:])) if episode_jct else None,
+        "best_validation": None if best is None else {"update": best[1], "mean_jct": best[0]},
     }
     (out / SETTINGS).write_text(json.dumps(meta | {"summary": summary}, indent=1, sort_keys=True))
     return summary

@@ -40,8 +40,12 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP, group_iteration_time, with_worker_resources
-from smdlab.model.timing import MODES, iteration_time, speed as speed_of
-from smdlab.model.traffic import cross_rack_bytes_per_iteration, samples_per_iteration
+from smdlab.model.timing import MODES, iteration_time, link_speed, speed as speed_of
+from smdlab.model.traffic import (
+    Uplinks,
+    cross_rack_bytes_per_iteration,
+    samples_per_iteration,
+)
 from smdlab.policies.base import (
     DEFAULT_RESTART_S,
     DEFAULT_SLOT_S,
@@ -62,7 +66,15 @@ from smdlab.policies.base import (
 from smdlab.policies.stages import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, first_fit
+from smdlab.solve.placement import (
+    TOL,
+    capacity_matrix,
+    consolidated_tasks,
+    first_fit,
+    rack_array,
+    rack_layout,
+    set_rack_layout,
+)
 
 UNFIT = ("skip", "raise")
 EXECUTION_CHOICES = ("natural", *EXECUTIONS)
@@ -379,9 +391,17 @@ class _Simulator:
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
         self.machine_types = types if any(types) else None
+        if self.machine_types is not None:
+            # Fail before the run, not mid-way, when the throughput table lacks what the jobs need.
+            kinds = [t for t in dict.fromkeys(types) if t]
+            for net, dev in dict.fromkeys((j.profile.network, j.profile.device) for j in jobs):
+                for t in kinds:
+                    speed_ratio(net, t, dev)
         # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
         self.rack_of = cluster.rack_of if cluster.topology else None
         self.cross_rack_bytes = 0.0
+        self.uplinks = Uplinks.of(cluster)  # rack uplinks in the timing model; None when flat
+        self.racks = rack_array(cluster)  # rack-aware placement rules while a policy decides
         # GPUs in use per GPU type, one row per utilisation row (typed clusters only).
         self.type_rows: list[tuple] = []
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
@@ -423,6 +443,18 @@ class _Simulator:
         tau = allreduce_iteration_time(job, workers, machines=machines, mode=self.mode)
         per_iter = job.global_batch if job.batch_mode == "global" else workers * job.batch
         return float(per_iter / tau)
+
+    def _uplink_speed(self, job: Job, workers: int, ps: int, placement: Placement) -> float | None:
+        """Speed when the placement's path crosses a rack uplink slower than its NIC shares
+        (``smdlab.model.traffic.Uplinks``), GPU type included; None: no uplink binds."""
+        if self.uplinks is None:
+            return None
+        dw, dp = self.uplinks.divisors(job, placement.tasks)
+        if dw == 1.0 and dp == 1.0:
+            return None
+        machines = len({m for m, w, _ in placement.tasks if w > 0})
+        v = link_speed(job, workers, ps, dw, dp, self.mode, machines)
+        return v * self._type_factor(job, placement)
 
     def _type_row(self, t: float) -> None:
         """Record GPUs in use per GPU type at ``t`` beside the utilisation row (typed clusters)."""
@@ -470,9 +502,11 @@ class _Simulator:
         if share is not None:  # a group member holds its share of the group's use
             usage = share[rows]
         if speed is None:
-            speed = self._ring_speed(job, workers, placement)
+            speed = self._uplink_speed(job, workers, ps, placement)
         if speed is None:
-            speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
+            speed = self._ring_speed(job, workers, placement)
+            if speed is None:
+                speed = float(job_speeds(job, self.mode)[workers - 1, ps - 1])
             speed *= self._type_factor(job, placement)
         self.version += 1
         gpu_i = self.gpu_index
@@ -1015,9 +1049,10 @@ class _Simulator:
         steps = self.steps()
         decide = self.policy.decide
         try:
-            state = next(steps)
-            while True:
-                state = steps.send(decide(state))
+            with rack_layout(self.cluster):
+                state = next(steps)
+                while True:
+                    state = steps.send(decide(state))
         except StopIteration as done:
             return done.value
 
@@ -1108,9 +1143,12 @@ class _Simulator:
             if self.queued or (self.elastic and self.running) or on_completion:
                 state = self._state()
                 t0 = time.perf_counter()
+                # the placement rules are rack-aware while the policy decides (racked clusters)
+                prev_racks = set_rack_layout(self.racks)
                 decision = yield state  # run() passes it to policy.decide
                 if self.has_gang and isinstance(decision, Decision) and self._breaks_gang(decision):
                     decision = enforce_gang(decision, state)
+                set_rack_layout(prev_racks)
                 spent = time.perf_counter() - t0
                 started, preempted, resized = self._apply(decision)
                 wake = getattr(decision, "wake_at", None)

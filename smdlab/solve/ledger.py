@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput
-from smdlab.solve.placement import TOL, Placement, Tasks
+from smdlab.solve.placement import TOL, Placement, Tasks, prefer, rack_preference
 
 
 class Ledger:
@@ -52,7 +52,8 @@ class Ledger:
         """Place one task (``kind`` 'worker' or 'ps') of ``job``: a machine it already uses, else first fit.
 
         Among the machines the job uses, the one holding most of its tasks (then the one used
-        first). Returns the machine index, or None when the task fits nowhere.
+        first); under a rack layout (``smdlab.solve.placement.rack_layout``) first fit prefers
+        the racks the job uses. Returns the machine index, or None when the task fits nowhere.
         """
         used = self._tasks.get(job)
         if used:
@@ -64,6 +65,8 @@ class Ledger:
         mask = self.fits_mask(demand)
         if not mask.any():
             return None
+        if used:  # rack-aware: the job's racks before the others
+            mask = prefer(mask, rack_preference(self.machines, used))
         m = int(mask.argmax())  # first fit keeps whole machines free
         self.put_task(job, kind, m, demand)
         return m

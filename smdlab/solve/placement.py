@@ -16,6 +16,17 @@ Rules for one job's (workers, PSs), each ``rule(free, workers, ps, alpha, gamma)
 - ``spread``: Optimus' rule: the fewest machines, workers and PSs spread evenly over them.
 - ``consolidated``: ``spread``, else ``local`` (Optimus, Tiresias).
 
+Rack awareness (one rule for every policy): while a rack layout is active (``rack_layout``, set
+by the simulator on a racked cluster for each decision), each rule above prefers to hold a job
+that spans machines within one rack: when its own placement crosses racks, the same rule is run
+on one rack at a time, best fit first (the rack with the least free capacity, then index), and
+the first rack that holds the whole job wins; when none does, the rule runs on the 2, 3, ...
+racks with most free capacity (``rack_candidates``), as long as that is fewer racks than its own
+placement crosses. A job
+that fits on one machine, or a flat cluster, is placed as without racks. The ledger (tasks one
+at a time) prefers the racks a job already uses, and shrink-placement fills a job's racks first
+(``rack_order``).
+
 Two other modules build on them: ``smdlab.solve.ledger`` (tasks placed one at a time: DRF's and
 Tetris' progressive filling) and ``smdlab.solve.shrink_placement`` (a whole allocation of many
 jobs placed at once, shrunk where it does not fit: the solver's placement).
@@ -23,7 +34,9 @@ jobs placed at once, shrunk where it does not fit: the solver's placement).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,7 +151,7 @@ def _tasks(w_take: np.ndarray, p_take: np.ndarray) -> Tasks:
 # ---- rules for one job ----------------------------------------------------------------------
 
 
-def first_fit_tasks(
+def _first_fit_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits."""
@@ -181,7 +194,7 @@ def _local_pass(free: np.ndarray, n1: int, n2: int, d1: np.ndarray, d2: np.ndarr
     return take1, take2
 
 
-def local_tasks(
+def _local_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """Workers by first fit, then PSs on the machines holding most of the job's workers, then first fit.
@@ -200,7 +213,7 @@ def local_tasks(
     return None if takes is None else _tasks(takes[1], takes[0])
 
 
-def spread_tasks(
+def _spread_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """Fewest machines holding the job with workers and PSs spread evenly over them (Optimus' rule).
@@ -227,16 +240,180 @@ def spread_tasks(
     return None
 
 
-def consolidated_tasks(
+def _consolidated_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """Even spread over the fewest machines (``spread``); if no even spread fits, ``local``."""
-    return spread_tasks(free, workers, ps, alpha, gamma) or local_tasks(
+    return _spread_tasks_flat(free, workers, ps, alpha, gamma) or _local_tasks_flat(
         free, workers, ps, alpha, gamma
     )
 
 
 PlaceRule = Callable[[np.ndarray, int, int, np.ndarray, np.ndarray], "Tasks | None"]
+
+
+# ---- racks ----------------------------------------------------------------------------------
+
+_RACKS: ContextVar[np.ndarray | None] = ContextVar("smdlab_rack_layout", default=None)
+
+
+def rack_array(cluster: Cluster) -> np.ndarray | None:
+    """Rack index per machine of a racked cluster with more than one rack; None otherwise."""
+    if len(cluster.topology) < 2:
+        return None
+    return np.array(cluster.rack_of, dtype=np.int64)
+
+
+def set_rack_layout(racks: np.ndarray | None) -> np.ndarray | None:
+    """Make ``racks`` (rack index per machine, or None) the active layout; returns the previous one."""
+    prev = _RACKS.get()
+    _RACKS.set(racks)
+    return prev
+
+
+@contextlib.contextmanager
+def rack_layout(cluster: Cluster) -> Iterator[None]:
+    """Within the block, the placement rules are rack-aware on ``cluster``'s racks (module docstring)."""
+    prev = set_rack_layout(rack_array(cluster))
+    try:
+        yield
+    finally:
+        _RACKS.set(prev)
+
+
+def active_racks(machines: int) -> np.ndarray | None:
+    """The active rack layout if it describes ``machines`` machines, else None."""
+    racks = _RACKS.get()
+    return racks if racks is not None and racks.shape[0] == machines else None
+
+
+def _rack_rows(racks: np.ndarray) -> list[np.ndarray]:
+    return [np.flatnonzero(racks == r) for r in range(int(racks.max()) + 1)]
+
+
+def _remap(tasks: Tasks, rows: np.ndarray) -> Tasks:
+    return tuple(sorted((int(rows[m]), w, p) for m, w, p in tasks))
+
+
+def _rack_aware(
+    rule: PlaceRule,
+    free: np.ndarray,
+    workers: int,
+    ps: int,
+    alpha: np.ndarray,
+    gamma: np.ndarray,
+) -> Tasks | None:
+    """``rule``, holding a job that spans machines within one rack when one can (module docstring)."""
+    tasks = rule(free, workers, ps, alpha, gamma)
+    racks = active_racks(free.shape[0])
+    if tasks is None or racks is None or len({int(racks[m]) for m, _, _ in tasks}) < 2:
+        return tasks
+    span = len({int(racks[m]) for m, _, _ in tasks})
+    for rows in rack_candidates(free, workers * alpha + ps * gamma, racks):
+        if len(set(racks[rows].tolist())) >= span:
+            break  # no fewer racks than the rule's own placement
+        held = rule(free[rows], workers, ps, alpha, gamma)
+        if held is not None:
+            return _remap(held, rows)
+    return tasks
+
+
+def rack_candidates(free: np.ndarray, need: np.ndarray, racks: np.ndarray) -> list[np.ndarray]:
+    """Machine sets to try, in order, for a job of total demand ``need`` (the rack-aware rule).
+
+    First each rack whose pooled free capacity holds ``need``, best fit first (least free
+    capacity, summed over resources as fractions of the cluster's free total; then index); then
+    the racks ordered most free first, as growing prefixes of k = 2, 3, ... racks from the
+    first whose pooled free capacity holds ``need`` (machines rack by rack); the last set is
+    every machine.
+    """
+    rows = _rack_rows(racks)
+    total = free.sum(axis=0)
+    scale = np.where(total > 0, total, 1.0)
+    sums = [free[r].sum(axis=0) for r in rows]
+    room = np.array([float((x / scale).sum()) for x in sums])
+    tol = TOL * np.maximum(1.0, need)
+    out = [
+        rows[r]
+        for r in np.lexsort((np.arange(len(rows)), room)).tolist()
+        if np.all(sums[r] + tol >= need)
+    ]
+    order = np.lexsort((np.arange(len(rows)), -room)).tolist()
+    pooled = np.cumsum([sums[r] for r in order], axis=0)
+    for k in range(2, len(rows) + 1):
+        if k == len(rows) or np.all(pooled[k - 1] + tol >= need):
+            out.append(np.concatenate([rows[r] for r in order[:k]]))
+    return out
+
+
+def rack_preference(machines: int, used: Iterable[int]) -> np.ndarray | None:
+    """Machines in the racks of ``used`` (a job's machines) under the active layout, as a mask.
+
+    None on a flat layout or when the job uses no machine yet. Task-at-a-time placements (the
+    ledger, DRF's least-loaded machine, Tetris' best alignment) pick within this mask when a task
+    fits there.
+    """
+    racks = active_racks(machines)
+    used = [int(m) for m in used]
+    if racks is None or not used:
+        return None
+    return np.isin(racks, racks[used])
+
+
+def prefer(fits: np.ndarray, preferred: np.ndarray | None) -> np.ndarray:
+    """``fits`` restricted to ``preferred`` machines when a task fits on one of them."""
+    if preferred is None:
+        return fits
+    near = fits & preferred
+    return near if near.any() else fits
+
+
+def rack_order(free: np.ndarray, home: np.ndarray, need: np.ndarray) -> np.ndarray | None:
+    """Machine order for placing more tasks of one job under the active rack layout (None: flat).
+
+    home: machines the job already uses (bool per machine). Racks holding them come first; with
+    none, the lowest-index rack whose free capacity holds ``need`` (the job's remaining demand)
+    comes first; then the other racks in index order, machines in index order within a rack.
+    """
+    racks = active_racks(free.shape[0])
+    if racks is None:
+        return None
+    rows = _rack_rows(racks)
+    first = sorted({int(racks[m]) for m in np.flatnonzero(home)})
+    if not first:
+        tol = TOL * np.maximum(1.0, need)
+        first = [r for r, rr in enumerate(rows) if np.all(free[rr].sum(axis=0) + tol >= need)][:1]
+    rest = [r for r in range(len(rows)) if r not in first]
+    return np.concatenate([rows[r] for r in first + rest])
+
+
+def first_fit_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
+    """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits (rack-aware)."""
+    return _rack_aware(_first_fit_tasks_flat, free, workers, ps, alpha, gamma)
+
+
+def local_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
+    """Workers by first fit, then PSs on the machines holding most of the job's workers (rack-aware)."""
+    return _rack_aware(_local_tasks_flat, free, workers, ps, alpha, gamma)
+
+
+def spread_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
+    """Fewest machines holding the job, workers and PSs spread evenly over them (rack-aware)."""
+    return _rack_aware(_spread_tasks_flat, free, workers, ps, alpha, gamma)
+
+
+def consolidated_tasks(
+    free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
+) -> Tasks | None:
+    """Even spread over the fewest machines (``spread``); if none fits, ``local`` (rack-aware)."""
+    return _rack_aware(_consolidated_tasks_flat, free, workers, ps, alpha, gamma)
+
 
 RULES: dict[str, PlaceRule] = {
     "first_fit": first_fit_tasks,

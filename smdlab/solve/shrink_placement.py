@@ -14,6 +14,8 @@ the failing task lacked, or the failing group itself, are candidates) and the pl
 failing group is retried. A removed task that was already placed is taken off a machine where
 that lets the failing task fit, if there is one. A job at (1, 1) is removed by leaving it
 unstarted, charged the deferral cost of docs/solver.md. Every removal is one shrink step.
+Under a rack layout (``smdlab.solve.placement.rack_layout``) a job's tasks fill the racks it
+already uses first, else the first rack that holds all of its remaining tasks.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from smdlab.solve.instance import (
     demand_matrices,
     job_speeds,
 )
-from smdlab.solve.placement import TOL, Placement, fill, fit_counts
+from smdlab.solve.placement import TOL, Placement, fill, fit_counts, rack_order
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,8 +277,18 @@ def place_checked(
             if need <= 0:
                 break
             counts = fit_counts(free_now, d)
-            before = np.cumsum(counts) - counts
-            take = np.clip(need - before, 0, counts)
+            order = rack_order(
+                free_now,
+                placed[i].sum(axis=1) > 0,
+                (target[0][i] - count[i, 0]) * wd[i] + (target[1][i] - count[i, 1]) * pd[i],
+            )
+            if order is None:
+                before = np.cumsum(counts) - counts
+                take = np.clip(need - before, 0, counts)
+            else:  # racked: the job's racks (or one that holds it) first
+                c = counts[order]
+                take = np.zeros_like(counts)
+                take[order] = np.clip(need - (np.cumsum(c) - c), 0, c)
             used = np.flatnonzero(take)
             free_now[used] -= take[used, None] * d[None, :]
             placed[i, used, kind] += take[used]

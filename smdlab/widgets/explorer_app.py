@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import ipywidgets as widgets
+import plotly.graph_objects as go
 
 from smdlab.errors import SmdlabError, check_positive
 from smdlab.model.job import BATCH_MODES, Job
@@ -25,6 +26,7 @@ from smdlab.model.timing import MODES
 from smdlab.solve import solve
 from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
+from smdlab.viz.racks import rack_figure, solution_snapshot
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
@@ -124,12 +126,18 @@ class Explorer(BackgroundApp, widgets.HBox):
             )
         )
         self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
+        self.rack_fig = figure_widget(self._rack_spec(shown))
+        self.rack_box = widgets.Box(
+            [self.rack_fig],
+            layout=widgets.Layout(display="" if self._cluster.topology else "none"),
+        )
         # Hidden until the first change: before it there is no change-to-redraw time to report.
         self.status = widgets.HTML(layout=widgets.Layout(display="none"))
         outputs = widgets.VBox(
             [
                 widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
                 self.allocation_fig,
+                self.rack_box,
                 self.bounds_fig,
                 self.timeline_fig,
                 self.schedule_fig,
@@ -175,6 +183,16 @@ class Explorer(BackgroundApp, widgets.HBox):
             description="task NIC (Gbps)",
             style=style,
             readout_format=".3g",
+            continuous_update=False,
+            layout=_slider_layout(),
+        )
+        # A rack layout (0: flat): the machines split into racks, drawn beside the allocation.
+        self.racks = widgets.IntSlider(
+            s.racks,
+            min=0,
+            max=8,
+            description="racks (0: flat)",
+            style=style,
             continuous_update=False,
             layout=_slider_layout(),
         )
@@ -290,7 +308,7 @@ class Explorer(BackgroundApp, widgets.HBox):
 
         self.control_panel = widgets.VBox(
             [
-                section("Cluster", self.machines, self.shape, self.bandwidth),
+                section("Cluster", self.machines, self.shape, self.bandwidth, self.racks),
                 section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch),
                 section(
                     "Layer profile",
@@ -314,7 +332,7 @@ class Explorer(BackgroundApp, widgets.HBox):
             for name in (
                 "machines", "shape", "bandwidth", "profiles", "n_jobs", "seed", "arch", "focus",
                 "device", "compute_scale", "param_scale", "comm_ratio", "cpu", "mem", "mode",
-                "batch", "method", "exact",
+                "batch", "method", "exact", "racks",
             )
         }  # fmt: skip
 
@@ -328,7 +346,7 @@ class Explorer(BackgroundApp, widgets.HBox):
 
     def _observe(self) -> None:
         handlers = {
-            "cluster": (self.machines, self.shape, self.bandwidth),
+            "cluster": (self.machines, self.shape, self.bandwidth, self.racks),
             "jobs": (self.profiles, self.n_jobs, self.seed, self.arch),
             "edit": (self.device, self.compute_scale, self.param_scale, self.comm_ratio),
             "model": (self.mode, self.batch, self.method),
@@ -348,6 +366,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                 machines=self.machines.value,
                 shape=self.shape.value,
                 bandwidth_gbps=float(self.bandwidth.value),
+                racks=min(self.racks.value, self.machines.value),
             )
         if group == "jobs":
             profiles = (
@@ -578,10 +597,21 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.schedule = result
         sync_figure(self.schedule_fig, schedule_spec(result[0], result[1], template=None))
 
+    def _rack_spec(self, sol: Solution) -> go.Figure:
+        """The rack drawing of ``sol``'s placement (an empty figure on a flat cluster)."""
+        if not self._cluster.topology:
+            return go.Figure()
+        snap = solution_snapshot(sol, self._jobs, self._cluster)
+        return rack_figure(snap, title="Placement on the racks", template=None, width=700)
+
     def _draw_allocation(self, sol: Solution) -> None:
         sync_figure(
             self.allocation_fig, allocation_spec(sol, self._jobs, self._cluster, template=None)
         )
+        racked = bool(self._cluster.topology)
+        self.rack_box.layout.display = "" if racked else "none"
+        if racked:  # a flat cluster has no rack view: nothing to redraw
+            sync_figure(self.rack_fig, self._rack_spec(sol))
         sync_figure(self.timeline_fig, self._timeline(sol, None))
 
     def _exact_now(self) -> Solution | str:

@@ -110,6 +110,8 @@ class ExplorerSettings:
     max_tasks: cap on each job's workers and on its PSs.
     arch: ``ps`` (parameter-server jobs) or ``allreduce`` (ring all-reduce jobs, no PS) for the
         whole job set.
+    racks: 0 for a flat cluster; otherwise the machines split into that many racks (in order,
+        sizes differing by at most one), drawn as racks beside the allocation.
     """
 
     machines: int = 4
@@ -125,9 +127,11 @@ class ExplorerSettings:
     focus: int = 0
     max_tasks: int = 16
     arch: str = "ps"
+    racks: int = 0
 
     def __post_init__(self) -> None:
         check_int("machines", self.machines, 1, 256)
+        check_int("racks", self.racks, 0, self.machines)
         check_choice("shape", self.shape, list(MACHINE_SHAPES))
         check_positive("bandwidth_gbps", self.bandwidth_gbps)
         profiles = tuple(self.profiles)
@@ -181,6 +185,12 @@ def build_cluster(settings: ExplorerSettings) -> Cluster:
     """The cluster the settings describe: identical machines whose NIC fits the task bandwidth."""
     gpu, cpu, mem = MACHINE_SHAPES[settings.shape]
     nic = settings.bandwidth_gbps * NIC_SLOTS_PER_GPU * gpu
+    if settings.racks:
+        n, k = settings.machines, settings.racks
+        shape = {"gpu_type": "", "gpu": gpu, "cpu": cpu, "mem_gb": mem, "bw_gbps": nic}
+        return Cluster.groups(
+            [{"name": f"r{i}", "machines": n // k + (i < n % k), **shape} for i in range(k)]
+        )
     return Cluster.homogeneous(settings.machines, gpu=gpu, cpu=cpu, mem_gb=mem, bw_gbps=nic)
 
 
