@@ -21,7 +21,6 @@ from smdlab.policies.base import (
 from smdlab.policies.stages import (
     queued_jobs,
     running_by_arrival,
-    unchanged,
     with_remaining,
     work_conserving_fill,
 )
@@ -85,7 +84,14 @@ class SMD(Policy):
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
         self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
-    def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
+    def _solve(
+        self,
+        jobs: list[Job],
+        state: ClusterState,
+        free: np.ndarray,
+        place: bool,
+        work: list[float] | None = None,
+    ):
         from smdlab.solve import solve
 
         cluster = state.cluster
@@ -97,6 +103,7 @@ class SMD(Policy):
             mode=state.mode,
             place=place and cluster.has_machines,
             free=arg,
+            work=work,
             **self.options,
         )
         self.last_solution = sol
@@ -168,17 +175,23 @@ class SMD(Policy):
         held = np.zeros_like(np.asarray(state.free, dtype=float))
         np.add.at(held, machine, use)
         free_all = np.asarray(state.free, dtype=float) + held
-        jobs = [with_remaining(e) for e in entries]
-        sol = self._solve(jobs, state, free_all, place=False)
-        keep = unchanged(active, {j.name: (w, p) for j, w, p in zip(jobs, sol.workers, sol.ps)})
+        # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
+        sol = self._solve(
+            [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
+        )
+        sw, sp = sol.workers, sol.ps
+        # running jobs whose new allocation equals what they hold keep it (``stages.unchanged``)
+        same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
+        keep = {r.job.name for r, k in zip(active, same) if k}
         kept = np.zeros_like(held)
-        sel = np.array([r.job.name in keep for r in active], dtype=bool)[owner]
+        sel = np.array(same, dtype=bool)[owner]
         np.add.at(kept, machine[sel], use[sel])
         free = free_all - kept
+        n_act = len(active)
         todo = [
-            (j, (w, p))
-            for j, w, p in zip(jobs, sol.workers, sol.ps)
-            if j.name not in keep and w > 0
+            (with_remaining(e), (sw[i], sp[i]))
+            for i, e in enumerate(entries)
+            if sw[i] > 0 and not (i < n_act and same[i])
         ]
         placed = (
             self._placements([j for j, _ in todo], [a for _, a in todo], state, free)

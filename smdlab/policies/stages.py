@@ -449,20 +449,26 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     given = {a.job: a for a in decision.allocations}
     preempted = set(decision.preempt)
     # per job: [job, remaining, tasks {machine: [w, p]}, pays_restart_if_changed, arrival rank]
+    # Only jobs below their worker cap can take a step (workers only grow here): the others are
+    # left out from the start (long traces hold hundreds of jobs at their caps).
     jobs: dict[str, list] = {}
     for r in state.running:
         name = r.job.name
         if name in given:
-            tasks = given[name].placement.tasks
+            a = given[name]
+            tasks, w_now = a.placement.tasks, a.workers
         elif name in preempted:
-            tasks = ()
+            tasks, w_now = (), 0
         else:
-            tasks = r.placement.tasks
-        jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
+            tasks, w_now = r.placement.tasks, r.workers
+        if w_now < r.job.max_workers:
+            jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
     for q in state.queued:
         if q.remaining > 0:
-            tasks = given[q.job.name].placement.tasks if q.job.name in given else ()
-            jobs[q.job.name] = [q.job, q.remaining, tasks, False]
+            a = given.get(q.job.name)
+            if (a.workers if a is not None else 0) < q.job.max_workers:
+                tasks = a.placement.tasks if a is not None else ()
+                jobs[q.job.name] = [q.job, q.remaining, tasks, False]
     per_machine: dict[str, dict[int, list[int]]] = {}
     for name, (_, _, tasks, _) in jobs.items():
         pm: dict[int, list[int]] = {}
@@ -502,8 +508,6 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         return int(idx[0]) if idx.size else None
 
     order = sorted(jobs, key=lambda n: (jobs[n][0].arrival, n))
-    # Only jobs that use GPUs and are below their worker cap can ever take a step (workers only
-    # grow here): the rest are left out of every round, in the same order.
     order = [n for n in order if vectors[n][0][gpu] > 0 and held[n][0] < jobs[n][0].max_workers]
     while True:
         # 1. queued jobs whose (1, 1) fits start, in arrival order

@@ -67,6 +67,8 @@ class Instance:
         False only in hand-built instances that require every job to start).
     pool: (K,) capacity of the whole cluster (default: ``capacity``): what a waiting job can
         expect once running jobs finish; the reference configurations and H are taken on it.
+    work: (n,) samples each job processes instead of its ``samples`` (None: the jobs'): a
+        scheduler's remaining work without copying its jobs.
 
     The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use.
     """
@@ -81,6 +83,7 @@ class Instance:
     mode: str = "wfbp"
     allow_defer: bool = False
     pool: np.ndarray | None = None
+    work: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -94,7 +97,9 @@ class Instance:
 
     @cached_property
     def samples(self) -> np.ndarray:
-        """(n,) samples each job processes."""
+        """(n,) samples each job processes (``work`` when given, else the jobs' ``samples``)."""
+        if self.work is not None:
+            return np.asarray(self.work, dtype=float)
         return np.array([j.samples for j in self.jobs], dtype=float)
 
     @cached_property
@@ -199,6 +204,8 @@ class Instance:
         rw = np.ones(self.n, dtype=int)
         rp = np.ones(self.n, dtype=int)
         for (W, P), idx in _shape_groups(self.tables).items():
+            if W * P == 1:
+                continue  # one configuration: (1, 1) whether it fits or not
             grid = np.array([self.tables[i] for i in idx]).reshape(len(idx), W, P)
             with np.errstate(divide="ignore"):
                 d = self.samples[idx][:, None, None] / grid
@@ -267,6 +274,7 @@ class Instance:
             self.mode,
             self.allow_defer,
             self.pool,
+            None if self.work is None else self.samples[idx],
         )
 
     def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
@@ -420,7 +428,9 @@ def fastest_configurations(tables: Sequence[np.ndarray]) -> tuple[np.ndarray, np
     """(workers, ps) of each speed table's fastest configuration (the first in (w, p) order on ties)."""
     w = np.ones(len(tables), dtype=int)
     p = np.ones(len(tables), dtype=int)
-    for (_, P), idx in _shape_groups(tables).items():
+    for (W, P), idx in _shape_groups(tables).items():
+        if W * P == 1:
+            continue
         k = np.argmax(np.array([tables[i] for i in idx]).reshape(len(idx), -1), axis=1)
         w[idx], p[idx] = k // P + 1, k % P + 1
     return w, p
@@ -480,9 +490,16 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
 
 
 def build_instance(
-    jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp"
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    capacity: np.ndarray,
+    mode: str = "wfbp",
+    work: Sequence[float] | np.ndarray | None = None,
 ) -> Instance:
-    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
+    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``).
+
+    work: samples each job processes instead of its ``samples`` (each finite and > 0).
+    """
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
     check_cluster(cluster)
@@ -496,6 +513,22 @@ def build_instance(
     weight = np.array([j.weight for j in jobs], dtype=float)
     pool = np.asarray(cluster.capacity_vector, dtype=float)
     pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool
+    if work is not None:
+        work = as_amounts("work", work, f"({len(jobs)},)").reshape(-1)
+        if work.shape != (len(jobs),) or not np.all(np.isfinite(work) & (work > 0)):
+            raise InvalidInput(
+                f"work must be {len(jobs)} finite amounts > 0 (samples per job), got {work!r:.80}"
+            )
     return Instance(
-        jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, True, pool
+        jobs,
+        tuple(cluster.resources),
+        cap,
+        alpha,
+        gamma,
+        weight,
+        tuple(tables),
+        mode,
+        True,
+        pool,
+        work,
     )
