@@ -455,8 +455,8 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     for r in state.running:
         name = r.job.name
         if name in given:
-            a = given[name]
-            tasks, w_now = a.placement.tasks, a.workers
+            alloc = given[name]
+            tasks, w_now = alloc.placement.tasks, alloc.workers
         elif name in preempted:
             tasks, w_now = (), 0
         else:
@@ -465,9 +465,9 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
             jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
     for q in state.queued:
         if q.remaining > 0:
-            a = given.get(q.job.name)
-            if (a.workers if a is not None else 0) < q.job.max_workers:
-                tasks = a.placement.tasks if a is not None else ()
+            got = given.get(q.job.name)
+            if (got.workers if got is not None else 0) < q.job.max_workers:
+                tasks = got.placement.tasks if got is not None else ()
                 jobs[q.job.name] = [q.job, q.remaining, tasks, False]
     per_machine: dict[str, dict[int, list[int]]] = {}
     for name, (_, _, tasks, _) in jobs.items():
