@@ -98,7 +98,7 @@ from smdlab.rl.reinforce import (  # noqa: E402 (needs torch)
     make_agent_env,
     train_agent,
 )
-from smdlab.rl.train import CHECKPOINT, WEIGHTS  # noqa: E402
+from smdlab.rl.train import CHECKPOINT, CURVE, WEIGHTS  # noqa: E402
 
 
 def _cfg(agent: str, steps: int = 4) -> ReinforceConfig:
@@ -126,6 +126,9 @@ def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):
     train_agent(tmp_path, _cfg(agent))
     for a, b in zip(_arrays(out / WEIGHTS, agent), _arrays(tmp_path / WEIGHTS, agent)):
         assert np.array_equal(a, b)
+    curve = (out / CURVE).read_text().splitlines()
+    assert curve[0] == "update,kind,mean_jct" and len(curve) == 1 + 4
+    assert curve == (tmp_path / CURVE).read_text().splitlines()
 
 
 def test_saved_policy_reproduces_the_networks_decisions(trained):

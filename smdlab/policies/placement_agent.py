@@ -49,7 +49,7 @@ from smdlab.policies.base import (
 )
 from smdlab.policies.stages import inverse_capacity
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import capacity_matrix, first_fit_tasks
+from smdlab.solve.placement import capacity_matrix, first_fit_tasks, fit_counts
 
 ACTIONS = ("machine", "locality")
 LEVELS = ("consolidated", "fewest", "fragments")
@@ -230,6 +230,7 @@ class PlacementBuilder:
             left = r.remaining / v if v > 0 else math.inf
             self.busy.append((_usage(r.placement.tasks, f, self.n_machines), left))
         self._options: list[list[tuple | None]] | None = None
+        self._lazy: dict[tuple[int, int], tuple | None] = {}
         self._mask: np.ndarray | None = None
 
     # ---- placements --------------------------------------------------------------------------
@@ -279,13 +280,45 @@ class PlacementBuilder:
             self._options = out
         return self._options
 
+    def _one_kind(self, f: JobFacts) -> bool:
+        """Whether only the job's workers take resources (no PS, or PSs that demand nothing)."""
+        return f.ps == 0 or not (f.gamma > 0).any()
+
+    def _placement(self, k: int, c: int) -> tuple | None:
+        """The placement of action (job ``k``, choice ``c``), computed once per state."""
+        if self._options is not None:
+            return self._options[k][c]
+        if self.action != "machine":
+            return self.options()[k][c]
+        hit = self._lazy.get((k, c), False)
+        if hit is False:
+            gpus = self._free_gpus()
+            idx = np.arange(self.n_machines)
+            most_first = np.lexsort((idx, -gpus))
+            order = np.concatenate(([c], most_first[most_first != c]))
+            hit = self._lazy[(k, c)] = self._place(self.job_facts[k], order)
+        return hit  # type: ignore[return-value]
+
     def mask(self) -> np.ndarray:
         """Valid actions (bool, length ``n_actions``)."""
         if self._mask is None:
             m = np.zeros(self.n_actions, dtype=bool)
-            for k, row in enumerate(self.options()):
-                for c, t in enumerate(row):
-                    m[k * self.per + c] = t is not None
+            if self.action == "machine":
+                # one task kind: first fit in any machine order fits exactly when the free
+                # capacity holds that many tasks, so every anchor machine is valid or none is
+                for k, f in enumerate(self.job_facts):
+                    if k in self.tasks:
+                        continue
+                    if self._one_kind(f):
+                        ok = int(fit_counts(self.free, f.alpha).sum()) >= f.workers
+                        m[k * self.per : (k + 1) * self.per] = ok
+                    else:
+                        for c in range(self.per):
+                            m[k * self.per + c] = self._placement(k, c) is not None
+            else:
+                for k, row in enumerate(self.options()):
+                    for c, t in enumerate(row):
+                        m[k * self.per + c] = t is not None
             idle = not self.state.running and not self.tasks
             m[-1] = not (idle and m[:-1].any())
             self._mask = m
@@ -297,7 +330,7 @@ class PlacementBuilder:
         if a >= self.n_actions - 1 or a < 0 or not self.mask()[a]:
             return False
         k, c = divmod(a, self.per)
-        tasks = self.options()[k][c]
+        tasks = self._placement(k, c)
         assert tasks is not None
         f = self.job_facts[k]
         use = _usage(tasks, f, self.n_machines)
@@ -307,6 +340,7 @@ class PlacementBuilder:
         v = ring_speed(self.jobs[k], f.workers, f.ps, machines, self.facts.mode)
         self.busy.append((use, self.jobs[k].samples / v if v > 0 else math.inf))
         self._options = None
+        self._lazy = {}
         self._mask = None
         return True
 

@@ -10,9 +10,10 @@ action and reward (``jct``), so its training is inspired, not reproduced. Option
 ours, as DL2's warm-up) the first updates imitate a locality-aware first fit
 (``PlacementEnv.expert_action``) by cross-entropy before REINFORCE starts.
 
-Training writes ``checkpoint.pt`` (atomically, every ``checkpoint_every`` updates) and
-``weights.npz`` (both scorers, read by the ``deeprm`` / ``sched2`` policy with numpy only) into
-its output folder, and resumes from the checkpoint found there.
+Training writes ``checkpoint.pt`` (atomically, every ``checkpoint_every`` updates),
+``weights.npz`` (both scorers, read by the ``deeprm`` / ``sched2`` policy with numpy only) and
+``curve.csv`` (the learning curve) into its output folder, and resumes from the checkpoint found
+there.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.policies.placement_agent import net_inputs, save_weights
 from smdlab.rl.placement_env import PlacementEnv, locality_scenario
-from smdlab.rl.train import CHECKPOINT, SETTINGS, WEIGHTS, _check_out, _save_atomic, _torch
+from smdlab.rl.train import (
+    CHECKPOINT,
+    CURVE,
+    SETTINGS,
+    WEIGHTS,
+    _check_out,
+    _save_atomic,
+    _torch,
+)
 
 AGENTS = ("deeprm", "sched2")
 CHECKPOINT_FORMAT = 1
@@ -104,6 +113,15 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
             f"<= {CHECKPOINT_FORMAT}"
         )
     return ck
+
+
+def write_curve(out: Path, curve: list[float]) -> None:
+    """Write ``curve.csv`` (update, kind, mean JCT of the update's episodes), atomically; the
+    format of ``smdlab train dl2``'s curve (kind ``train``; warm-up updates included)."""
+    lines = ["update,kind,mean_jct"] + [f"{u},train,{v!r}" for u, v in enumerate(curve)]
+    tmp = out / (CURVE + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, out / CURVE)
 
 
 def make_agent_env(cfg: ReinforceConfig) -> PlacementEnv:
@@ -200,6 +218,7 @@ def train_agent(
             meta | {"trained_steps": step},
         )
         os.replace(tmp, out / WEIGHTS)
+        write_curve(out, curve)
 
     def scores(obs: np.ndarray) -> Any:
         rows, wait = net_inputs(cfg.agent, obs, env.n_machines, env.window, env.horizon)
