@@ -120,7 +120,9 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         "--delta", type=float, metavar="SECONDS", help="former name of --slot-s (0: none)"
     )
     p.add_argument(
-        "--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise"
+        "--unfit",
+        choices=("skip", "raise"),
+        help="jobs that fit on no machine or in no GPU's memory: skip or raise",
     )
 
 

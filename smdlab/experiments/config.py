@@ -85,6 +85,8 @@ class ExperimentConfig:
     online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
     philly_jobs, philly_machines: jobs and machines of ``philly_window`` (None: the default
         Philly window's, ``data/scenarios/philly.toml``).
+    sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
+    sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
     """
 
     name: str
@@ -119,6 +121,8 @@ class ExperimentConfig:
     online_jobs: int = 48
     philly_jobs: int | None = None
     philly_machines: int | None = None
+    sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
+    sharing_load: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -132,6 +136,7 @@ class ExperimentConfig:
             "gap_seeds",
             "cpu_per_gpu_values",
             "muri_load_values",
+            "sharing_degree_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -175,6 +180,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=32,
         philly_jobs=500,
         philly_machines=16,
+        sharing_degree_values=(1, 2, 4),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -196,6 +202,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=8,
         philly_jobs=24,
         philly_machines=4,
+        sharing_degree_values=(1, 2),
     ),
 }
 

@@ -500,6 +500,61 @@ def _gavel_type(network: str, param_bytes: float, per_gpu: float, accumulation: 
     return f"{kind} (batch size {batch})"
 
 
+# Training state per parameter: ZeRO (Rajbhandari et al., SC 2020, section 3.1) counts 16 bytes
+# for mixed-precision Adam (fp16 weights and gradients, fp32 weights, momentum and variance);
+# fp32 training with Adam needs the same 16 (weights, gradients, two moments).
+TRAINING_BYTES_PER_PARAM = 16.0
+
+
+def gpu_memory_floor_gb(job) -> float:
+    """Return a lower bound of one worker's GPU memory (GB): training state, activations not counted.
+
+    16 bytes per parameter (``TRAINING_BYTES_PER_PARAM``). The bundled profiles give no
+    activation memory, so this is a floor: a job above a GPU's memory cannot run on it, one below
+    may still not fit.
+    """
+    from smdlab.model.profiles import BYTES_PER_PARAM
+
+    params = float(job.profile.total_param_bytes) / BYTES_PER_PARAM
+    return params * TRAINING_BYTES_PER_PARAM / 1e9
+
+
+def largest_gpu_memory(cluster) -> tuple[str, float] | None:
+    """Return (GPU type, GB) of the largest GPU memory in ``cluster`` (None: no GPUs).
+
+    Untyped machines count as V100 (16 GB; the profiles' device). Datasheet memory per GPU type:
+    ``smdlab.model.gpu_types.GPU_TYPES``.
+    """
+    from smdlab.model.gpu_types import GPU_TYPES
+
+    mems = {
+        m.gpu_type or DEFAULT_SHARING_GPU: GPU_TYPES[m.gpu_type or DEFAULT_SHARING_GPU].memory_gb
+        for m in cluster.machines
+        if m.capacity.get("gpu", 0) > 0
+    }
+    return max(mems.items(), key=lambda kv: kv[1]) if mems else None
+
+
+def too_large_for_gpus(job, cluster, largest: tuple[str, float] | None = None) -> str | None:
+    """Return why ``job`` cannot fit in the memory of any GPU of ``cluster`` even alone (else None).
+
+    largest: ``largest_gpu_memory(cluster)`` when the caller has it already.
+    """
+    largest = largest_gpu_memory(cluster) if largest is None else largest
+    if largest is None:
+        return None
+    gpu, cap = largest
+    need = gpu_memory_floor_gb(job)
+    if need <= cap:
+        return None
+    params = need / TRAINING_BYTES_PER_PARAM * 1e9
+    return (
+        f"job {job.name!r} needs at least {need:.1f} GB of GPU memory per worker "
+        f"({params / 1e6:,.0f} M parameters x {TRAINING_BYTES_PER_PARAM:g} bytes of training "
+        f"state), more than the largest GPU in the cluster ({gpu}, {cap:g} GB)"
+    )
+
+
 @memoize(COLOCATION)
 def default_colocation_model() -> ColocationModel:
     """Return the factorised model fitted on every bundled Gavel pair (fitted once per process)."""
