@@ -85,6 +85,8 @@ class ExperimentConfig:
     online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
     philly_jobs, philly_machines: jobs and machines of ``philly_window`` (None: the default
         Philly window's, ``data/scenarios/philly.toml``).
+    learned_philly_jobs: jobs of the Philly window of ``learned_vs_heuristics`` (its held-out
+        seeds of the training workload: one per seed in ``seeds``).
     """
 
     name: str
@@ -119,6 +121,7 @@ class ExperimentConfig:
     online_jobs: int = 48
     philly_jobs: int | None = None
     philly_machines: int | None = None
+    learned_philly_jobs: int = 60
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -175,6 +178,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=32,
         philly_jobs=500,
         philly_machines=16,
+        learned_philly_jobs=40,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -196,6 +200,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=8,
         philly_jobs=24,
         philly_machines=4,
+        learned_philly_jobs=20,
     ),
 }
 
