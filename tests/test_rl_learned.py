@@ -31,16 +31,18 @@ def test_learned_vs_heuristics_runs_every_policy_on_both_workloads():
     cfg = get_config("tiny").replace(learned_philly_jobs=6)
     df = learned_vs_heuristics(cfg)
     policies = [*learned_policies(), *HEURISTICS, "drf@slot"]
-    assert list(df["workload"].unique()) == ["held-out seeds", "Philly window"]
+    workloads = list(df["workload"].unique())
+    assert workloads[0] == "dl2_small: held-out seeds" and workloads[-1] == "Philly window"
     for _, part in df.groupby("workload"):
         assert list(part["policy"]) == policies
-    held = df[df["workload"] == "held-out seeds"]
+    held = df[df["workload"] != "Philly window"]
     assert set(held["seed"]) == {1000}  # held-out: training draws seeds 0-99
     assert df.loc[df["policy"] == "drf", "mean_jct_s"].gt(0).all()
     # a row is a JCT or a one-line reason, never both empty
     assert all(math.isfinite(v) or note for v, note in zip(df["mean_jct_s"], df["note"].fillna("")))
     fig = learned_vs_heuristics_figure(df)
-    assert len(fig.data) == 2 and fig.data[0].text[1] == "DRF"
+    assert len(fig.data) == len(workloads)
+    assert fig.data[0].text[len(learned_policies())] == "DRF"
 
 
 def test_philly_window_has_elastic_ps_jobs_on_the_training_cluster():

@@ -4,8 +4,10 @@
 ``sched2``, whichever are registered) against DRF, Optimus, Tiresias and SMD, each in its natural
 mode, plus DRF at slot boundaries only (``drf@slot``, the comparison DL2's own simulator makes):
 
-- on held-out seeds of the training workload (``data/scenarios/dl2_small.toml``, seeds from
-  1,000 up; training draws seeds 0-99), one seed per seed of the configuration;
+- on held-out seeds (from 1,000 up; training draws seeds 0-99) of each training workload the
+  learned policies' ``train.json`` names (DL2: ``data/scenarios/dl2_small.toml``; DeepRM-MM and
+  SCHED²: ``locality_small.toml``, ring all-reduce jobs whose speed depends on locality), one
+  seed per seed of the configuration;
 - on a Philly window: the first ``learned_philly_jobs`` jobs of the default Philly window
   (``data/scenarios/philly.toml``) with per-network PS demands (elastic jobs, not gangs), at
   offered load 1.5 on the training workload's cluster (4 machines of 8 GPUs).
@@ -46,10 +48,26 @@ def learned_policies() -> list[str]:
     return [p for p in LEARNED if p in have]
 
 
-def _training_scenario():
+def _training_scenario(name: str = "dl2_small.toml"):
     from smdlab.workloads.scenario import load_scenario
 
-    return load_scenario(data_dir() / "scenarios" / "dl2_small.toml")
+    return load_scenario(data_dir() / "scenarios" / name)
+
+
+def training_scenarios() -> list[str]:
+    """The scenario files (in ``data/scenarios``) the registered learned policies trained on,
+    from the settings beside their weights (``data/<agent>/train.json``), without repeats."""
+    import json
+
+    names = []
+    for agent in learned_policies():
+        path = data_dir() / agent / "train.json"
+        name = None
+        if path.is_file():
+            name = json.loads(path.read_text()).get("config", {}).get("scenario")
+        if isinstance(name, str) and (data_dir() / "scenarios" / name).is_file():
+            names.append(name)
+    return list(dict.fromkeys(names)) or ["dl2_small.toml"]
 
 
 def philly_learning_scenario(jobs: int):
@@ -116,11 +134,13 @@ def learned_vs_heuristics(
     """Mean JCT per (workload, seed, policy): learned policies, heuristics and DRF@slot."""
     cfg = get_config(config)
     policies = [*learned_policies(), *HEURISTICS, "drf@slot"]
-    base = _training_scenario()
     tasks = []
-    for k in range(len(cfg.seeds)):
-        sc = dataclasses.replace(base, seed=HELD_OUT_FIRST + k)
-        tasks += [("held-out seeds", sc.to_dict(), HELD_OUT_FIRST + k, p) for p in policies]
+    for name in training_scenarios():
+        base = _training_scenario(name)
+        label = f"{base.name}: held-out seeds"
+        for k in range(len(cfg.seeds)):
+            sc = dataclasses.replace(base, seed=HELD_OUT_FIRST + k)
+            tasks += [(label, sc.to_dict(), HELD_OUT_FIRST + k, p) for p in policies]
     ph = philly_learning_scenario(cfg.learned_philly_jobs)
     tasks += [("Philly window", ph.to_dict(), ph.seed, p) for p in policies]
     rows = [r for part in run_tasks(_point, tasks, workers) for r in part]

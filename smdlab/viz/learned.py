@@ -91,7 +91,7 @@ def learned_vs_heuristics_figure(df: pd.DataFrame, *, title: str | None = None) 
             title
             or "Learned schedulers vs heuristics: mean JCT (label: change vs DRF; hatched: slot boundaries only)",
             height=460,
-            width=1100,
+            width=max(1100, 480 * len(workloads)),
         )
     )
     return fig
