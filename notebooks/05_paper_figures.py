@@ -270,6 +270,39 @@ fig, df = show("learning_curves")
 fig.show()
 
 # %% [markdown]
+# ## Rack uplinks: JCT and cross-rack traffic as the uplinks shrink
+#
+# SMD, Liquid, FIFO and Tiresias on a racked cluster whose rack uplink carries 1/1 to 1/16 of
+# the rack's NIC total; every job a gang on its request, so the policies differ in order and
+# placement only. Traffic leaving a rack runs at its share of the uplink (`docs/model.md`, Rack
+# uplinks); the right panel is the data sent across rack uplinks.
+
+# %%
+fig, df = show("jct_vs_oversubscription")
+fig.show()
+
+# %% [markdown]
+# ## GPU sharing: the co-location model on held-out pairs
+#
+# Each job's co-located steps per second as the factorised model and the log-additive baseline
+# predict it, against Gavel's measurement, for job-type pairs neither model saw (`docs/model.md`,
+# "GPU sharing"; notebook 09 explores single pairs).
+
+# %%
+fig, df = show("sharing_validation")
+fig.show()
+
+# %% [markdown]
+# ## GPU sharing: JCT against the sharing degree
+#
+# Gandiva, Horus, SJF-BSBF and SJF-FFS when a GPU may hold up to 1-4 jobs, against no sharing and
+# Tiresias, on an oversubscribed online workload. A shared GPU counts once in the utilisation.
+
+# %%
+fig, df = show("jct_vs_sharing_degree")
+fig.show()
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

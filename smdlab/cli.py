@@ -120,7 +120,9 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         "--delta", type=float, metavar="SECONDS", help="former name of --slot-s (0: none)"
     )
     p.add_argument(
-        "--unfit", choices=("skip", "raise"), help="jobs that fit on no machine: skip or raise"
+        "--unfit",
+        choices=("skip", "raise"),
+        help="jobs that fit on no machine or in no GPU's memory: skip or raise",
     )
 
 
@@ -441,22 +443,40 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 # ---- train (smdlab.rl.train) -------------------------------------------------------------------
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", help="learned scheduler to train: dl2")
+    p.add_argument("agent", help="learned scheduler to train: dl2, deeprm or sched2")
     p.add_argument(
         "--workload",
         metavar="TOML",
-        help="scenario file whose cluster and workload it trains on (default: data/scenarios/dl2_small.toml)",
+        help="scenario file whose cluster and workload it trains on (default: "
+        "data/scenarios/dl2_small.toml for dl2, locality_small.toml for deeprm and sched2)",
     )
     p.add_argument("--steps", type=int, required=True, metavar="N", help="updates in all (>= 1)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for checkpoint and weights")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="training seed (default 0)")
     p.add_argument(
-        "--warmup", type=int, metavar="N", help="updates imitating DRF first (default: steps / 4)"
+        "--warmup",
+        type=int,
+        metavar="N",
+        help="updates imitating a teacher first (dl2: DRF, default steps / 4; deeprm, sched2: "
+        "a locality-aware first fit, default 0)",
     )
-    p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 0.001)")
-    p.add_argument("--warmup-lr", type=float, help="learning rate of the warm-up (default: --lr)")
     p.add_argument(
-        "--entropy", type=float, default=0.01, help="weight of the entropy bonus (default 0.01)"
+        "--warmup-lr", type=float, help="dl2: learning rate of the warm-up (default: --lr)"
+    )
+    p.add_argument(
+        "--lr", type=float, default=1e-3, help="learning rate (Adam; RMSProp for deeprm, sched2)"
+    )
+    p.add_argument(
+        "--entropy",
+        type=float,
+        help="weight of the entropy bonus (default 0.01; deeprm, sched2: 0)",
+    )
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=4,
+        metavar="N",
+        help="deeprm, sched2: episodes per jobset, averaged by the baseline (default 4)",
     )
     p.add_argument(
         "--normalize-advantage",
@@ -476,7 +496,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rollout", type=int, default=32, help="environment steps per update (default 32)"
     )
-    p.add_argument("--hidden", type=int, default=64, help="units per hidden layer (default 64)")
+    p.add_argument(
+        "--hidden", type=int, help="units per hidden layer (default 64; deeprm, sched2: 32)"
+    )
     p.add_argument("--depth", type=int, default=1, help="hidden layers (default 1)")
     p.add_argument(
         "--validate-every",
@@ -490,28 +512,30 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    if args.agent != "dl2":
-        raise InvalidInput(f"agent must be one of dl2; got {args.agent!r}")
-    from smdlab.rl.train import TrainConfig, train_dl2
-
+    if args.agent not in ("dl2", "deeprm", "sched2"):
+        raise InvalidInput(f"agent must be one of dl2, deeprm, sched2; got {args.agent!r}")
     scenario = ""
     if args.workload is not None:
         path = Path(args.workload)
         if not path.is_file():
             raise InvalidInput(f"--workload must be a scenario TOML file, got {args.workload!r}")
         scenario = str(path.resolve())
+    if args.agent != "dl2":
+        return _train_placement_agent(args, scenario)
+    from smdlab.rl.train import TrainConfig, train_dl2
+
     cfg = TrainConfig(
         steps=args.steps,
         seed=args.seed,
         warmup=args.warmup,
         lr=args.lr,
         warmup_lr=args.warmup_lr,
-        entropy=args.entropy,
+        entropy=0.01 if args.entropy is None else args.entropy,
         normalize_advantage=args.normalize_advantage,
         returns=args.returns,
         gamma=args.gamma,
         rollout=args.rollout,
-        hidden=args.hidden,
+        hidden=64 if args.hidden is None else args.hidden,
         depth=args.depth,
         validate_every=args.validate_every,
         scenario=scenario,
@@ -519,6 +543,30 @@ def _train(args: argparse.Namespace) -> int:
     summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)
     print(
         f"trained dl2 for {summary['steps']} updates in {summary['seconds']:.1f} s; "
+        f"weights in {Path(args.out) / 'weights.npz'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _train_placement_agent(args: argparse.Namespace, scenario: str) -> int:
+    """``smdlab train deeprm|sched2``: REINFORCE (smdlab.rl.reinforce)."""
+    from smdlab.rl.reinforce import ReinforceConfig, train_agent
+
+    cfg = ReinforceConfig(
+        agent=args.agent,
+        steps=args.steps,
+        seed=args.seed,
+        episodes=args.episodes,
+        warmup=args.warmup or 0,
+        hidden=32 if args.hidden is None else args.hidden,
+        lr=args.lr,
+        entropy=0.0 if args.entropy is None else args.entropy,
+        scenario=scenario,
+    )
+    summary = train_agent(args.out, cfg, force=args.force, progress=not args.no_progress)
+    print(
+        f"trained {args.agent} for {summary['steps']} updates in {summary['seconds']:.1f} s; "
         f"weights in {Path(args.out) / 'weights.npz'}",
         file=sys.stderr,
     )
@@ -540,7 +588,7 @@ COMMANDS: dict[str, Command] = {
         _reproduce,
     ),
     "train": Command(
-        "train a learned scheduler (dl2) into a folder: checkpoint, resume, weights",
+        "train a learned scheduler (dl2, deeprm, sched2) into a folder: checkpoint, resume, weights",
         _train_arguments,
         _train,
     ),

@@ -85,6 +85,16 @@ def test_ga_is_deterministic_and_never_worse_than_best_fit():
     assert np.array_equal(ga, Liquid(seed=3)._ga(batch, greedy, 0.0))
 
 
+def test_simulation_is_deterministic():
+    from smdlab.workloads.synthetic import synthetic
+
+    c = Cluster.racks(racks=2, machines_per_rack=2, gpu=4, uplink_gbps=50)
+    jobs = [j.replace(gang=True) for j in synthetic(10, c, seed=4, load=1.0)]
+    runs = [simulate(jobs, c, Liquid(seed=1), record_history=False) for _ in range(2)]
+    assert runs[0].jobs.equals(runs[1].jobs)
+    assert runs[0].summary["cross_rack_gb"] == runs[1].summary["cross_rack_gb"]
+
+
 def test_bandwidth_estimated_from_history():
     c = _racks()
     j = job("r", max_workers=2, max_ps=2)
@@ -110,3 +120,18 @@ def test_liquid_sends_less_across_racks_than_fifo():
     liquid = simulate(jobs, c, get_policy("liquid"), record_history=False).summary
     fifo = simulate(jobs, c, get_policy("fifo"), record_history=False).summary
     assert liquid["cross_rack_gb"] < fifo["cross_rack_gb"]
+
+
+def test_oversubscription_experiment_point_and_figure():
+    import pandas as pd
+
+    from smdlab.experiments.oversubscription import POLICIES, _point, racked_cluster
+    from smdlab.viz.oversubscription import oversubscription_figure
+
+    c = racked_cluster(2, 2, 4.0)
+    assert [r.uplink_gbps for r in c.topology] == [50.0, 50.0]  # 2 x 100 Gbps NICs / 4
+    df = pd.DataFrame(_point((2, 2, 8, 0, 4.0)))
+    assert list(df["policy"]) == list(POLICIES)
+    assert (df["cross_rack_tb"] >= 0).all() and (df["mean_jct_h"] > 0).all()
+    fig = oversubscription_figure(df)
+    assert {t.name for t in fig.data} == {"SMD (reconstructed model)", "Liquid", "FIFO", "Tiresias"}

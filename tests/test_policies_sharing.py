@@ -77,3 +77,26 @@ def test_gandiva_time_slices_when_oversubscribed():
     assert res.jobs.status.eq("completed").all()
     assert res.summary["gpu_sharing"] > 1.0
     assert res.summary["restarts"] > 0  # the suspended job resumes in the time-sliced group
+
+
+def test_gandiva_grows_on_idle_gpus_and_shrinks_when_jobs_wait():
+    from smdlab import make_job
+
+    kw = dict(per_worker_batch=32, batch_mode="per_worker")  # more workers: proportionally faster
+    jobs = [
+        make_job("a", "resnet50", 4e6, requested_workers=2, **kw),
+        make_job("b", "resnet50", 2e6, requested_workers=4, arrival=1000.0, **kw),
+    ]
+    h = simulate(jobs, Cluster.homogeneous(1), "gandiva").history
+    a = h[h.job == "a"].sort_values("start")
+    grown = a[a.workers == 4]
+    assert len(grown) and grown.start.min() == pytest.approx(600.0)  # first slot, cluster idle
+    # b arrives: a shrinks back to its request while b runs, and grows again once b is done
+    assert grown[grown.start < 1000.0].end.max() == pytest.approx(1000.0)
+    b_end = h[h.job == "b"].end.max()
+    assert a[(a.start >= 1000.0) & (a.end <= b_end)].workers.max() == 2
+    assert grown.start.max() >= b_end
+    never = simulate(jobs, Cluster.homogeneous(1), get_policy("gandiva", grow_factor=1)).history
+    assert never[never.job == "a"].workers.max() == 2
+    with pytest.raises(InvalidInput, match="grow_factor must be >= 1"):
+        get_policy("gandiva", grow_factor=0.5)

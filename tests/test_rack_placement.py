@@ -116,3 +116,35 @@ def test_policies_keep_working_on_racked_mixed_clusters():
         r = simulate(jobs, c, get_policy(name))
         assert len(r.jobs) == 8 and not r.skipped
         assert r.summary["cross_rack_gb"] >= 0
+
+
+def test_optimus_source_placement_stays_in_the_first_machines_rack():
+    from smdlab.policies.optimus import place_source
+
+    c = _two_racks()
+    free = capacity_matrix(c)
+    cpu = c.resources.index("cpu")
+    free[:, cpu] = [64, 50, 60, 40]  # CPU used: machine 0 least, then 2, then 1
+    job = make_job("j", "resnet50", samples=1e5, max_workers=8, max_ps=2)
+    flat = place_source(c, free, [job], [(6, 1)])["j"]
+    assert {m for m, _, _ in flat} == {0, 2}  # the two least used machines, across racks
+    with rack_layout(c):
+        aware = place_source(c, free, [job], [(6, 1)])["j"]
+    assert {m for m, _, _ in aware} == {0, 1} and sum(t[1] for t in aware) == 6
+
+
+def test_sjf_bco_ring_balanced_within_one_rack():
+    from smdlab.policies.sjf_bco import _in_one_rack, balanced_tasks
+
+    c = Cluster.racks(racks=2, machines_per_rack=2, gpu=4)
+    ring = make_job("r", "resnet50", samples=1e5, arch="allreduce", requested_workers=6)
+    a = np.array([1.0, 1.0, 1.0, 1.0])
+    free = capacity_matrix(c)
+    crossing = np.array([0, 1, 0, 0])  # machine 1 carries another ring
+    flat, _ = balanced_tasks(ring, 6, a, free, crossing, "wfbp")
+    assert {m // 2 for m, _, _ in flat} == {0, 1}  # machines without a crossing ring first
+
+    with rack_layout(c):
+        inside = _in_one_rack(flat, ring, 6, a, free, crossing, "wfbp")
+    # both racks hold 6 workers and are equally free: the best-fit tie goes to rack 0
+    assert {m // 2 for m, _, _ in inside} == {0} and sum(t[1] for t in inside) == 6

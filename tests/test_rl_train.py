@@ -152,7 +152,7 @@ def test_checkpoint_from_another_space_is_refused(trained, tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["train", "deeprm", "--steps", "3"], "agent must be one of dl2"),
+        (["train", "nope", "--steps", "3"], "agent must be one of dl2, deeprm, sched2"),
         (["train", "dl2", "--steps", "0"], "steps must be"),
         (["train", "dl2", "--steps", "3", "--workload", "nope.toml"], "--workload"),
     ],

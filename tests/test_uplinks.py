@@ -134,3 +134,21 @@ def test_cluster_file_domains(tmp_path):
     f.write_text('[[racks]]\nmachines = 1\n[[domains]]\nname = "d"\nspeed = 1\n')
     with pytest.raises(InvalidInput, match="unknown key 'speed'"):
         load_cluster_file(f)
+
+
+def test_scenario_domains_table(tmp_path):
+    from smdlab.workloads.scenario import load_scenario
+
+    sc = tmp_path / "s.toml"
+    sc.write_text(
+        '[[cluster.racks]]\nmachines = 2\ndomain = "d"\n'
+        '[[cluster.domains]]\nname = "d"\nuplink_gbps = 100\n'
+    )
+    c = load_scenario(sc).build_cluster()
+    assert c.domains == (Domain("d", 100.0, 1.0),)
+    assert Uplinks.of(c).domain_ratio == (2.0,)  # 2 machines x 100 Gbps / 100
+    sc.write_text('[cluster]\nmachines = 2\n[[cluster.domains]]\nname = "d"\n')
+    with pytest.raises(InvalidInput, match=r"cluster\.domains needs cluster\.racks"):
+        load_scenario(sc)
+    with pytest.raises(InvalidInput, match="'d' appears more than once"):
+        Cluster.groups([{"machines": 1}], [{"name": "d"}, {"name": "d"}])

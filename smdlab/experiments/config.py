@@ -87,6 +87,8 @@ class ExperimentConfig:
         Philly window's, ``data/scenarios/philly.toml``).
     learned_philly_jobs: jobs of the Philly window of ``learned_vs_heuristics`` (its held-out
         seeds of the training workload: one per seed in ``seeds``).
+    sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
+    sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
     """
 
     name: str
@@ -122,6 +124,8 @@ class ExperimentConfig:
     philly_jobs: int | None = None
     philly_machines: int | None = None
     learned_philly_jobs: int = 60
+    sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
+    sharing_load: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -135,6 +139,7 @@ class ExperimentConfig:
             "gap_seeds",
             "cpu_per_gpu_values",
             "muri_load_values",
+            "sharing_degree_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -179,6 +184,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_jobs=500,
         philly_machines=16,
         learned_philly_jobs=40,
+        sharing_degree_values=(1, 2, 4),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -201,6 +207,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_jobs=24,
         philly_machines=4,
         learned_philly_jobs=20,
+        sharing_degree_values=(1, 2),
     ),
 }
 

@@ -201,6 +201,42 @@ def _draw_curves(df: pd.DataFrame):
     return learning_curves_figure(df)
 
 
+def _oversubscription(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.oversubscription import jct_vs_oversubscription
+
+    return jct_vs_oversubscription(cfg, workers)
+
+
+def _draw_oversubscription(df: pd.DataFrame):
+    from smdlab.viz.oversubscription import oversubscription_figure
+
+    return oversubscription_figure(df)
+
+
+def _sharing_validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.sharing import sharing_validation
+
+    return sharing_validation(cfg)
+
+
+def _draw_sharing_validation(df: pd.DataFrame):
+    from smdlab.viz.sharing import sharing_validation_figure
+
+    return sharing_validation_figure(df)
+
+
+def _sharing_degree(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.sharing import jct_vs_sharing_degree
+
+    return jct_vs_sharing_degree(cfg, workers=workers)
+
+
+def _draw_sharing_degree(df: pd.DataFrame):
+    from smdlab.viz.sharing import sharing_degree_figure
+
+    return sharing_degree_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -293,6 +329,24 @@ FIGURES: dict[str, FigureSpec] = {
             "learning curves of the shipped learned schedulers (their training logs in data/)",
             _curves,
             _draw_curves,
+        ),
+        FigureSpec(
+            "jct_vs_oversubscription",
+            "mean JCT and cross-rack traffic of SMD, Liquid, FIFO and Tiresias as the rack uplinks shrink",
+            _oversubscription,
+            _draw_oversubscription,
+        ),
+        FigureSpec(
+            "sharing_validation",
+            "co-location model vs Gavel's measured co-located throughput (held-out job-type pairs)",
+            _sharing_validation,
+            _draw_sharing_validation,
+        ),
+        FigureSpec(
+            "jct_vs_sharing_degree",
+            "mean JCT, makespan and GPU utilisation of no sharing, Gandiva, Horus, SJF-BSBF, SJF-FFS and Tiresias vs jobs per GPU",
+            _sharing_degree,
+            _draw_sharing_degree,
         ),
     )
 }

@@ -4,17 +4,22 @@ Data (``data/measurements/gavel_*.csv``, Gavel, OSDI 2020, MIT): each job type's
 second per GPU type, and for pairs of job types sharing the same GPUs each job's co-located steps
 per second (0: the pair did not fit in GPU memory). A job type is a network at one batch size.
 
-**Throughput model (factorised, per GPU type g).** Each job type j has three parameters on g: a
+**Throughput model (factorised, per GPU type g).** Each job type j has four parameters on g: a
 compute demand ``u_j`` (the fraction of the GPU it keeps busy alone), a sensitivity ``s_j`` (how
-much it suffers from a partner's presence) and a pressure ``p_j`` (how much it disturbs a partner).
+much it suffers from a partner's presence), a pressure ``p_j`` (how much it disturbs a partner)
+and a sharing overhead ``c_j`` (what sharing at all costs it, whoever the partner is).
 Co-located with partner k, job j keeps the fraction
 
-    r_j / solo_j = exp(-log(max(1, u_j + u_k)) - exp(s_j + p_k))
+    r_j / solo_j = exp(-c_j - log(max(1, u_j + u_k)) - exp(s_j + p_k))
 
-of its solo rate: the first term is time-sharing of the GPU's compute when the two demands exceed
-one GPU, the second an interference term (memory bandwidth, caches, kernel launch contention) that
-factorises into the victim's sensitivity and the aggressor's pressure. Why factorised: a pair
-model needs per-pair numbers, which do not exist for unseen pairs; with per-job parameters, every
+of its solo rate: ``c_j`` is the partner-independent cost of sharing a GPU (switching between
+CUDA contexts, lost cache and launch-queue state: a job that leaves the GPU idle part of the time
+pays it whatever it is paired with), the second term is time-sharing of the GPU's compute when the
+two demands exceed one GPU, the third an interference term (memory bandwidth, caches, kernel
+launch contention) that factorises into the victim's sensitivity and the aggressor's pressure.
+``kind="factorised_no_overhead"`` is the same model with ``c_j = 0``; 5-fold cross-validation on
+the training pairs (``cross_validate_colocation``) prefers the overhead term (docs/model.md).
+Why factorised: a pair model needs per-pair numbers, which do not exist for unseen pairs; with per-job parameters, every
 job type is seen in training with other partners, so any pair of seen types is predicted. The
 compute term captures the saturation that the baseline cannot (two light jobs barely slow each
 other, two heavy ones halve each other), which is where the baseline's errors concentrate.
@@ -58,7 +63,12 @@ PAIR_COLUMNS: tuple[str, ...] = (
     "steps_per_s_a",
     "steps_per_s_b",
 )
-COLOCATION_MODELS = ("factorised", "log_additive")
+COLOCATION_MODELS = ("factorised", "factorised_no_overhead", "log_additive")
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "factorised": ("log_demand", "sensitivity", "pressure", "overhead"),
+    "factorised_no_overhead": ("log_demand", "sensitivity", "pressure"),
+    "log_additive": ("own", "partner"),
+}
 _REG = 0.01  # ridge weight on the parameters (keeps rarely seen job types near neutral)
 _MEM_SHARPNESS = 10.0  # logistic slope of the memory rule (units of 1/footprint)
 
@@ -190,7 +200,8 @@ def _log_ratio(
         return params["own"][g, own] + params["partner"][g, partner]
     u = np.exp(params["log_demand"])
     interference = np.exp(params["sensitivity"][g, own] + params["pressure"][g, partner])
-    return -np.log(np.maximum(1.0, u[g, own] + u[g, partner])) - interference
+    out = -np.log(np.maximum(1.0, u[g, own] + u[g, partner])) - interference
+    return out - params["overhead"][g, own] if "overhead" in params else out
 
 
 def _training_rows(
@@ -206,9 +217,7 @@ def _training_rows(
 
 def _fit_rates(kind: str, own: np.ndarray, partner: np.ndarray, y: np.ndarray, n: int) -> dict:
     """Least squares on log ratios for one GPU type; returns (1, n) parameter rows."""
-    names = (
-        ("own", "partner") if kind == "log_additive" else ("log_demand", "sensitivity", "pressure")
-    )
+    names = _PARAMS[kind]
     k = len(names)
     g0 = np.zeros(len(y), dtype=int)
 
@@ -239,15 +248,25 @@ def _fit_rates(kind: str, own: np.ndarray, partner: np.ndarray, y: np.ndarray, n
                 -e,
             ]
             cols = [own, partner, n + own, 2 * n + partner]
+            if k == 4:
+                vals.append(-np.ones(m))
+                cols.append(3 * n + own)
         data = np.r_[np.concatenate(vals), np.full(k * n, _REG)]
         r = np.r_[np.tile(rows, len(vals)), reg_rows]
         c = np.r_[np.concatenate(cols), np.arange(k * n)]
         return coo_matrix((data, (r, c)), shape=(m + k * n, k * n)).tocsr()
 
     x0 = (
-        np.zeros(k * n) if kind == "log_additive" else np.r_[np.full(n, -0.7), np.full(2 * n, -1.5)]
+        np.zeros(k * n)
+        if kind == "log_additive"
+        else np.r_[np.full(n, -0.7), np.full(2 * n, -1.5), np.zeros((k - 3) * n)]
     )
-    res = least_squares(resid, x0, jac=jac, method="trf")
+    # a sharing overhead is a cost (>= 0): sharing never speeds a job up (no measured pair does)
+    lower = np.full(k * n, -np.inf)
+    if "overhead" in names:
+        lower[names.index("overhead") * n : (names.index("overhead") + 1) * n] = 0.0
+        x0[lower == 0.0] = 1e-3
+    res = least_squares(resid, x0, jac=jac, method="trf", bounds=(lower, np.inf))
     return unpack(res.x)
 
 
@@ -279,7 +298,7 @@ def _fit_memory(
 def fit_colocation_model(
     pairs: pd.DataFrame, solo: pd.DataFrame, *, kind: str = "factorised"
 ) -> ColocationModel:
-    """Fit a co-location model (``kind``: factorised or log_additive) to pair and solo tables."""
+    """Fit a co-location model (``kind``: one of COLOCATION_MODELS) to pair and solo tables."""
     import time
 
     t0 = time.perf_counter()
@@ -369,6 +388,47 @@ def colocation_metrics(model: ColocationModel, pairs: pd.DataFrame) -> dict[str,
     }
 
 
+def _group_folds(pairs: pd.DataFrame, folds: int, seed: int) -> np.ndarray:
+    a, b = pairs["job_a"].astype(str), pairs["job_b"].astype(str)
+    key = pd.Series(np.minimum(a, b) + "|" + np.maximum(a, b), index=pairs.index)
+    uniq = np.array(sorted(set(key)))
+    np.random.default_rng(seed).shuffle(uniq)
+    fold = dict(zip(uniq, np.arange(len(uniq)) % folds, strict=True))
+    return key.map(fold).to_numpy(dtype=int)
+
+
+def cross_validate_colocation(
+    pairs: pd.DataFrame,
+    solo: pd.DataFrame,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    kinds: Sequence[str] = COLOCATION_MODELS,
+) -> pd.DataFrame:
+    """Return each model kind's k-fold cross-validated MAPE (%) on ``pairs`` (folds by pair).
+
+    Model selection uses this on the training pairs only, never on the hold-out split.
+    """
+    folds = check_int("folds", folds, 2)
+    check_int("seed", seed, 0)
+    for kind in kinds:
+        check_choice("kind", kind, COLOCATION_MODELS)
+    fold = _group_folds(pairs, folds, seed)
+    rows = []
+    for kind in kinds:
+        errs, weights = [], []
+        for f in range(folds):
+            model = fit_colocation_model(pairs[fold != f], solo, kind=kind)
+            met = colocation_metrics(model, pairs[fold == f])
+            if met["fitting_pairs"] > 0:
+                errs.append(met["mape_pct"] * met["fitting_pairs"])
+                weights.append(met["fitting_pairs"])
+        rows.append(
+            {"model": kind, "folds": folds, "seed": seed, "cv_mape_pct": sum(errs) / sum(weights)}
+        )
+    return pd.DataFrame(rows)
+
+
 def evaluate_colocation(
     pairs: pd.DataFrame | None = None,
     solo: pd.DataFrame | None = None,
@@ -440,6 +500,61 @@ def _gavel_type(network: str, param_bytes: float, per_gpu: float, accumulation: 
     return f"{kind} (batch size {batch})"
 
 
+# Training state per parameter: ZeRO (Rajbhandari et al., SC 2020, section 3.1) counts 16 bytes
+# for mixed-precision Adam (fp16 weights and gradients, fp32 weights, momentum and variance);
+# fp32 training with Adam needs the same 16 (weights, gradients, two moments).
+TRAINING_BYTES_PER_PARAM = 16.0
+
+
+def gpu_memory_floor_gb(job) -> float:
+    """Return a lower bound of one worker's GPU memory (GB): training state, activations not counted.
+
+    16 bytes per parameter (``TRAINING_BYTES_PER_PARAM``). The bundled profiles give no
+    activation memory, so this is a floor: a job above a GPU's memory cannot run on it, one below
+    may still not fit.
+    """
+    from smdlab.model.profiles import BYTES_PER_PARAM
+
+    params = float(job.profile.total_param_bytes) / BYTES_PER_PARAM
+    return params * TRAINING_BYTES_PER_PARAM / 1e9
+
+
+def largest_gpu_memory(cluster) -> tuple[str, float] | None:
+    """Return (GPU type, GB) of the largest GPU memory in ``cluster`` (None: no GPUs).
+
+    Untyped machines count as V100 (16 GB; the profiles' device). Datasheet memory per GPU type:
+    ``smdlab.model.gpu_types.GPU_TYPES``.
+    """
+    from smdlab.model.gpu_types import GPU_TYPES
+
+    mems = {
+        m.gpu_type or DEFAULT_SHARING_GPU: GPU_TYPES[m.gpu_type or DEFAULT_SHARING_GPU].memory_gb
+        for m in cluster.machines
+        if m.capacity.get("gpu", 0) > 0
+    }
+    return max(mems.items(), key=lambda kv: kv[1]) if mems else None
+
+
+def too_large_for_gpus(job, cluster, largest: tuple[str, float] | None = None) -> str | None:
+    """Return why ``job`` cannot fit in the memory of any GPU of ``cluster`` even alone (else None).
+
+    largest: ``largest_gpu_memory(cluster)`` when the caller has it already.
+    """
+    largest = largest_gpu_memory(cluster) if largest is None else largest
+    if largest is None:
+        return None
+    gpu, cap = largest
+    need = gpu_memory_floor_gb(job)
+    if need <= cap:
+        return None
+    params = need / TRAINING_BYTES_PER_PARAM * 1e9
+    return (
+        f"job {job.name!r} needs at least {need:.1f} GB of GPU memory per worker "
+        f"({params / 1e6:,.0f} M parameters x {TRAINING_BYTES_PER_PARAM:g} bytes of training "
+        f"state), more than the largest GPU in the cluster ({gpu}, {cap:g} GB)"
+    )
+
+
 @memoize(COLOCATION)
 def default_colocation_model() -> ColocationModel:
     """Return the factorised model fitted on every bundled Gavel pair (fitted once per process)."""
@@ -452,7 +567,8 @@ def shared_rate_factors(
     """Return each job type's fraction of its solo rate when all share one GPU (None: no fit).
 
     The pair model extended to k jobs: compute demands add, interference terms add over partners,
-    footprints add against the GPU's capacity. One job alone keeps its full rate.
+    each sharing job pays its overhead once, footprints add against the GPU's capacity. One job
+    alone keeps its full rate.
     """
     m = default_colocation_model() if model is None else model
     if gpu_type not in m.gpus:
@@ -473,7 +589,9 @@ def shared_rate_factors(
     sens, press = m.params["sensitivity"][g, ix], m.params["pressure"][g, ix]
     inter = np.exp(sens[:, None] + press[None, :])
     np.fill_diagonal(inter, 0.0)
-    return np.exp(-np.log(max(1.0, float(u.sum()))) - inter.sum(axis=1))
+    # the sharing overhead is paid once by a job that shares, whatever the number of partners
+    cost = m.params["overhead"][g, ix] if "overhead" in m.params else 0.0
+    return np.exp(-cost - np.log(max(1.0, float(u.sum()))) - inter.sum(axis=1))
 
 
 def accumulation_efficiency(job, accumulation: int, gpu_type: str = DEFAULT_SHARING_GPU) -> float:

@@ -19,15 +19,23 @@ Reconstruction here (sharing groups, ``docs/simulator.md``, "GPU sharing"):
   on its GPUs (the suspended job pays ``restart_s``; the group pays the per-switch overhead).
 - **Introspection:** a packed job predicted to run below ``unpack_below`` (0.5) of its solo
   speed is unpacked and migrated to free GPUs when its request fits there (``restart_s``).
-Assumptions: time-slicing and packing only among jobs on the same GPU counts and placement;
-grow-shrink is not modelled.
+- **Grow-shrink** (Gandiva section 3.2: a job that can use more GPUs grows onto idle ones when
+  the cluster is underused and shrinks back when other jobs wait). Shrink first: while jobs are
+  queued, a grown job goes back to its request on the GPUs it holds (``restart_s``). Grow last:
+  when nothing is left waiting after this decision, a running job alone on its GPUs (not gang;
+  packed or time-sliced partners all gone) grows to at most ``grow_factor`` (2) times its request (capped by
+  its maximum workers) on free capacity, oldest job first, if the layered model predicts at
+  least ``grow_min_gain`` (1.2) times its current speed (``restart_s`` is paid; the gain
+  threshold keeps small gains from costing restarts).
+Assumptions: time-slicing and packing only among jobs on the same GPU counts and placement; a
+grown job is never packed with others (Gandiva grows jobs only on idle GPUs).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from smdlab.errors import check_int, check_positive
+from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.colocation import (
     DEFAULT_SHARING_GPU,
     default_colocation_model,
@@ -35,16 +43,19 @@ from smdlab.model.colocation import (
 )
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP
-from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.sharing import (
     Share,
     can_share,
     factors,
     place_alone,
     running_shares,
+    solo_speed,
     take,
     try_join,
 )
+from smdlab.policies.srtf import request
+from smdlab.solve.placement import first_fit, placement_usage
 
 SPACE, TIME = "gandiva-pack", "gandiva-slice"  # label prefixes of the two kinds of group
 
@@ -58,11 +69,20 @@ class Gandiva(Policy):
     slot_s = 600.0
 
     def __init__(
-        self, sharing_degree: int = 2, pack_threshold: float = 1.0, unpack_below: float = 0.5
+        self,
+        sharing_degree: int = 2,
+        pack_threshold: float = 1.0,
+        unpack_below: float = 0.5,
+        grow_factor: float = 2.0,
+        grow_min_gain: float = 1.2,
     ) -> None:
         self.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
         self.pack_threshold = check_positive("pack_threshold", pack_threshold)
         self.unpack_below = check_positive("unpack_below", unpack_below)
+        self.grow_factor = check_positive("grow_factor", grow_factor)
+        if self.grow_factor < 1:
+            raise InvalidInput(f"grow_factor must be >= 1 (1: never grow), got {grow_factor!r}")
+        self.grow_min_gain = check_positive("grow_min_gain", grow_min_gain)
 
     def utilisation(self, job: Job) -> float:
         """The job's fitted GPU compute demand (fraction of one GPU) on V100."""
@@ -97,6 +117,22 @@ class Gandiva(Policy):
             i = s.jobs.index(victim)
             del s.jobs[i], s.accs[i], s.remaining[i]
             s.label = ""  # members left it in this decision: nobody joins it now
+        # Shrink: while jobs wait, grown jobs go back to their request on the GPUs they hold.
+        for s in shares if state.preemptive and state.queued else ():
+            if not s.label.startswith(SPACE) or len(s.jobs) != 1 or s.jobs[0].name in preempt:
+                continue
+            job = s.jobs[0]
+            w, p = self._grow_base(job)
+            if s.workers <= w:
+                continue
+            back = self._replace(job, s, w, p, free, state)
+            if back is None:
+                continue
+            preempt.append(job.name)
+            out.append(
+                Allocation(job.name, w, p, back, group=f"{SPACE}:{job.name}", sharing="space")
+            )
+            s.label = ""
         moved = set(preempt)
         for q in sorted(state.queued, key=lambda q: (q.job.arrival, q.job.name)):
             job = q.job
@@ -111,7 +147,12 @@ class Gandiva(Policy):
             u = self.utilisation(job)
             host = None
             for s in shares:
-                if not s.label or not can_share(s, job) or any(x.name in moved for x in s.jobs):
+                if (
+                    not s.label
+                    or s.label.endswith("^")  # a grown job is never packed with others
+                    or not can_share(s, job)
+                    or any(x.name in moved for x in s.jobs)
+                ):
                     continue
                 if s.label.startswith(SPACE) and len(s.jobs) < k:
                     if sum(self.utilisation(x) for x in s.jobs) + u > self.pack_threshold:
@@ -142,6 +183,7 @@ class Gandiva(Policy):
                 if (
                     len(s.jobs) != 1
                     or not s.label.startswith(SPACE)
+                    or s.label.endswith("^")
                     or s.jobs[0].name in moved
                     or not can_share(s, job)
                     or not any(r.job.name == s.jobs[0].name for r in state.running)
@@ -158,4 +200,65 @@ class Gandiva(Policy):
                     )
                 s.label, s.jobs = label, [solo, job]
                 break
+        placed = {a.job for a in out}
+        if state.preemptive and all(q.job.name in placed for q in state.queued):
+            self._grow(state, shares, free, out, preempt, moved)
         return Decision(tuple(out), preempt=tuple(preempt))
+
+    @staticmethod
+    def _grow_base(job: Job) -> tuple[int, int]:
+        """The (workers, PSs) a job shrinks back to: its request."""
+        return request(job)
+
+    @staticmethod
+    def _replace(
+        job: Job, s: Share, w: int, p: int, free: np.ndarray, state: ClusterState
+    ) -> Placement | None:
+        """Re-place ``job`` (now on ``s``) at (w, p) on free capacity plus what it holds; take it."""
+        n, res = free.shape[0], state.cluster.resources
+        held = placement_usage(job, s.placement, n, res)
+        pl = first_fit(job, w, p, free + held, res)
+        if pl is None:
+            return None
+        free += held
+        free -= placement_usage(job, pl, n, res)
+        return pl
+
+    def _grow(
+        self,
+        state: ClusterState,
+        shares: list[Share],
+        free: np.ndarray,
+        out: list[Allocation],
+        preempt: list[str],
+        moved: set[str],
+    ) -> None:
+        """Grow running jobs alone on their GPUs onto free capacity (module docstring)."""
+        gpu = state.cluster.resources.index("gpu")
+        running = {r.job.name for r in state.running}  # not the jobs started in this decision
+        for s in shares:
+            if free[:, gpu].sum() < 1 or not s.label or len(s.jobs) != 1:
+                continue
+            job = s.jobs[0]
+            if job.gang or job.name not in running or job.name in moved or job.name in preempt:
+                continue
+            w0 = request(job)[0]
+            target = min(int(self.grow_factor * w0), job.max_workers)
+            if job.arch != "allreduce":
+                target = min(target, job.max_ps)
+            if target <= s.workers:
+                continue
+            now = solo_speed(job, s.workers, s.ps, state.mode)
+            for w in range(target, s.workers, -1):
+                p = 1 if job.arch == "allreduce" else w
+                if solo_speed(job, w, p, state.mode) < self.grow_min_gain * now:
+                    break  # fewer workers gain even less
+                pl = self._replace(job, s, w, p, free, state)
+                if pl is None:
+                    continue
+                preempt.append(job.name)
+                out.append(
+                    Allocation(job.name, w, p, pl, group=f"{SPACE}:{job.name}^", sharing="space")
+                )
+                s.label = ""
+                break

@@ -8,8 +8,8 @@ tasks a job asks for and runs them to completion).
 
 Rules (docs/heterogeneity.md, Liquid):
 
-- Order: queued jobs in arrival order (Liquid's FCFS scheduler); the pass stops at the first job
-  that does not fit (head-of-line, like ``fifo``).
+- Order: queued jobs in arrival order (the FCFS scheduler, one of Liquid's scheduler choices);
+  the pass stops at the first job that does not fit (head-of-line, like ``fifo``).
 - Tasks: a job runs on its request, ``Job.gang_allocation`` (requested workers, else
   ``max_workers``; as many PSs up to ``max_ps``), reduced while it would not fit even on the
   empty cluster. Tasks are placed a worker and a PS in turn, then the remaining workers (our
@@ -28,22 +28,23 @@ Rules (docs/heterogeneity.md, Liquid):
   Liquid). On a racked cluster best fit first runs within each rack that can hold the job
   (best-fit rack first), then on the 2, 3, ... racks with most free capacity (the shared rule
   of ``smdlab.solve.placement.rack_candidates``), and takes the first that succeeds; then over
-  all machines. Jobs are best-fitted one after another, which
-  also decides which jobs start. When the greedy order finds no machine for some task although
+  all machines. Jobs are best-fitted one after another, which also decides which jobs start. When the greedy order finds no machine for some task although
   the job fits (a PS that fits only where an earlier worker went), the job takes the shared
   first-fit rule's placement (``first_fit_tasks``, which tries both task orders).
 - Batch (several jobs start in this decision): a small genetic algorithm over the machines of
   all their tasks, seeded (``seed`` and the decision time), started from the best-fit solution
-  (so it is never worse) and from random-fit and first-fit genomes as Liquid's factory does;
+  (so it is never worse) and random-fit genomes, as Liquid's genome factory mixes best-fit and
+  random-fit genomes, plus one first-fit genome;
   population ``30 + tasks / 2`` capped at ``population``, tournament selection, uniform
   crossover by job (a child takes each job's whole placement from one parent), mutation moving
   one task next to another task of its job or to a random machine; a genome whose task does not
   fit is repaired by best fit for that task. It stops after ``generations`` generations or
-  ``patience`` generations without improvement (Liquid: 30 + tasks generations or 30 s); a
+  ``patience`` generations without improvement (Liquid: after 30 + tasks generations without
+  improvement or 30 s); a
   batch of more than ``ga_tasks`` tasks keeps the best-fit placement (the GA's cost grows with
   tasks x population x generations).
-  Liquid itself runs the GA on one job's tasks when there are three or more; we run it on the
-  batch of jobs one decision starts, which is what the issue asks.
+  Liquid itself runs the GA on one job's tasks when there are three or more; we keep best fit
+  for one job and run the GA on the batch of jobs that one decision starts together.
 - Resource estimation from history: b_j (Gbps per task) is the mean traffic rate per worker
   observed for earlier jobs of the same network (each running job's samples processed between
   two decision points, times ``2 P`` bytes per iteration per worker, P the parameter bytes); a

@@ -40,6 +40,7 @@ from smdlab.solve.placement import (
     consolidated_tasks,
     dominant_share,
     first_fit_tasks,
+    rack_preference,
     usage,
 )
 
@@ -187,7 +188,9 @@ class Optimus(Policy):
     - Placement: jobs in ascending order of task count; machines in ascending order of CPU used;
       a job takes the fewest such machines that hold it, PSs then workers round-robin over them;
       the first job that fits on no set of machines gets what fits task by task (PS and worker
-      alternately, first fit) if that is at least one of each, and the jobs after it wait.
+      alternately, first fit) if that is at least one of each, and the jobs after it wait. On a
+      racked cluster (our addition) a job's further machines come from the rack of its first one
+      while that rack has any (``smdlab.solve.placement.rack_preference``).
     - Not elastic (a forced mode): the same on the queued jobs and the free capacity only.
     - Job weights are ignored, as in the source.
     - Not work conserving: GPUs the source leaves idle stay idle. ``work_conserving=True`` passes
@@ -536,7 +539,7 @@ def place_source(
         slack = (w + p + 1) * TOL * np.maximum(1.0, need)
         cand_free = np.zeros_like(need)
         while nodes:
-            cand.append(heapq.heappop(nodes)[1])
+            cand.append(_pop_near(nodes, cand, M))
             cand_free += free[cand[-1]]
             if np.any(cand_free + slack < need):
                 continue  # these machines cannot hold the job even pooled: the attempt would fail
@@ -595,6 +598,22 @@ def place_source(
                 out[job.name] = tuple(tasks)
         # the machines popped for this job are not put back: later jobs find none
     return out
+
+
+def _pop_near(nodes: list[tuple[float, int]], cand: list[int], machines: int) -> int:
+    """The next candidate machine: least CPU used, within the rack of the job's first candidate
+    when a rack layout is active and that rack has one left (``rack_preference``)."""
+    near = rack_preference(machines, cand[:1])
+    if near is not None:
+        inside = [k for k, (_, m) in enumerate(nodes) if near[m]]
+        if inside:
+            k = min(inside, key=lambda k: nodes[k])
+            pick = nodes[k]
+            nodes[k] = nodes[-1]
+            nodes.pop()
+            heapq.heapify(nodes)
+            return pick[1]
+    return heapq.heappop(nodes)[1]
 
 
 def _tasks_of(got: list[tuple[int, str]]) -> tuple[tuple[int, int, int], ...]:

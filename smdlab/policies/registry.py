@@ -38,6 +38,8 @@ _BUILTIN: dict[str, str] = {
     "muri_s": "smdlab.policies.muri:MuriS",
     "muri_l": "smdlab.policies.muri:MuriL",
     "dl2": "smdlab.policies.dl2:DL2",
+    "deeprm": "smdlab.policies.deeprm:DeepRM",
+    "sched2": "smdlab.policies.sched2:Sched2",
     "sjf_ffs": "smdlab.policies.sjf_ffs:SJFFFS",
     "sjf_bsbf": "smdlab.policies.sjf_bsbf:SJFBSBF",
     "horus": "smdlab.policies.horus:Horus",

@@ -27,6 +27,9 @@ How the parts the abstract leaves open are filled in (assumptions, each marked h
 - [A7] When nothing runs and the first job in order does not fit at its worker count (the
   cluster or another resource cannot hold it), it starts with the most workers that fit, so
   that no job waits forever.
+- [A8] On a racked cluster (our addition; the rack uplinks are in the simulated speeds) a ring
+  whose balanced placement would cross racks is balanced within the first rack that can hold it
+  (best-fit rack first, ``smdlab.solve.placement.rack_candidates``), if one can.
 The simulator times each ring by the machines its placement spans; NIC sharing between rings
 enters the policy's choice, not the simulated speeds.
 """
@@ -39,7 +42,14 @@ from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.solve.instance import job_speeds, task_vectors
-from smdlab.solve.placement import Tasks, first_fit_tasks, fit_counts, usage
+from smdlab.solve.placement import (
+    Tasks,
+    active_racks,
+    first_fit_tasks,
+    fit_counts,
+    rack_candidates,
+    usage,
+)
 
 
 def worker_count(job: Job, machine_gpus: int) -> int:
@@ -107,6 +117,29 @@ def balanced_tasks(
     return (best[2], best[0]) if best else (None, float("inf"))
 
 
+def _in_one_rack(
+    tasks: Tasks | None,
+    job: Job,
+    workers: int,
+    worker_demand: np.ndarray,
+    free: np.ndarray,
+    crossing: np.ndarray,
+    mode: str,
+) -> Tasks | None:
+    """[A8] ``tasks`` if they stay in one rack (or no rack layout is active); else the balanced
+    placement within the first rack that holds the ring (``rack_candidates``), if one does."""
+    racks = active_racks(free.shape[0])
+    if tasks is None or racks is None or len({int(racks[m]) for m, _, _ in tasks}) < 2:
+        return tasks
+    for rows in rack_candidates(free, workers * worker_demand, racks):
+        if len(set(racks[rows].tolist())) > 1:
+            break  # single racks come first; none holds the ring
+        inside, _ = balanced_tasks(job, workers, worker_demand, free[rows], crossing[rows], mode)
+        if inside is not None:
+            return tuple(sorted((int(rows[m]), w, p) for m, w, p in inside))
+    return tasks
+
+
 class SJFBCO(Policy):
     """Smallest job first; each all-reduce job placed balancing contention and overhead."""
 
@@ -143,6 +176,7 @@ class SJFBCO(Policy):
                     continue
                 if job.arch == "allreduce":
                     tasks, _ = balanced_tasks(job, k, a, free, crossing, state.mode)
+                    tasks = _in_one_rack(tasks, job, k, a, free, crossing, state.mode)
                     ps = 0
                 else:
                     ps = min(k, job.max_ps)

@@ -239,6 +239,21 @@ class DL2Env(gym.Env):
         return self.end_action if self.builder is None else self.builder.drf_action()
 
 
-def make_env(**options: Any) -> DL2Env:
-    """A DL2 environment (options: scenario, jobs + cluster, window, slot_s, max_slots, train_seeds)."""
-    return DL2Env(**options)
+ENVIRONMENTS = ("dl2", "deeprm", "sched2", "default")  # the observation spaces of make_env
+
+
+def make_env(**options: Any) -> gym.Env:
+    """An environment; ``observation`` picks the space (``ENVIRONMENTS``, default ``dl2``):
+    ``dl2`` is DL2's slot environment (options: scenario, jobs + cluster, window, slot_s,
+    max_slots, train_seeds); ``deeprm``, ``sched2`` and ``default`` are the placement
+    environment's (``smdlab.rl.placement_env.PlacementEnv``, docs/rl.md)."""
+    observation = options.pop("observation", "dl2")
+    if observation not in ENVIRONMENTS:
+        raise InvalidInput(
+            f"observation must be one of {', '.join(ENVIRONMENTS)}; got {observation!r}"
+        )
+    if observation == "dl2":
+        return DL2Env(**options)
+    from smdlab.rl.placement_env import PlacementEnv
+
+    return PlacementEnv(observation=observation, **options)

@@ -284,8 +284,10 @@ def simulate(
     between periodic decision points (None: the policy's slot in its natural mode, 1,200 s in a
     forced elastic mode, else decisions only at arrivals and completions). restart_s: seconds
     without progress after a running job's allocation or placement changes, or a preempted job
-    resumes. unfit: what to do with a job that fits on no machine even at (1 worker, 1 PS):
-    ``skip`` (warn and record it) or ``raise`` (Infeasible). record_history: keep the
+    resumes. unfit: what to do with a job that fits on no machine even at (1 worker, 1 PS), or
+    whose training state exceeds the memory of every GPU of the cluster even alone
+    (``model.colocation.too_large_for_gpus``): ``skip`` (warn and record it) or ``raise``
+    (Infeasible). record_history: keep the
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
     delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
@@ -1016,16 +1018,30 @@ class _Simulator:
 
     def _screen_unfit(self) -> list[int]:
         """Indices of jobs that can run at all; the rest are skipped or raise."""
-        ok, cache = [], {}
+        from smdlab.model.colocation import largest_gpu_memory, too_large_for_gpus
+
+        ok: list[int] = []
+        cache: dict = {}
         for i, j in enumerate(self.jobs):
             wv, pv = task_vectors(j, self.resources)
             key = (wv.tobytes(), pv.tobytes(), j.gang and j.gang_allocation)
             if key not in cache:
                 cache[key] = _fits_empty(j, self.capacity, self.resources)
+            mem_msg = None
             if cache[key]:
-                ok.append(i)
-                continue
-            if j.gang:
+                # GPU memory: a job whose training state alone exceeds every GPU cannot run
+                if "largest" not in cache:
+                    cache["largest"] = largest_gpu_memory(self.cluster)
+                mem_key = ("gpu_mem", id(j.profile))
+                if mem_key not in cache:
+                    cache[mem_key] = too_large_for_gpus(j, self.cluster, cache["largest"])
+                if cache[mem_key] is None:
+                    ok.append(i)
+                    continue
+                mem_msg = too_large_for_gpus(j, self.cluster, cache["largest"])  # with its name
+            if mem_msg is not None:
+                msg = mem_msg
+            elif j.gang:
                 w, p = j.gang_allocation
                 msg = (
                     f"job {j.name!r} is a gang of {w} workers and {p} PSs (worker needs "

@@ -20,7 +20,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     jobs = 200  # synthetic: how many; philly/csv: the first N (optional)
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s,
-    #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed)
+    #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed),
+    #            pipeline (true: bundled input pipelines, the default; false: none)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
@@ -113,6 +114,7 @@ _WL_KEYS = {
         "duration_sigma",
         "duration_range_s",
         "arch_mix",
+        "pipeline",
     ),
     "philly": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
@@ -140,6 +142,7 @@ _WL_SHAPES = {
     "duration_sigma": "number",
     "rate_scale": "number",
     "arch_mix": "number",
+    "pipeline": "flag",
 }
 
 
@@ -386,11 +389,13 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_shape(field: str, value: Any, shape: str) -> None:
-    """Raise unless ``value`` has ``shape``: text, number, names, weights (a table of numbers) or pair."""
+    """Raise unless ``value`` has ``shape``: text, number, flag, names, weights (a table of numbers) or pair."""
     if shape == "text" and not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {value!r}")
     if shape == "number":
         check_positive(field, value, allow_zero=True)
+    if shape == "flag" and not isinstance(value, bool):
+        raise InvalidInput(f"{field} must be true or false, got {value!r}")
     if shape == "names":
         names = [value] if isinstance(value, str) else value
         if (
