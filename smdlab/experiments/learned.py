@@ -206,12 +206,11 @@ def learning_curves(config: str | ExperimentConfig = "quick", *, workers: int = 
     frames = []
     for agent in learned_policies():
         path = data_dir() / agent / "curve.csv"
-        if path.is_file():
-            df = pd.read_csv(path)
-        else:  # a log kept in train.json: one mean JCT per update, "curve"
-            df = _curve_from_settings(agent)
-            if df is None:
-                continue
+        # else a log kept in train.json: one mean JCT per update, "curve"
+        found = pd.read_csv(path) if path.is_file() else _curve_from_settings(agent)
+        if found is None:
+            continue
+        df = found
         missing = {"update", "kind", "mean_jct"} - set(df.columns)
         if missing:
             raise InvalidInput(

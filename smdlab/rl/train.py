@@ -321,11 +321,11 @@ def train_dl2(
             obs, r, term, trunc, info = env.step(a)
             whose.append(who)
             if a == env.end_action or term or trunc:  # the slot ended: credit its actions
-                progress = info.get("job_progress", {})
-                share = r / max(1, sum(v > 0 for v in progress.values()))
+                done_in_slot: dict[str, float] = info.get("job_progress", {})
+                share = r / max(1, sum(v > 0 for v in done_in_slot.values()))
                 start = len(job_rews)
                 job_rews += [
-                    progress.get(w, 0.0) if w is not None else share for w in whose[start:]
+                    done_in_slot.get(w, 0.0) if w is not None else share for w in whose[start:]
                 ]
             xs.append(x)
             masks.append(torch.from_numpy(mask))
