@@ -148,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|---|")
         for r in rows:
             stretch = ", ".join(f"{x:g}" for x in r["s_per_1000_by_stretch"])
+            label = r["policy"] if r["demands"] == "gpu_only" else f"{r['policy']} ({r['demands']})"
             print(
-                f"| {r['policy']} | {r['jobs']:,} | {r['wall_s']} | {r['cpu_s']} | {r['target_s']} "
+                f"| {label} | {r['jobs']:,} | {r['wall_s']} | {r['cpu_s']} | {r['target_s']} "
                 f"| {stretch} | {r['peak_rss_mb']:g} |"
             )
     return 0

@@ -114,3 +114,21 @@ def test_job_replace_revalidates(rng):
     with pytest.raises(InvalidInput):
         job.replace(samples=-1)
     assert isinstance(job, Job)
+
+
+def test_job_replace_of_scheduling_fields_checks_them_and_keeps_the_model(rng):
+    job = random_job(rng)
+    copy = job.replace(samples=123.0, arrival=5, weight=2)
+    assert (copy.samples, copy.arrival, copy.weight) == (123.0, 5, 2)
+    assert (job.samples, job.arrival, job.weight) != (123.0, 5, 2)  # the original is untouched
+    assert copy.model_key == job.model_key and copy.demand_key == job.demand_key
+    assert copy.value_key != job.value_key  # samples are part of the value
+    assert (
+        copy.value_key == Job(**{f: getattr(copy, f) for f in Job.__dataclass_fields__}).value_key
+    )
+    assert job.replace(name=7).name == "7"
+    for bad in ({"samples": 0}, {"arrival": -1}, {"weight": float("nan")}):
+        with pytest.raises(InvalidInput, match=next(iter(bad))):
+            job.replace(**bad)
+    with pytest.raises(InvalidInput, match="requested_workers"):
+        job.replace(requested_workers=job.max_workers + 1)

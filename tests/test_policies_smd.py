@@ -88,3 +88,29 @@ def test_unknown_option_raises():
     with pytest.raises(InvalidInput, match="option"):
         MILP(knapsack="exact")  # an smd option, not a milp one
     assert SMD(knapsack="greedy").options == {"bound": False, "knapsack": "greedy"}
+
+
+def test_remaining_work_as_work_equals_copied_jobs():
+    st = _case(elastic=True)
+    entries = [*st.running, *st.queued]
+    free = np.asarray(st.free)
+    copied = solve([with_remaining(e) for e in entries], st.cluster, "smd", free=free, bound=False)
+    given = solve(
+        [e.job for e in entries],
+        st.cluster,
+        "smd",
+        free=free,
+        bound=False,
+        work=[e.remaining for e in entries],
+    )
+    assert [e.remaining for e in entries] != [e.job.samples for e in entries]
+    assert (given.workers, given.ps, given.objective) == (
+        copied.workers,
+        copied.ps,
+        copied.objective,
+    )
+    assert given.placement.placements == copied.placement.placements
+    with pytest.raises(InvalidInput, match="work"):
+        solve([e.job for e in entries], st.cluster, "smd", free=free, work=[1.0, 2.0])
+    with pytest.raises(InvalidInput, match="work"):
+        solve([e.job for e in entries], st.cluster, "smd", free=free, work=[1.0, 0.0, 1.0, 1.0])

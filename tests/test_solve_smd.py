@@ -9,7 +9,7 @@ import pytest
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
 from smdlab.solve import build_instance, select_jobs, solve, sum_of_ratios
-from smdlab.solve.cases import small_instance, small_job
+from smdlab.solve.cases import benchmark_instance, small_instance, small_job
 
 
 def _dinkelbach(N, D, ok, q):
@@ -227,3 +227,51 @@ def test_objective_selection_matches_the_milp_on_tight_instances():
     objective = solve(jobs, cluster, "smd", selection="objective", place=False)
     assert milp.objective <= objective.objective <= 1.02 * milp.objective
     assert milp.objective <= smith.objective  # Smith's rule optimises another criterion
+
+
+def _mixed_caps_jobs(n: int, fraction: float, seed: int = 3):
+    """``n`` benchmark jobs with caps 1, 2, 4 or 8 (tables of four shapes) and their cluster."""
+    jobs, cl = benchmark_instance(n, seed=seed, fraction=fraction, caps=8)
+    caps = [1, 2, 4, 8]
+    jobs = [j.replace(max_workers=caps[i % 4], max_ps=caps[i % 4]) for i, j in enumerate(jobs)]
+    return jobs, cl
+
+
+def test_reference_and_horizon_equal_the_dense_grid_formula():
+    jobs, cl = _mixed_caps_jobs(24, 0.3)
+    inst = build_instance(jobs, cl, cl.capacity_vector)
+    # the definition on the instance's padded (n, W, P) grids
+    d = inst.duration
+    others = (inst.weight.sum() - inst.weight) / 2.0
+    score = inst.weight[:, None, None] * d + others[:, None, None] * inst.share * d
+    flat = np.where(inst.fits_alone, score, np.inf).reshape(inst.n, -1)
+    k = np.argmin(flat, axis=1)
+    k = np.where(np.isfinite(flat[np.arange(inst.n), k]), k, 0)
+    P = d.shape[2]
+    w, p = inst.reference
+    np.testing.assert_array_equal(w, k // P + 1)
+    np.testing.assert_array_equal(p, k % P + 1)
+    assert len(set(w.tolist())) > 1  # not every job at (1, 1)
+    rows = np.arange(inst.n)
+    np.testing.assert_array_equal(inst.reference_duration, d[rows, w - 1, p - 1])
+    assert inst.horizon == float(
+        0.5 * np.sum(inst.share[rows, w - 1, p - 1] * d[rows, w - 1, p - 1])
+    )
+
+
+def test_slack_capacity_gives_every_job_its_fastest_configuration(monkeypatch):
+    import smdlab.solve.smd as smd_module
+
+    n = smd_module.SLACK_JOBS + 8
+    jobs, cl = _mixed_caps_jobs(n, 1.0)  # the fastest configurations of all jobs fit at once
+    fast = solve(jobs, cl, "smd", place=False, bound=False)
+    inst = build_instance(jobs, cl, cl.capacity_vector)
+    fastest = np.array([np.unravel_index(np.argmax(t), t.shape) for t in inst.tables]) + 1
+    assert list(zip(fast.workers, fast.ps)) == [tuple(x) for x in fastest.tolist()]
+    monkeypatch.setattr(smd_module, "SLACK_JOBS", 10**9)  # the full method on the same instance
+    full = solve(jobs, cl, "smd", place=False, bound=False)
+    assert fast.objective <= full.objective * (1 + 1e-12)  # the fast path is (P)'s optimum here
+    monkeypatch.undo()
+    tight_jobs, tight = _mixed_caps_jobs(n, 0.4)  # they do not fit: the method runs as before
+    res = solve(tight_jobs, tight, "smd", place=False, bound=False)
+    assert res.trace  # Jong's iteration ran

@@ -183,10 +183,14 @@ class Cluster:
 
     @property
     def machine_matrix(self) -> np.ndarray:
-        """Capacities as an (machines x resources) matrix."""
-        return np.array([[m.capacity[r] for r in self.resources] for m in self.machines]).reshape(
-            -1, len(self.resources)
-        )
+        """Capacities as an (machines x resources) matrix (a fresh copy each time)."""
+        memo = self.__dict__.get("_machine_matrix")  # the cluster is immutable: built once
+        if memo is None:
+            memo = np.array(
+                [[m.capacity[r] for r in self.resources] for m in self.machines]
+            ).reshape(-1, len(self.resources))
+            object.__setattr__(self, "_machine_matrix", memo)
+        return memo.copy()
 
     @property
     def has_machines(self) -> bool:

@@ -65,6 +65,21 @@ def _demand(
 _SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers")
 
 
+def _check_scheduling_field(name: str, value, max_workers: int):
+    """A scheduling-only field's value, checked and normalised as ``Job.__post_init__`` does."""
+    if name == "name":
+        return str(value)
+    if name == "samples":
+        return check_positive("samples", value)
+    if name == "arrival":
+        return check_positive("arrival", value, allow_zero=True)
+    if name == "weight":
+        return check_positive("weight", value)
+    if value is None:  # requested_workers
+        return None
+    return check_int("requested_workers", value, 1, max_workers)
+
+
 @dataclass(frozen=True, eq=False)
 class Job:
     """A training job: network profile, work, batch convention and per-task demands.
@@ -295,15 +310,19 @@ class Job:
 
     def replace(self, **changes) -> Job:
         """Copy with some fields changed (validated again)."""
+        if changes and all(k in _SCHEDULING_ONLY for k in changes):
+            # Schedulers copy jobs with their remaining samples at every decision: only the changed
+            # fields need validating (by __post_init__'s rules), and the copy keeps the original's
+            # model and demand keys (``value_key`` covers every field, so it is dropped).
+            job = object.__new__(Job)
+            job.__dict__.update(self.__dict__)
+            job.__dict__.pop("_value_key", None)
+            for k, v in changes.items():
+                object.__setattr__(job, k, _check_scheduling_field(k, v, self.max_workers))
+            return job
         fields = {f: getattr(self, f) for f in self.__dataclass_fields__}
         fields.update(changes)
-        job = Job(**fields)
-        # Schedulers copy jobs with their remaining samples at every decision: the model key
-        # (and the demand key) of such a copy is the original's, so reuse it, not rebuild it.
-        if all(k in _SCHEDULING_ONLY for k in changes):
-            object.__setattr__(job, "_model_key", self.model_key)  # memoised on the original
-            object.__setattr__(job, "_demand_key", self.demand_key)
-        return job
+        return Job(**fields)
 
     def check_config(self, workers: int, ps: int) -> tuple[int, int]:
         """Validate a (workers, ps) configuration against this job's bounds (all-reduce: ps = 0)."""

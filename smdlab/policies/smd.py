@@ -21,12 +21,11 @@ from smdlab.policies.base import (
 from smdlab.policies.stages import (
     queued_jobs,
     running_by_arrival,
-    unchanged,
     with_remaining,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
-from smdlab.solve.placement import TOL, first_fit_tasks, usage
+from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
+from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
     from smdlab.solve.solution import Solution
@@ -85,7 +84,14 @@ class SMD(Policy):
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
         self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
-    def _solve(self, jobs: list[Job], state: ClusterState, free: np.ndarray, place: bool):
+    def _solve(
+        self,
+        jobs: list[Job],
+        state: ClusterState,
+        free: np.ndarray,
+        place: bool,
+        work: list[float] | None = None,
+    ):
         from smdlab.solve import solve
 
         cluster = state.cluster
@@ -97,6 +103,7 @@ class SMD(Policy):
             mode=state.mode,
             place=place and cluster.has_machines,
             free=arg,
+            work=work,
             **self.options,
         )
         self.last_solution = sol
@@ -158,30 +165,33 @@ class SMD(Policy):
         return Decision(allocations, note=sol.note)
 
     def _decide_elastic(self, state: ClusterState) -> Decision:
-        cluster = state.cluster
-        n_m = state.free.shape[0]
-        held: dict[str, np.ndarray] = {}
-        active: list[RunningJob] = []
-        for r in running_by_arrival(state):
-            held[r.job.name] = usage(
-                r.placement.tasks, *task_vectors(r.job, cluster.resources), n_m
-            )
-            if r.remaining > 0:
-                active.append(r)
+        active = [r for r in running_by_arrival(state) if r.remaining > 0]
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
-        free_all = np.asarray(state.free, dtype=float) + sum(
-            (held[r.job.name] for r in active), np.zeros_like(state.free)
+        # What each active job holds, task by task: (machine, resources) rows, summed with add.at
+        # (one pass over the tasks, not a machines x resources array per job).
+        machine, use, owner = _task_rows(active, state.cluster.resources)
+        held = np.zeros_like(np.asarray(state.free, dtype=float))
+        np.add.at(held, machine, use)
+        free_all = np.asarray(state.free, dtype=float) + held
+        # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
+        sol = self._solve(
+            [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
         )
-        jobs = [with_remaining(e) for e in entries]
-        sol = self._solve(jobs, state, free_all, place=False)
-        keep = unchanged(active, {j.name: (w, p) for j, w, p in zip(jobs, sol.workers, sol.ps)})
-        free = free_all - sum((held[n] for n in keep), np.zeros_like(free_all))
+        sw, sp = sol.workers, sol.ps
+        # running jobs whose new allocation equals what they hold keep it (``stages.unchanged``)
+        same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
+        keep = {r.job.name for r, k in zip(active, same) if k}
+        kept = np.zeros_like(held)
+        sel = np.array(same, dtype=bool)[owner]
+        np.add.at(kept, machine[sel], use[sel])
+        free = free_all - kept
+        n_act = len(active)
         todo = [
-            (j, (w, p))
-            for j, w, p in zip(jobs, sol.workers, sol.ps)
-            if j.name not in keep and w > 0
+            (with_remaining(e), (sw[i], sp[i]))
+            for i, e in enumerate(entries)
+            if sw[i] > 0 and not (i < n_act and same[i])
         ]
         placed = (
             self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
@@ -196,3 +206,17 @@ class SMD(Policy):
             r.job.name for r in active if r.job.name not in keep and r.job.name not in started
         )
         return Decision(allocations, preempt, note=sol.note)
+
+
+def _task_rows(runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
+    K = len(resources)
+    tasks = [t for r in runs for t in r.placement.tasks]
+    if not tasks:
+        return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
+    counts = [len(r.placement.tasks) for r in runs]
+    owner = np.repeat(np.arange(len(runs)), counts)
+    rows = np.array([demand_row(r.job, tuple(resources)) for r in runs]).reshape(len(runs), 2 * K)
+    t = np.array(tasks, dtype=int).reshape(-1, 3)
+    use = t[:, 1:2] * rows[owner, :K] + t[:, 2:3] * rows[owner, K:]
+    return t[:, 0], use, owner

@@ -449,20 +449,26 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     given = {a.job: a for a in decision.allocations}
     preempted = set(decision.preempt)
     # per job: [job, remaining, tasks {machine: [w, p]}, pays_restart_if_changed, arrival rank]
+    # Only jobs below their worker cap can take a step (workers only grow here): the others are
+    # left out from the start (long traces hold hundreds of jobs at their caps).
     jobs: dict[str, list] = {}
     for r in state.running:
         name = r.job.name
         if name in given:
-            tasks = given[name].placement.tasks
+            alloc = given[name]
+            tasks, w_now = alloc.placement.tasks, alloc.workers
         elif name in preempted:
-            tasks = ()
+            tasks, w_now = (), 0
         else:
-            tasks = r.placement.tasks
-        jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
+            tasks, w_now = r.placement.tasks, r.workers
+        if w_now < r.job.max_workers:
+            jobs[name] = [r.job, r.remaining, tasks, name not in given and name not in preempted]
     for q in state.queued:
         if q.remaining > 0:
-            tasks = given[q.job.name].placement.tasks if q.job.name in given else ()
-            jobs[q.job.name] = [q.job, q.remaining, tasks, False]
+            got = given.get(q.job.name)
+            if (got.workers if got is not None else 0) < q.job.max_workers:
+                tasks = got.placement.tasks if got is not None else ()
+                jobs[q.job.name] = [q.job, q.remaining, tasks, False]
     per_machine: dict[str, dict[int, list[int]]] = {}
     for name, (_, _, tasks, _) in jobs.items():
         pm: dict[int, list[int]] = {}
@@ -472,17 +478,24 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
             pm[int(m)][1] += int(p)
         per_machine[name] = pm
     changed: set[str] = set()
+    vectors = {name: task_vectors(entry[0], cluster.resources) for name, entry in jobs.items()}
+    held = {
+        name: (sum(v[0] for v in pm.values()), sum(v[1] for v in pm.values()))
+        for name, pm in per_machine.items()
+    }
 
     def counts(name: str) -> tuple[int, int]:
-        pm = per_machine[name]
-        return sum(v[0] for v in pm.values()), sum(v[1] for v in pm.values())
+        return held[name]
 
     def take(name: str, tasks) -> None:
-        a, g = task_vectors(jobs[name][0], cluster.resources)
+        a, g = vectors[name]
+        w0, p0 = held[name]
         for m, w, p in tasks:
             slot = per_machine[name].setdefault(int(m), [0, 0])
             slot[0] += int(w)
             slot[1] += int(p)
+            w0, p0 = w0 + int(w), p0 + int(p)
+        held[name] = (w0, p0)
         free[:] -= usage(tasks, a, g, n_m)
         changed.add(name)
 
@@ -495,13 +508,13 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         return int(idx[0]) if idx.size else None
 
     order = sorted(jobs, key=lambda n: (jobs[n][0].arrival, n))
+    order = [n for n in order if vectors[n][0][gpu] > 0 and held[n][0] < jobs[n][0].max_workers]
     while True:
         # 1. queued jobs whose (1, 1) fits start, in arrival order
         started = False
         for name in order:
-            job = jobs[name][0]
-            a, g = task_vectors(job, cluster.resources)
-            if counts(name)[0] == 0 and a[gpu] > 0:
+            if held[name][0] == 0:
+                a, g = vectors[name]
                 unit = first_fit_tasks(free, 1, 1, a, g)
                 if unit is not None:
                     take(name, unit)
@@ -509,12 +522,13 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
         if started:
             continue
         # 2. the largest weighted saving from one more worker (and maybe a PS)
+        order = [n for n in order if held[n][0] < jobs[n][0].max_workers]
         best: tuple[float, str, tuple] | None = None
         for name in order:
             job, remaining, _, pays = jobs[name]
-            w, p = counts(name)
-            a, g = task_vectors(job, cluster.resources)
-            if w == 0 or w >= job.max_workers or a[gpu] <= 0:
+            w, p = held[name]
+            a, g = vectors[name]
+            if w == 0:
                 continue
             speeds = job_speeds(job, state.mode)
             now = remaining / speeds[w - 1, p - 1]

@@ -83,6 +83,7 @@ def solve(
     mode: str = "wfbp",
     place: bool | None = None,
     free: np.ndarray | None = None,
+    work: Sequence[float] | np.ndarray | None = None,
     **options,
 ) -> Solution:
     """Allocate workers and PSs to ``jobs`` on ``cluster`` (free capacity ``free``) by ``method``.
@@ -91,6 +92,8 @@ def solve(
     mode: timing overlap mode (sequential, wfbp, wfbp_prefetch).
     place: place the allocation on machines (default: when the cluster has machines).
     free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
+    work: samples each job processes instead of its ``samples`` (a scheduler's remaining work,
+        without copying its jobs); default: the jobs' own.
     options: backend (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
         (hull|exact|lp_round|greedy), selection (objective|smith), tol, max_iter, bound (compute the
         LP lower bound, default True), polish (finish with a local search, default True).
@@ -117,7 +120,7 @@ def solve(
     elif place and method == "lp":
         raise InvalidInput("place=True does not apply to method 'lp' (its solution is fractional)")
     capacity = _capacity(cluster, free)
-    inst = build_instance(jobs, cluster, capacity, mode)
+    inst = build_instance(jobs, cluster, capacity, mode, work)
     _check_jobs_fit_cluster(inst, cluster)
     defer = inst.defer_cost if inst.allow_defer else None
 
@@ -237,8 +240,13 @@ def solve(
     placement = None
     if place:
         free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
+        placed_jobs = inst.jobs
+        if work is not None:  # placement reads each job's samples
+            placed_jobs = tuple(
+                j.replace(samples=x) for j, x in zip(inst.jobs, inst.samples.tolist())
+            )
         placement = place_checked(
-            inst.jobs,
+            placed_jobs,
             np.column_stack([w, p]),
             cluster,
             free_m,

@@ -67,6 +67,8 @@ class Instance:
         False only in hand-built instances that require every job to start).
     pool: (K,) capacity of the whole cluster (default: ``capacity``): what a waiting job can
         expect once running jobs finish; the reference configurations and H are taken on it.
+    work: (n,) samples each job processes instead of its ``samples`` (None: the jobs'): a
+        scheduler's remaining work without copying its jobs.
 
     The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use.
     """
@@ -81,6 +83,7 @@ class Instance:
     mode: str = "wfbp"
     allow_defer: bool = False
     pool: np.ndarray | None = None
+    work: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -94,7 +97,9 @@ class Instance:
 
     @cached_property
     def samples(self) -> np.ndarray:
-        """(n,) samples each job processes."""
+        """(n,) samples each job processes (``work`` when given, else the jobs' ``samples``)."""
+        if self.work is not None:
+            return np.asarray(self.work, dtype=float)
         return np.array([j.samples for j in self.jobs], dtype=float)
 
     @cached_property
@@ -153,6 +158,19 @@ class Instance:
             np.maximum(out, a * wg + g * pg, out=out)
         return out
 
+    def share_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
+        """(n,) f_i(w_i, p_i), the dominant share of one configuration per job (``share`` without the grid)."""
+        w = np.asarray(workers, dtype=float)
+        p = np.asarray(ps, dtype=float)
+        pool = self.pool_vector
+        scale = np.where(pool > 0, pool, 1.0)
+        out = np.zeros(self.n)
+        for r in range(self.K):
+            np.maximum(
+                out, (self.alpha[:, r] / scale[r]) * w + (self.gamma[:, r] / scale[r]) * p, out=out
+            )
+        return out
+
     @cached_property
     def fits_alone(self) -> np.ndarray:
         """(n, W, P) configurations that exist and fit the whole cluster (``pool_vector``) on their own."""
@@ -177,21 +195,45 @@ class Instance:
         """
         if self.n == 0:
             return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-        d = self.duration
+        # Per group of jobs with equal table shapes, on that shape's grid (not the instance's
+        # (n, W, P) grid padded to the largest job): the same numbers, element by element.
         others = (self.weight.sum() - self.weight) / 2.0
-        score = self.weight[:, None, None] * d + others[:, None, None] * self.share * d
-        score = np.where(self.fits_alone, score, np.inf)
-        flat = score.reshape(self.n, -1)
-        k = np.argmin(flat, axis=1)
-        k = np.where(np.isfinite(flat[np.arange(self.n), k]), k, 0)
-        P = d.shape[2]
-        return k // P + 1, k % P + 1
+        pool = self.pool_vector
+        scale = np.where(pool > 0, pool, 1.0)
+        tol = _FIT_RTOL * np.maximum(1.0, np.abs(pool))
+        rw = np.ones(self.n, dtype=int)
+        rp = np.ones(self.n, dtype=int)
+        for (W, P), idx in _shape_groups(self.tables).items():
+            if W * P == 1:
+                continue  # one configuration: (1, 1) whether it fits or not
+            grid = np.array([self.tables[i] for i in idx]).reshape(len(idx), W, P)
+            with np.errstate(divide="ignore"):
+                d = self.samples[idx][:, None, None] / grid
+            wg = np.arange(1, W + 1, dtype=float)[None, :, None]
+            pg = np.arange(1, P + 1, dtype=float)[None, None, :]
+            share = np.zeros((len(idx), W, P))
+            ok = np.isfinite(d)
+            for r in range(self.K):
+                a = (self.alpha[idx, r] / scale[r])[:, None, None]
+                g = (self.gamma[idx, r] / scale[r])[:, None, None]
+                np.maximum(share, a * wg + g * pg, out=share)
+                use = (
+                    self.alpha[idx, r][:, None, None] * wg + self.gamma[idx, r][:, None, None] * pg
+                )
+                ok &= use <= pool[r] + tol[r]
+            w_ = self.weight[idx][:, None, None]
+            score = w_ * d + others[idx][:, None, None] * share * d
+            flat = np.where(ok, score, np.inf).reshape(len(idx), -1)
+            k = np.argmin(flat, axis=1)
+            k = np.where(np.isfinite(flat[np.arange(len(idx)), k]), k, 0)
+            rw[idx], rp[idx] = k // P + 1, k % P + 1
+        return rw, rp
 
     @cached_property
     def reference_duration(self) -> np.ndarray:
         """(n,) d_i(r_i): duration at the reference configuration."""
         w, p = self.reference
-        return self.duration[np.arange(self.n), w - 1, p - 1]
+        return configuration_durations(self.tables, self.samples, w, p)
 
     @cached_property
     def horizon(self) -> float:
@@ -199,8 +241,7 @@ class Instance:
         if self.n == 0:
             return 0.0
         w, p = self.reference
-        f = self.share[np.arange(self.n), w - 1, p - 1]
-        return float(0.5 * np.sum(f * self.reference_duration))
+        return float(0.5 * np.sum(self.share_at(w, p) * self.reference_duration))
 
     @cached_property
     def defer_cost(self) -> np.ndarray:
@@ -233,6 +274,7 @@ class Instance:
             self.mode,
             self.allow_defer,
             self.pool,
+            None if self.work is None else self.samples[idx],
         )
 
     def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
@@ -277,20 +319,42 @@ class Instance:
 
 def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
     """The job's speed table (samples/s, max_workers x max_ps, read-only), cached by the job's model inputs and mode."""
-    key = (mode, job.model_key)
-    hit = SPEED_TABLES.get(key)
+    memo = _job_memo(job)
+    hit = memo.get(("speeds", mode))
     if hit is not None:
         return hit
-    table = speed_table(job, check_choice("mode", mode, MODES))
-    table.setflags(write=False)
-    return SPEED_TABLES.put(key, table)
+    key = (mode, job.model_key)
+    hit = SPEED_TABLES.get(key)
+    if hit is None:
+        table = speed_table(job, check_choice("mode", mode, MODES))
+        table.setflags(write=False)
+        hit = SPEED_TABLES.put(key, table)
+    memo[("speeds", mode)] = hit
+    return hit
+
+
+def _job_memo(job: Job) -> dict:
+    """The job's own memo of its speed tables and demand rows (a per-object memo, not a cache: it
+    dies with the job, and ``Job.replace`` copies that change scheduling fields only share it).
+    Simulations look these up for every active job at every decision; the memo skips hashing the
+    value keys each time."""
+    memo = job.__dict__.get("_tables_memo")
+    if memo is None:
+        memo = {}
+        object.__setattr__(job, "_tables_memo", memo)
+    return memo
 
 
 def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
     """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row, cached by value."""
+    memo = _job_memo(job)
+    hit = memo.get(resources)
+    if hit is not None:
+        return hit
     key = (resources, job.demand_key)
     hit = DEMAND_ROWS.get(key)
     if hit is not None:
+        memo[resources] = hit
         return hit
     known = set(resources)
     for attr in ("worker_demand", "ps_demand"):
@@ -306,7 +370,13 @@ def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
         dtype=float,
     )
     row.setflags(write=False)
+    memo[resources] = row
     return DEMAND_ROWS.put(key, row)
+
+
+def demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
+    """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row (cached)."""
+    return _demand_row(job, resources)
 
 
 def task_vectors(job: Job, resources: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -344,6 +414,26 @@ def demand_kinds(alpha: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     out = np.empty(rows.shape[0], dtype=int)
     out[order] = np.cumsum(new) - 1
     return out
+
+
+def _shape_groups(tables: Sequence[np.ndarray]) -> dict[tuple[int, int], np.ndarray]:
+    """Indices of the tables of each shape (W, P), in order."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, t in enumerate(tables):
+        groups.setdefault(t.shape, []).append(i)
+    return {k: np.array(v, dtype=int) for k, v in groups.items()}
+
+
+def fastest_configurations(tables: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(workers, ps) of each speed table's fastest configuration (the first in (w, p) order on ties)."""
+    w = np.ones(len(tables), dtype=int)
+    p = np.ones(len(tables), dtype=int)
+    for (W, P), idx in _shape_groups(tables).items():
+        if W * P == 1:
+            continue
+        k = np.argmax(np.array([tables[i] for i in idx]).reshape(len(idx), -1), axis=1)
+        w[idx], p[idx] = k // P + 1, k % P + 1
+    return w, p
 
 
 def configuration_durations(
@@ -400,9 +490,16 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
 
 
 def build_instance(
-    jobs: Sequence[Job], cluster: Cluster, capacity: np.ndarray, mode: str = "wfbp"
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    capacity: np.ndarray,
+    mode: str = "wfbp",
+    work: Sequence[float] | np.ndarray | None = None,
 ) -> Instance:
-    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``)."""
+    """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``).
+
+    work: samples each job processes instead of its ``samples`` (each finite and > 0).
+    """
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
     check_cluster(cluster)
@@ -416,6 +513,22 @@ def build_instance(
     weight = np.array([j.weight for j in jobs], dtype=float)
     pool = np.asarray(cluster.capacity_vector, dtype=float)
     pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool
+    if work is not None:
+        work = as_amounts("work", work, f"({len(jobs)},)").reshape(-1)
+        if work.shape != (len(jobs),) or not np.all(np.isfinite(work) & (work > 0)):
+            raise InvalidInput(
+                f"work must be {len(jobs)} finite amounts > 0 (samples per job), got {work!r:.80}"
+            )
     return Instance(
-        jobs, tuple(cluster.resources), cap, alpha, gamma, weight, tuple(tables), mode, True, pool
+        jobs,
+        tuple(cluster.resources),
+        cap,
+        alpha,
+        gamma,
+        weight,
+        tuple(tables),
+        mode,
+        True,
+        pool,
+        work,
     )

@@ -18,7 +18,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.solve.backends import FlatModel, solve_flat
-from smdlab.solve.instance import Instance, fits, pareto_mask
+from smdlab.solve.instance import Instance, fastest_configurations, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
     KnapsackResult,
@@ -329,6 +329,7 @@ def _most_profitable_per_demand(
 
 
 UNIT_SELECTION_JOBS = 100  # the second candidate selection pays on small instances only
+SLACK_JOBS = 100  # above this many jobs, a slack capacity gives every job its fastest configuration
 LP_SELECTION_COLUMNS = (
     4000  # above this many configuration columns the LP costs more than SMD itself
 )
@@ -483,8 +484,17 @@ def smd(
     allocations is kept. With ``polish``, after the iteration's own
     local search, ``defer_search`` may start, stop or exchange jobs where that lowers the
     objective of (P) (deferral charge included); with ``selection="smith"`` the selection is
-    kept as the rule made it.
+    kept as the rule made it. Above ``SLACK_JOBS`` jobs, when every job's fastest configuration
+    fits the capacity at once, that allocation (an optimum of (P)) is returned without iterating.
     """
+    if inst.n > SLACK_JOBS:
+        # Capacity slack: when every job's fastest configuration fits at once, that allocation is
+        # an optimum of (P) (each job's term is at its minimum, and starting never costs more
+        # than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))). Large instances only, so
+        # smaller ones keep the heuristic's exact results.
+        fw, fp = fastest_configurations(inst.tables)
+        if fits(fw @ inst.alpha + fp @ inst.gamma, inst.capacity):
+            return SmdResult(fw, fp, np.ones(inst.n, dtype=bool), None, "")
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
     kw: dict[str, Any] = dict(knapsack=knapsack, tol=tol, max_iter=max_iter, backend=backend,
               time_limit=time_limit, polish=polish)  # fmt: skip
