@@ -31,6 +31,8 @@
 # discarded. `make dashboard` serves this notebook as a Voila dashboard.
 
 # %%
+import pandas as pd
+
 from smdlab.widgets import explorer
 
 app = explorer()
@@ -39,30 +41,46 @@ app
 # %% [markdown]
 # The default state (`docs/explorer.md`) is a CPU-poor cluster, 4 machines of 8 GPUs with 4 cores
 # per GPU and 25 Gbps per task, running 16 jobs. Cores run out before GPUs, so some jobs get fewer
-# PSs than workers and the LP bound is not tight. Try the NIC bandwidth slider: the allocation
-# moves.
+# PSs than workers and the LP bound is not tight. Each job reserves what its network needs
+# (per-network task demands), so the lower panel of the allocation figure shows shares that differ
+# from job to job. Try the NIC bandwidth slider: the allocation moves. Tick **large instance**
+# (2,000 jobs on 500 machines) to see the exact MILP run in the background (an hourglass) and stop
+# at its 5 s time limit (a hollow diamond in the bounds figure), while SMD answers in the callback.
+#
+# The status line appears after the first change: the headline names the chosen method, and the
+# line below it is the time from your input to the last figure repainted, measured in this browser
+# the same way as `benchmarks/bench_explorer_browser.py` (`docs/explorer.md`).
 #
 # The app can be driven from Python as well (`docs/explorer.md`, "Scripting interface"):
 # `app.controls` maps each control's name to its widget, so `app.controls["machines"].value = 6`
 # has the same effect as moving the slider. `app.wait()` blocks until the background MILP is done,
 # and `app.solution` / `app.exact_solution` hold the fast and the exact `Solution`. The allocation
-# shown, with the jobs whose PS count differs from their worker count:
+# shown (bold: jobs whose PS count differs from their worker count; "waits": not started now):
 
 # %%
-shown = app.shown_solution.to_frame()
-print(f"{app.headline()}".replace("<b>", "").replace("</b>", ""))
+frame = app.shown_solution.to_frame()
+print(app.headline().replace("<b>", "").replace("</b>", ""))
 if app.exact_solution is not None:
-    print(
-        f"exact MILP {app.exact_solution.objective:,.0f} s, "
-        f"{(app.exact_solution.objective - app.solution.lower_bound) / app.exact_solution.objective:.2%} "
-        "above the LP bound"
+    above = (app.exact_solution.objective - app.solution.lower_bound) / app.exact_solution.objective
+    print(f"exact MILP {app.exact_solution.objective:,.0f} s, {above:.2%} above the LP bound")
+table = pd.DataFrame(
+    {
+        "job": frame["job"],
+        "workers": frame["workers"],
+        "PSs": frame["ps"],
+        "duration on its allocation (h)": frame["duration"] / 3600,
+        "machines": [", ".join(str(m) for m in ms) for ms in frame["machines"]],
+    }
+)
+(
+    table.style.hide(axis="index")
+    .format({"duration on its allocation (h)": "{:.2f}"}, na_rep="waits")
+    .apply(
+        lambda row: (
+            ["font-weight: bold" if 0 < row["workers"] != row["PSs"] else ""] * len(row)
+        ),
+        axis=1,
     )
-shown.style.apply(
-    lambda row: (
-        ["font-weight: bold" if row["workers"] > 0 and row["workers"] != row["ps"] else ""]
-        * len(row)
-    ),
-    axis=1,
 )
 
 # %% [markdown]

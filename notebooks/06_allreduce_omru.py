@@ -52,7 +52,7 @@ for w in (1, 2, 4, 8, 9, 12, 16):
             "all-reduce job (ms)": iteration_time(ring_job, w, 0) * 1e3,
         }
     )
-pd.DataFrame(rows).round(1)
+pd.DataFrame(rows).style.hide(axis="index").format(precision=1)
 
 # %% [markdown]
 # One iteration of the ring on 8 GPUs: the green bars are the buckets' all-reduces, each
@@ -81,10 +81,10 @@ table = epoch_table(jobs, [j.samples for j in jobs], G, "wfbp")
 pd.DataFrame(
     {
         "epochs": table.epochs,
-        **{f"epoch h at {g} GPUs": table.epoch_time[:, g] / 3600 for g in (1, 4, 8)},
+        **{f"epoch at {g} GPUs (h)": table.epoch_time[:, g] / 3600 for g in (1, 4, 8)},
     },
-    index=list(table.names),
-).round(2)
+    index=pd.Index(list(table.names), name="job"),
+).style.format(precision=2).format({"epochs": "{:.0f}"})
 
 # %% [markdown]
 # Two chromosomes by hand: every job in one batch, and every job in its own batch. GPU reuse
@@ -92,9 +92,16 @@ pd.DataFrame(
 
 # %%
 by_hand = np.array([[0, 0, 0, 0, 0], [0, 1, 2, 3, 4]])
-for reuse in (False, True):
-    hours = evaluate(by_hand, table, reuse=reuse).makespan / 3600
-    print(f"reuse={reuse}: makespans {np.round(hours, 1)} h")
+pd.DataFrame(
+    {
+        f"makespan, {'with' if reuse else 'without'} GPU reuse (h)": evaluate(
+            by_hand, table, reuse=reuse
+        ).makespan
+        / 3600
+        for reuse in (False, True)
+    },
+    index=pd.Index(["every job in one batch", "every job in its own batch"], name="chromosome"),
+).style.format(precision=1)
 
 # %% [markdown]
 # The GA: population 50, roulette selection on 1/makespan, one-point crossover, one mutated
@@ -103,8 +110,11 @@ for reuse in (False, True):
 
 # %%
 genes, best, history = ga(table, population=50, generations=300, seed=0)
-print("best chromosome", genes, f"makespan {best / 3600:.1f} h")
-pd.Series(history / 3600, name="best makespan (h)").iloc[[0, 10, 50, 100, 299]].round(1)
+print(f"best chromosome (batch of each job): {genes.tolist()}, makespan {best / 3600:.1f} h")
+steps = [0, 10, 50, 100, 299]
+pd.DataFrame(
+    {"best makespan (h)": history[steps] / 3600}, index=pd.Index(steps, name="generation")
+).style.format(precision=1)
 
 # %% [markdown]
 # The best plan as a Gantt chart: coloured bars are each job's run in its batch (with its GPUs),
@@ -134,7 +144,7 @@ for name in ("seqex", "parallel", "optimus_like", "omru_noreuse", "omru"):
         "makespan (h)": s["makespan"] / 3600,
         "GPU utilisation": s["utilization"]["gpu"],
     }
-pd.DataFrame(summary).T.round(3)
+pd.DataFrame(summary).T.style.format({"makespan (h)": "{:.1f}", "GPU utilisation": "{:.1%}"})
 
 # %% [markdown]
 # ## SJF-BCO: spreading a ring against contention
@@ -156,12 +166,13 @@ crossing = np.array([3, 0, 2, 0])
 job = make_job("r", "vgg16", 1e6, arch="allreduce", max_workers=8, gpus_per_machine=4)
 alpha = np.array([job.worker_demand.get(r, 0.0) for r in four.resources])
 tasks, tau = balanced_tasks(job, 4, alpha, free, crossing, "wfbp")
-print("placement (machine, workers, PSs):", tasks, f"-> {tau * 1e3:.0f} ms per iteration")
+where = ", ".join(f"machine {m}: {w} workers" for m, w, _ in tasks)
+print(f"SJF-BCO places the ring on {where}: {tau * 1e3:.0f} ms per iteration")
 pd.DataFrame(
     {
         "sharing rings on the busiest NIC": [1, 2, 3, 4],
-        "iteration (ms) over 2 machines": [
+        "iteration over 2 machines (ms)": [
             allreduce_iteration_time(job, 4, machines=2, sharing=k) * 1e3 for k in (1, 2, 3, 4)
         ],
     }
-).round(1)
+).style.hide(axis="index").format(precision=1)

@@ -37,11 +37,31 @@ import pandas as pd
 
 import smdlab
 from smdlab.model.pipeline import data_stage_times, saturation_cpu
-from smdlab.viz.model import timeline_figure
+from smdlab.viz.model import timeline_spec
+from smdlab.widgets.live import figure_widget, sync_figure
 
 job = smdlab.make_job("demo", "googlenet", 1e6, pipeline=True)
-print(job.pipeline)
-print("worker demand:", dict(job.worker_demand))
+pipe = job.pipeline
+pd.DataFrame(
+    {
+        "value": [
+            f"{pipe.cpu_s_per_sample * 1e3:.2f} core-ms",
+            f"{pipe.sample_mb:.3f} MB",
+            f"{pipe.dataset_gb:,.0f} GB",
+            f"{pipe.storage_mb_s:,.0f} MB/s",
+            f"{pipe.process_mem_gb:.1f} GB",
+            ", ".join(f"{k} {v:g}" for k, v in job.worker_demand.items()),
+        ]
+    },
+    index=[
+        "preprocessing per sample",
+        "read per sample",
+        "dataset",
+        "storage bandwidth per worker",
+        "worker process memory",
+        "worker demand (GPU, cores, GB, Gbps)",
+    ],
+).style.set_caption("GoogLeNet's input pipeline (data/pipelines/README.md)")
 
 # %% [markdown]
 # ## One slider: CPU cores per worker
@@ -53,15 +73,17 @@ print("worker demand:", dict(job.worker_demand))
 
 # %%
 need = saturation_cpu(job, 1, 1)
-print(f"cores at which preprocessing stops binding on (1 worker, 1 PS): {need:.1f}")
+print(f"Preprocessing stops binding at {need:.1f} cores per worker (1 worker, 1 PS).")
 
 
-def show(cores: float = 2.0) -> None:
-    """The timeline of one iteration with ``cores`` CPU cores per worker."""
-    timeline_figure(job, 1, 1, cpu=cores).show()
-
-
-widgets.interact(show, cores=widgets.FloatSlider(2.0, min=1.0, max=16.0, step=0.5))
+cores = widgets.FloatSlider(2.0, min=1.0, max=16.0, step=0.5, description="cores / worker")
+timeline = figure_widget(timeline_spec(job, 1, 1, cpu=cores.value))
+# The slider redraws the figure in place (no Output widget: see CHANGELOG on notebook 08).
+cores.observe(
+    lambda change: sync_figure(timeline, timeline_spec(job, 1, 1, cpu=change["new"])),
+    names="value",
+)
+widgets.VBox([cores, timeline])
 
 # %% [markdown]
 # ## Speed versus cores and memory
@@ -77,13 +99,15 @@ for cores in (1, 2, 4, 8, 12, 16, 24):
     rows.append(
         {
             "cores": cores,
-            "preprocess_ms": 1e3 * float(cpu),
-            "read_ms": 1e3 * float(io),
-            "tau_ms": 1e3 * smdlab.iteration_time(job, 1, 1, cpu=cores),
+            "preprocessing (ms)": 1e3 * float(cpu),
+            "storage read (ms)": 1e3 * float(io),
+            "iteration τ (ms)": 1e3 * smdlab.iteration_time(job, 1, 1, cpu=cores),
             "speed / layered model": smdlab.speed(job, 1, 1, cpu=cores) / smdlab.speed(plain, 1, 1),
         }
     )
-pd.DataFrame(rows)
+pd.DataFrame(rows).style.hide(axis="index").format(precision=1).format(
+    {"speed / layered model": "{:.0%}"}
+)
 
 # %% [markdown]
 # ## Memory as page cache
@@ -98,13 +122,16 @@ for mem in (job.pipeline.process_mem_gb, 20, 50, 100, 150):
     io, _ = data_stage_times(job, 1, cpu=64, mem_gb=mem)
     mem_rows.append(
         {
-            "mem_gb": mem,
-            "cached share": float(job.pipeline.cache_fraction(mem)),
-            "read_ms": 1e3 * float(io),
-            "tau_ms (64 cores)": 1e3 * smdlab.iteration_time(job, 1, 1, cpu=64, mem_gb=mem),
+            "memory per worker (GB)": mem,
+            "dataset in page cache": float(job.pipeline.cache_fraction(mem)),
+            "storage read (ms)": 1e3 * float(io),
+            "iteration τ at 64 cores (ms)": 1e3
+            * smdlab.iteration_time(job, 1, 1, cpu=64, mem_gb=mem),
         }
     )
-pd.DataFrame(mem_rows)
+pd.DataFrame(mem_rows).style.hide(axis="index").format(precision=1).format(
+    {"dataset in page cache": "{:.0%}"}
+)
 
 # %% [markdown]
 # ## Why schedulers care
@@ -123,8 +150,8 @@ cluster = smdlab.Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)
 jobs = synthetic(16, cluster, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.4})
 pd.DataFrame(
     {
-        p: smdlab.simulate(jobs, cluster, p, record_history=False).summary["mean_jct"]
+        p: [smdlab.simulate(jobs, cluster, p, record_history=False).summary["mean_jct"] / 3600]
         for p in ("gpu_proportional", "synergy_tune")
     },
-    index=["mean JCT (s)"],
-)
+    index=["mean JCT (h)"],
+).style.format(precision=2)

@@ -325,3 +325,94 @@ def test_voila_dashboard_slider_changes_plot(voila_server, page):
                 raise
     assert before != after
     assert (ARTIFACTS / "voila-explorer-after.png").stat().st_size > 10_000
+
+
+# For every plot of the explorer (the output holding the first slider): the width Plotly drew it
+# at, its own element's width, and the width of the notebook's output area around it.
+FIGURE_WIDTHS_JS = """() => {
+    const handle = document.querySelector('.widget-slider .noUi-handle');
+    const out = handle.closest('.jp-OutputArea-output');
+    const area = out.getBoundingClientRect();
+    // Hidden figures (the rack view of a flat cluster) have no width to check.
+    return Array.from(out.querySelectorAll('.js-plotly-plot')).filter(g => g.clientWidth > 0).map(g => {
+        const svg = g.querySelector('svg.main-svg').getBoundingClientRect();
+        const box = g.parentElement.getBoundingClientRect();
+        return {drawn: svg.width, left: svg.left, right: svg.right, element: g.clientWidth,
+                box_right: box.right, area_left: area.left, area_right: area.right};
+    });
+}"""
+
+
+def _run_all_in_lab(page, base: str, token: str) -> None:
+    page.goto(f"{base}/lab/tree/{EXPLORER.name}?token={token}", timeout=SERVER_START_S * 1000)
+    page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=SERVER_START_S * 1000)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    page.wait_for_function(
+        """() => {
+            const h = document.querySelector('.widget-slider .noUi-handle');
+            const out = h && h.closest('.jp-OutputArea-output');
+            return out && out.querySelectorAll('.js-plotly-plot svg.main-svg').length >= 4;
+        }""",
+        timeout=RUN_ALL_S * 1000,
+    )
+
+
+def _figures_fit(page) -> list[dict]:
+    """The figure widths once they stopped changing; assert each fits inside its container."""
+    # On a loaded machine a resize can take a few seconds to land: wait for it, then check.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            f"() => ({FIGURE_WIDTHS_JS})().every(w => Math.abs(w.drawn - w.element) <= 1)",
+            timeout=CHANGE_S * 1000,
+        )
+    widths = json.loads(_settle(page, f"() => JSON.stringify(({FIGURE_WIDTHS_JS})())"))
+    assert len(widths) >= 4
+    for i, w in enumerate(widths):
+        # Drawn as wide as its element (autosize), not Plotly's default 700 px.
+        assert abs(w["drawn"] - w["element"]) <= 1, f"figure {i} drawn {w['drawn']} px wide in {w}"
+        assert w["right"] <= w["box_right"] + 1 and w["right"] <= w["area_right"] + 1, (
+            f"figure {i} reaches past its container: {w}"
+        )
+        assert w["left"] >= w["area_left"] - 1
+    return widths
+
+
+def test_lab_figures_fit_their_container_with_the_file_browser_open(lab_server, page):
+    """JupyterLab with the file browser open: no explorer figure is wider than its container.
+
+    Closing the file browser changes the column's width (the controls move beside the figures):
+    the figures follow. A key press then shows the browser's change-to-redraw time.
+    """
+    base, token = lab_server
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _run_all_in_lab(page, base, token)
+    file_browser = page.locator("#filebrowser")
+    tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id='filebrowser']")
+    if not file_browser.is_visible():
+        tab.click()
+    assert file_browser.is_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    with_browser = _figures_fit(page)
+    page.locator(".smdlab-app").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "lab-explorer-file-browser.png"))
+    tab.click()  # close the file browser
+    page.wait_for_function(
+        "() => { const f = document.querySelector('#filebrowser'); return !f || !f.offsetParent; }"
+    )
+    without = _figures_fit(page)
+    page.screenshot(path=str(ARTIFACTS / "lab-explorer-no-file-browser.png"))
+    assert all(abs(a["element"] - b["element"]) > 50 for a, b in zip(with_browser, without))
+    # The status line: hidden before the first change, then the browser's change-to-redraw time.
+    timer = page.locator(".smdlab-redraw-timer").first
+    assert timer.inner_text() == ""
+    handle = page.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('.smdlab-redraw-timer').dataset.latencyMs",
+        timeout=CHANGE_S * 1000,
+    )
+    assert float(timer.get_attribute("data-latency-ms")) > 0
+    assert "change to redraw" in timer.inner_text()

@@ -18,9 +18,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 OURS = tuple(f"{p.stem}.ipynb" for p in sorted(NOTEBOOKS.glob("[0-9]*.py")))  # the sources
 CELL_TIMEOUT_S = 120  # no cell may run longer than two minutes
-# Whole notebook. Each takes 3-13 s alone on an idle machine, but 08 measured 122 s when run
-# after the seven others in one pytest process (an unexplained stall; CHANGELOG, known issues).
-BUDGET_S = 180
+BUDGET_S = 120  # nor any whole notebook (issue 16: "in under 2 minutes")
 
 
 def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
@@ -61,17 +59,24 @@ def test_notebook_runs_top_to_bottom(name):
         or Path(argv[0]).resolve() == Path(sys.executable).resolve()
     )
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    t0 = time.perf_counter()
-    NotebookClient(
+    client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS)}},
-    ).execute()
+    )
+    # nbclient mimics a frontend's Output widget by sending comm messages to the kernel while a
+    # cell runs; with ipykernel 7 the cell's execute_reply can then stay unsent until the next
+    # shell message, so nbclient waited out the whole cell timeout (notebook 08's 122 s stall,
+    # CHANGELOG). No output is stored, so the emulation is not needed.
+    client.widget_registry = {}
+    t0 = time.perf_counter()
+    client.execute()
     elapsed = time.perf_counter() - t0
-    errors = [
-        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
-    ]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors[0].get("evalue")
+    stderr = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert not stderr, f"{name} wrote to stderr: {stderr[0][:500]}"
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
-    assert elapsed < BUDGET_S
+    assert elapsed < BUDGET_S, f"{name} took {elapsed:.0f} s"

@@ -46,6 +46,7 @@ def _changed(before, after, key):
         ("mode", "sequential"),
         ("batch", "per_worker"),
         ("method", "lp_round"),
+        ("demands", "uniform"),
     ],
 )
 def test_every_control_changes_the_figures(app, control, value):
@@ -324,5 +325,69 @@ def test_status_is_hidden_until_the_first_change():
     try:
         assert a.status.layout.display == "none"
         assert "SMD" in a.headline()
+    finally:
+        a.close()
+
+
+def test_default_shares_differ_where_demands_differ():
+    """Per-network demands: two jobs on the same number of workers and PSs hold different shares."""
+    from smdlab.solve import solve
+    from smdlab.viz.solution import resource_shares
+
+    s = default_settings()
+    jobs, cluster = build_jobs(s), build_cluster(s)
+    sol = solve(jobs, cluster, "smd", mode=s.mode)
+    shares = resource_shares(sol, jobs, cluster)
+    k = {r: i for i, r in enumerate(cluster.resources)}
+    by_shape: dict[tuple[int, int], set[tuple[float, float]]] = {}
+    for i, (w, p) in enumerate(zip(sol.workers, sol.ps)):
+        if w > 0:
+            by_shape.setdefault((w, p), set()).add(
+                (round(shares[i, k["cpu"]], 6), round(shares[i, k["mem_gb"]], 6))
+            )
+    assert any(len(v) > 1 for v in by_shape.values())
+    # ... while the GPU share is the same for the same worker count
+    uniform = s.replace(demands="uniform")
+    ujobs = build_jobs(uniform)
+    assert len({(j.worker_demand["cpu"], j.ps_demand["cpu"]) for j in ujobs}) == 1
+    assert len({(j.worker_demand["cpu"], j.ps_demand["cpu"]) for j in jobs}) > 1
+
+
+def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
+    """One control: a large instance on which the exact MILP runs in the background and stops at its limit."""
+    import smdlab.widgets.explorer_app as mod
+
+    monkeypatch.setattr(mod, "LARGE_MACHINES", 30)  # the real switch: 2,000 jobs, 500 machines
+    monkeypatch.setattr(mod, "LARGE_JOBS", 120)
+    a = explorer(SMALL, milp_time_limit=0.05, exact_grace_s=0)
+    try:
+        assert a.wait(60)
+        a.large.value = True
+        assert (a.settings.machines, a.settings.n_jobs) == (30, 120)
+        assert (a.machines.value, a.n_jobs.value) == (30, 120)
+        assert a.background.running or a.exact_solution is not None  # the hourglass shows
+        assert a.wait(60) and not a.background.errors
+        assert a.exact_solution is not None and a.exact_solution.status == "time_limit"
+        assert a.bounds_fig.data[0].marker.symbol[-1] == "diamond-open"
+        assert "time limit" in a.status.value
+        assert a.schedule is None and "not simulated" in str(a.schedule_fig.layout)
+        a.large.value = False
+        assert (a.settings.machines, a.settings.n_jobs) == (SMALL.machines, SMALL.n_jobs)
+        a.large.value = True
+        a.machines.value = 20  # moving a slider away from the large instance unticks it
+        assert not a.large.value and a.settings.machines == 20
+    finally:
+        a.close()
+
+
+def test_browser_side_timer_is_part_of_the_app():
+    from smdlab.widgets.browser import APP_CLASS, RedrawTimer
+
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert APP_CLASS in a._dom_classes and isinstance(a.timer, RedrawTimer)
+        assert a.browser_latency_s is None  # no browser has measured a change
+        for fig in (a.allocation_fig, a.bounds_fig, a.timeline_fig, a.schedule_fig):
+            assert fig._config.get("responsive") is True
     finally:
         a.close()

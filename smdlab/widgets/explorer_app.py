@@ -30,9 +30,12 @@ from smdlab.viz.racks import rack_figure, solution_snapshot
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
+from smdlab.widgets.browser import APP_CLASS, RedrawTimer
 from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
 from smdlab.widgets.scenario import (
     DEVICES,
+    LARGE_JOBS,
+    LARGE_MACHINES,
     MACHINE_SHAPES,
     ExplorerSettings,
     build_cluster,
@@ -55,6 +58,8 @@ EXACT_GRACE_S = 0.1
 _CONTROL_WIDTH = "380px"
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
+# Larger job mixes are not simulated: six simulations would take minutes, not seconds.
+SCHEDULE_MAX_JOBS = 64
 
 
 def _slider_layout() -> widgets.Layout:
@@ -133,9 +138,12 @@ class Explorer(BackgroundApp, widgets.HBox):
         )
         # Hidden until the first change: before it there is no change-to-redraw time to report.
         self.status = widgets.HTML(layout=widgets.Layout(display="none"))
+        # In the browser: figures as wide as their column, and the change-to-redraw time.
+        self.timer = RedrawTimer()
         outputs = widgets.VBox(
             [
                 widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
+                self.timer,
                 self.allocation_fig,
                 self.rack_box,
                 self.bounds_fig,
@@ -149,6 +157,7 @@ class Explorer(BackgroundApp, widgets.HBox):
             [self.control_panel, outputs],
             layout=widgets.Layout(width="100%", flex_flow="row wrap"),
         )
+        self.add_class(APP_CLASS)
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
         self._queue_schedule()
@@ -186,6 +195,15 @@ class Explorer(BackgroundApp, widgets.HBox):
             continuous_update=False,
             layout=_slider_layout(),
         )
+        # One control to an instance where the exact MILP needs its background thread and its
+        # time limit; unticking restores the machines and jobs from before.
+        self.large = widgets.Checkbox(
+            s.machines == LARGE_MACHINES and s.n_jobs == LARGE_JOBS,
+            description=f"large instance: {LARGE_JOBS:,} jobs on {LARGE_MACHINES} machines",
+            indent=False,
+            layout=_slider_layout(),
+        )
+        self._before_large = (min(s.machines, 4), min(s.n_jobs, 16))
         # A rack layout (0: flat): the machines split into racks, drawn beside the allocation.
         self.racks = widgets.IntSlider(
             s.racks,
@@ -221,6 +239,12 @@ class Explorer(BackgroundApp, widgets.HBox):
             value=s.arch,
             description="training",
             style={**style, "button_width": "80px"},
+        )
+        self.demands = widgets.ToggleButtons(
+            options=[("per network", "per_network"), ("uniform", "uniform")],
+            value=s.demands,
+            description="task demands",
+            style={**style, "button_width": "100px"},
         )
         self.focus = widgets.Dropdown(
             options=self._focus_options(s),
@@ -308,8 +332,10 @@ class Explorer(BackgroundApp, widgets.HBox):
 
         self.control_panel = widgets.VBox(
             [
-                section("Cluster", self.machines, self.shape, self.bandwidth, self.racks),
-                section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch),
+                section(
+                    "Cluster", self.machines, self.shape, self.bandwidth, self.racks, self.large
+                ),
+                section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch, self.demands),
                 section(
                     "Layer profile",
                     self.focus,
@@ -330,7 +356,8 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.controls: dict[str, widgets.Widget] = {
             name: getattr(self, name)
             for name in (
-                "machines", "shape", "bandwidth", "profiles", "n_jobs", "seed", "arch", "focus",
+                "machines", "shape", "bandwidth", "large", "profiles", "n_jobs", "seed", "arch", "demands",
+                "focus",
                 "device", "compute_scale", "param_scale", "comm_ratio", "cpu", "mem", "mode",
                 "batch", "method", "exact", "racks",
             )
@@ -347,7 +374,7 @@ class Explorer(BackgroundApp, widgets.HBox):
     def _observe(self) -> None:
         handlers = {
             "cluster": (self.machines, self.shape, self.bandwidth, self.racks),
-            "jobs": (self.profiles, self.n_jobs, self.seed, self.arch),
+            "jobs": (self.profiles, self.n_jobs, self.seed, self.arch, self.demands),
             "edit": (self.device, self.compute_scale, self.param_scale, self.comm_ratio),
             "model": (self.mode, self.batch, self.method),
         }
@@ -358,6 +385,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.cpu.observe(lambda change: self._on_levels(), names="value")
         self.mem.observe(lambda change: self._on_levels(), names="value")
         self.exact.observe(lambda change: self._on_exact(), names="value")
+        self.large.observe(lambda change: self._on_large(), names="value")
 
     def _read_settings(self, group: str) -> ExplorerSettings:
         s = self.settings
@@ -379,6 +407,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                 seed=int(self.seed.value),
                 focus=min(s.focus, n - 1),
                 arch=self.arch.value,
+                demands=self.demands.value,
             )
         if group == "edit":
             return s.with_edit(
@@ -399,9 +428,42 @@ class Explorer(BackgroundApp, widgets.HBox):
             self._show_error(str(exc))
             return
         self.settings = new
+        self._untick_large()
         if group == "jobs":
             self._sync_focus_controls()
         self.refresh()
+
+    def _on_large(self) -> None:
+        if self._syncing:
+            return
+        s = self.settings
+        if self.large.value:
+            self._before_large = (s.machines, s.n_jobs)
+            machines, n_jobs = LARGE_MACHINES, LARGE_JOBS
+        else:
+            machines, n_jobs = self._before_large
+        self.settings = s.replace(machines=machines, n_jobs=n_jobs, focus=min(s.focus, n_jobs - 1))
+        self._syncing = True
+        try:
+            for slider, value, floor in ((self.machines, machines, 32), (self.n_jobs, n_jobs, 24)):
+                if value > slider.max:
+                    slider.max = value
+                slider.value = value
+                slider.max = max(floor, value)
+        finally:
+            self._syncing = False
+        self._sync_focus_controls()
+        self.refresh()
+
+    def _untick_large(self) -> None:
+        """A machines or jobs change away from the large instance unticks its switch (no refresh)."""
+        s = self.settings
+        if self.large.value and (s.machines, s.n_jobs) != (LARGE_MACHINES, LARGE_JOBS):
+            self._syncing = True
+            try:
+                self.large.value = False
+            finally:
+                self._syncing = False
 
     def _on_focus(self) -> None:
         if self._syncing:
@@ -560,6 +622,15 @@ class Explorer(BackgroundApp, widgets.HBox):
     def _queue_schedule(self) -> None:
         """Recompute the schedule panel for the current job mix on the background thread (cached per problem)."""
         key = self._problem_key()
+        if len(self._jobs) > SCHEDULE_MAX_JOBS:
+            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
+            self.schedule = None
+            note = (
+                f"not simulated: {len(self._jobs):,} jobs (this panel simulates up to "
+                f"{SCHEDULE_MAX_JOBS}; notebook 4 and `smdlab simulate` run larger mixes)"
+            )
+            sync_figure(self.schedule_fig, schedule_spec({}, math.nan, note=note, template=None))
+            return
         cached = self._schedule_cache.get(key)
         if cached is not None:
             self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
@@ -737,7 +808,8 @@ class Explorer(BackgroundApp, widgets.HBox):
                 f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
             )
         if self.updates:
-            parts.append(f"last change to redraw sent: {self.last_update_s * 1e3:.0f} ms")
+            # The browser's part (input to the last repaint) is shown by self.timer below.
+            parts.append(f"kernel: change to redraw sent in {self.last_update_s * 1e3:.0f} ms")
             self.status.layout.display = None
         self.status.value = "<br>".join(parts)
 
@@ -747,6 +819,11 @@ class Explorer(BackgroundApp, widgets.HBox):
         self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
 
     # ---- for tests and notebooks ------------------------------------------------------------------
+    @property
+    def browser_latency_s(self) -> float | None:
+        """The last change's time from input to the last figure repainted, measured in the browser (None before one)."""
+        ms = self.timer.latency_ms
+        return None if ms < 0 else ms / 1e3
 
     def snapshot(self) -> dict[str, Any]:
         """The data currently drawn: y values of every trace of each figure (tests compare these)."""

@@ -47,6 +47,9 @@ def figure_widget(fig: go.Figure | Mapping[str, Any]) -> go.FigureWidget:
     """A FigureWidget showing ``fig`` (a figure or a plain data/layout dict); later changes use ``sync_figure``."""
     data, layout = _as_spec(fig)
     fw = go.FigureWidget({"data": data, "layout": layout})
+    # Plotly resizes a responsive figure on the window's resize event; the apps' RedrawTimer
+    # (smdlab.widgets.browser) raises one when a figure's container changed width.
+    fw._config = {**fw._config, "responsive": True}
     # What this module set last, so the next sync sends only what changed and resets properties
     # the new figure no longer has (reading them back from the widget costs more than the update).
     fw._smdlab_spec = ([_props(t) for t in data], _layout_props(layout))

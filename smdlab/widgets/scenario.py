@@ -14,6 +14,7 @@ import numpy as np
 from smdlab.caches import EDITED_PROFILES, WIDGET_JOB_SAMPLES, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
+from smdlab.model.demands import task_demands
 from smdlab.model.job import ARCHS, BATCH_MODES, Job
 from smdlab.model.profiles import LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import MODES, duration
@@ -44,10 +45,18 @@ DEFAULT_PROFILES: tuple[str, ...] = (
     "alexnet",
 )
 
-# One worker holds a GPU; a PS is CPU-only. Both reserve the task NIC share (the model's B_w = B_ps).
+# Per-task demands: "per_network" gives each job its network's worker and PS demands
+# (``smdlab.model.demands.task_demands``: CPU and memory differ by network); "uniform" gives every
+# job one bundle (worker: 1 GPU, 4 cores, 16 GB; PS: 4 cores, 16 GB). Both reserve the task NIC
+# share on workers and PSs (the model's B_w = B_ps).
+DEMAND_CHOICES: tuple[str, ...] = ("per_network", "uniform")
 WORKER_CPU, WORKER_MEM, PS_CPU, PS_MEM = 4, 16, 4, 16
 # Each machine's NIC has room for one worker and one PS per GPU at the task bandwidth.
 NIC_SLOTS_PER_GPU = 2
+# The "large instance" switch of the explorer: large enough that the exact MILP runs in the
+# background for seconds and stops at its time limit (docs/explorer.md), while SMD stays interactive.
+LARGE_MACHINES, LARGE_JOBS = 500, 2000
+MAX_MACHINES, MAX_JOBS = 1024, 5000
 # Job sizes: hours on one worker and one PS (unedited v100 profile, wfbp, 10 Gbps), log-uniform.
 JOB_HOURS = (0.5, 8.0)
 REFERENCE_BW_GBPS = 10.0
@@ -110,6 +119,7 @@ class ExplorerSettings:
     max_tasks: cap on each job's workers and on its PSs.
     arch: ``ps`` (parameter-server jobs) or ``allreduce`` (ring all-reduce jobs, no PS) for the
         whole job set.
+    demands: per-task demands, ``per_network`` (each network's, ``task_demands``) or ``uniform``.
     racks: 0 for a flat cluster; otherwise the machines split into that many racks (in order,
         sizes differing by at most one), drawn as racks beside the allocation.
     """
@@ -127,10 +137,11 @@ class ExplorerSettings:
     focus: int = 0
     max_tasks: int = 16
     arch: str = "ps"
+    demands: str = "per_network"
     racks: int = 0
 
     def __post_init__(self) -> None:
-        check_int("machines", self.machines, 1, 256)
+        check_int("machines", self.machines, 1, MAX_MACHINES)
         check_int("racks", self.racks, 0, self.machines)
         check_choice("shape", self.shape, list(MACHINE_SHAPES))
         check_positive("bandwidth_gbps", self.bandwidth_gbps)
@@ -141,7 +152,7 @@ class ExplorerSettings:
         for p in profiles:
             check_choice("profiles", p, known)
         object.__setattr__(self, "profiles", profiles)
-        check_int("n_jobs", self.n_jobs, 1, 200)
+        check_int("n_jobs", self.n_jobs, 1, MAX_JOBS)
         check_int("seed", self.seed, 0)
         for net, edit in self.edits.items():
             check_choice("edits network", net, known)
@@ -155,6 +166,7 @@ class ExplorerSettings:
         check_int("focus", self.focus, 0, self.n_jobs - 1)
         check_int("max_tasks", self.max_tasks, 1, 64)
         check_choice("arch", self.arch, ARCHS)
+        check_choice("demands", self.demands, DEMAND_CHOICES)
 
     def replace(self, **changes) -> ExplorerSettings:
         """Copy with some values changed (validated again)."""
@@ -227,17 +239,23 @@ def _job(
     name: str,
     arch: str = "ps",
     gpus_per_machine: int = 8,
+    task: tuple[dict[str, float], dict[str, float]] | None = None,
 ) -> Job:
     M = int(profile_info(name_net)["default_global_batch"])
     per_worker = max(1, M // 8) if batch == "per_worker" else None
     ring = arch == "allreduce"
+    if task is not None:  # per-network demands
+        worker, ps = dict(task[0]), dict(task[1])
+    else:
+        worker = {"gpu": 1, "cpu": WORKER_CPU, "mem_gb": WORKER_MEM, "bw_gbps": bw}
+        ps = {"gpu": 0, "cpu": PS_CPU, "mem_gb": PS_MEM, "bw_gbps": bw}
     return Job(
         name,
         profile,
         samples,
         M,
-        {"gpu": 1, "cpu": WORKER_CPU, "mem_gb": WORKER_MEM, "bw_gbps": bw},
-        {} if ring else {"gpu": 0, "cpu": PS_CPU, "mem_gb": PS_MEM, "bw_gbps": bw},
+        worker,
+        {} if ring else ps,
         max_workers=max_w,
         max_ps=0 if ring else max_p,
         batch_mode=batch,
@@ -247,10 +265,20 @@ def _job(
     )
 
 
+def _network_demands(network: str, bw: float) -> tuple[dict[str, float], dict[str, float]]:
+    # From the unedited profile: a profile edit changes the timing, not what a task reserves.
+    return task_demands(LayerProfile.load(network, "v100"), bw_gbps=bw)
+
+
 def build_jobs(settings: ExplorerSettings) -> list[Job]:
     """The jobs the settings describe (seeded sizes; per-worker batch m = M // 8 in per_worker mode)."""
     samples = _job_samples(settings.profiles, settings.n_jobs, settings.seed)
     names = settings.job_names()
+    task = (
+        {n: _network_demands(n, settings.bandwidth_gbps) for n in settings.profiles}
+        if settings.demands == "per_network"
+        else {}
+    )
     return [
         _job(
             settings.network_of(i),
@@ -263,6 +291,7 @@ def build_jobs(settings: ExplorerSettings) -> list[Job]:
             names[i],
             settings.arch,
             int(MACHINE_SHAPES[settings.shape][0]),
+            task.get(settings.network_of(i)),
         )
         for i in range(settings.n_jobs)
     ]
