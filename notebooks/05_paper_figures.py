@@ -248,6 +248,28 @@ fig, df = show("consolidation_validation")
 fig.show()
 
 # %% [markdown]
+# ## Learned schedulers against heuristics
+#
+# The learned policies that ship weights in `data/` (DL2; DeepRM-MM and SCHED² where registered)
+# against DRF, Optimus, Tiresias and SMD, on held-out seeds of their training workload and on a
+# Philly window with PS demands. The hatched bar is DRF deciding at slot boundaries only, as DL2
+# does (docs/rl.md).
+
+# %%
+fig, df = show("learned_vs_heuristics")
+fig.show()
+
+# %% [markdown]
+# ## Learning curves
+#
+# From the training logs shipped beside the weights (`data/<agent>/curve.csv`): the mean JCT of
+# training episodes and of greedy runs on validation seeds, against training updates.
+
+# %%
+fig, df = show("learning_curves")
+fig.show()
+
+# %% [markdown]
 # ## Rack uplinks: JCT and cross-rack traffic as the uplinks shrink
 #
 # SMD, Liquid, FIFO and Tiresias on a racked cluster whose rack uplink carries 1/1 to 1/16 of

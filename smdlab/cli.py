@@ -485,7 +485,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--returns",
-        choices=("slot", "step"),
+        choices=("slot", "step", "job"),
         default="step",
         help="slot: each action gets its slot's reward plus later slots' (DL2's code); step: "
         "discounted per step (default)",

@@ -85,6 +85,8 @@ class ExperimentConfig:
     online_jobs: jobs (Poisson arrivals, input pipelines on) in those two experiments.
     philly_jobs, philly_machines: jobs and machines of ``philly_window`` (None: the default
         Philly window's, ``data/scenarios/philly.toml``).
+    learned_philly_jobs: jobs of the Philly window of ``learned_vs_heuristics`` (its held-out
+        seeds of the training workload: one per seed in ``seeds``).
     sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
     sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
     """
@@ -121,6 +123,7 @@ class ExperimentConfig:
     online_jobs: int = 48
     philly_jobs: int | None = None
     philly_machines: int | None = None
+    learned_philly_jobs: int = 60
     sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
     sharing_load: float = 2.0
 
@@ -180,6 +183,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=32,
         philly_jobs=500,
         philly_machines=16,
+        learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
     ),
     "tiny": ExperimentConfig(
@@ -202,6 +206,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         online_jobs=8,
         philly_jobs=24,
         philly_machines=4,
+        learned_philly_jobs=20,
         sharing_degree_values=(1, 2),
     ),
 }

@@ -177,6 +177,30 @@ def _draw_consolidation(df: pd.DataFrame):
     return consolidation_validation_figure(df)
 
 
+def _learned(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.learned import learned_vs_heuristics
+
+    return learned_vs_heuristics(cfg, workers=workers)
+
+
+def _draw_learned(df: pd.DataFrame):
+    from smdlab.viz.learned import learned_vs_heuristics_figure
+
+    return learned_vs_heuristics_figure(df)
+
+
+def _curves(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.learned import learning_curves
+
+    return learning_curves(cfg, workers=workers)
+
+
+def _draw_curves(df: pd.DataFrame):
+    from smdlab.viz.learned import learning_curves_figure
+
+    return learning_curves_figure(df)
+
+
 def _oversubscription(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.oversubscription import jct_vs_oversubscription
 
@@ -293,6 +317,18 @@ FIGURES: dict[str, FigureSpec] = {
             "layered model vs Gavel's measured spread/consolidated (2-8 GPUs) and GPU-type throughput ratios",
             _consolidation,
             _draw_consolidation,
+        ),
+        FigureSpec(
+            "learned_vs_heuristics",
+            "mean JCT of the learned schedulers (DL2, DeepRM-MM, SCHED², those registered) vs DRF, Optimus, Tiresias and SMD on held-out seeds and a Philly window",
+            _learned,
+            _draw_learned,
+        ),
+        FigureSpec(
+            "learning_curves",
+            "learning curves of the shipped learned schedulers (their training logs in data/)",
+            _curves,
+            _draw_curves,
         ),
         FigureSpec(
             "jct_vs_oversubscription",

@@ -52,6 +52,7 @@ Rules (docs/heterogeneity.md, Liquid):
   demand). Liquid estimates GPU memory and compute needs from its job history; our tasks'
   demands are fixed by the job, so the estimate weighs the network cost only.
 - Racks and domains: a flat cluster is one rack; racks without a domain share one domain.
+  A pooled cluster (no machines) is one virtual machine, so every placement costs the same.
 """
 
 from __future__ import annotations
@@ -82,11 +83,12 @@ class Topology:
     """Rack and domain index per machine, GPUs per machine (what the cost function reads)."""
 
     def __init__(self, cluster: Cluster) -> None:
-        n = len(cluster.machines)
+        # a pooled cluster is one virtual machine (as capacity_matrix has it) in one rack
+        n = len(cluster.machines) if cluster.has_machines else 1
         racks = cluster.rack_of if cluster.topology else (0,) * n
         self.rack = np.array([max(r, 0) for r in racks], dtype=np.int64)
         names = {r.name: r.domain for r in cluster.topology}
-        doms = [names.get(m.rack, "") for m in cluster.machines]
+        doms = [names.get(m.rack, "") for m in cluster.machines] if cluster.has_machines else [""]
         index = {d: i for i, d in enumerate(dict.fromkeys(doms))}
         self.domain = np.array([index[d] for d in doms], dtype=np.int64)
         res = cluster.resources
@@ -354,7 +356,7 @@ class Liquid(Policy):
         """FCFS jobs on their requests; best fit for one, a seeded GA for a batch."""
         self._observe(state)
         cluster = state.cluster
-        if not state.queued or not cluster.has_machines:
+        if not state.queued:
             return Decision()
         topo = self._topology(cluster)
         res = cluster.resources

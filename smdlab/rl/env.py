@@ -218,9 +218,12 @@ class DL2Env(gym.Env):
             return self._obs(), 0.0, False, False, self._info(valid=valid)
         state = self._advance(self.builder.decision())
         self.slots += 1
+        before = dict(self._seen)
         now = self._progress(state)
         reward = now - self._last
         self._last = now
+        # each job's share of the reward: its fraction of epochs done in this slot
+        progress = {n: v - before.get(n, 0.0) for n, v in self._seen.items()}
         self.builder = (
             None
             if state is None
@@ -228,7 +231,8 @@ class DL2Env(gym.Env):
         )
         terminated = state is None
         truncated = not terminated and self.max_slots is not None and self.slots >= self.max_slots
-        return self._obs(), float(reward), terminated, truncated, self._info(valid=True)
+        info = self._info(valid=True, job_progress=progress)
+        return self._obs(), float(reward), terminated, truncated, info
 
     def expert_action(self) -> int:
         """DRF's next action (the warm-up's teacher)."""

@@ -4,7 +4,7 @@ A name ending in ``@slot`` runs that policy at slot boundaries only (``SlotOnly`
 simulator runs its baselines; plain names run as in every smdlab comparison (elastic policies
 also decide at arrivals and completions).
 
-python -m smdlab.rl.evaluate [--seeds 1000 1001 ...] [--policies dl2 drf optimus]
+python -m smdlab.rl.evaluate [--seeds 1000 1001 ...] [--policies dl2 drf optimus] [--slot-s S]
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ def compare(
     policies: Sequence[str] = ("dl2", "drf", "optimus"),
     seeds: Sequence[int] = HELD_OUT,
     weights: str | None = None,
+    slot_s: float | None = None,
 ) -> pd.DataFrame:
     """One row per (seed, policy): mean JCT on the DL2 scenario's workload drawn with that seed
-    (``weights``: DL2's weights file; None: the shipped one)."""
+    (``weights``: DL2's weights file, None: the shipped one; ``slot_s``: the slot length, None:
+    each policy's own, 1,200 s for DL2 and the elastic baselines)."""
     base = load_scenario(default_rl_scenario())
     cluster = base.build_cluster()
     rows = []
@@ -67,7 +69,11 @@ def compare(
         jobs = dataclasses.replace(base, seed=seed).build_jobs(cluster)
         for name in policies:
             res = simulate(
-                jobs, cluster, _policy(name, weights), restart_s=base.simulation["restart_s"]
+                jobs,
+                cluster,
+                _policy(name, weights),
+                restart_s=base.simulation["restart_s"],
+                slot_s=slot_s,
             )
             rows.append({"seed": seed, "policy": name, "mean_jct": res.summary["mean_jct"]})
     return pd.DataFrame(rows)
@@ -81,8 +87,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--policies", nargs="+", default=["dl2", "drf", "optimus", "drf@slot", "optimus@slot"]
     )
     ap.add_argument("--weights", help="DL2's weights file (default: data/dl2/weights.npz)")
+    ap.add_argument("--slot-s", type=float, help="slot length in seconds (default: 1,200)")
     args = ap.parse_args(argv)
-    df = compare(args.policies, args.seeds, args.weights)
+    df = compare(args.policies, args.seeds, args.weights, args.slot_s)
     mean = df.groupby("policy", sort=False)["mean_jct"].mean()
     print(f"held-out seeds: {', '.join(map(str, args.seeds))}")
     print()

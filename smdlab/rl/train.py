@@ -29,7 +29,7 @@ CHECKPOINT = "checkpoint.pt"
 WEIGHTS = "weights.npz"
 SETTINGS = "train.json"
 CURVE = "curve.csv"  # the learning curve: training episodes' and validation runs' mean JCT
-RETURNS = ("slot", "step")
+RETURNS = ("slot", "step", "job")
 _OURS = {
     CHECKPOINT,
     WEIGHTS,
@@ -70,7 +70,9 @@ class TrainConfig:
     normalize_advantage: bool = False  # scale each rollout's advantages to mean 0, deviation 1
     # "slot": every action of a slot gets the discounted sum of slot rewards from its slot on,
     # ``gamma`` per slot (DL2's code: each action of a slot gets that slot's reward); "step":
-    # discounted per environment step, bootstrapped by the critic after ``rollout`` steps.
+    # discounted per environment step, bootstrapped by the critic after ``rollout`` steps;
+    # "job": an action gets the progress in its slot of the job it added to, "end the slot" the
+    # slot's reward over its jobs (DL2's code, TS_REWARD_PLUS_JOB_REWARD); no discount.
     returns: str = "step"
     validate_every: int = 0  # updates between greedy validation runs (0: none)
     val_seeds: tuple[int, ...] = (200, 201, 202, 203, 204)  # workload seeds of validation
@@ -292,7 +294,7 @@ def train_dl2(
     losses: list[float] = []
     obs: np.ndarray | None = None
     info: dict[str, Any] = {}
-    slot_returns = cfg.returns == "slot"
+    slot_returns = cfg.returns in ("slot", "job")
     while step < cfg.steps:
         if obs is None or step % cfg.checkpoint_every == 0:
             # the environment restarts at each checkpoint: a resumed run repeats an uninterrupted one
@@ -301,6 +303,8 @@ def train_dl2(
         for group in opt.param_groups:
             group["lr"] = cfg.warmup_lr if warm and cfg.warmup_lr is not None else cfg.lr
         xs, masks, acts, rews, dones, ends = [], [], [], [], [], []
+        whose: list[str | None] = []  # the job each action added to (None: end or invalid)
+        job_rews: list[float] = []
         while True:
             mask = info["action_mask"]
             x = torch.from_numpy(obs) * scale
@@ -310,7 +314,19 @@ def train_dl2(
                 with torch.no_grad():
                     logits = actor(x).masked_fill(~torch.from_numpy(mask), -1e9)
                     a = int(torch.multinomial(torch.softmax(logits, 0), 1, generator=gen))
+            builder = env.builder
+            who = None
+            if builder is not None and a != env.end_action and builder.valid(a):
+                who = builder.jobs[a // 3].name
             obs, r, term, trunc, info = env.step(a)
+            whose.append(who)
+            if a == env.end_action or term or trunc:  # the slot ended: credit its actions
+                done_in_slot: dict[str, float] = info.get("job_progress", {})
+                share = r / max(1, sum(v > 0 for v in done_in_slot.values()))
+                start = len(job_rews)
+                job_rews += [
+                    done_in_slot.get(w, 0.0) if w is not None else share for w in whose[start:]
+                ]
             xs.append(x)
             masks.append(torch.from_numpy(mask))
             acts.append(a)
@@ -330,7 +346,11 @@ def train_dl2(
         with torch.no_grad():
             ret = float(critic(torch.from_numpy(obs) * scale)) if not dones[-1] else 0.0
         returns = []
-        if slot_returns:  # every action of a slot: its slot's reward plus later slots', discounted
+        if cfg.returns == "job":
+            returns = job_rews[::-1]
+        elif (
+            slot_returns
+        ):  # every action of a slot: its slot's reward plus later slots', discounted
             slot_ret = ret
             for r, d, e in zip(reversed(rews), reversed(dones), reversed(ends)):
                 if e:

@@ -1,0 +1,140 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 7. Learned schedulers: DL2 on the simulator
+#
+# DL2 (Peng et al., TPDS 2021) learns its scheduling policy: a neural network that, every
+# 1,200 s slot, rebuilds every job's allocation one task at a time. smdlab wraps its simulator in
+# a Gymnasium environment (`smdlab.rl.make_env`), so the same jobs, cluster and timing model serve
+# learned and hand-written policies alike. This notebook steps through one slot, watches a short
+# training run, and compares the shipped learned policies with the heuristics. The environment,
+# the agent and the measured results are specified in `docs/rl.md`.
+
+# %%
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from smdlab.rl import make_env
+
+env = make_env()
+obs, info = env.reset(seed=0, options={"workload_seed": 1000})
+print(f"observation: {obs.shape[0]} values ({env.window} jobs x {env.n_features} features)")
+print(f"actions: {env.action_space.n} (3 per window job + 'end the slot')")
+print(f"valid now: {int(info['action_mask'].sum())}")
+
+# %% [markdown]
+# ## One slot, step by step
+#
+# Each window job starts the slot with one worker+PS bundle. Action `3k + c` then adds a worker
+# (`c = 0`), a PS (`c = 1`) or a bundle (`c = 2`) to window job `k`; the last action ends the slot
+# and the simulator runs to the next boundary. Here DRF chooses (`env.expert_action()`: a bundle
+# to the job of smallest dominant share), the teacher of DL2's supervised warm-up.
+
+# %%
+kinds = ("worker", "PS", "bundle")
+rows = []
+while True:
+    a = env.expert_action()
+    if a == env.end_action:
+        break
+    k, c = divmod(a, 3)
+    env.step(a)
+    rows.append({"job": env.builder.jobs[k].name, "adds": kinds[c]})
+obs, reward, term, trunc, info = env.step(env.end_action)
+steps = pd.DataFrame(rows)
+print(f"{len(steps)} tasks added after the first bundles; reward of the slot: {reward:.3f}")
+steps.value_counts().rename("times").reset_index().head(8)
+
+# %% [markdown]
+# The reward is the sum over jobs of the epochs done in the slot over each job's total epochs,
+# so over an episode the rewards add up to the number of jobs completed.
+#
+# ## Watch a policy learn
+#
+# A short run of `smdlab train dl2` (here through its Python function): a supervised warm-up that
+# imitates DRF, then actor-critic with an entropy bonus and Adam. Every few updates the greedy
+# actor runs on two validation workloads; the curve is the mean JCT of those runs. The shipped
+# weights came from a much longer run (`data/dl2/README.md`); this one fits a notebook's time
+# budget, so expect the imitation to be rough.
+
+# %%
+try:
+    import torch  # noqa: F401  (the [rl] extra)
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+from smdlab.experiments.learned import learning_curves
+from smdlab.viz.learned import learning_curves_figure
+
+if HAVE_TORCH:
+    from smdlab.rl.train import TrainConfig, train_dl2
+
+    out = Path(tempfile.mkdtemp(prefix="dl2_"))
+    config = TrainConfig(
+        steps=40,
+        warmup=24,
+        rollout=64,
+        lr=1e-4,
+        warmup_lr=1e-3,
+        returns="slot",
+        gamma=0.9,
+        validate_every=8,
+        val_seeds=(200, 201),
+        checkpoint_every=40,
+    )
+    summary = train_dl2(out, config)
+    print(f"{summary['steps']} updates in {summary['seconds']:.1f} s")
+    curve = pd.read_csv(out / "curve.csv").assign(agent="dl2")
+    learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)").show()
+else:
+    print("PyTorch is not installed (pip install -e '.[rl]'): the short run is skipped")
+
+# %% [markdown]
+# The shipped weights' own training log (`data/dl2/curve.csv`), the same figure as
+# `smdlab reproduce --only learning_curves`:
+
+# %%
+learning_curves_figure(learning_curves()).show()
+
+# %% [markdown]
+# ## Learned against heuristics
+#
+# The shipped learned policies run like any other policy (`smdlab simulate --policy dl2`). Here
+# they meet DRF, Optimus, Tiresias and SMD on one held-out workload seed and on a small Philly
+# window (the `tiny` configuration of `smdlab reproduce --only learned_vs_heuristics`; the
+# committed figure in `figures/` uses ten seeds). DL2 acts only at slot boundaries, so new jobs
+# wait for the next slot; the hatched bar is DRF run the same way.
+
+# %%
+from smdlab.experiments.learned import learned_vs_heuristics
+from smdlab.viz.learned import learned_vs_heuristics_figure
+
+df = learned_vs_heuristics("tiny")
+learned_vs_heuristics_figure(df).show()
+table = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
+(table / table.loc["drf"] - 1).style.format("{:+.1%}")
+
+# %% [markdown]
+# The figure in `figures/learned_vs_heuristics.png` and the numbers in `docs/rl.md` use the held-out
+# seeds 1000-1009. To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
+# `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.
+
+# %%
+ratio = (table.loc["dl2"] / table.loc["drf"] - 1).round(3)
+print("mean JCT of DL2 relative to DRF here:", ratio.to_dict())
