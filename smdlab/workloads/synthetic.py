@@ -44,6 +44,7 @@ choice of workers and PSs matters; pass ``gpu_mix`` to change it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -226,7 +227,9 @@ def _per_network_durations(
     table = np.random.default_rng(PER_NETWORK_LENGTH_SEED)
     ref = np.clip(table.lognormal(np.log(median), sigma, size=len(nets)), lo, hi)
     k = np.arange(len(nets))
-    common = dict(cap_factor=cap_factor, mode=mode, demands=pairs, gpu_only=demands == "gpu_only")
+    common: dict[str, Any] = dict(
+        cap_factor=cap_factor, mode=mode, demands=pairs, gpu_only=demands == "gpu_only"
+    )
     # Unit durations: each job's samples are then its speed at (n, n), or at (1, 1).
     at_request = calibrated_jobs(
         names, np.zeros(len(names)), requests, np.ones(len(names)), net_index, nets,
