@@ -357,14 +357,16 @@ def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
     """One control: a large instance on which the exact MILP runs in the background and stops at its limit."""
     import smdlab.widgets.explorer_app as mod
 
-    monkeypatch.setattr(mod, "LARGE_MACHINES", 30)  # the real switch: 2,000 jobs, 500 machines
-    monkeypatch.setattr(mod, "LARGE_JOBS", 120)
+    # The real switch: 2,000 jobs on 500 machines. This one is still past the Gurobi licence's
+    # size limit (HiGHS solves it) and far from solved in 0.05 s.
+    monkeypatch.setattr(mod, "LARGE_MACHINES", 100)
+    monkeypatch.setattr(mod, "LARGE_JOBS", 400)
     a = explorer(SMALL, milp_time_limit=0.05, exact_grace_s=0)
     try:
         assert a.wait(60)
         a.large.value = True
-        assert (a.settings.machines, a.settings.n_jobs) == (30, 120)
-        assert (a.machines.value, a.n_jobs.value) == (30, 120)
+        assert (a.settings.machines, a.settings.n_jobs) == (100, 400)
+        assert (a.machines.value, a.n_jobs.value) == (100, 400)
         assert a.background.running or a.exact_solution is not None  # the hourglass shows
         assert a.wait(60) and not a.background.errors
         assert a.exact_solution is not None and a.exact_solution.status == "time_limit"
@@ -374,8 +376,8 @@ def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
         a.large.value = False
         assert (a.settings.machines, a.settings.n_jobs) == (SMALL.machines, SMALL.n_jobs)
         a.large.value = True
-        a.machines.value = 20  # moving a slider away from the large instance unticks it
-        assert not a.large.value and a.settings.machines == 20
+        a.machines.value = 90  # moving a slider away from the large instance unticks it
+        assert not a.large.value and a.settings.machines == 90
     finally:
         a.close()
 

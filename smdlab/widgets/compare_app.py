@@ -20,6 +20,7 @@ from smdlab.sim import SimResult, simulate
 from smdlab.sim.runner import simulation_options
 from smdlab.viz.sim import jct_cdf_figure, policy_summary_figure, utilisation_figure
 from smdlab.viz.style import policy_label
+from smdlab.widgets.browser import APP_CLASS, RedrawTimer
 from smdlab.widgets.live import Background, BackgroundApp, Superseded, figure_widget, sync_figure
 from smdlab.workloads.scenario import Scenario, load_scenario
 
@@ -156,17 +157,24 @@ class Compare(BackgroundApp, widgets.HBox):
             ],
             layout=widgets.Layout(width="320px", flex="0 0 320px"),
         )
+        # In the browser: figures as wide as their column, and the change-to-redraw time.
+        self.timer = RedrawTimer()
         outputs = widgets.VBox(
             [
                 widgets.HBox([self.status, self.background.busy]),
+                self.timer,
                 self.cdf_fig,
                 self.summary_fig,
                 self.table,
                 self.util_fig,
             ],
-            layout=widgets.Layout(flex="1 1 auto", min_width="500px"),
+            layout=widgets.Layout(flex="1 1 480px", min_width="0"),
         )
-        super().__init__([controls, outputs], layout=widgets.Layout(width="100%"))
+        # A narrow column wraps the figures below the controls instead of clipping them.
+        super().__init__(
+            [controls, outputs], layout=widgets.Layout(width="100%", flex_flow="row wrap")
+        )
+        self.add_class(APP_CLASS)
         for c in (self.load, self.machines, self.n_jobs, self.seed, self.policies):
             c.observe(lambda change: self._on_change(), names="value")
         self.detail.observe(lambda change: self._on_detail(), names="value")
