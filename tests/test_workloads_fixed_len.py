@@ -48,3 +48,13 @@ def test_unknown_length_rule_is_one_clear_line() -> None:
     cluster = Cluster.homogeneous(2, gpu=8, cpu=64, mem_gb=256, bw_gbps=100)
     with pytest.raises(InvalidInput, match="lengths"):
         synthetic(5, cluster, lengths="fixed")
+
+
+def test_evaluate_runs_on_the_scenario_it_is_given() -> None:
+    from smdlab.rl.evaluate import compare
+
+    path = str(data_dir() / "scenarios" / "dl2_fixed_len.toml")
+    fixed = compare(["drf"], [1000], scenario=path)
+    small = compare(["drf"], [1000])
+    assert list(fixed["policy"]) == ["drf"] and fixed["mean_jct"].gt(0).all()
+    assert fixed["mean_jct"].iloc[0] != small["mean_jct"].iloc[0]
