@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -193,6 +195,14 @@ def test_corrupt_and_foreign_files_give_clear_errors(trained, tmp_path):
     torch.save(ck, foreign / CHECKPOINT)
     with pytest.raises(InvalidInput, match=f"is for agent '{agent}'"):
         train_agent(foreign, _cfg(other))
+
+
+def test_resume_with_another_learning_rate_is_refused(trained, tmp_path):
+    agent, out = trained
+    (tmp_path / CHECKPOINT).write_bytes((out / CHECKPOINT).read_bytes())
+    with pytest.raises(InvalidInput, match=r"trained with lr 0\.001, not 0\.5; resume with --lr"):
+        train_agent(tmp_path, dataclasses.replace(_cfg(agent, steps=6), lr=0.5))
+    assert load_checkpoint(tmp_path / CHECKPOINT)["step"] == 4  # nothing was trained
 
 
 def test_shipped_policies_run_through_the_cli(capsys):

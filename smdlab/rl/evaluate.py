@@ -5,6 +5,7 @@ simulator runs its baselines; plain names run as in every smdlab comparison (ela
 also decide at arrivals and completions).
 
 python -m smdlab.rl.evaluate [--seeds 1000 1001 ...] [--policies dl2 drf optimus] [--slot-s S]
+    [--scenario FILE] [--weights FILE]
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ def compare(
     seeds: Sequence[int] = HELD_OUT,
     weights: str | None = None,
     slot_s: float | None = None,
+    scenario: str | None = None,
 ) -> pd.DataFrame:
     """One row per (seed, policy): mean JCT on the DL2 scenario's workload drawn with that seed
     (``weights``: DL2's weights file, None: the shipped one; ``slot_s``: the slot length, None:
-    each policy's own, 1,200 s for DL2 and the elastic baselines)."""
-    base = load_scenario(default_rl_scenario())
+    each policy's own, 1,200 s for DL2 and the elastic baselines; ``scenario``: a scenario file,
+    None: the bundled dl2_small.toml)."""
+    base = load_scenario(scenario or default_rl_scenario())
     cluster = base.build_cluster()
     rows = []
     for seed in seeds:
@@ -88,8 +91,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--weights", help="DL2's weights file (default: data/dl2/weights.npz)")
     ap.add_argument("--slot-s", type=float, help="slot length in seconds (default: 1,200)")
+    ap.add_argument("--scenario", help="scenario file (default: data/scenarios/dl2_small.toml)")
     args = ap.parse_args(argv)
-    df = compare(args.policies, args.seeds, args.weights, args.slot_s)
+    df = compare(args.policies, args.seeds, args.weights, args.slot_s, args.scenario)
     mean = df.groupby("policy", sort=False)["mean_jct"].mean()
     print(f"held-out seeds: {', '.join(map(str, args.seeds))}")
     print()

@@ -173,6 +173,13 @@ def train_agent(
             raise InvalidInput(
                 f"checkpoint: {str(ck_path)!r} has hidden size {ck.get('hidden')}, not {cfg.hidden}"
             )
+        groups = ck.get("optimizer", {}).get("param_groups") or [{}]
+        ck_lr = groups[0].get("lr")
+        if ck_lr is not None and float(ck_lr) != cfg.lr:  # load_state_dict would keep ck_lr
+            raise InvalidInput(
+                f"checkpoint: {str(ck_path)!r} was trained with lr {ck_lr}, not {cfg.lr}; "
+                f"resume with --lr {ck_lr} or train into a new folder"
+            )
         nets.load_state_dict(ck["nets"])
         opt.load_state_dict(ck["optimizer"])
         gen.set_state(ck["generator"])

@@ -21,7 +21,9 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     load = 0.8  # synthetic: offered load; philly: rescale arrivals to it
     # synthetic: networks, mix, gpu_mix, duration_median_s, duration_sigma, duration_range_s,
     #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed),
-    #            pipeline (true: bundled input pipelines, the default; false: none)
+    #            pipeline (true: bundled input pipelines, the default; false: none),
+    #            lengths (drawn: per job, the default; per_network: each network's fixed length,
+    #            as DL2's simulator, workloads.synthetic)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
@@ -63,7 +65,7 @@ from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
 from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
-from smdlab.workloads.synthetic import MAX_JOBS
+from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
 WORKLOAD_KINDS = ("synthetic", "philly", "csv", "omru-image", "omru-action")
 _TOP_KEYS = (
@@ -115,6 +117,7 @@ _WL_KEYS = {
         "duration_range_s",
         "arch_mix",
         "pipeline",
+        "lengths",
     ),
     "philly": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
@@ -135,6 +138,7 @@ _WL_SHAPES = {
     "device": "text",
     "load_resource": "text",
     "on_unsorted": "text",
+    "lengths": "text",
     "demands": "text",
     "task_bw_gbps": "number",
     "cap_factor": "number",
@@ -381,6 +385,7 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
         "load_resource": DEFAULT_RESOURCES,
         "on_unsorted": ("sort", "raise"),
         "demands": DEMAND_RULES,
+        "lengths": LENGTH_RULES,
     }
     for key, allowed in choices.items():
         if out.get(key) is not None:

@@ -10,6 +10,15 @@ Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed`
   (default 1,800 s) and shape ``duration_sigma`` (default 1.2, so a mean of about 3,700 s),
   clipped to ``duration_range_s`` (default 60 s .. 2 days); the job's samples are d times its
   speed at (n, n), so on an idle cluster with n bundles it takes exactly d;
+- lengths: ``lengths="drawn"`` (default) draws d per job as above, independently of the network;
+  ``lengths="per_network"`` follows DL2's simulator (pengyanghua/DL2, ``trace.py`` with
+  ``FIX_JOB_LEN``: every job of a type gets that type's fixed epoch count,
+  ``num_epochs[type]``): each network k gets one reference duration D_k, drawn from the same
+  log-normal (median, shape, range) by a generator seeded with ``PER_NETWORK_LENGTH_SEED`` (the
+  same table for every workload seed, as DL2's table is a constant), and every job on k has the
+  samples D_k * speed_k(1, 1), its work at one worker and one PS; its d (for the load) is then
+  those samples over its speed at (n, n). The per-job draw of d is still made (and unused), so
+  the other draws equal those of ``lengths="drawn"`` with the same seed;
 - per-task demands: ``demands="per_network"`` (default): each job its network's
   (``smdlab.model.demands.task_demands``); ``"uniform"``: one bundle for every job (``base``
   module docstring); the request is clipped per network, to the bundles of that network an
@@ -35,10 +44,11 @@ choice of workers and PSs matters; pass ``gpu_mix`` to change it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int, check_positive
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import bundled_pipeline
@@ -59,6 +69,8 @@ from smdlab.workloads.base import (
 )
 
 DEFAULT_GPU_MIX: Mapping[int, float] = {1: 0.5, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.06, 32: 0.02}
+LENGTH_RULES = ("drawn", "per_network")
+PER_NETWORK_LENGTH_SEED = 0  # seeds the per-network duration table of lengths="per_network"
 MAX_JOBS = (
     1_000_000  # a bound on generated workloads (far beyond what a simulation of them can run)
 )
@@ -114,6 +126,7 @@ def synthetic(
     ps_demand: Mapping[str, float] | None = None,
     pipeline: bool = True,
     arch_mix: float = 0.0,
+    lengths: str = "drawn",
 ) -> list[Job]:
     """``n_jobs`` jobs with Poisson arrivals offering ``load`` to ``cluster`` (module docstring)."""
     n = check_int("n_jobs", n_jobs, 1, MAX_JOBS)
@@ -138,6 +151,7 @@ def synthetic(
         raise InvalidInput(
             f"duration_range_s must be (low, high) with low <= high, got {duration_range_s!r}"
         )
+    check_choice("lengths", lengths, LENGTH_RULES)
     nets = resolve_networks(networks, device)
     probs = mix_probabilities(nets, mix)
     sizes, size_p = _gpu_mix(gpu_mix)
@@ -154,6 +168,15 @@ def synthetic(
     net_index = rng.choice(len(nets), size=n, p=probs)
     requests = np.minimum(rng.choice(sizes, size=n, p=size_p), limits[net_index])
     durations = np.clip(rng.lognormal(np.log(duration_median_s), duration_sigma, size=n), lo, hi)
+    width = len(str(n - 1))
+    names = [f"j{i:0{width}d}" for i in range(n)]
+    pipes = [bundled_pipeline(net.profile) if pipeline else None for net in nets]
+    work = None
+    if lengths == "per_network":
+        durations, work = _per_network_durations(
+            names, requests, net_index, nets, pairs, pipes, cap_factor, mode, demands,
+            (duration_median_s, duration_sigma, lo, hi),
+        )  # fmt: skip
     demand = demand_seconds(requests, durations, bundles[net_index])
     rate = rate_for_load(load, demand, cluster, load_resource)
     gaps = rng.exponential(1.0 / rate, size=n)
@@ -162,8 +185,6 @@ def synthetic(
         arrivals *= (
             (n - 1) / rate / arrivals[-1]
         )  # realised rate (N-1)/span equals the target exactly
-    width = len(str(n - 1))
-    names = [f"j{i:0{width}d}" for i in range(n)]
     jobs = calibrated_jobs(
         names,
         arrivals,
@@ -175,8 +196,10 @@ def synthetic(
         mode=mode,
         demands=pairs,
         gpu_only=demands == "gpu_only",
-        pipelines=[bundled_pipeline(net.profile) if pipeline else None for net in nets],
+        pipelines=pipes,
     )
+    if work is not None:  # exactly the network's samples (d * speed / speed may round)
+        jobs = [j.replace(samples=float(w)) for j, w in zip(jobs, work)]
     if arch_mix > 0:  # drawn last, so that arch_mix = 0 leaves every earlier draw as it was
         chosen = rng.random(n) < arch_mix
         jobs = [
@@ -184,6 +207,40 @@ def synthetic(
             for j, d, c in zip(jobs, durations, chosen)
         ]
     return jobs
+
+
+def _per_network_durations(
+    names: Sequence[str],
+    requests: np.ndarray,
+    net_index: np.ndarray,
+    nets: Sequence,
+    pairs: Sequence,
+    pipes: Sequence,
+    cap_factor: float,
+    mode: str,
+    demands: str,
+    dist: tuple[float, float, float, float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(each job's duration at its request, its samples) when its samples are its network's
+    (``lengths="per_network"``)."""
+    median, sigma, lo, hi = dist
+    table = np.random.default_rng(PER_NETWORK_LENGTH_SEED)
+    ref = np.clip(table.lognormal(np.log(median), sigma, size=len(nets)), lo, hi)
+    k = np.arange(len(nets))
+    common: dict[str, Any] = dict(
+        cap_factor=cap_factor, mode=mode, demands=pairs, gpu_only=demands == "gpu_only"
+    )
+    # Unit durations: each job's samples are then its speed at (n, n), or at (1, 1).
+    at_request = calibrated_jobs(
+        names, np.zeros(len(names)), requests, np.ones(len(names)), net_index, nets,
+        pipelines=pipes, **common,
+    )  # fmt: skip
+    at_one = calibrated_jobs(
+        [f"k{i}" for i in k], np.zeros(len(k)), np.ones(len(k), dtype=np.int64), np.ones(len(k)),
+        k, nets, pipelines=pipes, **common,
+    )  # fmt: skip
+    work = (ref * np.array([j.samples for j in at_one]))[net_index]
+    return work / np.array([j.samples for j in at_request]), work
 
 
 def as_allreduce_job(job: Job, duration_s: float, cluster: Cluster, mode: str = "wfbp") -> Job:
