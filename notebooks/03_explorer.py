@@ -76,9 +76,7 @@ table = pd.DataFrame(
     table.style.hide(axis="index")
     .format({"duration on its allocation (h)": "{:.2f}"}, na_rep="waits")
     .apply(
-        lambda row: (
-            ["font-weight: bold" if 0 < row["workers"] != row["PSs"] else ""] * len(row)
-        ),
+        lambda row: ["font-weight: bold" if 0 < row["workers"] != row["PSs"] else ""] * len(row),
         axis=1,
     )
 )
