@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from smdlab.policies.dl2 import (
     at_slot,
     job_types,
 )
+from smdlab.rl.episodes import EpisodeJobs
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate_steps
 from smdlab.workloads.scenario import Scenario, load_scenario
@@ -55,7 +55,7 @@ class _SlotMode(Policy):
         return Decision()
 
 
-class DL2Env(gym.Env):
+class DL2Env(EpisodeJobs, gym.Env):
     """DL2's scheduling problem: per slot, grow allocations one task at a time, then end the slot.
 
         Observation: a window of up to ``window`` unfinished jobs sorted by arrival, per job the type
@@ -173,18 +173,7 @@ class DL2Env(gym.Env):
         """Start a new episode: a fresh workload draw (``options["workload_seed"]`` fixes it)."""
         super().reset(seed=seed)
         options = dict(options or {})
-        if self.fixed_jobs is not None:
-            jobs = self.fixed_jobs
-            self.workload_seed = None
-        else:
-            ws = options.get("workload_seed")
-            if ws is None:
-                ws = int(self.np_random.integers(0, self.train_seeds))
-            self.workload_seed = check_int("workload_seed", ws, 0)
-            if self.workload_seed not in self._workloads:
-                scn = dataclasses.replace(self.scenario, seed=self.workload_seed)
-                self._workloads[self.workload_seed] = scn.build_jobs(self.cluster)
-            jobs = self._workloads[self.workload_seed]
+        jobs = self._episode_jobs(options)
         self._gen = simulate_steps(
             jobs,
             self.cluster,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from smdlab.policies.placement_agent import (
     observation_size,
     ring_speed,
 )
+from smdlab.rl.episodes import EpisodeJobs
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate_steps
 from smdlab.solve.placement import capacity_matrix
@@ -58,7 +58,7 @@ class _EventMode(Policy):
         return Decision()
 
 
-class PlacementEnv(gym.Env):
+class PlacementEnv(EpisodeJobs, gym.Env):
     """Start waiting jobs at their requests on placements the agent picks; decisions at events.
 
     At each decision point (an arrival or a completion with jobs waiting) the agent takes actions
@@ -227,18 +227,7 @@ class PlacementEnv(gym.Env):
         """Start a new episode: a fresh workload draw (``options["workload_seed"]`` fixes it)."""
         super().reset(seed=seed)
         options = dict(options or {})
-        if self.fixed_jobs is not None:
-            jobs = self.fixed_jobs
-            self.workload_seed = None
-        else:
-            ws = options.get("workload_seed")
-            if ws is None:
-                ws = int(self.np_random.integers(0, self.train_seeds))
-            self.workload_seed = check_int("workload_seed", ws, 0)
-            if self.workload_seed not in self._workloads:
-                scn = dataclasses.replace(self.scenario, seed=self.workload_seed)
-                self._workloads[self.workload_seed] = scn.build_jobs(self.cluster)
-            jobs = self._workloads[self.workload_seed]
+        jobs = self._episode_jobs(options)
         self._gen = simulate_steps(
             jobs,
             self.cluster,

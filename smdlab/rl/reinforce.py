@@ -39,6 +39,7 @@ from smdlab.rl.train import (
     _check_out,
     _save_atomic,
     _torch,
+    read_checkpoint,
 )
 
 AGENTS = ("deeprm", "sched2")
@@ -95,24 +96,9 @@ def _layers(seq: Any) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """A REINFORCE checkpoint; InvalidInput if it is unreadable, foreign or of a newer format."""
-    torch = _torch()
-    path = Path(path)
-    try:
-        ck = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise InvalidInput(f"checkpoint: no file at {str(path)!r}") from None
-    except Exception as exc:  # torch raises many kinds on a damaged file
-        raise InvalidInput(
-            f"checkpoint: {str(path)!r} is not a readable agent checkpoint ({type(exc).__name__})"
-        ) from None
-    if not isinstance(ck, dict) or "format" not in ck or "nets" not in ck:
-        raise InvalidInput(f"checkpoint: {str(path)!r} is not a deeprm/sched2 checkpoint")
-    if not isinstance(ck["format"], int) or ck["format"] > CHECKPOINT_FORMAT:
-        raise InvalidInput(
-            f"checkpoint: {str(path)!r} has format {ck['format']!r}; this smdlab reads format "
-            f"<= {CHECKPOINT_FORMAT}"
-        )
-    return ck
+    return read_checkpoint(
+        path, kind="deeprm/sched2", key="nets", fmt=CHECKPOINT_FORMAT, readable="agent"
+    )
 
 
 def write_curve(out: Path, curve: list[float]) -> None:

@@ -134,8 +134,10 @@ def _check_out(out: Path, force: bool) -> None:
             )
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """A training checkpoint; InvalidInput if it is unreadable, foreign or of a newer format."""
+def read_checkpoint(
+    path: str | Path, *, kind: str, key: str, fmt: int, readable: str | None = None
+) -> dict[str, Any]:
+    """The torch checkpoint at ``path`` if it is a ``kind`` one (holds ``key``) of format <= ``fmt``."""
     torch = _torch()
     path = Path(path)
     try:
@@ -144,16 +146,22 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise InvalidInput(f"checkpoint: no file at {str(path)!r}") from None
     except Exception as exc:  # torch raises many kinds on a damaged file
         raise InvalidInput(
-            f"checkpoint: {str(path)!r} is not a readable DL2 checkpoint ({type(exc).__name__})"
+            f"checkpoint: {str(path)!r} is not a readable {readable or kind} checkpoint "
+            f"({type(exc).__name__})"
         ) from None
-    if not isinstance(ck, dict) or "format" not in ck or "actor" not in ck:
-        raise InvalidInput(f"checkpoint: {str(path)!r} is not a DL2 checkpoint")
-    if not isinstance(ck["format"], int) or ck["format"] > CHECKPOINT_FORMAT:
+    if not isinstance(ck, dict) or "format" not in ck or key not in ck:
+        raise InvalidInput(f"checkpoint: {str(path)!r} is not a {kind} checkpoint")
+    if not isinstance(ck["format"], int) or ck["format"] > fmt:
         raise InvalidInput(
             f"checkpoint: {str(path)!r} has format {ck['format']!r}; this smdlab reads format "
-            f"<= {CHECKPOINT_FORMAT}"
+            f"<= {fmt}"
         )
     return ck
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A training checkpoint; InvalidInput if it is unreadable, foreign or of a newer format."""
+    return read_checkpoint(path, kind="DL2", key="actor", fmt=CHECKPOINT_FORMAT)
 
 
 def _save_atomic(torch: Any, obj: Any, path: Path) -> None:
