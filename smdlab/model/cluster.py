@@ -46,6 +46,18 @@ class Machine:
     rack: str = ""
 
 
+def _check_uplink(kind: str, name: object, uplink_gbps: float, oversubscription: float) -> None:
+    """InvalidInput unless a rack's or domain's name, uplink and oversubscription (>= 1) are valid."""
+    if not isinstance(name, str) or not name:
+        raise InvalidInput(f"{kind} name must be a non-empty string, got {name!r}")
+    check_positive(f"{kind} {name!r} uplink_gbps", uplink_gbps)
+    over = check_positive(f"{kind} {name!r} oversubscription", oversubscription)
+    if over < 1:
+        raise InvalidInput(
+            f"{kind} {name!r} oversubscription must be >= 1, got {oversubscription!r}"
+        )
+
+
 @dataclass(frozen=True)
 class Rack:
     """A rack: its name, uplink bandwidth (Gbps), oversubscription (>= 1) and optional domain."""
@@ -56,14 +68,7 @@ class Rack:
     domain: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise InvalidInput(f"rack name must be a non-empty string, got {self.name!r}")
-        check_positive(f"rack {self.name!r} uplink_gbps", self.uplink_gbps)
-        over = check_positive(f"rack {self.name!r} oversubscription", self.oversubscription)
-        if over < 1:
-            raise InvalidInput(
-                f"rack {self.name!r} oversubscription must be >= 1, got {self.oversubscription!r}"
-            )
+        _check_uplink("rack", self.name, self.uplink_gbps, self.oversubscription)
 
     @property
     def effective_uplink_gbps(self) -> float:
@@ -80,14 +85,7 @@ class Domain:
     oversubscription: float = 1.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise InvalidInput(f"domain name must be a non-empty string, got {self.name!r}")
-        check_positive(f"domain {self.name!r} uplink_gbps", self.uplink_gbps)
-        over = check_positive(f"domain {self.name!r} oversubscription", self.oversubscription)
-        if over < 1:
-            raise InvalidInput(
-                f"domain {self.name!r} oversubscription must be >= 1, got {self.oversubscription!r}"
-            )
+        _check_uplink("domain", self.name, self.uplink_gbps, self.oversubscription)
 
     @property
     def effective_uplink_gbps(self) -> float:
