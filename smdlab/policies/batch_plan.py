@@ -16,6 +16,7 @@ epoch time at 1..G GPUs (G: the cluster's GPUs), with an epoch of ``samples_per_
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -166,9 +167,9 @@ class BatchPlanPolicy(Policy):
         self.plans: list[BatchPlan] = []
         self._planned: set[str] = set()
 
+    @abstractmethod
     def plan(self, table: EpochTable) -> BatchPlan:
-        """The plan for the jobs of ``table`` (subclasses)."""
-        raise NotImplementedError
+        """The plan for the jobs of ``table`` (each subclass's rule)."""
 
     def _gpu_total(self, state: ClusterState) -> int:
         cluster = state.cluster

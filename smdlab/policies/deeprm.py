@@ -11,9 +11,6 @@ by ``smdlab train deeprm`` (``smdlab.rl.reinforce``); the shipped weights are
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from smdlab.paths import data_dir
 from smdlab.policies.placement_agent import PlacementAgentPolicy
 
 
@@ -34,8 +31,3 @@ class DeepRM(PlacementAgentPolicy):
     agent = "deeprm"
     observation = "deeprm"
     action = "machine"
-
-    @classmethod
-    def default_weights(cls) -> Path:
-        """The shipped weights, ``data/deeprm/weights.npz``."""
-        return data_dir() / "deeprm" / "weights.npz"

@@ -51,6 +51,7 @@ from smdlab.policies.sharing import (
     place_alone,
     running_shares,
     solo_speed,
+    start_alone,
     take,
     try_join,
 )
@@ -138,11 +139,7 @@ class Gandiva(Policy):
             job = q.job
             alone = place_alone(job, free, state)
             if alone is not None:
-                w, p, pl = alone
-                take(job, pl, free, state)
-                label = f"{SPACE}:{job.name}"
-                shares.append(Share(label, w, p, pl, [job], [1], [q.remaining]))
-                out.append(Allocation(job.name, w, p, pl, group=label, sharing="space"))
+                start_alone(q, alone, SPACE, free, state, shares, out)
                 continue
             u = self.utilisation(job)
             host = None

@@ -41,6 +41,7 @@ from smdlab.policies.sharing import (
     factors,
     place_alone,
     running_shares,
+    start_alone,
     take,
     try_join,
 )
@@ -137,11 +138,7 @@ class Horus(Policy):
             u = self.utilisation(job)
             alone = place_alone(job, free, state)
             if alone is not None and u <= self.threshold:
-                w, p, pl = alone
-                take(job, pl, free, state)
-                label = f"horus:{job.name}"
-                shares.append(Share(label, w, p, pl, [job], [1], [q.remaining]))
-                out.append(Allocation(job.name, w, p, pl, group=label, sharing="space"))
+                start_alone(q, alone, "horus", free, state, shares, out)
                 continue
             cands = sorted(
                 (

@@ -38,6 +38,7 @@ from smdlab.errors import InvalidInput, check_choice, check_int
 from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.model.cluster import DEFAULT_RESOURCES
 from smdlab.model.job import Job
+from smdlab.paths import data_dir
 from smdlab.policies.base import (
     EXECUTIONS,
     Allocation,
@@ -605,8 +606,7 @@ def load_weights(path: str | Path, agent: str) -> tuple[Net, Net, dict[str, Any]
 
 class PlacementAgentPolicy(Policy):
     """A trained placement agent as a policy: greedy (most probable valid action) at each decision
-    point until "wait". Subclasses set ``name``, ``agent``, ``observation``, ``action`` and the
-    default weights path."""
+    point until "wait". Subclasses set ``name``, ``agent``, ``observation`` and ``action``."""
 
     execution = "non_elastic"
     executions = EXECUTIONS
@@ -627,8 +627,8 @@ class PlacementAgentPolicy(Policy):
 
     @classmethod
     def default_weights(cls) -> Path:
-        """The shipped weights file."""
-        raise NotImplementedError
+        """The shipped weights file, ``data/<agent>/weights.npz``."""
+        return data_dir() / cls.agent / "weights.npz"
 
     def reset(self) -> None:
         """Forget the per-run job facts."""

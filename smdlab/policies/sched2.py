@@ -12,9 +12,6 @@ trained by ``smdlab train sched2`` (``smdlab.rl.reinforce``); the shipped weight
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from smdlab.paths import data_dir
 from smdlab.policies.placement_agent import PlacementAgentPolicy
 
 
@@ -36,8 +33,3 @@ class Sched2(PlacementAgentPolicy):
     agent = "sched2"
     observation = "sched2"
     action = "locality"
-
-    @classmethod
-    def default_weights(cls) -> Path:
-        """The shipped weights, ``data/sched2/weights.npz``."""
-        return data_dir() / "sched2" / "weights.npz"

@@ -18,7 +18,7 @@ from smdlab.model.colocation import (
     shared_rate_factors,
 )
 from smdlab.model.job import Job
-from smdlab.policies.base import ClusterState, Placement, QueuedJob, RunningJob
+from smdlab.policies.base import Allocation, ClusterState, Placement, QueuedJob, RunningJob
 from smdlab.policies.srtf import remaining_time, request
 from smdlab.policies.stages import max_bundles
 from smdlab.solve.instance import job_speeds
@@ -89,6 +89,23 @@ def place_alone(
         return None if pl is None else (w, p, pl)
     n, pl = max_bundles(job, free, state.cluster.resources, w)
     return None if n == 0 or pl is None else (n, n, pl)
+
+
+def start_alone(
+    q: QueuedJob,
+    alone: tuple[int, int, Placement],
+    prefix: str,
+    free: np.ndarray,
+    state: ClusterState,
+    shares: list[Share],
+    out: list[Allocation],
+) -> None:
+    """Start ``q`` on ``alone`` (from ``place_alone``) as a space-sharing group of its own."""
+    w, p, pl = alone
+    take(q.job, pl, free, state)
+    label = f"{prefix}:{q.job.name}"
+    shares.append(Share(label, w, p, pl, [q.job], [1], [q.remaining]))
+    out.append(Allocation(q.job.name, w, p, pl, group=label, sharing="space"))
 
 
 def can_share(share: Share, job: Job) -> bool:

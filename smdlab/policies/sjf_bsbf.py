@@ -44,7 +44,7 @@ from smdlab.policies.sharing import (
     running_shares,
     sjf_order,
     solo_speed,
-    take,
+    start_alone,
     try_join,
 )
 from smdlab.policies.srtf import request
@@ -99,11 +99,7 @@ class SJFBSBF(Policy):
             job = q.job
             alone = place_alone(job, free, state)
             if alone is not None:
-                w, p, pl = alone
-                take(job, pl, free, state)
-                label = f"bsbf:{job.name}"
-                shares.append(Share(label, w, p, pl, [job], [1], [q.remaining]))
-                out.append(Allocation(job.name, w, p, pl, group=label, sharing="space"))
+                start_alone(q, alone, "bsbf", free, state, shares, out)
                 continue
             if k == 1 or not shares:
                 continue

@@ -22,13 +22,12 @@ import numpy as np
 from smdlab.errors import check_int
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.sharing import (
-    Share,
     can_share,
     factors,
     place_alone,
     running_shares,
     sjf_order,
-    take,
+    start_alone,
     try_join,
 )
 
@@ -78,9 +77,5 @@ class SJFFFS(Policy):
             alone = place_alone(job, free, state)
             if alone is None:
                 continue
-            w, p, pl = alone
-            take(job, pl, free, state)
-            label = f"ffs:{job.name}"
-            shares.append(Share(label, w, p, pl, [job], [1], [q.remaining]))
-            out.append(Allocation(job.name, w, p, pl, group=label, sharing="space"))
+            start_alone(q, alone, "ffs", free, state, shares, out)
         return Decision(tuple(out))

@@ -26,6 +26,7 @@ Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smd
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -158,11 +159,9 @@ class SynergyRounds(Policy):
         return (entry.remaining / float(job_speeds(job, mode)[w - 1, p - 1]), job.arrival, job.name)
 
     # ---- the rule per policy ----------------------------------------------------------------
-    def levels(
-        self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState
-    ) -> None:  # pragma: no cover - every subclass overrides it
+    @abstractmethod
+    def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """Set ``cpu``/``mem_gb`` of each plan and place it (``tasks``); None leaves a job out."""
-        raise NotImplementedError
 
     # ---- the round ----------------------------------------------------------------------------
     def decide(self, state: ClusterState) -> Decision:

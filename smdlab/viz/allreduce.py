@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from smdlab.viz.style import PALETTE, base_layout
+from smdlab.viz.style import PALETTE, base_layout, identity_line
 
 _SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 POLICY_LABELS = {
@@ -54,18 +54,7 @@ def epoch_validation_figure(df: pd.DataFrame) -> go.Figure:
                 row=1,
                 col=col,
             )
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[lo, hi],
-                mode="lines",
-                showlegend=False,
-                line={"color": "#9D9D9D", "dash": "dot"},
-                hoverinfo="skip",
-            ),
-            row=1,
-            col=col,
-        )
+        fig.add_trace(identity_line(lo, hi), row=1, col=col)
         fig.update_xaxes(type="log", title_text="measured epoch time (source unit)", row=1, col=col)
         fig.update_yaxes(type="log", title_text="predicted", row=1, col=col)
     fig.update_layout(

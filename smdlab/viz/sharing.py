@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from smdlab.viz.style import PALETTE, base_layout
+from smdlab.viz.style import PALETTE, base_layout, identity_line
 
 MODEL_LABELS = {"factorised": "factorised model", "log_additive": "log-additive baseline"}
 GPU_COLORS = {"k80": PALETTE[0], "p100": PALETTE[1], "v100": PALETTE[2]}
@@ -52,18 +52,7 @@ def sharing_validation_figure(df: pd.DataFrame) -> go.Figure:
                 row=1,
                 col=col,
             )
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[lo, hi],
-                mode="lines",
-                showlegend=False,
-                line={"color": "#9D9D9D", "dash": "dot"},
-                hoverinfo="skip",
-            ),
-            row=1,
-            col=col,
-        )
+        fig.add_trace(identity_line(lo, hi), row=1, col=col)
         fig.update_xaxes(type="log", title_text="measured co-located steps/s", row=1, col=col)
         fig.update_yaxes(type="log", title_text="predicted steps/s", row=1, col=col)
     seed = df.attrs.get("seed")

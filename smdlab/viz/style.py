@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # Every figure that reports a result of SMD says it comes from the reconstructed model.
 SMD_LABEL = "SMD (reconstructed model)"
 
@@ -100,3 +102,17 @@ def base_layout(title: str, template: str | None = TEMPLATE, **extra) -> dict:
     if template is not None:
         out["template"] = template
     return out
+
+
+def identity_line(lo: float, hi: float) -> Any:
+    """The dotted y = x reference line of a predicted-against-measured panel, from lo to hi."""
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=[lo, hi],
+        y=[lo, hi],
+        mode="lines",
+        showlegend=False,
+        line={"color": "#9D9D9D", "dash": "dot"},
+        hoverinfo="skip",
+    )
