@@ -494,6 +494,13 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--gamma", type=float, default=0.99, help="discount per step or per slot (default 0.99)"
     )
     p.add_argument(
+        "--lam",
+        type=float,
+        default=1.0,
+        help="dl2 with --returns slot: GAE lambda in [0, 1] over the steps of a slot "
+        "(default 1: the slot's return minus the critic's value)",
+    )
+    p.add_argument(
         "--rollout", type=int, default=32, help="environment steps per update (default 32)"
     )
     p.add_argument(
@@ -534,6 +541,7 @@ def _train(args: argparse.Namespace) -> int:
         normalize_advantage=args.normalize_advantage,
         returns=args.returns,
         gamma=args.gamma,
+        lam=args.lam,
         rollout=args.rollout,
         hidden=64 if args.hidden is None else args.hidden,
         depth=args.depth,

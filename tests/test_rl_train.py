@@ -46,7 +46,7 @@ def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):
         assert np.array_equal(a, b)
 
 
-# DL2's slot returns, two hidden layers, greedy validation keeping the best actor
+# DL2's slot returns (GAE within slots), two hidden layers, greedy validation keeping the best actor
 SLOT_CFG = TrainConfig(
     steps=6,
     seed=1,
@@ -56,6 +56,7 @@ SLOT_CFG = TrainConfig(
     depth=2,
     returns="slot",
     gamma=0.9,
+    lam=0.9,
     validate_every=2,
     val_seeds=(200,),
     checkpoint_every=3,
@@ -80,6 +81,25 @@ def test_slot_returns_with_validation_are_deterministic_and_resume(tmp_path):
     assert (meta["validation_mean_jct"], meta["trained_steps"]) == best
     assert summary["best_validation"] == {"update": best[1], "mean_jct": best[0]}
     assert len(DL2(weights=str(a / WEIGHTS)).layers) == 3
+
+
+def test_slot_gae_reduces_to_slot_return_minus_value_and_discounts_across_slots():
+    from smdlab.rl.train import _slot_gae
+
+    value = torch.tensor([0.2, 0.5, 0.1, 0.3, 0.4])
+    rews = [0.0, 0.0, 1.0, 0.0, 2.0]  # two slots: steps 0-2 and 3-4
+    ends = [False, False, True, False, True]
+    dones = [False] * 5
+    # lambda 1, gamma 0: every action gets its slot's reward minus its own value
+    adv = _slot_gae(value, rews, dones, ends, 9.0, gamma=0.0, lam=1.0)
+    assert torch.allclose(adv, torch.tensor([0.8, 0.5, 0.9, 1.7, 1.6]))
+    # lambda 0: one-step errors; inside a slot the next value counts in full, across by gamma
+    adv = _slot_gae(value, rews, dones, ends, 9.0, gamma=0.5, lam=0.0)
+    want = [0.5 - 0.2, 0.1 - 0.5, 1.0 + 0.5 * 0.3 - 0.1, 0.4 - 0.3, 2.0 + 0.5 * 9.0 - 0.4]
+    assert torch.allclose(adv, torch.tensor(want))
+    # the episode's end cuts the bootstrap
+    adv = _slot_gae(value, rews, [*dones[:4], True], ends, 9.0, gamma=0.5, lam=0.0)
+    assert float(adv[4]) == pytest.approx(2.0 - 0.4)
 
 
 def test_saved_policy_reproduces_the_actors_decisions(trained):
@@ -155,6 +175,7 @@ def test_checkpoint_from_another_space_is_refused(trained, tmp_path):
         (["train", "nope", "--steps", "3"], "agent must be one of dl2, deeprm, sched2"),
         (["train", "dl2", "--steps", "0"], "steps must be"),
         (["train", "dl2", "--steps", "3", "--workload", "nope.toml"], "--workload"),
+        (["train", "dl2", "--steps", "3", "--lam", "1.5"], "lam must be in [0, 1]"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):

@@ -74,6 +74,9 @@ class TrainConfig:
     # "job": an action gets the progress in its slot of the job it added to, "end the slot" the
     # slot's reward over its jobs (DL2's code, TS_REWARD_PLUS_JOB_REWARD); no discount.
     returns: str = "step"
+    # with slot returns: the advantage is GAE(lam) over steps within a slot (undiscounted; the
+    # critic values each partial allocation) and over slots (``gamma``); 1.0 gives G - V.
+    lam: float = 1.0
     validate_every: int = 0  # updates between greedy validation runs (0: none)
     val_seeds: tuple[int, ...] = (200, 201, 202, 203, 204)  # workload seeds of validation
     checkpoint_every: int = 50  # updates between checkpoints (the environment restarts there)
@@ -97,6 +100,7 @@ class TrainConfig:
             if self.warmup_lr is None
             else check_positive("warmup_lr", self.warmup_lr),
             gamma=check_positive("gamma", self.gamma, allow_zero=True),
+            lam=_unit("lam", self.lam),
             entropy=check_positive("entropy", self.entropy, allow_zero=True),
             checkpoint_every=check_int("checkpoint_every", self.checkpoint_every, 1),
             normalize_advantage=bool(self.normalize_advantage),
@@ -105,6 +109,14 @@ class TrainConfig:
             val_seeds=tuple(check_int("val_seeds", v, 0) for v in self.val_seeds),
             train_seeds=check_int("train_seeds", self.train_seeds, 1),
         )
+
+
+def _unit(field: str, value: float) -> float:
+    """``value`` if it is a number in [0, 1], else InvalidInput naming ``field``."""
+    v = check_positive(field, value, allow_zero=True)
+    if v > 1:
+        raise InvalidInput(f"{field} must be in [0, 1], got {value!r}")
+    return v
 
 
 def _nets(torch: Any, n_in: int, n_out: int, hidden: int, depth: int = 1) -> tuple[Any, Any]:
@@ -119,6 +131,30 @@ def _nets(torch: Any, n_in: int, n_out: int, hidden: int, depth: int = 1) -> tup
         return nn.Sequential(*layers, nn.Linear(width, out))
 
     return net(n_out), net(1)
+
+
+def _slot_gae(
+    value: Any,
+    rews: list[float],
+    dones: list[bool],
+    ends: list[bool],
+    last: float,
+    gamma: float,
+    lam: float,
+) -> Any:
+    """GAE(lam) advantages of one rollout of whole slots: within a slot the next state's value
+    counts undiscounted, across a slot boundary by ``gamma`` (``last``: the value after the
+    rollout, 0 after an episode's end)."""
+    adv = value.clone()
+    nxt, running = last, 0.0
+    for t in range(len(rews) - 1, -1, -1):
+        disc = 0.0 if dones[t] else (gamma if ends[t] else 1.0)
+        v = float(value[t])
+        delta = rews[t] + disc * nxt - v
+        running = delta + disc * lam * running
+        adv[t] = running
+        nxt = v
+    return adv
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -372,11 +408,15 @@ def train_dl2(
         logits = actor(X).masked_fill(~M, -1e9)
         logp = torch.log_softmax(logits, 1)
         value = critic(X).squeeze(1)
+        gae = None
+        if cfg.returns == "slot" and cfg.lam < 1.0 and not warm:
+            gae = _slot_gae(value.detach(), rews, dones, ends, ret, cfg.gamma, cfg.lam)
+            G = gae + value.detach()  # the lambda-return is the critic's target
         value_loss = 0.5 * ((G - value) ** 2).mean()
         if warm:  # imitate DRF's choices
             loss = torch.nn.functional.nll_loss(logp, A) + value_loss
         else:
-            adv = (G - value).detach()
+            adv = (G - value).detach() if gae is None else gae
             if cfg.normalize_advantage and len(adv) > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             chosen = logp.gather(1, A[:, None]).squeeze(1)

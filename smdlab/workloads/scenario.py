@@ -23,7 +23,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     #            arch_mix (fraction of ring all-reduce jobs, 0..1: PS and all-reduce mixed),
     #            pipeline (true: bundled input pipelines, the default; false: none),
     #            lengths (drawn: per job, the default; per_network: each network's fixed length,
-    #            as DL2's simulator, workloads.synthetic)
+    #            as DL2's simulator, workloads.synthetic), arrival_slot_s (seconds: arrivals
+    #            moved up to the next multiple, as DL2's simulator; default 0, none)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
@@ -118,6 +119,7 @@ _WL_KEYS = {
         "arch_mix",
         "pipeline",
         "lengths",
+        "arrival_slot_s",
     ),
     "philly": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
@@ -146,6 +148,7 @@ _WL_SHAPES = {
     "duration_sigma": "number",
     "rate_scale": "number",
     "arch_mix": "number",
+    "arrival_slot_s": "number",
     "pipeline": "flag",
 }
 

@@ -31,7 +31,10 @@ Distribution (every draw from one ``numpy.random.Generator`` seeded with ``seed`
 - arrivals: a Poisson process whose rate gives the requested offered load (``base`` module
   docstring: the bottleneck resource's offered demand over its pooled capacity); the first job
   arrives at 0 and the arrival times are scaled so that the realised rate (N - 1) / span is the
-  target rate exactly (so ``offered_load`` of the result returns ``load``).
+  target rate exactly (so ``offered_load`` of the result returns ``load``). With
+  ``arrival_slot_s`` = s > 0, each arrival is then moved up to the next multiple of s, as in
+  DL2's simulator (pengyanghua/DL2, ``trace.py``: a job's arrival is the index of its time slot);
+  the span grows by less than s, so the offered load falls slightly below ``load``.
 - architecture: with ``arch_mix`` = x > 0, each job is, with probability x (drawn after every
   other draw), a ring all-reduce job (``arch="allreduce"``, no PS, ``gpus_per_machine`` the
   cluster's largest machine) with the same duration at its request; the arrival rate is set from
@@ -127,6 +130,7 @@ def synthetic(
     pipeline: bool = True,
     arch_mix: float = 0.0,
     lengths: str = "drawn",
+    arrival_slot_s: float = 0.0,
 ) -> list[Job]:
     """``n_jobs`` jobs with Poisson arrivals offering ``load`` to ``cluster`` (module docstring)."""
     n = check_int("n_jobs", n_jobs, 1, MAX_JOBS)
@@ -152,6 +156,7 @@ def synthetic(
             f"duration_range_s must be (low, high) with low <= high, got {duration_range_s!r}"
         )
     check_choice("lengths", lengths, LENGTH_RULES)
+    arrival_slot_s = check_positive("arrival_slot_s", arrival_slot_s, allow_zero=True)
     nets = resolve_networks(networks, device)
     probs = mix_probabilities(nets, mix)
     sizes, size_p = _gpu_mix(gpu_mix)
@@ -185,6 +190,8 @@ def synthetic(
         arrivals *= (
             (n - 1) / rate / arrivals[-1]
         )  # realised rate (N-1)/span equals the target exactly
+    if arrival_slot_s > 0:  # DL2's trace: jobs arrive at slot boundaries
+        arrivals = np.ceil(arrivals / arrival_slot_s - 1e-9) * arrival_slot_s
     jobs = calibrated_jobs(
         names,
         arrivals,
