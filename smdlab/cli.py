@@ -501,6 +501,21 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "(default 1: the slot's return minus the critic's value)",
     )
     p.add_argument(
+        "--replay",
+        type=int,
+        default=0,
+        metavar="N",
+        help="dl2: DL2's prioritised replay of N samples after the warm-up, one update per slot "
+        "on a batch of --rollout samples (DL2: 8192 and 256; default 0: on-policy)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=50,
+        metavar="N",
+        help="dl2: updates between checkpoints (default 50)",
+    )
+    p.add_argument(
         "--rollout", type=int, default=32, help="environment steps per update (default 32)"
     )
     p.add_argument(
@@ -542,6 +557,8 @@ def _train(args: argparse.Namespace) -> int:
         returns=args.returns,
         gamma=args.gamma,
         lam=args.lam,
+        replay=args.replay,
+        checkpoint_every=args.checkpoint_every,
         rollout=args.rollout,
         hidden=64 if args.hidden is None else args.hidden,
         depth=args.depth,

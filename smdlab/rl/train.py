@@ -22,6 +22,7 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.policies.dl2 import DL2, feature_scale, save_weights
 from smdlab.rl.env import DL2Env, default_rl_scenario
+from smdlab.rl.replay import ReplayMemory
 
 AGENTS = ("dl2",)
 CHECKPOINT_FORMAT = 1
@@ -77,6 +78,10 @@ class TrainConfig:
     # with slot returns: the advantage is GAE(lam) over steps within a slot (undiscounted; the
     # critic values each partial allocation) and over slots (``gamma``); 1.0 gives G - V.
     lam: float = 1.0
+    # DL2's experience replay (``smdlab.rl.replay``): after the warm-up, every slot's samples go
+    # into a prioritised memory of this many samples and, once it is full, each slot ends with
+    # one update on a batch of ``rollout`` samples drawn from it; 0: on-policy rollouts.
+    replay: int = 0
     validate_every: int = 0  # updates between greedy validation runs (0: none)
     val_seeds: tuple[int, ...] = (200, 201, 202, 203, 204)  # workload seeds of validation
     checkpoint_every: int = 50  # updates between checkpoints (the environment restarts there)
@@ -101,6 +106,7 @@ class TrainConfig:
             else check_positive("warmup_lr", self.warmup_lr),
             gamma=check_positive("gamma", self.gamma, allow_zero=True),
             lam=_unit("lam", self.lam),
+            replay=check_int("replay", self.replay, 0),
             entropy=check_positive("entropy", self.entropy, allow_zero=True),
             checkpoint_every=check_int("checkpoint_every", self.checkpoint_every, 1),
             normalize_advantage=bool(self.normalize_advantage),
@@ -239,6 +245,8 @@ def train_dl2(
     actor, critic = _nets(torch, n_in, n_out, cfg.hidden, cfg.depth)
     opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
+    memory = ReplayMemory(cfg.replay, n_in, n_out) if cfg.replay else None
+    draw = np.random.default_rng(cfg.seed)  # the replay's batches
     step = 0
     curve: list[tuple[int, str, float]] = []  # (update, "train" | "validation", mean JCT)
     best: tuple[float, int, dict[str, Any]] | None = None  # (validation JCT, update, actor)
@@ -264,6 +272,16 @@ def train_dl2(
         if ck.get("best") is not None:
             jct, upd, state = ck["best"]
             best = (float(jct), int(upd), state)
+        if memory is not None:
+            if ck.get("replay") is None:
+                raise InvalidInput(
+                    f"checkpoint: {str(ck_path)!r} was written without --replay; train into "
+                    "another folder"
+                )
+            memory.load(
+                {k: v.numpy() if hasattr(v, "numpy") else v for k, v in ck["replay"].items()}
+            )
+            draw.bit_generator.state = ck["replay_draw"]
     out.mkdir(parents=True, exist_ok=True)
     scale = torch.from_numpy(feature_scale(len(env.types), env.window))
     meta = {
@@ -312,6 +330,13 @@ def train_dl2(
                 "generator": gen.get_state(),
                 "curve": curve,
                 "best": None if best is None else [best[0], best[1], best[2]],
+                "replay": None
+                if memory is None
+                else {
+                    k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                    for k, v in memory.state().items()
+                },
+                "replay_draw": draw.bit_generator.state,
             },
             ck_path,
         )
@@ -338,12 +363,15 @@ def train_dl2(
     losses: list[float] = []
     obs: np.ndarray | None = None
     info: dict[str, Any] = {}
-    slot_returns = cfg.returns in ("slot", "job")
+    slot_returns = cfg.returns in ("slot", "job") or memory is not None
+    restarted = -1  # the update count at the last restart
     while step < cfg.steps:
-        if obs is None or step % cfg.checkpoint_every == 0:
+        if obs is None or (step % cfg.checkpoint_every == 0 and restarted != step):
             # the environment restarts at each checkpoint: a resumed run repeats an uninterrupted one
             obs, info = env.reset(seed=cfg.seed * 1_000_003 + step)
+            restarted = step
         warm = step < (cfg.warmup or 0)
+        replaying = memory is not None and not warm
         for group in opt.param_groups:
             group["lr"] = cfg.warmup_lr if warm and cfg.warmup_lr is not None else cfg.lr
         xs, masks, acts, rews, dones, ends = [], [], [], [], [], []
@@ -382,6 +410,8 @@ def train_dl2(
                     curve.append((step, "train", float(info["mean_jct"])))
                 obs, info = env.reset()
             # slot returns need whole slots: a rollout runs on to the end of its last slot
+            if ends[-1] and replaying:  # DL2: one update per slot, from the memory
+                break
             if len(xs) >= cfg.rollout and (ends[-1] or not slot_returns):
                 break
         X = torch.stack(xs)
@@ -405,11 +435,24 @@ def train_dl2(
                 ret = r + cfg.gamma * ret * (0.0 if d else 1.0)
                 returns.append(ret)
         G = torch.tensor(returns[::-1], dtype=torch.float32)
+        weights = None
+        if replaying:
+            assert memory is not None
+            for x, m, a, g in zip(X.numpy(), M.numpy(), acts, G.tolist(), strict=True):
+                memory.store(x, m, a, g)
+            if not memory.full:
+                continue  # DL2 trains once the memory is full
+            idx, w = memory.sample(cfg.rollout, draw)
+            X = torch.from_numpy(memory.obs[idx])
+            M = torch.from_numpy(memory.masks[idx])
+            A = torch.from_numpy(memory.actions[idx])
+            G = torch.from_numpy(memory.rewards[idx]).float()
+            weights = torch.from_numpy(w).float()
         logits = actor(X).masked_fill(~M, -1e9)
         logp = torch.log_softmax(logits, 1)
         value = critic(X).squeeze(1)
         gae = None
-        if cfg.returns == "slot" and cfg.lam < 1.0 and not warm:
+        if cfg.returns == "slot" and cfg.lam < 1.0 and not warm and not replaying:
             gae = _slot_gae(value.detach(), rews, dones, ends, ret, cfg.gamma, cfg.lam)
             G = gae + value.detach()  # the lambda-return is the critic's target
         value_loss = 0.5 * ((G - value) ** 2).mean()
@@ -417,6 +460,10 @@ def train_dl2(
             loss = torch.nn.functional.nll_loss(logp, A) + value_loss
         else:
             adv = (G - value).detach() if gae is None else gae
+            if weights is not None:  # importance weights of the prioritised draw
+                assert memory is not None
+                memory.update(idx, adv.numpy())
+                adv = adv * weights
             if cfg.normalize_advantage and len(adv) > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             chosen = logp.gather(1, A[:, None]).squeeze(1)
