@@ -37,11 +37,15 @@ README; where unknown we say so and assume):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from smdlab.experiments.config import ExperimentConfig, get_config
+
+if TYPE_CHECKING:
+    from smdlab.model.gpu_types import ThroughputTable
 
 # Gavel job type family -> (bundled network, parameter count of Gavel's model, its source).
 GAVEL_PARAMS: dict[str, tuple[str, int, str]] = {
@@ -116,12 +120,13 @@ def _batch(job_type: str) -> int:
     return int(job_type.split("batch size ")[1].rstrip(")"))
 
 
-def _measured() -> pd.DataFrame:
+def _measured() -> ThroughputTable:
+    """Gavel's measured rates of the job types whose networks the layered model knows."""
     from smdlab.model.colocation import load_gavel_solo
+    from smdlab.model.gpu_types import ThroughputTable
 
     df = load_gavel_solo()
-    df = df[df["job_type"].map(_family).isin(GAVEL_PARAMS)]
-    return df[df["steps_per_s"] > 0]
+    return ThroughputTable(df[df["job_type"].map(_family).isin(GAVEL_PARAMS)], "Gavel's table")
 
 
 def predicted_consolidation_ratio(
@@ -170,18 +175,7 @@ def predicted_consolidation_ratio(
 
 def consolidation_points(nics: tuple[float, ...] = NIC_SENSITIVITY) -> pd.DataFrame:
     """One row per (job type, GPU type, GPUs, NIC): measured and predicted spread/consolidated."""
-    df = _measured()
-    keys = zip(
-        df["job_type"].astype(str),
-        df["gpu_type"].astype(str),
-        df["scale_factor"].astype(int),
-        df["placement"].astype(str),
-        strict=True,
-    )
-    rate: dict[tuple[str, str, int, str], float] = {
-        (str(j), str(t), int(s), str(p)): float(v)
-        for (j, t, s, p), v in zip(keys, df["steps_per_s"].to_numpy(dtype=float), strict=True)
-    }
+    rate = _measured().scaled
     rows = []
     for (jt, t, s, place), _ in sorted(rate.items()):
         if place != "consolidated" or s not in GPUS or (jt, t, s, "unconsolidated") not in rate:
@@ -210,17 +204,7 @@ def consolidation_points(nics: tuple[float, ...] = NIC_SENSITIVITY) -> pd.DataFr
 
 def type_ratio_points() -> pd.DataFrame:
     """One row per (job type, GPU type): measured and datasheet-predicted throughput / V100's."""
-    df = _measured()
-    one = df[(df["scale_factor"] == 1) & (df["placement"] == "consolidated")]
-    rate: dict[tuple[str, str], float] = {
-        (str(j), str(t)): float(v)
-        for j, t, v in zip(
-            one["job_type"].astype(str),
-            one["gpu_type"].astype(str),
-            one["steps_per_s"].to_numpy(dtype=float),
-            strict=True,
-        )
-    }
+    rate = _measured().solo
     rows = []
     for (jt, t), v in sorted(rate.items()):
         if t == "v100" or (jt, "v100") not in rate:

@@ -142,7 +142,7 @@ def check_gpu_type(field: str, name: object) -> str:
     raise InvalidInput(f"{field} must be one of {', '.join(GPU_TYPES)}; got {name!r}")
 
 
-class _Table:
+class ThroughputTable:
     """A throughput table as lookups: 1-GPU consolidated rates and rates per scale and placement."""
 
     def __init__(self, df: pd.DataFrame, where: str) -> None:
@@ -162,17 +162,17 @@ class _Table:
         self.job_types = frozenset(str(j) for j in df["job_type"])
 
 
-_ACTIVE: ContextVar[_Table | None] = ContextVar("smdlab_throughput_table", default=None)
+_ACTIVE: ContextVar[ThroughputTable | None] = ContextVar("smdlab_throughput_table", default=None)
 
 
 @memoize(GAVEL_TABLES)
-def _bundled() -> _Table:
+def _bundled() -> ThroughputTable:
     from smdlab.model.colocation import load_gavel_solo
 
-    return _Table(load_gavel_solo(), "Gavel's throughput table")
+    return ThroughputTable(load_gavel_solo(), "Gavel's throughput table")
 
 
-def _table() -> _Table:
+def _table() -> ThroughputTable:
     return _ACTIVE.get() or _bundled()
 
 
@@ -215,7 +215,7 @@ def use_throughputs(table: pd.DataFrame | str | os.PathLike[str]) -> Iterator[No
         df, where = table, "the throughput table"
     else:
         df, where = load_throughput_table(table), f"throughput table {os.fspath(table)!r}"
-    token = _ACTIVE.set(_Table(df, where))
+    token = _ACTIVE.set(ThroughputTable(df, where))
     try:
         yield
     finally:
@@ -235,7 +235,7 @@ def _bundled_ratios() -> dict[str, float]:
     return _median_ratios(_bundled())
 
 
-def _median_ratios(table: _Table) -> dict[str, float]:
+def _median_ratios(table: ThroughputTable) -> dict[str, float]:
     solo = table.solo
     out = {}
     for t in _MEASURED:

@@ -33,13 +33,14 @@ from smdlab.policies.placement_agent import net_inputs, save_weights
 from smdlab.rl.placement_env import PlacementEnv, locality_scenario
 from smdlab.rl.train import (
     CHECKPOINT,
-    CURVE,
     SETTINGS,
     WEIGHTS,
     _check_out,
     _save_atomic,
     _torch,
+    check_space,
     read_checkpoint,
+    write_curve,
 )
 
 AGENTS = ("deeprm", "sched2")
@@ -101,15 +102,6 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     )
 
 
-def write_curve(out: Path, curve: list[float]) -> None:
-    """Write ``curve.csv`` (update, kind, mean JCT of the update's episodes), atomically; the
-    format of ``smdlab train dl2``'s curve (kind ``train``; warm-up updates included)."""
-    lines = ["update,kind,mean_jct"] + [f"{u},train,{v!r}" for u, v in enumerate(curve)]
-    tmp = out / (CURVE + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, out / CURVE)
-
-
 def make_agent_env(cfg: ReinforceConfig) -> PlacementEnv:
     """The environment an agent trains in (its own observation, action and reward)."""
     scenario = cfg.scenario or str(locality_scenario())
@@ -150,11 +142,7 @@ def train_agent(
                 f"checkpoint: {str(ck_path)!r} is for agent {ck.get('agent')!r} with observation "
                 f"{ck.get('observation')!r}; this run trains {cfg.agent!r} on {env.observation!r}"
             )
-        if ck.get("obs_dim") != n_obs or ck.get("n_actions") != n_actions:
-            raise InvalidInput(
-                f"checkpoint: {str(ck_path)!r} is for an observation of {ck.get('obs_dim')} values "
-                f"and {ck.get('n_actions')} actions; this environment has {n_obs} and {n_actions}"
-            )
+        check_space(ck, ck_path, n_obs, n_actions)
         if ck.get("hidden") != cfg.hidden:
             raise InvalidInput(
                 f"checkpoint: {str(ck_path)!r} has hidden size {ck.get('hidden')}, not {cfg.hidden}"
@@ -211,7 +199,8 @@ def train_agent(
             meta | {"trained_steps": step},
         )
         os.replace(tmp, out / WEIGHTS)
-        write_curve(out, curve)
+        # the format of dl2's curve: kind "train", warm-up updates included
+        write_curve(out, [(u, "train", v) for u, v in enumerate(curve)])
 
     def scores(obs: np.ndarray) -> Any:
         rows, wait = net_inputs(cfg.agent, obs, env.n_machines, env.window, env.horizon)

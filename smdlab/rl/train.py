@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,23 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return read_checkpoint(path, kind="DL2", key="actor", fmt=CHECKPOINT_FORMAT)
 
 
+def check_space(ck: dict[str, Any], path: Path, n_obs: int, n_actions: int) -> None:
+    """Raise unless checkpoint ``ck`` is for ``n_obs`` observation values and ``n_actions``."""
+    if ck.get("obs_dim") != n_obs or ck.get("n_actions") != n_actions:
+        raise InvalidInput(
+            f"checkpoint: {str(path)!r} is for an observation of {ck.get('obs_dim')} values "
+            f"and {ck.get('n_actions')} actions; this environment has {n_obs} and {n_actions}"
+        )
+
+
+def write_curve(out: Path, rows: Iterable[tuple[int, str, float]]) -> None:
+    """Write ``curve.csv`` (update, kind, mean JCT) into folder ``out``, atomically."""
+    lines = ["update,kind,mean_jct"] + [f"{u},{k},{v!r}" for u, k, v in rows]
+    tmp = out / (CURVE + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, out / CURVE)
+
+
 def _save_atomic(torch: Any, obj: Any, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -253,11 +271,7 @@ def train_dl2(
     ck_path = out / CHECKPOINT
     if ck_path.exists():
         ck = load_checkpoint(ck_path)
-        if ck.get("obs_dim") != n_in or ck.get("n_actions") != n_out:
-            raise InvalidInput(
-                f"checkpoint: {str(ck_path)!r} is for an observation of {ck.get('obs_dim')} values "
-                f"and {ck.get('n_actions')} actions; this environment has {n_in} and {n_out}"
-            )
+        check_space(ck, ck_path, n_in, n_out)
         if (ck.get("hidden"), ck.get("depth", 1)) != (cfg.hidden, cfg.depth):
             raise InvalidInput(
                 f"checkpoint: {str(ck_path)!r} has {ck.get('depth', 1)} hidden layer(s) of "
@@ -349,10 +363,7 @@ def train_dl2(
                 tmp, layers, meta | {"trained_steps": best[1], "validation_mean_jct": best[0]}
             )
             os.replace(tmp, out / WEIGHTS)
-        tmp = out / (CURVE + ".tmp")
-        lines = ["update,kind,mean_jct"] + [f"{u},{k},{v!r}" for u, k, v in curve]
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, out / CURVE)
+        write_curve(out, curve)
 
     bar = None
     if progress:
