@@ -16,8 +16,8 @@ import numpy as np
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import make_job
 from smdlab.policies.base import ClusterState, QueuedJob
-from smdlab.policies.gavel_max_min import GavelMaxMin
-from smdlab.policies.hetero_placement import HeteroPlacement
+from smdlab.policies.heterogeneity.gavel_max_min import GavelMaxMin
+from smdlab.policies.heterogeneity.hetero_placement import HeteroPlacement
 from smdlab.solve.placement import capacity_matrix
 
 NETS = ("resnet50", "lstm_lm", "bert_base", "densenet121", "vgg16")

@@ -17,7 +17,7 @@ import numpy as np
 
 from smdlab import Cluster, list_profiles, make_job
 from smdlab.policies.base import ClusterState, QueuedJob
-from smdlab.policies.muri import Muri
+from smdlab.policies.multiresource.muri import Muri
 from smdlab.solve.placement import capacity_matrix
 
 TARGET_S = 1.0

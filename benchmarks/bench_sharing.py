@@ -20,7 +20,7 @@ from smdlab.model.colocation import (
     load_gavel_solo,
 )
 from smdlab.policies.base import ClusterState, Placement, QueuedJob, RunningJob
-from smdlab.policies.sjf_bsbf import SJFBSBF
+from smdlab.policies.sharing.sjf_bsbf import SJFBSBF
 from smdlab.solve.placement import capacity_matrix, placement_usage
 from smdlab.workloads import synthetic
 

@@ -21,7 +21,7 @@
 # algorithm (Li et al., FGCS 2021) step by step and shows how SJF-BCO (Yu et al., MobiHoc 2022)
 # places a ring when other rings already share the network. The model is written down in
 # `docs/model.md` ("All-reduce jobs"); the policies' rules and assumptions are in their
-# docstrings (`smdlab/policies/omru.py`, `sjf_bco.py`).
+# docstrings (`smdlab/policies/allreduce/omru.py`, `sjf_bco.py`).
 
 # %%
 import numpy as np
@@ -71,8 +71,8 @@ timeline_figure(ring_job, 8, 0, "wfbp").show()
 # the spare GPUs go one by one to the job that would finish last.
 
 # %%
-from smdlab.policies.batch_plan import epoch_table
-from smdlab.policies.omru import evaluate, ga, plan_from_genes
+from smdlab.policies.allreduce._batch_plan import epoch_table
+from smdlab.policies.allreduce.omru import evaluate, ga, plan_from_genes
 from smdlab.workloads.omru import omru_jobs
 
 jobs = omru_jobs("omru-action")
@@ -156,7 +156,7 @@ pd.DataFrame(summary).T.style.format({"makespan (h)": "{:.1f}", "GPU utilisation
 
 # %%
 from smdlab.model.cluster import Cluster
-from smdlab.policies.sjf_bco import balanced_tasks
+from smdlab.policies.allreduce.sjf_bco import balanced_tasks
 from smdlab.solve.placement import capacity_matrix
 
 four = Cluster.homogeneous(4, gpu=4, cpu=64, mem_gb=256, bw_gbps=100)

@@ -8,8 +8,8 @@ import pytest
 from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import make_job
-from smdlab.policies.gavel_max_min import GavelMaxMin
-from smdlab.policies.gavel_max_sum import GavelMaxSum
+from smdlab.policies.heterogeneity.gavel_max_min import GavelMaxMin
+from smdlab.policies.heterogeneity.gavel_max_sum import GavelMaxSum
 from smdlab.policies.registry import get_policy
 from smdlab.sim.simulator import simulate
 from smdlab.solve.gavel_lp import equal_share, max_min_allocation, max_sum_allocation
@@ -90,8 +90,8 @@ def test_heterogeneity_gain_experiment_tiny():
 
 
 def test_hetero_placement_prefers_fast_types_and_beats_fifo():
-    from smdlab.policies.fifo import FIFO
-    from smdlab.policies.hetero_placement import HeteroPlacement
+    from smdlab.policies.ps.fifo import FIFO
+    from smdlab.policies.heterogeneity.hetero_placement import HeteroPlacement
 
     jobs, cluster = workload(12), hetero_cluster()
     res = simulate(jobs, cluster, HeteroPlacement(), record_history=True)

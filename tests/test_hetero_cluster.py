@@ -11,7 +11,7 @@ from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster, Machine, Rack, load_cluster_file
 from smdlab.model.gpu_types import GPU_TYPES, gavel_type_ratios, speed_ratio
 from smdlab.model.job import make_job
-from smdlab.policies.fifo import FIFO
+from smdlab.policies.ps.fifo import FIFO
 from smdlab.sim.simulator import simulate
 
 RACKS_TOML = """

@@ -9,7 +9,7 @@ from _policy_cases import queued, running
 from smdlab import Cluster, Machine
 from smdlab.policies.base import ClusterState, supported_executions
 from smdlab.policies.registry import get_policy, policy_class
-from smdlab.policies.stages import apply_decision
+from smdlab.policies.toolkit import apply_decision
 from smdlab.sim import simulate
 from smdlab.solve.placement import capacity_matrix, first_fit
 from smdlab.testing import random_job

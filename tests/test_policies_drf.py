@@ -6,9 +6,9 @@ import numpy as np
 from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import Cluster, Machine
-from smdlab.policies.drf import DRF
-from smdlab.policies.fifo import FIFO
-from smdlab.policies.stages import apply_decision
+from smdlab.policies.ps.drf import DRF
+from smdlab.policies.ps.fifo import FIFO
+from smdlab.policies.toolkit import apply_decision
 
 TINY = {"bw_gbps": 1e-3}  # a PS that costs (almost) nothing: bundles behave like single tasks
 

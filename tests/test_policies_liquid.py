@@ -7,7 +7,7 @@ import pytest
 
 from smdlab.model.cluster import Cluster
 from smdlab.policies.base import ClusterState, QueuedJob, RunningJob
-from smdlab.policies.liquid import Liquid, Topology, _Batch, placement_cost
+from smdlab.policies.heterogeneity.liquid import Liquid, Topology, _Batch, placement_cost
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.solve.placement import Placement, capacity_matrix

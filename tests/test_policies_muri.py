@@ -16,7 +16,7 @@ from smdlab.model.pipeline import (
     stage_times,
 )
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
-from smdlab.policies.muri import Muri
+from smdlab.policies.multiresource.muri import Muri
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.sim.simulator import InvalidDecision
@@ -158,7 +158,7 @@ def test_matching_groups_complementary_jobs_and_is_fast():
 
 def test_vectorised_group_time_equals_the_reference():
     from smdlab.model.pipeline import interleaved_time
-    from smdlab.policies.muri import _group_time, _pair_times
+    from smdlab.policies.multiresource.muri import _group_time, _pair_times
 
     rng = np.random.default_rng(2)
     for k in (2, 3, 4):

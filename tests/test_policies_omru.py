@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from smdlab import InvalidInput
-from smdlab.policies.batch_plan import EpochTable, epoch_table
-from smdlab.policies.omru import OMRU, evaluate, ga, plan_from_genes
+from smdlab.policies.allreduce._batch_plan import EpochTable, epoch_table
+from smdlab.policies.allreduce.omru import OMRU, evaluate, ga, plan_from_genes
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.workloads.omru import omru_cluster, omru_jobs
@@ -138,7 +138,7 @@ def test_more_jobs_than_gpus_uses_list_scheduling():
 def test_a_move_that_fails_keeps_resources_no_new_job_took() -> None:
     """Regression: a barrier move that cannot be placed must not lose its old resources to a new
     job placed earlier in the same decision (OMRU once exceeded a machine's CPU this way)."""
-    from smdlab.policies.batch_plan import BatchPlan, BatchPlanPolicy, Entry
+    from smdlab.policies.allreduce._batch_plan import BatchPlan, BatchPlanPolicy, Entry
     from smdlab.solve.instance import task_vectors
     from smdlab.solve.placement import usage
     from tests._policy_cases import cluster, job, queued, running, state

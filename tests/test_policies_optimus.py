@@ -8,8 +8,8 @@ from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import InvalidInput, Job, LayerProfile, iteration_time
 from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
-from smdlab.policies.optimus import DEFAULT_PROFILE_POINTS, Optimus, profile_job
-from smdlab.policies.stages import apply_decision
+from smdlab.policies.ps.optimus import DEFAULT_PROFILE_POINTS, Optimus, profile_job
+from smdlab.policies.toolkit import apply_decision
 from smdlab.solve.placement import spread_tasks
 
 
@@ -135,7 +135,7 @@ def test_profiling_noise_is_seeded_and_bad_options_raise():
 
 
 def test_diagonal_profiling_as_in_the_source():
-    from smdlab.policies.optimus import DIAGONAL_POINTS, DIAGONAL_RANGE, diagonal_profile
+    from smdlab.policies.ps.optimus import DIAGONAL_POINTS, DIAGONAL_RANGE, diagonal_profile
 
     j = job("d", max_workers=4, max_ps=4)
     m = diagonal_profile(j, "wfbp", seed=1)
@@ -184,7 +184,7 @@ def test_source_stops_at_the_first_addition_that_does_not_fit():
 
 
 def test_source_places_smaller_jobs_first_and_the_rest_wait_after_a_misfit():
-    from smdlab.policies.optimus import place_source
+    from smdlab.policies.ps.optimus import place_source
 
     cl = cluster(2, gpu=4, cpu=32, bw_gbps=100)
     free = np.array([[4, 32, 100], [4, 32, 100]], dtype=float)
@@ -206,7 +206,7 @@ def test_source_places_smaller_jobs_first_and_the_rest_wait_after_a_misfit():
 
 
 def test_remaining_work_estimate_from_the_loss_curve():
-    from smdlab.policies.convergence import (
+    from smdlab.policies.ps._convergence import (
         FALLBACK_EPOCHS,
         ConvergenceEstimator,
         converged_epoch,
@@ -263,7 +263,7 @@ def test_loss_fit_matches_scipy_curve_fit_on_the_same_weighted_problem():
 
     from scipy.optimize import curve_fit
 
-    from smdlab.policies.convergence import NUM_SEGMENTS, _fit, loss_curve
+    from smdlab.policies.ps._convergence import NUM_SEGMENTS, _fit, loss_curve
 
     rng = np.random.default_rng(0)
     for _ in range(12):

@@ -7,7 +7,7 @@ import pytest
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
 from smdlab.policies.registry import get_policy
-from smdlab.policies.sjf_bsbf import completion_sum
+from smdlab.policies.sharing.sjf_bsbf import completion_sum
 from smdlab.sim import simulate
 from smdlab.workloads import synthetic
 
@@ -52,7 +52,7 @@ def test_bad_options():
 
 def test_horus_runs_and_regressor_is_sane(setup):
     from smdlab import make_job
-    from smdlab.policies.horus import UtilisationRegressor
+    from smdlab.policies.sharing.horus import UtilisationRegressor
 
     cluster, jobs = setup
     res = simulate(jobs, cluster, "horus")

@@ -7,9 +7,9 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import Cluster, InvalidInput
-from smdlab.policies.milp import MILP
-from smdlab.policies.smd import SMD
-from smdlab.policies.stages import apply_decision, with_remaining
+from smdlab.policies.ps.milp import MILP
+from smdlab.policies.ps.smd import SMD
+from smdlab.policies.toolkit import apply_decision, with_remaining
 from smdlab.solve import solve
 from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import usage

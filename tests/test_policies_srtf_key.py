@@ -6,8 +6,8 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, state
 
 from smdlab import InvalidInput
-from smdlab.policies.srtf import SJF, SRTF
-from smdlab.policies.stages import apply_decision
+from smdlab.policies.ps.srtf import SJF, SRTF
+from smdlab.policies.toolkit import apply_decision
 
 
 def _case():

@@ -6,8 +6,8 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import InvalidInput
-from smdlab.policies.stages import apply_decision
-from smdlab.policies.tiresias import Tiresias
+from smdlab.policies.toolkit import apply_decision
+from smdlab.policies.ps.tiresias import Tiresias
 
 
 def test_demotes_after_threshold():

@@ -119,7 +119,7 @@ def test_policies_keep_working_on_racked_mixed_clusters():
 
 
 def test_optimus_source_placement_stays_in_the_first_machines_rack():
-    from smdlab.policies.optimus import place_source
+    from smdlab.policies.ps.optimus import place_source
 
     c = _two_racks()
     free = capacity_matrix(c)
@@ -134,7 +134,7 @@ def test_optimus_source_placement_stays_in_the_first_machines_rack():
 
 
 def test_sjf_bco_ring_balanced_within_one_rack():
-    from smdlab.policies.sjf_bco import _in_one_rack, balanced_tasks
+    from smdlab.policies.allreduce.sjf_bco import _in_one_rack, balanced_tasks
 
     c = Cluster.racks(racks=2, machines_per_rack=2, gpu=4)
     ring = make_job("r", "resnet50", samples=1e5, arch="allreduce", requested_workers=6)

@@ -100,7 +100,7 @@ def test_slot_only_baseline_acts_at_slot_boundaries():
 def test_dl2_policy_acts_in_the_env_as_in_the_simulator():
     # The greedy actor stepped through the environment and the `dl2` policy run by `simulate`
     # take the same decisions: the same mean JCT to the last bit.
-    from smdlab.policies.dl2 import DL2
+    from smdlab.policies.learned.dl2 import DL2
     from smdlab.sim import simulate
 
     env = make_env()
@@ -117,7 +117,7 @@ def test_dl2_policy_acts_in_the_env_as_in_the_simulator():
 def test_cached_slots_and_one_action_checks_agree_with_fresh_builds():
     # The environment's builders reuse per-job rows (SlotCache) and check one action at a time;
     # a builder made from nothing, with the same actions, must agree on every mask and observation.
-    from smdlab.policies.dl2 import SlotBuilder
+    from smdlab.rl.slot_builder import SlotBuilder
 
     env = make_env()
     rng = np.random.default_rng(4)

@@ -13,10 +13,11 @@ from gymnasium.utils.env_checker import check_env
 
 from smdlab.cli import main
 from smdlab.errors import InvalidInput
-from smdlab.policies.deeprm import DeepRM
-from smdlab.policies.placement_agent import load_weights, logits, net_inputs
-from smdlab.policies.sched2 import Sched2
+from smdlab.policies.learned.deeprm import DeepRM
+from smdlab.policies.learned.sched2 import Sched2
 from smdlab.rl import DL2Env, PlacementEnv, make_env
+from smdlab.rl.placement_builder import logits, net_inputs
+from smdlab.rl.weights import load_weights
 
 
 @pytest.mark.parametrize("observation", ["deeprm", "sched2", "default"])
@@ -117,8 +118,8 @@ def trained(request, tmp_path_factory):
 
 
 def _arrays(path, agent):
-    row, wait, _ = load_weights(path, agent)
-    return [a for layer in (*row, *wait) for a in layer]
+    nets, _ = load_weights(path, agent, ("row", "wait"))
+    return [a for layer in (*nets["row"], *nets["wait"]) for a in layer]
 
 
 def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):

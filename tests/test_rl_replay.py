@@ -61,7 +61,7 @@ def test_state_round_trips_and_refuses_another_size() -> None:
 
 def test_training_with_replay_is_deterministic_and_resumes(tmp_path) -> None:
     pytest.importorskip("torch")
-    from smdlab.policies.dl2 import load_weights
+    from smdlab.rl.weights import load_weights
     from smdlab.rl.train import CHECKPOINT, WEIGHTS, TrainConfig, load_checkpoint, train_dl2
 
     cfg = TrainConfig(
@@ -73,7 +73,8 @@ def test_training_with_replay_is_deterministic_and_resumes(tmp_path) -> None:
     train_dl2(b, TrainConfig(**{**cfg.__dict__, "steps": 4}))  # stopped at a checkpoint
     assert load_checkpoint(b / CHECKPOINT)["replay"] is not None
     train_dl2(b, cfg)
-    for (wa, ba), (wb, bb) in zip(load_weights(a / WEIGHTS)[0], load_weights(b / WEIGHTS)[0]):
+    actors = [load_weights(d / WEIGHTS, "dl2", ("actor",))[0]["actor"] for d in (a, b)]
+    for (wa, ba), (wb, bb) in zip(*actors):
         assert np.array_equal(wa, wb) and np.array_equal(ba, bb)
     # a folder trained without replay is not resumed with it
     c = tmp_path / "c"

@@ -8,8 +8,9 @@ import pytest
 from smdlab.cli import main
 from smdlab.errors import InvalidInput
 from smdlab.policies.base import Decision
-from smdlab.policies.dl2 import DL2, SlotBuilder, feature_scale, load_weights
+from smdlab.policies.learned.dl2 import DL2
 from smdlab.rl import make_env
+from smdlab.rl.slot_builder import SlotBuilder, feature_scale
 from smdlab.rl.train import (
     CHECKPOINT,
     CURVE,
@@ -18,6 +19,7 @@ from smdlab.rl.train import (
     load_checkpoint,
     train_dl2,
 )
+from smdlab.rl.weights import load_weights
 
 torch = pytest.importorskip("torch")
 
@@ -33,7 +35,7 @@ def trained(tmp_path_factory):
 
 
 def _arrays(path):
-    layers, _ = load_weights(path)
+    layers = load_weights(path, "dl2", ("actor",))[0]["actor"]
     return [a for layer in layers for a in layer]
 
 
@@ -77,7 +79,7 @@ def test_slot_returns_with_validation_are_deterministic_and_resume(tmp_path):
     assert [int(v.split(",")[0]) for v in validations] == [2, 4, 6]
     # weights.npz is the actor-critic actor that did best on the validation seeds
     best = min((float(v.split(",")[2]), int(v.split(",")[0])) for v in validations[1:])
-    _, meta = load_weights(a / WEIGHTS)
+    _, meta = load_weights(a / WEIGHTS, "dl2", ("actor",))
     assert (meta["validation_mean_jct"], meta["trained_steps"]) == best
     assert summary["best_validation"] == {"update": best[1], "mean_jct": best[0]}
     assert len(DL2(weights=str(a / WEIGHTS)).layers) == 3
@@ -154,7 +156,7 @@ def test_corrupt_checkpoint_and_weights_give_clear_errors(trained, tmp_path):
     with pytest.raises(InvalidInput, match="not a readable DL2 checkpoint"):
         train_dl2(tmp_path, CFG)
     (tmp_path / "w.npz").write_bytes(b"PK\x03\x04 broken")
-    with pytest.raises(InvalidInput, match="not a readable DL2 weights file"):
+    with pytest.raises(InvalidInput, match="not a readable dl2 weights file"):
         DL2(weights=str(tmp_path / "w.npz"))
     ck = load_checkpoint(trained / CHECKPOINT)
     torch.save({**ck, "format": 99}, tmp_path / "newer.pt")

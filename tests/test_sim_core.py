@@ -11,8 +11,8 @@ import pytest
 
 from smdlab import Cluster, Infeasible, Job, LayerProfile, Machine, speed
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
-from smdlab.policies.fifo import FIFO
-from smdlab.policies.srtf import SRTF
+from smdlab.policies.ps.fifo import FIFO
+from smdlab.policies.ps.srtf import SRTF
 from smdlab.sim import CapacityExceeded, InvalidDecision, Stalled, simulate
 from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 from smdlab.workloads import synthetic

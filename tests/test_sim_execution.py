@@ -22,7 +22,7 @@ from smdlab.policies.base import (
     natural_execution,
     supported_executions,
 )
-from smdlab.policies.fifo import FIFO
+from smdlab.policies.ps.fifo import FIFO
 from smdlab.policies.registry import get_policy, list_policies, policy_class
 from smdlab.sim import simulate
 from smdlab.solve.placement import first_fit, placement_usage

@@ -1,4 +1,4 @@
-"""Shared stages of the bundle policies (smdlab.policies.stages, smdlab.solve.placement) and SRTF's incremental order."""
+"""Shared stages of the bundle policies (smdlab.policies.toolkit, smdlab.solve.placement) and SRTF's incremental order."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from smdlab import Cluster, Job, LayerProfile, Machine
 from smdlab.policies.base import ClusterState
-from smdlab.policies.stages import admit_bundles, max_allocation, max_bundles
+from smdlab.policies.toolkit import admit_bundles, max_allocation, max_bundles
 from smdlab.solve.placement import capacity_matrix, first_fit, placement_usage
 
 RES = ("gpu", "cpu", "bw_gbps")

@@ -77,7 +77,7 @@ def test_milp_levels_policy_runs_to_completion():
 
 
 def test_smd_levels_runs_and_gives_jobs_cheaper_levels_when_cpu_is_scarce():
-    from smdlab.policies.smd_levels import SMDLevels
+    from smdlab.policies.multiresource.smd_levels import SMDLevels
 
     class Recording(SMDLevels):
         def decide(self, state):

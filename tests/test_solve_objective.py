@@ -84,7 +84,7 @@ def test_non_elastic_batch_of_the_jct_figures_is_not_pinned_at_one_one(policy):
     # allocations fixed for life, SMD and the MILP used to start (almost) every job at (1, 1).
     from smdlab.experiments.config import get_config
     from smdlab.experiments.jct import scenario
-    from smdlab.policies.smd import SMD
+    from smdlab.policies.ps.smd import SMD
     from smdlab.sim import simulate
 
     cfg = get_config("quick")

@@ -17,7 +17,7 @@ from _policy_cases import queued, running
 from smdlab import Cluster, Machine
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.registry import get_policy
-from smdlab.policies.stages import apply_decision
+from smdlab.policies.toolkit import apply_decision
 from smdlab.sim import simulate
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, first_fit, first_fit_tasks

@@ -3,7 +3,7 @@
 A policy is a small class with a ``name``, ``decide(state) -> Decision`` and ``reset()``
 (subclass ``Policy`` for the default ``reset``); it never owns the simulation loop. The shared
 stages (admission order, bundles, placement, assembling a decision) are in
-``smdlab.policies.stages``; docs/policies.md shows a complete policy. The built-in policies load
+``smdlab.policies.toolkit``; docs/policies.md shows a complete policy. The built-in policies load
 on first use (``get_policy("smd")``), so importing this package imports no solver.
 """
 

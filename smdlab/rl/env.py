@@ -21,7 +21,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.dl2 import (
+from smdlab.rl.slot_builder import (
     DEFAULT_WINDOW,
     EXTRA_FEATURES,
     SlotBuilder,

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from smdlab.policies.base import ClusterState, Decision, Policy
-from smdlab.policies.dl2 import at_slot
 from smdlab.policies.registry import get_policy
 from smdlab.rl.env import default_rl_scenario
+from smdlab.rl.slot_builder import at_slot
 from smdlab.sim.simulator import simulate
 from smdlab.workloads.scenario import load_scenario
 

@@ -14,7 +14,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.paths import data_dir
 from smdlab.policies.base import ClusterState, Decision, Policy
-from smdlab.policies.placement_agent import (
+from smdlab.rl.placement_builder import (
     ACTIONS,
     DEFAULT_HORIZON,
     DEFAULT_STEP_S,

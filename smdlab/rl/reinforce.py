@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.policies.placement_agent import net_inputs, save_weights
+from smdlab.rl.placement_builder import net_inputs
 from smdlab.rl.placement_env import PlacementEnv, locality_scenario
 from smdlab.rl.train import (
     CHECKPOINT,
@@ -42,6 +42,7 @@ from smdlab.rl.train import (
     read_checkpoint,
     write_curve,
 )
+from smdlab.rl.weights import save_weights
 
 AGENTS = ("deeprm", "sched2")
 CHECKPOINT_FORMAT = 1
@@ -194,8 +195,7 @@ def train_agent(
         tmp = out / (WEIGHTS + ".tmp")
         save_weights(
             tmp,
-            _layers(nets["row"]),
-            _layers(nets["wait"]),
+            {"row": _layers(nets["row"]), "wait": _layers(nets["wait"])},
             meta | {"trained_steps": step},
         )
         os.replace(tmp, out / WEIGHTS)

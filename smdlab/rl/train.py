@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.policies.dl2 import DL2, feature_scale, save_weights
+from smdlab.policies.learned.dl2 import DL2
 from smdlab.rl.env import DL2Env, default_rl_scenario
 from smdlab.rl.replay import ReplayMemory
+from smdlab.rl.slot_builder import feature_scale
+from smdlab.rl.weights import save_weights
 
 AGENTS = ("dl2",)
 CHECKPOINT_FORMAT = 1
@@ -238,7 +240,7 @@ def export_weights(actor: Any, meta: dict[str, Any], path: Path) -> None:
         if hasattr(m, "weight")
     ]
     tmp = path.with_name(path.name + ".tmp")
-    save_weights(tmp, layers, meta)
+    save_weights(tmp, {"actor": layers}, meta)
     os.replace(tmp, path)
 
 
@@ -360,7 +362,9 @@ def train_dl2(
             layers = layers_of(best[2])
             tmp = out / (WEIGHTS + ".tmp")
             save_weights(
-                tmp, layers, meta | {"trained_steps": best[1], "validation_mean_jct": best[0]}
+                tmp,
+                {"actor": layers},
+                meta | {"trained_steps": best[1], "validation_mean_jct": best[0]},
             )
             os.replace(tmp, out / WEIGHTS)
         write_curve(out, curve)

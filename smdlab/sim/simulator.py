@@ -63,7 +63,7 @@ from smdlab.policies.base import (
     natural_execution,
     supported_executions,
 )
-from smdlab.policies.stages import enforce_gang
+from smdlab.policies.toolkit import enforce_gang
 from smdlab.sim.result import SimResult, build_result
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import (

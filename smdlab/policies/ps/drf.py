@@ -1,0 +1,275 @@
+"""DRF: Dominant Resource Fairness by progressive filling, one worker+PS bundle at a time (docs/baselines.md)."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from smdlab.errors import InvalidInput, check_choice
+from smdlab.model.job import Job
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+)
+from smdlab.policies.toolkit import (
+    inverse_capacity,
+    queued_jobs,
+    total_capacity,
+    work_conserving_fill,
+)
+from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
+from smdlab.solve.ledger import Ledger
+from smdlab.solve.placement import TOL, capacity_matrix, prefer, rack_preference, usage
+
+
+class DRF(Policy):
+    """Dominant Resource Fairness (Ghodsi et al., NSDI 2011) for parameter-server jobs.
+
+    Every rule, whether it follows the source, and why: docs/baselines.md (section DRF).
+
+    Default (``variant="paper"``), the paper's Algorithm 1 with DL2's port (``drf_env.py``,
+    ``DRF_Env._schedule``) for what the paper leaves open:
+    - Progressive filling: repeatedly give one bundle (one worker and one PS) to the job of
+      smallest dominant share (its largest share of any resource over the pooled capacity of the
+      whole cluster), ties by arrival; stop at the first bundle that does not fit (Algorithm 1
+      returns when the cluster is full; DL2 breaks), rather than skipping that job.
+    - A bundle is co-located: its worker and its PS go to one machine, the least-loaded one (the
+      smallest sum over resources of the used fraction of the machine's capacity, ties by index;
+      DL2 keeps machines in a priority queue by used slots) among those where the bundle fits.
+      DL2 tries only the least-loaded machine and stops if the bundle does not fit there, even
+      when another machine has room; ``node_choice="dl2"`` does the same (the default, ``"fit"``,
+      checks every machine, as the paper's test is whether the cluster can hold the task).
+      Where no machine holds the whole bundle (possible only on unequal machines), its worker
+      and PS go to the least-loaded machines each fits on (a departure: DL2's machines are equal).
+    - Racked cluster (our addition, ``smdlab.solve.placement.rack_preference``): a job's next
+      bundle goes to the least-loaded machine within the racks it already uses when it fits there.
+    - A job leaves the filling when it reaches ``max_workers`` workers or ``max_ps`` PSs (DL2
+      stops at either cap).
+    - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
+      every unfinished job at each time slot, ``TS_DURATION = 1200.0`` in its ``parameters.py``;
+      DL2 also trains its network to imitate this DRF): with ``state.elastic`` every running
+      and queued job is filled afresh on the whole capacity; a
+      running job whose allocation and placement come out unchanged keeps running as it is, one
+      left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
+      capacity. Job weights are ignored (plain DRF). Not work conserving: what the filling
+      leaves idle stays idle; ``work_conserving=True`` passes each decision through
+      ``stages.work_conserving_fill`` (elastic execution only).
+
+    ``variant="smdlab"``, smdlab's earlier port: a job whose bundle does not fit is skipped and the
+    filling goes on with the others; a bundle's tasks go to a machine the job already uses if they
+    fit there, else first fit, and may sit on two machines; a job at ``max_ps`` PSs gets workers
+    alone; in elastic mode running jobs join with their current shares and only grow.
+    """
+
+    name = "drf"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
+    VARIANTS = ("paper", "smdlab")
+
+    NODE_CHOICES = ("fit", "dl2")
+
+    def __init__(
+        self, variant: str = "paper", work_conserving: bool | None = None, node_choice: str = "fit"
+    ) -> None:
+        self.variant = check_choice("variant", variant, self.VARIANTS)
+        self.node_choice = check_choice("node_choice", node_choice, self.NODE_CHOICES)
+        if work_conserving is not None and not isinstance(work_conserving, bool):
+            raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
+        self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Bundles to the job of smallest dominant share, until the next one does not fit."""
+        if self.variant == "smdlab":
+            decision = self._decide_smdlab(state)
+        else:
+            decision = self._decide_paper(state)
+        # elastic execution only; the paper stops at the first misfit and leaves the rest idle
+        return work_conserving_fill(state, decision) if self.work_conserving else decision
+
+    def _decide_paper(self, state: ClusterState) -> Decision:
+        """Algorithm 1 of the paper with DL2's co-located bundles on the least-loaded machine."""
+        cluster = state.cluster
+        cap = total_capacity(state)
+        inv = inverse_capacity(cap)
+        machine_cap = capacity_matrix(cluster)
+        machine_inv = inverse_capacity(machine_cap)
+        free = np.array(state.free, dtype=float, copy=True)
+        queued = queued_jobs(state)
+        running = list(state.running) if state.elastic else []
+        for r in running:  # the filling starts from zero for every job: release what they hold
+            free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
+        jobs = [q.job for q in queued] + [r.job for r in running]
+        if not jobs:
+            return Decision()
+        alpha, gamma = demand_matrices(jobs, cluster)
+        bundle = alpha + gamma
+        n = len(jobs)
+        w = [0] * n
+        tasks: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        heap = [(0.0, jobs[i].arrival, jobs[i].name, i) for i in range(n)]
+        heapq.heapify(heap)
+
+        def least_loaded(d: np.ndarray, i: int) -> int | None:
+            fits = np.all(free + TOL * np.maximum(1.0, d) >= d, axis=1)
+            load = ((machine_cap - free) * machine_inv).sum(axis=1)
+            near = rack_preference(free.shape[0], tasks[i])  # racked: the job's racks first
+            if self.node_choice == "dl2":  # DL2 tries the least-loaded machine only
+                if near is not None and (fits & near).any():
+                    load = np.where(near, load, np.inf)
+                m = int(np.argmin(load))
+                return m if fits[m] else None
+            fits = prefer(fits, near)
+            if not fits.any():
+                return None
+            return int(np.flatnonzero(fits)[np.argmin(load[fits])])
+
+        def put(i: int, m: int, kind: int, d: np.ndarray) -> None:
+            free[m] -= d
+            tasks[i].setdefault(m, [0, 0])[kind] += 1
+
+        while heap:
+            _, arrival, name, i = heapq.heappop(heap)
+            m = least_loaded(bundle[i], i)
+            if m is not None:
+                put(i, m, 0, alpha[i])
+                put(i, m, 1, gamma[i])
+            else:
+                # Departure: no machine holds the bundle whole. DL2's machines are identical, so
+                # there it fits nowhere; on unequal machines its worker and PS may still fit
+                # apart: worker first, else PS first, each on the least-loaded machine it fits.
+                placed = False
+                for first, second, k1, k2 in (
+                    (alpha[i], gamma[i], 0, 1),
+                    (gamma[i], alpha[i], 1, 0),
+                ):
+                    m1 = least_loaded(first, i)
+                    if m1 is None:
+                        continue
+                    free[m1] -= first
+                    m2 = least_loaded(second, i)
+                    free[m1] += first
+                    if m2 is not None:
+                        put(i, m1, k1, first)
+                        put(i, m2, k2, second)
+                        placed = True
+                        break
+                if not placed:
+                    break  # the paper: the cluster is full for the lowest-share job; stop
+            w[i] += 1
+            if w[i] < jobs[i].max_workers and w[i] < jobs[i].max_ps:
+                share = float((w[i] * bundle[i] * inv).max())
+                heapq.heappush(heap, (share, arrival, name, i))
+        return _decision(state, jobs, w, w, tasks)
+
+    def _decide_smdlab(self, state: ClusterState) -> Decision:
+        """The ``smdlab`` variant: skip a misfit job, locality/first-fit bundles, grow from current shares."""
+        cluster = state.cluster
+        cap = total_capacity(state)
+        inv = inverse_capacity(cap)
+        ledger = Ledger(state.free)
+        queued = queued_jobs(state)
+        running = list(state.running) if state.elastic else []
+        for r in running:
+            ledger.preload(r.job.name, r.placement.tasks)
+        jobs = [q.job for q in queued] + [r.job for r in running]
+        if not jobs:
+            return Decision()
+        alpha, gamma = demand_matrices(jobs, cluster)
+        kind = demand_kinds(alpha, gamma).tolist()
+        w = [0] * len(queued) + [r.workers for r in running]
+        p = [0] * len(queued) + [r.ps for r in running]
+        start = list(zip(w, p))
+
+        def share(i: int) -> float:
+            return float(((w[i] * alpha[i] + p[i] * gamma[i]) * inv).max())
+
+        # First bundles that fit nowhere, by demand kind: free capacity only shrinks during the
+        # filling and a first bundle is placed by plain first fit, so every later job still at
+        # (0, 0) with the same demands is skipped without a search (long queues).
+        dead = [False] * (max(kind) + 1)
+
+        def bundle(i: int) -> bool:
+            """Give job i one more bundle if it fits (and it is under its caps)."""
+            if w[i] == 0 and dead[kind[i]]:
+                return False
+            job = jobs[i]
+            if w[i] >= job.max_workers:
+                return False
+            name, add_ps = job.name, p[i] < job.max_ps
+            placed = (
+                ledger.add_pair(name, alpha[i], gamma[i])
+                if add_ps
+                else ledger.add_task(name, "worker", alpha[i])
+            )
+            if placed is None:
+                if w[i] == 0:
+                    dead[kind[i]] = True
+                return False
+            w[i] += 1
+            p[i] += 1 if add_ps else 0
+            return True
+
+        # The filling pops the smallest (share, arrival, index). Jobs at share 0 (every queued
+        # job) come first, in (arrival, index) order, each as long as its share stays 0; the
+        # rest go through a heap.
+        heap = []
+        zero = []
+        for i in range(len(jobs)):
+            s0 = share(i) if w[i] else 0.0
+            if s0 == 0.0:
+                zero.append((jobs[i].arrival, i))
+            else:
+                heap.append((s0, jobs[i].arrival, i))
+        if running:
+            zero.sort()
+        for _, i in zero:
+            while bundle(i):
+                s1 = share(i)
+                if s1 > 0.0:
+                    heap.append((s1, jobs[i].arrival, i))
+                    break
+        heapq.heapify(heap)
+        while heap:
+            _, _, i = heapq.heappop(heap)
+            if bundle(i):
+                heapq.heappush(heap, (share(i), jobs[i].arrival, i))
+        allocations = tuple(
+            Allocation(jobs[i].name, w[i], p[i], ledger.placement(jobs[i].name))
+            for i in range(len(jobs))
+            if w[i] > 0 and (w[i], p[i]) != start[i]
+        )
+        return Decision(allocations)
+
+
+def _decision(
+    state: ClusterState,
+    jobs: list[Job],
+    w: list[int],
+    p: list[int],
+    tasks: list[dict[int, list[int]]],
+) -> Decision:
+    """Allocations for jobs whose allocation or placement changed; running jobs left out are preempted."""
+    running = {r.job.name: r for r in state.running}
+    allocations = []
+    preempt = []
+    for i, job in enumerate(jobs):
+        r = running.get(job.name)
+        if w[i] == 0:
+            if r is not None:
+                preempt.append(job.name)
+            continue
+        pl = Placement(tuple((m, c[0], c[1]) for m, c in sorted(tasks[i].items())))
+        if (
+            r is not None
+            and (r.workers, r.ps) == (w[i], p[i])
+            and sorted(r.placement.tasks) == list(pl.tasks)
+        ):
+            continue
+        allocations.append(Allocation(job.name, w[i], p[i], pl))
+    return Decision(tuple(allocations), tuple(preempt))

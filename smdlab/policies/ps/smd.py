@@ -1,0 +1,222 @@
+"""SMD: outer job selection plus inner sum-of-ratios allocation at every decision point."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from smdlab.errors import check_choice
+from smdlab.model.job import Job
+from smdlab.policies.base import (
+    DEFAULT_SLOT_S,
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
+from smdlab.policies.toolkit import (
+    queued_jobs,
+    running_by_arrival,
+    with_remaining,
+    work_conserving_fill,
+)
+from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
+from smdlab.solve.placement import TOL, first_fit_tasks
+
+if TYPE_CHECKING:
+    from smdlab.solve.solution import Solution
+
+
+class SMD(Policy):
+    """SMD, the reconstructed model of Yu, Wu, Ji, Liu (INFOCOM 2021), as an online policy.
+
+    What it follows: docs/solver.md (SMD, Placement). At a decision point the jobs to allocate are
+    handed to ``smdlab.solve.solve(..., method="smd")``: outer job selection (by default the jobs
+    the objective of (P) starts, waiting charge included, so a job may wait for a larger
+    configuration even when it fits; ``selection="smith"`` for the specification's Smith's-rule
+    knapsack), then Jong's sum-of-ratios iteration with a
+    multiple-choice multi-dimensional knapsack per step, then placement on the machines by
+    first-fit decreasing with shrinking. Each job's work is its remaining samples;
+    durations come from the exact layered model in the state's overlap mode.
+
+    Execution (docs/simulator.md): natural mode ``elastic`` with ``slot_s`` = 1,200 s, as the
+    schedulers of the authors' group run: Optimus (Peng et al., EuroSys 2018) and DL2 (Peng et
+    al., TPDS 2021) re-decide every job's workers and PSs each time slot, and DL2's public
+    simulator (pengyanghua/DL2, ``TS_DURATION = 1200.0``) uses 1,200 s slots.
+
+    - Non-elastic (a controlled-comparison mode): the queued jobs share the free capacity of each
+      machine; running jobs keep their allocations.
+    - Elastic: the queued and the running jobs (with their remaining work) are re-solved over the
+      free capacity plus what the running jobs hold. A running job whose new allocation equals its
+      current one keeps its placement; the others are placed again (solve's placement stage, on
+      the capacity the kept jobs leave); a running job the solver leaves out, or that placement
+      cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
+      beyond re-solving; smdlab lets the solver's selection decide). Then the shared
+      work-conserving fill (``stages.work_conserving_fill``) gives GPUs the solution leaves idle
+      to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
+    - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
+      two), the decision is empty without a solve (its placement could start nothing).
+    - A pooled cluster (no machines) is one virtual machine, index 0.
+
+    Options are passed to ``solve`` (``knapsack``, ``selection``, ``tol``, ``max_iter``, ``backend``,
+    ``time_limit``, ``bound``). The LP lower bound is off by default (``bound=False``): the policy
+    needs only the allocation, and the bound costs one more LP per decision. Results from this
+    policy are results of "the reconstructed SMD model".
+    """
+
+    name = "smd"
+    method = "smd"
+    execution = "elastic"
+    executions = ("non_elastic", "elastic")
+    slot_s = DEFAULT_SLOT_S
+    _defaults: ClassVar[dict[str, Any]] = {"bound": False}
+
+    def __init__(self, **options: Any):
+        from smdlab.solve import SOLVE_OPTIONS
+
+        allowed = SOLVE_OPTIONS[self.method]
+        for key in options:
+            check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
+        self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
+        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
+
+    def _solve(
+        self,
+        jobs: list[Job],
+        state: ClusterState,
+        free: np.ndarray,
+        place: bool,
+        work: list[float] | None = None,
+    ):
+        from smdlab.solve import solve
+
+        cluster = state.cluster
+        arg = free if cluster.has_machines else free.sum(axis=0)
+        sol = solve(
+            jobs,
+            cluster,
+            self.method,
+            mode=state.mode,
+            place=place and cluster.has_machines,
+            free=arg,
+            work=work,
+            **self.options,
+        )
+        self.last_solution = sol
+        return sol
+
+    def _placements(
+        self,
+        jobs: list[Job],
+        alloc: list[tuple[int, int]],
+        state: ClusterState,
+        free: np.ndarray,
+        sol=None,
+    ):
+        """Per job (workers, ps, Placement) or None, placing ``alloc`` on ``free`` (or taking solve's placement)."""
+        cluster = state.cluster
+        if not cluster.has_machines:  # one virtual machine: the pooled allocation fits it
+            return [(w, p, Placement(((0, w, p),))) if w > 0 else None for w, p in alloc]
+        if sol is not None and sol.placement is not None:
+            pr = sol.placement
+        else:
+            from smdlab.solve import place
+
+            pr = place(jobs, alloc, cluster, free, state.mode)
+        return [(w, p, pl) if w > 0 else None for w, p, pl in zip(pr.workers, pr.ps, pr.placements)]
+
+    @staticmethod
+    def _any_unit_fits(jobs: list[Job], state: ClusterState, free: np.ndarray) -> bool:
+        """Whether some job's (1 worker, 1 PS) fits the free capacity (checked once per distinct demand)."""
+        alpha, gamma = demand_matrices(jobs, state.cluster)
+        pooled = free.sum(axis=0) + TOL
+        ok = np.all(alpha + gamma <= pooled, axis=1)
+        if not ok.any():
+            return False
+        if not state.cluster.has_machines:
+            return True
+        kinds = demand_kinds(alpha, gamma)
+        _, first = np.unique(kinds, return_index=True)
+        return any(
+            first_fit_tasks(free, 1, 1, alpha[i], gamma[i]) is not None
+            for i in first[ok[first]].tolist()
+        )
+
+    def decide(self, state: ClusterState) -> Decision:
+        """Allocate (and place) by the reconstructed SMD model's solver."""
+        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+            return work_conserving_fill(state, self._decide_elastic(state))
+        free = np.asarray(state.free, dtype=float)
+        queued = queued_jobs(state)
+        # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine
+        # or two; first fit finds such a placement whenever one exists) the solver's placement could
+        # start nothing: skip the solve (arrivals on a full or fragmented cluster). Otherwise every
+        # queued job enters the instance, as the deferral horizon and selection depend on all of them.
+        jobs = [with_remaining(q) for q in queued]
+        if not jobs or not self._any_unit_fits(jobs, state, free):
+            return Decision()
+        sol = self._solve(jobs, state, free, place=True)
+        placed = self._placements(jobs, list(zip(sol.workers, sol.ps)), state, free, sol)
+        allocations = tuple(Allocation(j.name, *x) for j, x in zip(jobs, placed) if x is not None)
+        return Decision(allocations, note=sol.note)
+
+    def _decide_elastic(self, state: ClusterState) -> Decision:
+        active = [r for r in running_by_arrival(state) if r.remaining > 0]
+        entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
+        if not entries:
+            return Decision()
+        # What each active job holds, task by task: (machine, resources) rows, summed with add.at
+        # (one pass over the tasks, not a machines x resources array per job).
+        machine, use, owner = _task_rows(active, state.cluster.resources)
+        held = np.zeros_like(np.asarray(state.free, dtype=float))
+        np.add.at(held, machine, use)
+        free_all = np.asarray(state.free, dtype=float) + held
+        # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
+        sol = self._solve(
+            [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
+        )
+        sw, sp = sol.workers, sol.ps
+        # running jobs whose new allocation equals what they hold keep it (``stages.unchanged``)
+        same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
+        keep = {r.job.name for r, k in zip(active, same) if k}
+        kept = np.zeros_like(held)
+        sel = np.array(same, dtype=bool)[owner]
+        np.add.at(kept, machine[sel], use[sel])
+        free = free_all - kept
+        n_act = len(active)
+        todo = [
+            (with_remaining(e), (sw[i], sp[i]))
+            for i, e in enumerate(entries)
+            if sw[i] > 0 and not (i < n_act and same[i])
+        ]
+        placed = (
+            self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
+            if todo
+            else []
+        )
+        allocations = tuple(
+            Allocation(j.name, *x) for (j, _), x in zip(todo, placed) if x is not None
+        )
+        started = {a.job for a in allocations}
+        preempt = tuple(
+            r.job.name for r in active if r.job.name not in keep and r.job.name not in started
+        )
+        return Decision(allocations, preempt, note=sol.note)
+
+
+def _task_rows(runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
+    K = len(resources)
+    tasks = [t for r in runs for t in r.placement.tasks]
+    if not tasks:
+        return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
+    counts = [len(r.placement.tasks) for r in runs]
+    owner = np.repeat(np.arange(len(runs)), counts)
+    rows = np.array([demand_row(r.job, tuple(resources)) for r in runs]).reshape(len(runs), 2 * K)
+    t = np.array(tasks, dtype=int).reshape(-1, 3)
+    use = t[:, 1:2] * rows[owner, :K] + t[:, 2:3] * rows[owner, K:]
+    return t[:, 0], use, owner
