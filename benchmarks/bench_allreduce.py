@@ -12,10 +12,10 @@ import time
 import numpy as np
 
 from smdlab.model.cluster import Cluster
-from smdlab.policies.base import ClusterState, QueuedJob
 from smdlab.policies.allreduce._batch_plan import epoch_table
 from smdlab.policies.allreduce.omru import ga
 from smdlab.policies.allreduce.sjf_bco import SJFBCO
+from smdlab.policies.base import ClusterState, QueuedJob
 from smdlab.solve.placement import capacity_matrix
 from smdlab.workloads.omru import omru_jobs
 

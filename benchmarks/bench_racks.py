@@ -18,8 +18,8 @@ import numpy as np
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import make_job
 from smdlab.policies.base import ClusterState, QueuedJob
-from smdlab.policies.ps.fifo import FIFO
 from smdlab.policies.heterogeneity.liquid import Liquid
+from smdlab.policies.ps.fifo import FIFO
 from smdlab.solve.placement import capacity_matrix, rack_layout
 
 NETS = ("resnet50", "lstm_lm", "bert_base", "densenet121")

@@ -90,8 +90,8 @@ def test_heterogeneity_gain_experiment_tiny():
 
 
 def test_hetero_placement_prefers_fast_types_and_beats_fifo():
-    from smdlab.policies.ps.fifo import FIFO
     from smdlab.policies.heterogeneity.hetero_placement import HeteroPlacement
+    from smdlab.policies.ps.fifo import FIFO
 
     jobs, cluster = workload(12), hetero_cluster()
     res = simulate(jobs, cluster, HeteroPlacement(), record_history=True)

@@ -6,8 +6,8 @@ import numpy as np
 
 import smdlab
 from smdlab.model.allreduce import allreduce_iteration_time
-from smdlab.policies.base import ClusterState, QueuedJob
 from smdlab.policies.allreduce.sjf_bco import SJFBCO, balanced_tasks, job_size
+from smdlab.policies.base import ClusterState, QueuedJob
 from smdlab.sim import simulate
 from smdlab.solve.placement import capacity_matrix
 

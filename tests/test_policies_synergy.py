@@ -9,10 +9,10 @@ import smdlab
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
+from smdlab.policies.multiresource._rounds import LEASE_S, proportional_levels, request
+from smdlab.policies.multiresource.synergy_opt import synergy_opt_lp
 from smdlab.policies.registry import get_policy
 from smdlab.policies.toolkit import apply_decision
-from smdlab.policies.multiresource.synergy_opt import synergy_opt_lp
-from smdlab.policies.multiresource._rounds import LEASE_S, proportional_levels, request
 from smdlab.sim import simulate
 from smdlab.sim.simulator import InvalidDecision
 from smdlab.solve.placement import capacity_matrix

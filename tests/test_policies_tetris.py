@@ -5,8 +5,8 @@ from __future__ import annotations
 from _policy_cases import alloc_of, job, queued, running, state
 
 from smdlab import Cluster, Machine
-from smdlab.policies.toolkit import apply_decision
 from smdlab.policies.ps.tetris import Tetris
+from smdlab.policies.toolkit import apply_decision
 
 TINY = {"bw_gbps": 0.01}
 

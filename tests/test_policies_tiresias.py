@@ -6,8 +6,8 @@ import pytest
 from _policy_cases import alloc_of, cluster, job, queued, running, state
 
 from smdlab import InvalidInput
-from smdlab.policies.toolkit import apply_decision
 from smdlab.policies.ps.tiresias import Tiresias
+from smdlab.policies.toolkit import apply_decision
 
 
 def test_demotes_after_threshold():

@@ -61,8 +61,8 @@ def test_state_round_trips_and_refuses_another_size() -> None:
 
 def test_training_with_replay_is_deterministic_and_resumes(tmp_path) -> None:
     pytest.importorskip("torch")
-    from smdlab.rl.weights import load_weights
     from smdlab.rl.train import CHECKPOINT, WEIGHTS, TrainConfig, load_checkpoint, train_dl2
+    from smdlab.rl.weights import load_weights
 
     cfg = TrainConfig(
         steps=8, seed=2, warmup=2, rollout=16, hidden=8, returns="slot", gamma=0.0,

@@ -13,8 +13,8 @@ from smdlab import Cluster, InvalidInput
 from smdlab.errors import Infeasible
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.ps.fifo import FIFO
-from smdlab.policies.toolkit import gang_placement
 from smdlab.policies.ps.tiresias import Tiresias
+from smdlab.policies.toolkit import gang_placement
 from smdlab.sim import simulate
 from smdlab.solve.placement import capacity_matrix
 from smdlab.workloads import load_philly

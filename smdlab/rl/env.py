@@ -21,6 +21,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
+from smdlab.rl.episodes import EpisodeJobs
 from smdlab.rl.slot_builder import (
     DEFAULT_WINDOW,
     EXTRA_FEATURES,
@@ -29,7 +30,6 @@ from smdlab.rl.slot_builder import (
     at_slot,
     job_types,
 )
-from smdlab.rl.episodes import EpisodeJobs
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate_steps
 from smdlab.workloads.scenario import Scenario, load_scenario

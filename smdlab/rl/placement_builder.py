@@ -4,8 +4,9 @@ A decision point (an arrival or a completion, non-elastic) holds waiting jobs. T
 several actions there, each starting one window job at its request on a placement it picks, until
 it chooses "wait": the simulator then runs on to the next event. ``PlacementBuilder`` holds one
 decision point's partial plan and turns it into a ``Decision``; the Gymnasium environment
-(``smdlab.rl.PlacementEnv``) and the ``deeprm`` / ``sched2`` policies (``smdlab.policies.learned``) share it, so a trained agent
-runs through the simulator's ordinary Decision path (docs/rl.md, "Placement agents").
+(``smdlab.rl.PlacementEnv``) and the ``deeprm`` / ``sched2`` policies (``smdlab.policies.learned``)
+share it, so a trained agent runs through the simulator's ordinary Decision path (docs/rl.md,
+"Placement agents").
 
 Action spaces (``ACTIONS``):
 

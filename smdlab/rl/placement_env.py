@@ -14,6 +14,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.paths import data_dir
 from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.rl.episodes import EpisodeJobs
 from smdlab.rl.placement_builder import (
     ACTIONS,
     DEFAULT_HORIZON,
@@ -25,7 +26,6 @@ from smdlab.rl.placement_builder import (
     observation_size,
     ring_speed,
 )
-from smdlab.rl.episodes import EpisodeJobs
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate_steps
 from smdlab.solve.placement import capacity_matrix

@@ -5,8 +5,8 @@ public simulator pengyanghua/DL2, read, not copied) rebuilds every allocation ea
 (1,200 s). Within a slot its network sees a window of up to 20 jobs sorted by arrival and picks,
 one at a time, "add a worker", "add a PS" or "add a worker+PS bundle" to one job, or "end the
 slot". ``SlotBuilder`` holds one slot's partial allocation and turns it into a ``Decision``; the
-Gymnasium environment (``smdlab.rl``) and the ``DL2`` policy (``smdlab.policies.learned.dl2``) share it, so a trained agent runs
-through the simulator's ordinary Decision path.
+Gymnasium environment (``smdlab.rl``) and the ``DL2`` policy (``smdlab.policies.learned.dl2``)
+share it, so a trained agent runs through the simulator's ordinary Decision path.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int
+from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles

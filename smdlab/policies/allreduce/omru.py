@@ -40,7 +40,13 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.epochs import STEPS_PER_EPOCH
-from smdlab.policies.allreduce._batch_plan import BatchPlan, BatchPlanPolicy, Entry, EpochTable, Reuse
+from smdlab.policies.allreduce._batch_plan import (
+    BatchPlan,
+    BatchPlanPolicy,
+    Entry,
+    EpochTable,
+    Reuse,
+)
 
 MAX_POPULATION = 100_000
 MAX_GENERATIONS = 1_000_000

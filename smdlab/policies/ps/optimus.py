@@ -24,7 +24,10 @@ from smdlab.policies.base import (
     Placement,
     Policy,
 )
-from smdlab.policies.ps._convergence import DEFAULT_NOISE as DEFAULT_LOSS_NOISE, ConvergenceEstimator
+from smdlab.policies.ps._convergence import (
+    DEFAULT_NOISE as DEFAULT_LOSS_NOISE,
+    ConvergenceEstimator,
+)
 from smdlab.policies.toolkit import (
     Target,
     assemble,

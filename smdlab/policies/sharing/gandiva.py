@@ -44,6 +44,7 @@ from smdlab.model.colocation import (
 from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
+from smdlab.policies.ps.srtf import request
 from smdlab.policies.sharing._groups import (
     Share,
     can_share,
@@ -55,7 +56,6 @@ from smdlab.policies.sharing._groups import (
     take,
     try_join,
 )
-from smdlab.policies.ps.srtf import request
 from smdlab.solve.placement import first_fit, placement_usage
 
 SPACE, TIME = "gandiva-pack", "gandiva-slice"  # label prefixes of the two kinds of group

@@ -36,6 +36,7 @@ from smdlab.model.colocation import (
 )
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
+from smdlab.policies.ps.srtf import request
 from smdlab.policies.sharing._groups import (
     Share,
     can_share,
@@ -47,7 +48,6 @@ from smdlab.policies.sharing._groups import (
     start_alone,
     try_join,
 )
-from smdlab.policies.ps.srtf import request
 from smdlab.solve.instance import job_speeds
 
 
