@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from smdlab.model.cluster import Cluster
-from smdlab.policies.allreduce._batch_plan import epoch_table
+from smdlab.policies.allreduce import epoch_table
 from smdlab.policies.allreduce.omru import ga
 from smdlab.policies.allreduce.sjf_bco import SJFBCO
 from smdlab.policies.base import ClusterState, QueuedJob

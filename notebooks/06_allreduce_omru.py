@@ -71,7 +71,7 @@ timeline_figure(ring_job, 8, 0, "wfbp").show()
 # the spare GPUs go one by one to the job that would finish last.
 
 # %%
-from smdlab.policies.allreduce._batch_plan import epoch_table
+from smdlab.policies.allreduce import epoch_table
 from smdlab.policies.allreduce.omru import evaluate, ga, plan_from_genes
 from smdlab.workloads.omru import omru_jobs
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from smdlab import InvalidInput
-from smdlab.policies.allreduce._batch_plan import EpochTable, epoch_table
+from smdlab.policies.allreduce import EpochTable, epoch_table
 from smdlab.policies.allreduce.omru import OMRU, evaluate, ga, plan_from_genes
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
