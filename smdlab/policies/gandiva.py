@@ -163,7 +163,6 @@ class Gandiva(Policy):
                     break
             if host is not None:
                 host.jobs.append(job)
-                kind = "space" if host.label.startswith(SPACE) else "time"
                 out.append(
                     Allocation(
                         job.name,
@@ -171,7 +170,7 @@ class Gandiva(Policy):
                         host.ps,
                         host.placement,
                         group=host.label,
-                        sharing=kind,
+                        sharing="space" if host.label.startswith(SPACE) else "time",
                     )
                 )
                 continue

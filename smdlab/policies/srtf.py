@@ -35,7 +35,15 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Policy, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Execution,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.stages import gang_placement, max_bundles
 from smdlab.solve.instance import base_speeds, job_speeds, task_vectors
 from smdlab.solve.placement import TOL, placement_usage, usage
@@ -67,7 +75,7 @@ class SRTF(Policy):
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
-    execution = "preemptive"
+    execution: Execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
     KEYS = ("remaining_time", "progress")
