@@ -279,7 +279,7 @@ def _run(policy: Any, world: World, execution: Execution) -> SimResult:
         return simulate(
             list(world.jobs),
             world.cluster,
-            _Audited(policy),  # type: ignore[arg-type]
+            _Audited(policy),
             execution=execution,
             unfit="raise",
         )
@@ -288,13 +288,13 @@ def _run(policy: Any, world: World, execution: Execution) -> SimResult:
 def _lost(result: SimResult, world: World) -> str | None:
     """The first job of ``world`` that did not complete with all its samples, said in words."""
     df = result.jobs.set_index("job")
+    status, done = df["status"].to_dict(), df["samples_done"].to_dict()
     for job in world.jobs:
-        row = df.loc[job.name]
-        if row["status"] != "completed":
-            return f"job {job.name!r} ends {row['status']}"
-        if not math.isclose(float(row["samples_done"]), job.samples, rel_tol=1e-6):
+        if status[job.name] != "completed":
+            return f"job {job.name!r} ends {status[job.name]}"
+        if not math.isclose(float(done[job.name]), job.samples, rel_tol=1e-6):
             return (
-                f"job {job.name!r} completes with {float(row['samples_done']):g} of its "
+                f"job {job.name!r} completes with {float(done[job.name]):g} of its "
                 f"{job.samples:g} samples"
             )
     return None
