@@ -1,6 +1,7 @@
 """``check_policy``: run a policy on a few small seeded worlds and report where it breaks the contract.
 
-In the spirit of Gymnasium's ``check_env``: every decision is checked, independently of the
+In the spirit of Gymnasium's ``check_env`` (Farama-Foundation/Gymnasium,
+gymnasium/utils/env_checker.py; MIT License), written anew for policies: every decision is checked, independently of the
 simulator's own accounting, before the simulator applies it, and every run is checked after it
 ends. One line per kind of problem (the first occurrence, with the world, mode and time):
 
