@@ -24,6 +24,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "place": ("smdlab.solve", "place"),
     "simulate": ("smdlab.sim", "simulate"),
     "SimResult": ("smdlab.sim", "SimResult"),
+    "check_policy": ("smdlab.sim", "check_policy"),
     "get_policy": ("smdlab.policies.registry", "get_policy"),
     "list_policies": ("smdlab.policies.registry", "list_policies"),
     "fit_epoch_model": ("smdlab.model.epochs", "fit_epoch_model"),

@@ -84,7 +84,10 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         help="per-task demands; gpu_only: each job one gang of its GPUs, no PS",
     )
     p.add_argument(
-        "--policy", type=_csv_list(str), metavar="NAME[,NAME...]", help="policies to run"
+        "--policy",
+        type=_csv_list(str),
+        metavar="NAME[,NAME...]",
+        help="policies to run: registered names, or module:Class for a policy in your own module",
     )
     p.add_argument("--mode", help="timing-model overlap mode (sequential, wfbp, wfbp_prefetch)")
     p.add_argument(
@@ -178,12 +181,24 @@ def _scenario_from(
         fields["policies"] = args.policy
     if seed is not None:
         fields["seed"] = seed
-    return scenario.with_changes(
+    out = scenario.with_changes(
         cluster={"machines": machines} if machines is not None else None,
         workload=workload,
         simulation=simulation,
         **fields,
     )
+    _import_from_cwd(out.policies)
+    return out
+
+
+def _import_from_cwd(policies: Sequence[str]) -> None:
+    """Let ``module:Class`` policies import modules of the working directory, as ``python -m``
+    would (a console script's path starts at its own folder instead)."""
+    from smdlab.policies.registry import is_spec
+
+    cwd = os.getcwd()
+    if any(is_spec(p) for p in policies) and cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ def _call(name: str, fn, jobs, cluster):
         "task_demands": lambda: fn(job.profile),
         "bundled_pipeline": lambda: fn(job.profile),
         "solve_allocation": lambda: fn(jobs, cluster, "smd"),
+        "check_policy": lambda: fn("fifo", worlds_to_run=1),
         "place": lambda: fn(jobs, [(1, 1)] * len(jobs), cluster),
         "simulate": lambda: fn(jobs, cluster, "fifo"),
         "get_policy": lambda: fn("fifo"),

@@ -2,8 +2,9 @@
 
 - Capacities are never exceeded: random heterogeneous clusters, random layered profiles and
   random workloads, simulated under every registered policy (milp on tiny instances); every
-  state a policy sees is re-checked machine by machine from the placements of the running jobs,
-  independently of the simulator's own accounting.
+  state a policy sees and every decision is re-checked machine by machine from the placements of
+  the running jobs, independently of the simulator's own accounting
+  (``smdlab.sim.policy_check.audit_decision``, the check ``check_policy`` runs on fixed worlds).
 - Every job completes when it fits the cluster (one worker and one PS fit the empty machines),
   and only such jobs: the others are reported as skipped; the samples processed equal the
   samples asked. This includes jobs whose worker and PS fit only on two different machines
@@ -29,10 +30,10 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 from smdlab import Cluster, Job, LayerProfile, Machine
-from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.registry import get_policy, list_policies
 from smdlab.sim import Stalled, simulate
+from smdlab.sim.policy_check import audit_decision
 from smdlab.solve import place, solve
 from smdlab.solve.placement import first_fit
 from smdlab.workloads import synthetic
@@ -132,11 +133,11 @@ def _solver_cannot_place(job: Job, cluster: Cluster) -> bool:
 
 
 class Auditor:
-    """Wraps a policy: re-checks every state and every decision against each machine's capacity."""
+    """Wraps a policy: re-checks every state and every decision against each machine's capacity
+    (``smdlab.sim.policy_check.audit_decision``, independent of the simulator's accounting)."""
 
     def __init__(self, inner, cluster: Cluster):
         self.inner, self.name = inner, inner.name
-        self.cap = np.array([[m.capacity[r] for r in RES] for m in cluster.machines])
         self.states = 0
         self.placements: list[
             tuple[int, ...]
@@ -145,54 +146,11 @@ class Auditor:
     def reset(self) -> None:
         self.inner.reset()
 
-    def _held(self, placements) -> np.ndarray:
-        # (job, tasks) or (job, tasks, group): jobs of one interleaved group (Muri) share their
-        # GPU set, which holds the per-machine maximum of their demands (docs/multiresource.md).
-        held = np.zeros_like(self.cap)
-        groups: dict[str, np.ndarray] = {}
-        for job, tasks, *group in placements:
-            w, p = _task_vectors(job)
-            one = np.zeros_like(self.cap)
-            for m, nw, np_ in tasks:
-                one[m] += nw * w + np_ * p
-            key = group[0] if group else None
-            if key is None:
-                held += one
-            else:
-                groups[key] = np.maximum(groups.get(key, one), one)
-        return held + sum(groups.values(), np.zeros_like(self.cap))
-
     def decide(self, state: ClusterState) -> Decision:
         self.states += 1
         self.placements.extend(tuple(m for m, _, _ in r.placement.tasks) for r in state.running)
-        held = self._held([(r.job, r.placement.tasks, r.group) for r in state.running])
-        assert np.all(held <= self.cap * (1 + TOL) + TOL), "running jobs exceed a machine"
-        np.testing.assert_allclose(state.free, self.cap - held, atol=1e-7)
         decision = self.inner.decide(state)
-        # What the machines would hold if the decision were applied (preempted and resized jobs released).
-        changed = set(decision.preempt) | {a.job for a in decision.allocations}
-        jobs = {r.job.name: r.job for r in state.running} | {
-            q.job.name: q.job for q in state.queued
-        }
-        after = [
-            (r.job, r.placement.tasks, r.group) for r in state.running if r.job.name not in changed
-        ]
-        running_groups = {g for *_, g in after if g is not None}
-        # an allocation's CPU and memory levels per worker (Synergy) replace the job's demand
-        after += [
-            (
-                with_worker_resources(jobs[a.job], a.cpu, a.mem_gb),
-                a.placement.tasks,
-                # a new group, or (GPU sharing) a running group the job joins
-                None
-                if a.group is None
-                else (a.group if a.group in running_groups else f"new:{a.group}"),
-            )
-            for a in decision.allocations
-        ]
-        assert np.all(self._held(after) <= self.cap * (1 + TOL) + TOL), (
-            f"{self.name} exceeds a machine at t={state.time}"
-        )
+        audit_decision(state, decision)  # raises PolicyProblem, one line, on a broken decision
         return decision
 
 

@@ -8,8 +8,9 @@ point and applies the returned ``Decision`` (after checking it against every mac
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, get_args, overload, runtime_checkable
 
 import numpy as np
 
@@ -28,11 +29,16 @@ __all__ = [
     "Allocation",
     "ClusterState",
     "Decision",
+    "Execution",
+    "LazySeq",
     "Placement",
     "Policy",
+    "PolicySettings",
     "QueuedJob",
     "RunningJob",
+    "SharingKind",
     "natural_execution",
+    "policy_settings",
     "supported_executions",
 ]
 
@@ -41,7 +47,8 @@ __all__ = [
 # preemptive: a running job may be stopped (back to the queue) and resumed later, possibly on
 #   another allocation;
 # elastic: running jobs may also be re-allocated in place, at events and every slot.
-EXECUTIONS: tuple[str, ...] = ("non_elastic", "preemptive", "elastic")
+Execution = Literal["non_elastic", "preemptive", "elastic"]
+EXECUTIONS: tuple[Execution, ...] = get_args(Execution)
 # Slot of the elastic schedulers of SMD's authors' group: DL2's public simulator
 # (pengyanghua/DL2, parameters.py: TS_DURATION = 1200.0 s), which also runs Optimus and DRF as
 # baselines in the same slots.
@@ -50,7 +57,8 @@ DEFAULT_SLOT_S = 1200.0
 # stops a job's progress for 30 s on every re-allocation (docs/simulator.md, "Restarts").
 DEFAULT_RESTART_S = 30.0
 # How a group of jobs shares its GPUs (``Allocation.sharing``; docs/simulator.md, "GPU sharing").
-SHARING_KINDS: tuple[str, ...] = ("space", "time")
+SharingKind = Literal["space", "time"]
+SHARING_KINDS: tuple[SharingKind, ...] = get_args(SharingKind)
 # Time-slicing (Gandiva's suspend-resume at mini-batch boundaries): the GPU switches job every
 # TIME_SLICE_S seconds and each switch costs TIME_SLICE_SWITCH_S without progress. Assumptions,
 # not measured constants: Gandiva (Xiao et al., OSDI 2018) reports suspend-resume within a
@@ -59,18 +67,150 @@ TIME_SLICE_S = 60.0
 TIME_SLICE_SWITCH_S = 0.5
 
 
-def natural_execution(policy: Any) -> str:
-    """The execution mode ``policy`` declares (class attribute ``execution``; non_elastic if none)."""
-    mode = getattr(policy, "execution", "non_elastic")
-    return mode if mode in EXECUTIONS else "non_elastic"
+@dataclass(frozen=True)
+class PolicySettings:
+    """What the simulator reads from a policy, checked, with the ``Policy`` defaults filled in.
+
+    name: the policy's ``name`` (its class name if it has none).
+    execution: the mode it runs in by default (``Policy.execution``).
+    executions: the modes it can run in (``Policy.executions``; every mode if it declares none).
+    slot_s: its own seconds between periodic decision points (``Policy.slot_s``; None: none).
+    sharing_degree: most jobs it co-locates on a GPU by default (``Policy.sharing_degree``).
+    decide_on_completion: asked at every completion, also with an empty queue.
+    """
+
+    name: str
+    execution: Execution = "non_elastic"
+    executions: tuple[Execution, ...] = EXECUTIONS
+    slot_s: float | None = None
+    sharing_degree: int = 1
+    decide_on_completion: bool = False
 
 
-def supported_executions(policy: Any) -> tuple[str, ...]:
-    """The execution modes ``policy`` can run in (attribute ``executions``; every mode if it declares none)."""
-    modes = getattr(policy, "executions", None)
-    if modes is None:
-        return EXECUTIONS
-    return tuple(m for m in EXECUTIONS if m in modes)
+def policy_settings(policy: Any) -> PolicySettings:
+    """The attributes of ``policy`` (an instance or a class) the simulator reads; raises InvalidInput.
+
+    A policy that does not subclass ``Policy`` gets the protocol's default for each attribute it
+    does not define.
+    """
+    name = getattr(policy, "name", None)
+    if not isinstance(name, str) or not name:
+        name = policy.__name__ if isinstance(policy, type) else type(policy).__name__
+    where = f"policy {name!r}"
+    execution = getattr(policy, "execution", "non_elastic")
+    if execution not in EXECUTIONS:
+        raise InvalidInput(
+            f"{where}: execution must be one of {', '.join(EXECUTIONS)}, got {execution!r}"
+        )
+    declared = getattr(policy, "executions", None)
+    if declared is None:
+        executions = EXECUTIONS
+    else:
+        if isinstance(declared, str) or not isinstance(declared, Iterable):
+            raise InvalidInput(
+                f"{where}: executions must be a tuple of modes among {', '.join(EXECUTIONS)}, "
+                f"got {declared!r}"
+            )
+        declared = tuple(declared)
+        unknown = [m for m in declared if m not in EXECUTIONS]
+        if unknown:
+            raise InvalidInput(
+                f"{where}: executions must be among {', '.join(EXECUTIONS)}, got {unknown[0]!r}"
+            )
+        executions = tuple(m for m in EXECUTIONS if m in declared)
+    if execution not in executions:
+        raise InvalidInput(
+            f"{where}: execution {execution!r} must be one of its executions "
+            f"({', '.join(executions) or 'none'})"
+        )
+    slot_s = getattr(policy, "slot_s", None)
+    if slot_s is not None and (
+        isinstance(slot_s, bool) or not isinstance(slot_s, (int, float)) or not slot_s > 0
+    ):
+        raise InvalidInput(f"{where}: slot_s must be None or a number > 0, got {slot_s!r}")
+    degree = getattr(policy, "sharing_degree", 1)
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 1:
+        raise InvalidInput(f"{where}: sharing_degree must be an integer >= 1, got {degree!r}")
+    on_completion = getattr(policy, "decide_on_completion", False)
+    if not isinstance(on_completion, (bool, np.bool_)):
+        raise InvalidInput(
+            f"{where}: decide_on_completion must be True or False, got {on_completion!r}"
+        )
+    return PolicySettings(
+        name,
+        execution,
+        executions,
+        None if slot_s is None else float(slot_s),
+        int(degree),
+        bool(on_completion),
+    )
+
+
+def natural_execution(policy: Any) -> Execution:
+    """The execution mode ``policy`` declares (attribute ``execution``; non_elastic if none)."""
+    return policy_settings(policy).execution
+
+
+def supported_executions(policy: Any) -> tuple[Execution, ...]:
+    """The execution modes ``policy`` can run in (attribute ``executions``; every mode if none)."""
+    return policy_settings(policy).executions
+
+
+T = TypeVar("T")
+
+
+class LazySeq(Sequence[T]):
+    """A read-only sequence built on first use that concatenates and slices like a tuple.
+
+    ``build`` returns the items; it is called at most once. Subclasses may instead override
+    ``_get`` (and ``__len__``, when the length is known without building the items).
+    """
+
+    def __init__(self, build: Callable[[], Iterable[T]]):
+        self._build = build
+        self._items: tuple[T, ...] | None = None
+
+    def _get(self) -> tuple[T, ...]:
+        if self._items is None:
+            self._items = tuple(self._build())
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, i: int | slice) -> T | tuple[T, ...]:
+        return self._get()[i]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._get())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __add__(self, other: Iterable[Any]) -> tuple[Any, ...]:
+        if isinstance(other, (str, bytes)) or not isinstance(other, Iterable):
+            return NotImplemented
+        return self._get() + tuple(other)
+
+    def __radd__(self, other: Iterable[Any]) -> tuple[Any, ...]:
+        if isinstance(other, (str, bytes)) or not isinstance(other, Iterable):
+            return NotImplemented
+        return tuple(other) + self._get()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, bytes)) or not isinstance(other, Sequence):
+            return NotImplemented
+        return self._get() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._get())!r})"
 
 
 @dataclass(frozen=True)
@@ -118,8 +258,8 @@ class ClusterState:
 
     time: simulation time (s).
     cluster: the machines.
-    queued: waiting jobs, in arrival order.
-    running: jobs holding allocations.
+    queued: waiting jobs, in arrival order (a sequence: a tuple, or one built on first use).
+    running: jobs holding allocations (a sequence; ``running + queued`` and slicing give tuples).
     free: free capacity per machine, (machines x resources) in ``cluster.resources`` order (read-only).
     mode: timing model overlap mode (``wfbp`` ...).
     elastic: whether the policy may resize running jobs (``execution == "elastic"``).
@@ -134,12 +274,12 @@ class ClusterState:
 
     time: float
     cluster: Cluster
-    queued: tuple[QueuedJob, ...]
-    running: tuple[RunningJob, ...]
+    queued: Sequence[QueuedJob]
+    running: Sequence[RunningJob]
     free: np.ndarray
     mode: str = "wfbp"
     elastic: bool = False
-    execution: str | None = None
+    execution: Execution | None = None
     slot_s: float | None = None
     restart_s: float = 0.0
     sharing_degree: int = 1
@@ -187,7 +327,7 @@ class Allocation:
     cpu: float | None = None
     mem_gb: float | None = None
     group: str | None = None
-    sharing: str | None = None
+    sharing: SharingKind | None = None
     accumulation: int = 1
 
 
@@ -195,8 +335,14 @@ class Allocation:
 class Decision:
     """What a policy returns: jobs to preempt (back to the queue), then allocations to apply.
 
-    wake_at: ask for another decision point at this time (None: only at arrivals, completions
-    and periodic points); the latest decision's request replaces earlier ones.
+    allocations: starts of queued (or just preempted) jobs and, in elastic execution, new
+    allocations of running jobs; a running job not named keeps what it holds.
+    preempt: names of running jobs to stop (preemptive or elastic execution); they re-enter the
+    queue with their remaining samples and may be started again in the same decision.
+    note: free text kept with the decision (not compared).
+    wake_at: simulation time (s) of one extra decision point the policy asks for, on top of
+    arrivals, completions and the periodic points of ``slot_s``; ignored unless later than the
+    decision's time. Each decision's ``wake_at`` replaces the previous request (None cancels it).
     """
 
     allocations: tuple[Allocation, ...] = ()
@@ -207,14 +353,26 @@ class Decision:
 
 @runtime_checkable
 class Policy(Protocol):
-    """A scheduling policy: a name, one method from state to decision, and ``reset``.
+    """A scheduling policy: a name, one method from state to decision, ``reset``, and settings.
 
-    Subclass it to inherit the default ``reset`` (nothing kept between runs); a class that does
-    not subclass it must define all three. The simulator calls ``reset()`` once before each run
-    and ``decide(state)`` at every decision point.
+    Subclass it to inherit ``reset`` (nothing kept between runs) and the defaults below; a class
+    that does not subclass it must define ``name``, ``decide`` and ``reset``, and may define any
+    setting (``policy_settings`` fills in the defaults for the rest). The simulator calls
+    ``reset()`` once before each run and ``decide(state)`` at every decision point.
     """
 
     name: str
+    """The policy's name in results and tables (the registry name when run by name)."""
+    execution: Execution = "non_elastic"
+    """The mode it runs in by default (``execution="natural"``); one of ``executions``."""
+    executions: tuple[Execution, ...] = EXECUTIONS
+    """The modes it can run in when a run forces one (``execution=...``)."""
+    slot_s: float | None = None
+    """Its seconds between periodic decision points in its own mode (None: events only)."""
+    sharing_degree: int = 1
+    """Most jobs a GPU holds at once in its ``space`` sharing groups unless a run says (1: none)."""
+    decide_on_completion: bool = False
+    """Ask ``decide`` at every completion, also when no job waits (plans with barriers)."""
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocations (and preemptions) to apply at this decision point."""

@@ -243,19 +243,34 @@ def assemble(
     place: PlaceRule | str = consolidated_tasks,
     shrink: ShrinkFn = default_shrink,
     note: str = "",
+    preempt_untargeted: bool | None = None,
 ) -> Decision:
     """Turn target allocations into a Decision that fits every machine.
 
     ``targets`` are in placement order. A running job whose target equals its current allocation
-    keeps its placement, and so does one without a target in non-elastic mode; in elastic mode a
-    running job with another target is released and placed again, and one without a target is
-    preempted. A job whose
+    keeps its placement. A running job with another target is, in elastic execution, released and
+    placed again (a resize); in preemptive execution, preempted and started again on its target
+    (a checkpoint-restart); in non-elastic execution it is an error. A running job without a
+    target is preempted when ``preempt_untargeted`` is True (preemptive or elastic execution
+    only) and keeps its placement when it is False; None: preempted in elastic execution, kept
+    otherwise. A job whose
     placement fails is shrunk one task at a time by ``shrink`` (placement with shrinking, as in
     docs/solver.md, Placement); a job that cannot be placed even at (1, 1) waits (a running one is
     preempted). ``place`` is a placement rule or its name in ``smdlab.solve.placement.RULES``.
     """
     if isinstance(place, str):
         place = RULES[check_choice("place", place, tuple(RULES))]
+    execution = state.execution
+    if preempt_untargeted is None:
+        preempt_untargeted = execution == "elastic"
+    elif not isinstance(preempt_untargeted, bool):
+        raise InvalidInput(
+            f"preempt_untargeted must be True, False or None, got {preempt_untargeted!r}"
+        )
+    elif preempt_untargeted and execution == "non_elastic":
+        raise InvalidInput(
+            "preempt_untargeted=True needs preemptive or elastic execution; the state is non_elastic"
+        )
     cluster = state.cluster
     running = {r.job.name: r for r in state.running}
     wanted = {t.job.name: t for t in targets}
@@ -263,13 +278,14 @@ def assemble(
     keep: set[str] = set()
     for name, r in running.items():
         t = wanted.get(name)
-        if (t is None and not state.elastic) or (
+        if (t is None and not preempt_untargeted) or (
             t is not None and (r.job.gang or (t.workers, t.ps) == (r.workers, r.ps))
         ):
             keep.add(name)
-        elif not state.elastic:
+        elif t is not None and execution == "non_elastic":
             raise InvalidInput(
-                f"target for running job {name!r} differs from its allocation, but the state is not elastic"
+                f"target for running job {name!r} differs from its allocation, but the state is "
+                "non_elastic"
             )
         else:
             a, g = task_vectors(r.job, cluster.resources)
@@ -290,7 +306,10 @@ def assemble(
                 placed.add(name)
                 break
             config = None if t.job.gang else shrink(t.job, *config)
-    preempt = tuple(n for n in running if n not in keep and n not in placed)
+    # Outside elastic execution a running job changes allocation only through a preemption.
+    preempt = tuple(
+        n for n in running if n not in keep and (n not in placed or execution != "elastic")
+    )
     return Decision(tuple(allocations), preempt, note=note)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.policies.base import ClusterState, Decision, Policy, policy_settings
 from smdlab.policies.registry import get_policy
 from smdlab.rl.env import default_rl_scenario
 from smdlab.rl.slot_builder import at_slot
@@ -32,9 +32,9 @@ class SlotOnly(Policy):
     def __init__(self, inner: Policy) -> None:
         self.inner = inner
         self.name = f"{inner.name}@slot"
-        self.execution = getattr(inner, "execution", "non_elastic")
-        self.executions = getattr(inner, "executions", None)
-        self.slot_s = getattr(inner, "slot_s", None)
+        settings = policy_settings(inner)
+        self.execution, self.executions = settings.execution, settings.executions
+        self.slot_s = settings.slot_s
 
     def reset(self) -> None:
         """Reset the inner policy."""

@@ -1,5 +1,6 @@
 """The event-driven simulator: jobs + cluster + policy -> per-job outcomes and summary metrics."""
 
+from smdlab.sim.policy_check import check_policy
 from smdlab.sim.result import (
     HISTORY_COLUMNS,
     JOB_COLUMNS,
@@ -20,6 +21,7 @@ __all__ = [
     "InvalidDecision",
     "SimResult",
     "Stalled",
+    "check_policy",
     "simulate",
     "summarize",
 ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.policies.registry import get_policy, list_policies
+from smdlab.policies.registry import get_policy, known_policy, list_policies
 from smdlab.sim.result import SimResult
 from smdlab.sim.simulator import simulate
 from smdlab.workloads.scenario import Scenario
@@ -26,16 +27,19 @@ def run_policies(
     options = policy_options or {}
     if not isinstance(options, Mapping):
         raise InvalidInput(f"policy_options must map policy names to options, got {options!r}")
-    unknown = [name for name in options if name not in list_policies()]
+    unknown = [name for name in options if not known_policy(name)]
     if unknown:  # options for an unknown policy are a typo, not something to ignore
         raise InvalidInput(
-            f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())}"
+            f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())} "
+            "or module:Class"
         )
     instances = {
         name: get_policy(name, **dict(options.get(name, {}))) for name in policies
     }  # fail fast on names
+    # One name per policy: the result carries the name it was asked by, as the dict keys it.
     return {
-        name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()
+        name: dataclasses.replace(simulate(jobs, cluster, policy, **sim_options), policy=name)
+        for name, policy in instances.items()
     }
 
 

@@ -23,7 +23,6 @@ import time
 import warnings
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
@@ -56,12 +55,13 @@ from smdlab.policies.base import (
     Allocation,
     ClusterState,
     Decision,
+    Execution,
+    LazySeq,
     Placement,
     Policy,
     QueuedJob,
     RunningJob,
-    natural_execution,
-    supported_executions,
+    policy_settings,
 )
 from smdlab.policies.toolkit import enforce_gang
 from smdlab.sim.result import SimResult, build_result
@@ -169,7 +169,7 @@ def _fits_empty(job: Job, capacity: np.ndarray, resources: Sequence[str]) -> boo
 _new = object.__new__
 
 
-class _RunningView(Sequence[RunningJob]):
+class _RunningView(LazySeq[RunningJob]):
     """The running jobs at one decision point, built on first use (FIFO never looks at them)."""
 
     def __init__(self, sim: _Simulator, t: float):
@@ -216,7 +216,7 @@ def resolve_execution(
     elastic: bool | None = None,
     slot_s: float | None = None,
     delta: float | None = None,
-) -> tuple[str, float | None]:
+) -> tuple[Execution, float | None]:
     """The (execution mode, slot seconds or None) a run of ``policy`` uses; raises InvalidInput.
 
     execution: ``natural`` (the policy's declared mode) or one of ``EXECUTIONS``, which the policy
@@ -225,8 +225,8 @@ def resolve_execution(
     in its natural mode, ``DEFAULT_SLOT_S`` in a forced elastic mode, else none. delta: the former
     name of ``slot_s`` (0 or None: none).
     """
-    pol = _policy_from(policy)
-    name = str(getattr(pol, "name", type(pol).__name__))
+    settings = policy_settings(_policy_from(policy))
+    name = policy if isinstance(policy, str) else settings.name
     execution = check_choice("execution", execution, EXECUTION_CHOICES)
     if elastic is not None:
         if not isinstance(elastic, (bool, np.bool_)):
@@ -239,8 +239,8 @@ def resolve_execution(
         execution = implied
     natural = execution == "natural"
     if natural:
-        execution = natural_execution(pol)
-    supported = supported_executions(pol)
+        execution = settings.execution
+    supported = settings.executions
     if execution not in supported:
         raise InvalidInput(
             f"execution: policy {name!r} cannot run in mode {execution!r}; "
@@ -253,11 +253,9 @@ def resolve_execution(
     elif slot_s is not None:
         slot_s = check_positive("slot_s", slot_s)
     elif natural:
-        own = getattr(pol, "slot_s", None)
-        slot_s = None if own is None else check_positive(f"{name}.slot_s", own)
+        slot_s = settings.slot_s
     elif execution == "elastic":
-        own = getattr(pol, "slot_s", None)
-        slot_s = DEFAULT_SLOT_S if own is None else check_positive(f"{name}.slot_s", own)
+        slot_s = DEFAULT_SLOT_S if settings.slot_s is None else settings.slot_s
     return execution, slot_s
 
 
@@ -296,7 +294,7 @@ def simulate(
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
-    decision that breaks this is first corrected by ``stages.enforce_gang`` (so every policy runs
+    decision that breaks this is first corrected by ``toolkit.enforce_gang`` (so every policy runs
     gang jobs all-or-nothing). A decision's ``wake_at`` asks for another decision point then.
     """
     sim = _Simulator(
@@ -311,7 +309,7 @@ def simulate(
     )
     sim.progress = bool(progress)
     if sharing_degree is None:
-        sharing_degree = getattr(sim.policy, "sharing_degree", 1)
+        sharing_degree = sim.settings.sharing_degree
     sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
     return sim.run()
 
@@ -375,8 +373,9 @@ class _Simulator:
         self.unfit = check_choice("unfit", unfit, UNFIT)
         self.record_history = bool(record_history)
         self.policy = _policy_from(policy)
-        self.decide_on_completion = bool(getattr(self.policy, "decide_on_completion", False))
-        self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
+        self.settings = policy_settings(self.policy)
+        self.decide_on_completion = self.settings.decide_on_completion
+        self.policy_name = policy if isinstance(policy, str) else self.settings.name
         execution, elastic, slot_s, delta = timing
         self.execution, self.delta = resolve_execution(
             self.policy, execution, elastic, slot_s, delta
@@ -999,7 +998,7 @@ class _Simulator:
         queued = self._queued_tuple
         if queued is None:
             queued = self._queued_tuple = tuple(self.queued.values())
-        running = cast(tuple[RunningJob, ...], _RunningView(self, t))
+        running = _RunningView(self, t)
         free = self.free.copy()
         free.setflags(write=False)
         return ClusterState(

@@ -23,10 +23,23 @@ GRID_COLUMNS = ("policy", "load", "seed", "machines")
 
 
 def _cell(
-    base: dict[str, Any], policy: str, load: float | None, seed: int, machines: int
+    base: dict[str, Any],
+    policy: str,
+    load: float | None,
+    seed: int,
+    machines: int,
+    registered: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One grid cell: simulate ``policy`` on the base scenario changed to (load, seed, machines)."""
+    """One grid cell: simulate ``policy`` on the base scenario changed to (load, seed, machines).
+
+    registered: the caller's ``register_policy`` entries this cell needs (a worker process has
+    not seen them); a ``module:Class`` policy is imported by the worker itself.
+    """
+    from smdlab.policies.registry import register_policy
     from smdlab.sim.runner import run_policies, simulation_options
+
+    for name, target in (registered or {}).items():
+        register_policy(name, target)
 
     scenario = Scenario(**base).with_changes(
         seed=seed, cluster={"machines": machines}, workload={} if load is None else {"load": load}
@@ -85,11 +98,12 @@ def run_sweep(
     scheduler; else a local cluster of ``workers`` processes (or, with ``serial``, no Dask).
     progress: tqdm bar on stderr (None: only when stderr is a terminal).
     """
-    from smdlab.policies.registry import policy_class
+    from smdlab.policies.registry import policy_class, registrations
 
     policies = list(policies or scenario.policies)
     for p in policies:
         policy_class(p)  # unknown names fail before anything starts
+    registered = registrations(policies)
     cells = grid(
         policies,
         list(loads),
@@ -119,7 +133,8 @@ def run_sweep(
             for c in cells:
                 collect(_cell(base, *c))
         else:
-            _run_dask(base, cells, scheduler, check_int("workers", workers, 1), collect)
+            workers = check_int("workers", workers, 1)
+            _run_dask(base, cells, scheduler, workers, collect, registered)
     finally:
         bar.close()
     df = pd.DataFrame(rows)
@@ -128,7 +143,7 @@ def run_sweep(
     )
 
 
-def _run_dask(base, cells, scheduler, workers, collect) -> None:
+def _run_dask(base, cells, scheduler, workers, collect, registered) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
 
     if scheduler:
@@ -149,7 +164,12 @@ def _run_dask(base, cells, scheduler, workers, collect) -> None:
         )
         client = Client(cluster)
     try:
-        futures = [client.submit(_cell, base, *c, pure=False) for c in cells]
+        futures = [
+            client.submit(
+                _cell, base, *c, {k: v for k, v in registered.items() if k == c[0]}, pure=False
+            )
+            for c in cells
+        ]
         for fut in as_completed(futures):
             collect(fut.result())
     finally:

@@ -25,7 +25,14 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.model.epochs import STEPS_PER_EPOCH
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Execution,
+    Placement,
+    Policy,
+)
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import Tasks, consolidated_tasks, first_fit_tasks, usage
 
@@ -155,8 +162,8 @@ class BatchPlanPolicy(Policy):
 
     name = "batch_plan"
     decide_on_completion = True  # a barrier can move a running job while nothing is queued
-    execution = "non_elastic"
-    executions: tuple[str, ...] = ("non_elastic", "preemptive", "elastic")
+    execution: Execution = "non_elastic"
+    executions: tuple[Execution, ...] = ("non_elastic", "preemptive", "elastic")
     samples_per_epoch: float = STEPS_PER_EPOCH
 
     def __init__(self) -> None:

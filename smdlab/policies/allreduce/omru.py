@@ -40,6 +40,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.epochs import STEPS_PER_EPOCH
+from smdlab.policies.base import Execution
 from smdlab.policies.allreduce._batch_plan import (
     BatchPlan,
     BatchPlanPolicy,
@@ -246,7 +247,7 @@ class OMRU(BatchPlanPolicy):
 
     name = "omru"
     reuse = True
-    execution = "preemptive"
+    execution: Execution = "preemptive"
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ present (queued and running).
 Assumptions here (ours, not Gavel's): a job runs at its request (``Job.gang_allocation``: its
 ``requested_workers`` workers, else ``max_workers``, and as many PSs up to ``max_ps``), Gavel's
 fixed scale factor; its GPUs come from machines of the one type it gets this round (placed by
-``stages.gang_placement`` on those machines only); throughput ``T[j, t]`` is the simulator's
+``toolkit.gang_placement`` on those machines only); throughput ``T[j, t]`` is the simulator's
 speed at that allocation times ``smdlab.model.gpu_types.speed_ratio`` (Gavel's measured ratios for
 the job's Gavel job type); a job that keeps its type from one round to the next keeps its
 placement (no restart). An untyped cluster is one type. A forced ``non_elastic`` execution never

@@ -6,13 +6,13 @@ its spirit, not a reconstruction. Mode: non-preemptive (a started job keeps its 
 
 Rule: queued jobs in arrival order (later jobs may start past one that waits). For each job and
 each GPU type, its request (``Job.gang_allocation``) is placed on that type's machines only
-(``stages.gang_placement``: one machine if it fits, else spread) and scored by the expected speed
+(``toolkit.gang_placement``: one machine if it fits, else spread) and scored by the expected speed
 ``speed_ratio(network, type) * (consolidation_ratio(network, type, gpus) if spread else 1)``,
 both from Gavel's measurements (``smdlab.model.gpu_types``). The job starts on its best-scoring
 option if that reaches ``patience`` times the best score it could get on an empty cluster, or
 if no job is running (so it never waits forever); otherwise it waits for a better option. A job
 whose request fits on no type alone starts across types (a gang job) or with as many bundles as
-fit anywhere (``stages.max_allocation``). Assumption: the simulator's speed follows the slowest GPU type and,
+fit anywhere (``toolkit.max_allocation``). Assumption: the simulator's speed follows the slowest GPU type and,
 for all-reduce rings, the machines spanned; the measured consolidation penalty is the policy's
 own estimate, it does not change PS jobs' simulated speed.
 """

@@ -58,7 +58,7 @@ class DRF(Policy):
       left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
       capacity. Job weights are ignored (plain DRF). Not work conserving: what the filling
       leaves idle stays idle; ``work_conserving=True`` passes each decision through
-      ``stages.work_conserving_fill`` (elastic execution only).
+      ``toolkit.work_conserving_fill`` (elastic execution only).
 
     ``variant="smdlab"``, smdlab's earlier port: a job whose bundle does not fit is skipped and the
     filling goes on with the others; a bundle's tasks go to a machine the job already uses if they

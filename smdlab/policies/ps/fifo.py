@@ -9,7 +9,7 @@ fit is passed over and later jobs may start. Mode: non-preemptive (running jobs 
 allocation; never resized). Execution: ``non_elastic`` only.
 
 Allocation: a gang job (``Job.gang``, e.g. every ``demands="gpu_only"`` trace job) gets its whole
-request or nothing (``stages.gang_placement``: consolidated on one machine, else spread). Other
+request or nothing (``toolkit.gang_placement``: consolidated on one machine, else spread). Other
 jobs get worker+PS bundles up to their cap (bundles up to min(max_workers, max_ps), then single
 workers up to max_workers once the job holds max_ps PSs: the convention the bundle baselines
 share); such a job starts with fewer bundles than its cap when no more fit, and its placement is

@@ -197,14 +197,14 @@ class Optimus(Policy):
     - Not elastic (a forced mode): the same on the queued jobs and the free capacity only.
     - Job weights are ignored, as in the source.
     - Not work conserving: GPUs the source leaves idle stay idle. ``work_conserving=True`` passes
-      each decision through ``stages.work_conserving_fill`` (elastic execution only).
+      each decision through ``toolkit.work_conserving_fill`` (elastic execution only).
 
     ``variant="smdlab"``, smdlab's earlier port: gains divided by the dominant *share*, every
     feasible addition considered until none helps or fits (no stop at the first misfit), exact
     remaining samples, profiling on ``points`` (off-diagonal too), largest jobs placed first on
     the fewest servers with shrinking; in elastic mode a running job whose allocation is unchanged
     keeps its placement; the decision then goes through the shared work-conserving fill
-    (``stages.work_conserving_fill``: GPUs the pooled allocation or placement left idle go to
+    (``toolkit.work_conserving_fill``: GPUs the pooled allocation or placement left idle go to
     jobs that speed up with them); slot_s = 1,200 s, DL2's slot (``parameters.py: TS_DURATION``), the
     clock SMD, the MILP and DRF share.
     """

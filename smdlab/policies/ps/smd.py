@@ -56,7 +56,7 @@ class SMD(Policy):
       the capacity the kept jobs leave); a running job the solver leaves out, or that placement
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
       beyond re-solving; smdlab lets the solver's selection decide). Then the shared
-      work-conserving fill (``stages.work_conserving_fill``) gives GPUs the solution leaves idle
+      work-conserving fill (``toolkit.work_conserving_fill``) gives GPUs the solution leaves idle
       to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
     - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
       two), the decision is empty without a solve (its placement could start nothing).
@@ -180,7 +180,7 @@ class SMD(Policy):
             [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
         )
         sw, sp = sol.workers, sol.ps
-        # running jobs whose new allocation equals what they hold keep it (``stages.unchanged``)
+        # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
         same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
         keep = {r.job.name for r, k in zip(active, same) if k}
         kept = np.zeros_like(held)

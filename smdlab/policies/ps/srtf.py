@@ -20,7 +20,7 @@ job's work (remaining samples / samples), DL2's ``1 - progress/epochs`` (pengyan
 ``srtf_env.py``): jobs that have not started tie, and the tie goes to the earlier arrival.
 
 Allocation: a gang job (``Job.gang``, every ``demands="gpu_only"`` trace job) runs on exactly its
-request or not at all (``stages.gang_placement``: consolidated on one machine, else spread; for
+request or not at all (``toolkit.gang_placement``: consolidated on one machine, else spread; for
 GPU-only jobs the pooled GPU count decides, as in the reference's count-based placement).
 Another job's request is n = ``requested_workers`` (else min(max_workers, max_ps)) worker+PS
 bundles: the walk reserves one bundle for it, and it starts on as many bundles as fit, up to
@@ -35,7 +35,15 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice
 from smdlab.model.job import Job
-from smdlab.policies.base import Allocation, ClusterState, Decision, Policy, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Execution,
+    Policy,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.toolkit import gang_placement, max_bundles
 from smdlab.solve.instance import base_speeds, job_speeds, task_vectors
 from smdlab.solve.placement import TOL, placement_usage, usage
@@ -67,7 +75,7 @@ class SRTF(Policy):
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
     name = "srtf"
-    execution = "preemptive"
+    execution: Execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
     KEYS = ("remaining_time", "progress")

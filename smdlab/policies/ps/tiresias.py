@@ -51,7 +51,7 @@ class Tiresias(Policy):
       started; one that does not is skipped (later jobs may still fit); a running job that no
       longer fits is preempted (keeps its progress; the simulator's ``restart_s`` is the cost).
     - Placement: the reference counts GPUs only (its ``count`` scheme). smdlab places a gang
-      job with ``stages.gang_placement`` (one machine if it fits, else spread), which for
+      job with ``toolkit.gang_placement`` (one machine if it fits, else spread), which for
       GPU-only jobs succeeds exactly when the count does; a job that the pooled walk admits but
       real machines cannot hold (only possible with several resources) waits.
     - Starvation guard (``starve_multiple``, off by default as in the reference's ``dlas-gpu``;

@@ -45,7 +45,7 @@ from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.ps.srtf import request
-from smdlab.policies.sharing._groups import (
+from smdlab.policies.sharing._groups._groups._groups import (
     Share,
     can_share,
     factors,
@@ -163,7 +163,6 @@ class Gandiva(Policy):
                     break
             if host is not None:
                 host.jobs.append(job)
-                kind = "space" if host.label.startswith(SPACE) else "time"
                 out.append(
                     Allocation(
                         job.name,
@@ -171,7 +170,7 @@ class Gandiva(Policy):
                         host.ps,
                         host.placement,
                         group=host.label,
-                        sharing=kind,
+                        sharing="space" if host.label.startswith(SPACE) else "time",
                     )
                 )
                 continue
