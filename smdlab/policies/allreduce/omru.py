@@ -40,7 +40,6 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.model.epochs import STEPS_PER_EPOCH
-from smdlab.policies.base import Execution
 from smdlab.policies.allreduce._batch_plan import (
     BatchPlan,
     BatchPlanPolicy,
@@ -48,6 +47,7 @@ from smdlab.policies.allreduce._batch_plan import (
     EpochTable,
     Reuse,
 )
+from smdlab.policies.base import Execution
 
 MAX_POPULATION = 100_000
 MAX_GENERATIONS = 1_000_000

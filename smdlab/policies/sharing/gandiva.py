@@ -45,7 +45,7 @@ from smdlab.model.job import Job
 from smdlab.model.pipeline import MAX_GROUP
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.ps.srtf import request
-from smdlab.policies.sharing._groups._groups._groups import (
+from smdlab.policies.sharing._groups import (
     Share,
     can_share,
     factors,
