@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_choice, check_items, check_positive
 from smdlab.model.job import Job
 from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
 
@@ -255,14 +255,7 @@ def _evaluate(
 
 def _check_jobs(jobs: Sequence[Job]) -> list[Job]:
     """``jobs`` as a list, every item a Job, or InvalidInput."""
-    try:
-        out = list(jobs)
-    except TypeError:
-        raise InvalidInput(f"jobs must be a sequence of Job objects, got {jobs!r}") from None
-    for j in out:
-        if not isinstance(j, Job):
-            raise InvalidInput(f"jobs must be Job objects, got {type(j).__name__}")
-    return out
+    return list(check_items("jobs", jobs, Job))
 
 
 def _check_job(job: Job) -> Job:

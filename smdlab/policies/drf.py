@@ -6,7 +6,7 @@ import heapq
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import check_bool, check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import (
     DEFAULT_SLOT_S,
@@ -79,8 +79,7 @@ class DRF(Policy):
     ) -> None:
         self.variant = check_choice("variant", variant, self.VARIANTS)
         self.node_choice = check_choice("node_choice", node_choice, self.NODE_CHOICES)
-        if work_conserving is not None and not isinstance(work_conserving, bool):
-            raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
+        check_bool("work_conserving", work_conserving, allow_none=True)
         self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
 
     def decide(self, state: ClusterState) -> Decision:

@@ -11,7 +11,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.optimize import nnls
 
-from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
@@ -626,8 +626,4 @@ def _tasks_of(got: list[tuple[int, str]]) -> tuple[tuple[int, int, int], ...]:
 
 def _flag(field: str, value: bool | None, default: bool) -> bool:
     """A boolean option (None: ``default``)."""
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{field} must be True or False, got {value!r}")
-    return value
+    return default if value is None else check_bool(field, value)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import check_bool, check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy, QueuedJob, RunningJob
 from smdlab.policies.stages import gang_placement, max_bundles
@@ -73,9 +73,7 @@ class SRTF(Policy):
     KEYS = ("remaining_time", "progress")
 
     def __init__(self, preemptive: bool = True, key: str = "remaining_time") -> None:
-        if not isinstance(preemptive, (bool, np.bool_)):
-            raise InvalidInput(f"preemptive must be True or False, got {preemptive!r}")
-        self.preemptive = bool(preemptive)
+        self.preemptive = check_bool("preemptive", preemptive)
         self.key = check_choice("key", key, self.KEYS)
         self.execution = "preemptive" if self.preemptive else "non_elastic"
         self._need: dict[

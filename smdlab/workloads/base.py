@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.demands import task_demands
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job
@@ -191,9 +191,8 @@ def calibrated_jobs(
     (None: no data stage). gpu_only: GPU-only jobs (``Job.gpu_only``, no data stage), calibrated
     at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
     """
-    gang = gpu_only if gang is None else gang
-    if not isinstance(gang, bool) or not isinstance(gpu_only, bool):
-        raise InvalidInput(f"gang and gpu_only must be True or False, got {gang!r}, {gpu_only!r}")
+    gpu_only = check_bool("gpu_only", gpu_only)
+    gang = gpu_only if gang is None else check_bool("gang", gang)
     check_choice("mode", mode, MODES)
     cap_factor = check_positive(
         "cap_factor", cap_factor
