@@ -28,6 +28,7 @@ from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
+    from smdlab.solve.api import Method
     from smdlab.solve.solution import Solution
 
 
@@ -69,7 +70,7 @@ class SMD(Policy):
     """
 
     name = "smd"
-    method = "smd"
+    method: Method = "smd"
     execution = "elastic"
     executions = ("non_elastic", "elastic")
     slot_s = DEFAULT_SLOT_S
