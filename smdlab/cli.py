@@ -37,6 +37,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+class _Former(argparse.Action):
+    """A former flag (removed in 0.2): using it is a usage error naming its replacement."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, use: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
+        self.use = use
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string} is a former flag, removed in 0.2; use {self.use}")
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its help line, its arguments, and what it runs (returns the exit status)."""
@@ -113,12 +124,8 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K",
         help="jobs a GPU may hold at once (default: each policy's own, else 1: no sharing)",
     )
-    p.add_argument(
-        "--elastic", action="store_true", default=None, help="former name of --execution elastic"
-    )
-    p.add_argument(
-        "--delta", type=float, metavar="SECONDS", help="former name of --slot-s (0: none)"
-    )
+    p.add_argument("--elastic", action=_Former, nargs=0, use="--execution elastic")
+    p.add_argument("--delta", action=_Former, nargs="?", use="--slot-s SECONDS")
     p.add_argument(
         "--unfit",
         choices=("skip", "raise"),
@@ -161,18 +168,11 @@ def _scenario_from(
             "execution",
             "slot_s",
             "restart_s",
-            "elastic",
-            "delta",
             "unfit",
             "sharing_degree",
         )
         if getattr(args, k) is not None
     }
-    # A switch on the command line replaces the scenario's value and its former name.
-    if args.execution is not None and args.elastic is None:
-        simulation["elastic"] = None
-    if args.slot_s is not None and args.delta is None:
-        simulation["delta"] = None
     fields: dict[str, Any] = {}
     if args.policy is not None:
         fields["policies"] = args.policy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, cast, overload
 
 import numpy as np
@@ -109,3 +109,14 @@ def check_items(field: str, value: Any, kind: type[T], *, what: str = "") -> tup
                 f"{field} must be {name} objects, got {type(item).__name__} {item!r:.80}"
             )
     return items
+
+
+def reject_former(where: str, given: Mapping[str, Any], former: Mapping[str, str]) -> None:
+    """Raise for the first keyword of ``given``: InvalidInput naming its replacement when it is a
+    former name (a key of ``former``), else TypeError as Python does for an unknown keyword."""
+    for key in given:
+        if key in former:
+            raise InvalidInput(
+                f"{where}: {key} is a former name, removed in 0.2; use {former[key]}"
+            )
+        raise TypeError(f"{where}() got an unexpected keyword argument {key!r}")

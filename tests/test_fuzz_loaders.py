@@ -104,8 +104,8 @@ load_resource = "gpu"
 
 [simulation]
 mode = "wfbp"
-elastic = true
-delta = 300
+execution = "elastic"
+slot_s = 300
 unfit = "raise"
 
 [policy_options.tetris]

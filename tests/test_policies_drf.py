@@ -57,7 +57,7 @@ def test_running_jobs_keep_their_allocation_unless_elastic():
     q = job("q", arrival=1.0)
     d = DRF().decide(state(cl, [queued(q)], [r]))
     assert alloc_of(d, "r") is None and alloc_of(d, "q") == (3, 3)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     d = DRF().decide(st)
     # elastic: the filling continues from r's share, so q catches up first and both end at 2
     assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
@@ -104,7 +104,7 @@ def test_paper_elastic_refills_from_zero_every_slot():
     cl = cluster(1)  # 4 GPUs
     r = running(job("r"), [(0, 3, 3)])
     q = job("q", arrival=1.0)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     d = DRF().decide(st)  # both start from zero: 2 and 2
     assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
     apply_decision(st, d)
@@ -112,5 +112,5 @@ def test_paper_elastic_refills_from_zero_every_slot():
     assert alloc_of(d, "r") is None and alloc_of(d, "q") == (1, 1)
     apply_decision(st, d)
     # an unchanged allocation on the same machines is left alone (no restart)
-    st2 = state(cl, [], [running(job("r"), [(0, 4, 4)])], elastic=True)
+    st2 = state(cl, [], [running(job("r"), [(0, 4, 4)])], execution="elastic")
     assert DRF().decide(st2).allocations == ()

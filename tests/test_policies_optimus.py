@@ -235,7 +235,7 @@ def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
     cl = cluster(1)
     r = running(job("r", samples=1e6), [(0, 2, 2)], remaining=5e5)
     q = job("q", arrival=1.0, samples=1e6)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     opt = Optimus()
     d = opt.decide(st)
     assert alloc_of(d, "q") is not None
@@ -249,7 +249,7 @@ def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
             running(r.job, placed.get("r", r.placement.tasks), remaining=5e5),
             running(q, placed["q"]),
         ],
-        elastic=True,
+        execution="elastic",
     )
     assert opt.decide(again).allocations == () and opt.decide(again).preempt == ()
     with pytest.raises(InvalidInput, match="variant"):

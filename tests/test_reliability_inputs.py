@@ -163,10 +163,10 @@ CASES = [
     ),
     Case(
         "infinite decision interval",
-        lambda d: simulate([_job()], Cluster.homogeneous(1), "fifo", delta=math.inf),
-        r"delta must be > 0 and finite, got inf",
-        [*SMALL, "--delta", "inf"],
-        r"simulation.delta must be >= 0 and finite, got inf",
+        lambda d: simulate([_job()], Cluster.homogeneous(1), "fifo", slot_s=math.inf),
+        r"slot_s must be > 0 and finite, got inf",
+        [*SMALL, "--slot-s", "inf"],
+        r"simulation.slot_s must be > 0 and finite, got inf",
     ),
     Case(
         "negative latency",

@@ -52,7 +52,7 @@ class DRF(Policy):
       stops at either cap).
     - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
       every unfinished job at each time slot, ``TS_DURATION = 1200.0`` in its ``parameters.py``;
-      DL2 also trains its network to imitate this DRF): with ``state.elastic`` every running
+      DL2 also trains its network to imitate this DRF): in elastic execution every running
       and queued job is filled afresh on the whole capacity; a
       running job whose allocation and placement come out unchanged keeps running as it is, one
       left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
@@ -100,7 +100,7 @@ class DRF(Policy):
         machine_inv = inverse_capacity(machine_cap)
         free = np.array(state.free, dtype=float, copy=True)
         queued = queued_jobs(state)
-        running = list(state.running) if state.elastic else []
+        running = list(state.running) if state.execution == "elastic" else []
         for r in running:  # the filling starts from zero for every job: release what they hold
             free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
         jobs = [q.job for q in queued] + [r.job for r in running]
@@ -173,7 +173,7 @@ class DRF(Policy):
         inv = inverse_capacity(cap)
         ledger = Ledger(state.free)
         queued = queued_jobs(state)
-        running = list(state.running) if state.elastic else []
+        running = list(state.running) if state.execution == "elastic" else []
         for r in running:
             ledger.preload(r.job.name, r.placement.tasks)
         jobs = [q.job for q in queued] + [r.job for r in running]

@@ -359,7 +359,7 @@ class Optimus(Policy):
         queued = queued_jobs(state)
         free = np.asarray(state.free, dtype=float).sum(axis=0)
         entries: list[tuple[Job, float]] = []
-        if state.elastic:
+        if state.execution == "elastic":
             for r in running_by_arrival(state):
                 a, g = task_vectors(r.job, cluster.resources)
                 free = free + r.workers * a + r.ps * g
@@ -461,7 +461,7 @@ class Optimus(Policy):
         cluster = state.cluster
         free = np.array(state.free, dtype=float, copy=True)
         entries: list[tuple[Job, float]] = []
-        if state.elastic:  # rebuild: every running job releases what it holds
+        if state.execution == "elastic":  # rebuild: every running job releases what it holds
             for r in state.running:
                 free += usage(
                     r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0]
@@ -492,7 +492,7 @@ class Optimus(Policy):
             if prev is not None and sorted(prev.placement.tasks) == sorted(tasks):
                 continue  # same machines, same counts: the job runs on undisturbed
             allocations.append(Allocation(job.name, pl.workers, pl.ps, pl))
-        preempt = tuple(n for n in running if state.elastic and n not in placed)
+        preempt = tuple(n for n in running if state.execution == "elastic" and n not in placed)
         return Decision(tuple(allocations), preempt)
 
 

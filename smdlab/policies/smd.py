@@ -149,7 +149,9 @@ class SMD(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+        if (
+            state.execution == "elastic"
+        ):  # then no GPU a job could use stays idle (work-conserving fill)
             return work_conserving_fill(state, self._decide_elastic(state))
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)

@@ -263,11 +263,11 @@ def assemble(
     keep: set[str] = set()
     for name, r in running.items():
         t = wanted.get(name)
-        if (t is None and not state.elastic) or (
+        if (t is None and state.execution != "elastic") or (
             t is not None and (r.job.gang or (t.workers, t.ps) == (r.workers, r.ps))
         ):
             keep.add(name)
-        elif not state.elastic:
+        elif state.execution != "elastic":
             raise InvalidInput(
                 f"target for running job {name!r} differs from its allocation, but the state is not elastic"
             )
@@ -315,7 +315,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             raise InvalidInput(f"job {alloc.job!r} has two allocations in one decision")
         seen.add(alloc.job)
         if alloc.job in running and alloc.job not in decision.preempt:
-            if not state.elastic:
+            if state.execution != "elastic":
                 raise InvalidInput(
                     f"allocation resizes running job {alloc.job!r} but the state is not elastic"
                 )
@@ -435,7 +435,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
     Outside elastic execution the decision is returned unchanged.
     """
-    if not state.elastic:
+    if state.execution != "elastic":
         return decision
     from smdlab.solve.instance import job_speeds
     from smdlab.solve.placement import first_fit_tasks

@@ -104,7 +104,7 @@ class Tetris(Policy):
         jobs = [q.job for q in queued]
         remaining = [q.remaining for q in queued]
         ws, ps = [0] * len(jobs), [0] * len(jobs)
-        if state.elastic:
+        if state.execution == "elastic":
             for r in running_by_arrival(state):
                 ledger.preload(r.job.name, r.placement.tasks)
                 jobs.append(r.job)

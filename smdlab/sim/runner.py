@@ -48,8 +48,6 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
         "slot_s": s.get("slot_s"),
         "restart_s": s["restart_s"],
         "unfit": s["unfit"],
-        "elastic": s.get("elastic"),
-        "delta": s.get("delta") or None,  # the former key; 0 meant no periodic decisions
         "sharing_degree": s.get("sharing_degree"),
     }
 
