@@ -269,6 +269,36 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _workload_line(scenario: Any, jobs: Sequence[Any], cluster: Any, jobs_given: bool) -> str:
+    """What ``simulate`` runs, in one line: jobs, arrival window, machines; for a trace, which part."""
+    w = scenario.workload
+    first = min(j.arrival for j in jobs)
+    last = max(j.arrival for j in jobs)
+    gpus = sum(float(m.capacity.get("gpu", 0)) for m in cluster.machines)
+    line = (
+        f"workload: {len(jobs):,} {w['kind']} jobs arriving in [{first:,.0f}, {last:,.0f}] s "
+        f"on {len(cluster.machines)} machines ({gpus:,.0f} GPUs)"
+    )
+    if w["kind"] == "philly":
+        from smdlab.workloads.trace import trace_size
+
+        path = w.get("path")
+        if path is not None and not Path(path).is_absolute() and scenario.base_dir is not None:
+            path = scenario.base_dir / path
+        total = trace_size(path, w.get("on_unsorted", "sort"))
+        if len(jobs) < total:
+            which = "--jobs" if jobs_given else "the scenario's workload.jobs"
+            if w.get("jobs") is None:
+                which = "the scenario's trace filters"
+            filtered = any(w.get(k) is not None for k in ("start", "window_s", "vc"))
+            whole = "every job the filters keep" if filtered else "the whole trace"
+            line += (
+                f"; {len(jobs):,} of the trace's {total:,} jobs ({which}; "
+                f"--jobs {total} runs {whole})"
+            )
+    return line
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from smdlab.sim.runner import run_policies, simulation_options
 
@@ -300,6 +330,8 @@ def _simulate(args: argparse.Namespace) -> int:
     with redirect, table:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
+        line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
+        print(f"{PROG}: {line}", file=sys.stderr, flush=True)
         results = run_policies(
             jobs,
             cluster,

@@ -222,6 +222,14 @@ def _start_index(trace: pd.DataFrame, start: int | str, path: Path) -> int:
     return i
 
 
+def trace_size(path: str | os.PathLike | None = None, on_unsorted: str = "sort") -> int:
+    """How many jobs a Philly-format trace holds (default: the bundled Philly trace)."""
+    p = _as_path(path) if path is not None else philly_path()
+    st = p.stat()
+    on_unsorted = check_choice("on_unsorted", on_unsorted, UNSORTED)
+    return len(_parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, on_unsorted))
+
+
 def load_philly(
     path: str | os.PathLike | None = None,
     *,
