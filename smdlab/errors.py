@@ -111,12 +111,17 @@ def check_items(field: str, value: Any, kind: type[T], *, what: str = "") -> tup
     return items
 
 
+# The ``variant`` option of DRF, Optimus and Tetris (removed in 0.2: smdlab's earlier ports).
+FORMER_VARIANT: Mapping[str, str] = {
+    "variant": "use the default: the policy as its source defines it "
+    "(variant='smdlab', smdlab's earlier port, is gone)"
+}
+
+
 def reject_former(where: str, given: Mapping[str, Any], former: Mapping[str, str]) -> None:
     """Raise for the first keyword of ``given``: InvalidInput naming its replacement when it is a
     former name (a key of ``former``), else TypeError as Python does for an unknown keyword."""
     for key in given:
         if key in former:
-            raise InvalidInput(
-                f"{where}: {key} is a former name, removed in 0.2; use {former[key]}"
-            )
+            raise InvalidInput(f"{where}: {key} is a former option, removed in 0.2; {former[key]}")
         raise TypeError(f"{where}() got an unexpected keyword argument {key!r}")

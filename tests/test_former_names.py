@@ -25,7 +25,7 @@ def test_simulate_keyword_names_its_replacement(former, use):
     with pytest.raises(InvalidInput) as info:
         simulate(jobs, cluster, "fifo", **former)
     text = str(info.value)
-    assert "\n" not in text and f"{next(iter(former))} is a former name" in text and use in text
+    assert "\n" not in text and f"{next(iter(former))} is a former option" in text and use in text
 
 
 def test_an_unknown_keyword_is_still_a_type_error():

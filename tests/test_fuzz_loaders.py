@@ -112,7 +112,6 @@ unfit = "raise"
 weight = 0.5
 
 [policy_options.optimus]
-points = [[1, 1], [2, 1], [2, 2]]
 noise = 0.1
 seed = 2
 

@@ -288,11 +288,11 @@ CASES = [
     ),
     Case(
         "bad policy option",
-        lambda d: get_policy("optimus", points=5),
-        r"policy 'optimus': points must be a list of \(workers, ps\) pairs, got 5",
+        lambda d: get_policy("optimus", noise=-1),
+        r"policy 'optimus': noise must be >= 0 and finite, got -1",
         ["--scenario", "{d}/s.toml", "--jobs", "4", "--machines", "2", "--policy", "optimus"],
-        r"policy 'optimus': points must be a list of \(workers, ps\) pairs, got 5",
-        files={"s.toml": "[policy_options.optimus]\npoints = 5\n"},
+        r"policy 'optimus': noise must be >= 0 and finite, got -1",
+        files={"s.toml": "[policy_options.optimus]\nnoise = -1\n"},
     ),
     Case(
         "unknown solver method",

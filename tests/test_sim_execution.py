@@ -127,8 +127,11 @@ def test_the_policy_sees_the_mode_and_one_switch_forces_it():
         ({"execution": "preemptive", "policy": "fifo"}, "cannot run in mode 'preemptive'"),
         ({"execution": "elastic", "policy": "tiresias"}, "cannot run in mode 'elastic'"),
         # former names (removed in 0.2) name their replacement
-        ({"elastic": True}, r"simulate: elastic is a former name, removed in 0\.2; use execution="),
-        ({"delta": 10}, r"simulate: delta is a former name, removed in 0\.2; use slot_s"),
+        (
+            {"elastic": True},
+            r"simulate: elastic is a former option, removed in 0\.2; use execution=",
+        ),
+        ({"delta": 10}, r"simulate: delta is a former option, removed in 0\.2; use slot_s"),
     ],
 )
 def test_bad_execution_settings_are_one_clear_line(kwargs, text):

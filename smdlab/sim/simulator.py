@@ -213,8 +213,8 @@ class _RunningView(Sequence[RunningJob]):
 
 # Former keyword options of ``simulate`` (removed in 0.2) -> what replaces them.
 FORMER_OPTIONS = {
-    "elastic": "execution='elastic' (was elastic=True) or execution='non_elastic' (elastic=False)",
-    "delta": "slot_s, seconds between periodic decision points (was delta)",
+    "elastic": "use execution='elastic' (was elastic=True) or 'non_elastic' (elastic=False)",
+    "delta": "use slot_s, seconds between periodic decision points (was delta)",
 }
 
 
