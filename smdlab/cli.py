@@ -331,12 +331,14 @@ def _simulate(args: argparse.Namespace) -> int:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
         line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
-        print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        if args.out:
+            _check_out_folder(args.out, scenario.policies, args.force)
         results = run_policies(
             jobs,
             cluster,
             scenario.policies,
             policy_options=scenario.policy_options,
+            on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
             progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
             **simulation_options(scenario),
         )
@@ -451,6 +453,19 @@ def _sweep(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_out_folder(folder: str, policies: Sequence[str], force: bool) -> None:
+    """Fail before a run if ``simulate --out`` could not write its files there."""
+    from smdlab.sim.output import check_replaceable
+
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise SmdlabError(f"output folder {str(out)!r} exists and is not a folder")
+    if out.is_dir():
+        names = [f"{k}_{p}.csv" for p in policies for k in ("jobs", "history", "utilization")]
+        for name in [*names, "summary.csv", "timings.csv"]:
+            check_replaceable(out / name, force=force)
 
 
 def _check_writable(path: str, force: bool) -> None:

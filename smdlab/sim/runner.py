@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from smdlab.errors import InvalidInput
@@ -10,7 +10,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.registry import get_policy, list_policies
 from smdlab.sim.result import SimResult
-from smdlab.sim.simulator import simulate
+from smdlab.sim.simulator import resolve_execution, simulate
 from smdlab.workloads.scenario import Scenario
 
 
@@ -20,9 +20,14 @@ def run_policies(
     policies: Sequence[str],
     *,
     policy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    on_start: Callable[[], None] | None = None,
     **sim_options: Any,
 ) -> dict[str, SimResult]:
-    """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name."""
+    """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name.
+
+    on_start: called once the policies, their options and the execution mode are checked, before
+    the first simulation (the CLI says there what it runs).
+    """
     options = policy_options or {}
     if not isinstance(options, Mapping):
         raise InvalidInput(f"policy_options must map policy names to options, got {options!r}")
@@ -34,6 +39,12 @@ def run_policies(
     instances = {
         name: get_policy(name, **dict(options.get(name, {}))) for name in policies
     }  # fail fast on names
+    for policy in instances.values():  # and on a mode or slot a policy cannot run with
+        resolve_execution(
+            policy, sim_options.get("execution", "natural"), sim_options.get("slot_s")
+        )
+    if on_start is not None:
+        on_start()
     return {
         name: simulate(jobs, cluster, policy, **sim_options) for name, policy in instances.items()
     }
