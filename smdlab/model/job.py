@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal, get_args
 
 from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
 from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
-BATCH_MODES = ("global", "per_worker")
+BatchMode = Literal["global", "per_worker"]
+BATCH_MODES: tuple[BatchMode, ...] = get_args(BatchMode)
 ARCHS = ("ps", "allreduce")
 DEFAULT_MAX_PS = 16
 DEFAULT_BUCKET_MB = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from smdlab.errors import InvalidInput, check_choice, check_items, check_positiv
 from smdlab.model.job import Job
 from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
 
-MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
+Mode = Literal["sequential", "wfbp", "wfbp_prefetch"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 # Preemptive priority pulls (P3-style slicing) keep tau monotone in sizes, bandwidths and p; the
 # non-preemptive variant does not (counterexamples in tests/test_model_prefetch.py).
 _PREFETCH_PREEMPTIVE = True

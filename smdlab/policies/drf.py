@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from smdlab.policies.stages import (
 )
 from smdlab.solve.instance import demand_matrices, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, prefer, rack_preference, usage
+
+NodeChoice = Literal["fit", "dl2"]  # the machine rule of a bundle (class docstring)
 
 
 class DRF(Policy):
@@ -65,7 +68,7 @@ class DRF(Policy):
     executions = ("non_elastic", "elastic")
     slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
 
-    NODE_CHOICES = ("fit", "dl2")
+    NODE_CHOICES: tuple[NodeChoice, ...] = get_args(NodeChoice)
 
     def __init__(
         self, work_conserving: bool = False, node_choice: str = "fit", variant: None = None

@@ -31,6 +31,8 @@ possible with several resources per machine) waits for the next decision.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
 from smdlab.errors import check_bool, check_choice
@@ -63,6 +65,9 @@ def remaining_time_at_minimum(q: QueuedJob | RunningJob, mode: str) -> float:
     return q.remaining / float(base_speeds([q.job], mode)[0])
 
 
+Key = Literal["remaining_time", "progress"]  # what SRTF ranks by (class docstring)
+
+
 class SRTF(Policy):
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
@@ -70,7 +75,7 @@ class SRTF(Policy):
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
-    KEYS = ("remaining_time", "progress")
+    KEYS: tuple[Key, ...] = get_args(Key)
 
     def __init__(self, preemptive: bool = True, key: str = "remaining_time") -> None:
         self.preemptive = check_bool("preemptive", preemptive)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -39,7 +39,8 @@ from smdlab.model.timing import MODES, speed_table
 
 DEFAULT_CUSTOM_BATCH = 128  # global batch of a hand-built profile (bundled ones carry their own)
 MAX_CAP = 1024  # Job's largest max_workers / max_ps
-DEMAND_RULES = ("per_network", "uniform", "gpu_only")
+DemandRule = Literal["per_network", "uniform", "gpu_only"]
+DEMAND_RULES: tuple[DemandRule, ...] = get_args(DemandRule)
 GPU_ONLY_WORKER_DEMAND: Mapping[str, float] = {"gpu": 1.0}  # a GPU-only task reserves one GPU only
 DEFAULT_TASK_BW_GBPS = 10.0
 

@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import DEFAULT_RESOURCES, MAX_MACHINES, Cluster
@@ -66,7 +66,8 @@ from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WORKLOAD_KINDS = ("synthetic", "philly", "csv", "omru-image", "omru-action")
+WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action"]
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 _TOP_KEYS = (
     "name",
     "seed",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -55,7 +56,8 @@ from smdlab.workloads.base import (
 
 TRACE_COLUMNS = ("timestamp", "duration", "num_gpus")
 JOB_TABLE_COLUMNS = ("network", "arrival", "samples")
-UNSORTED = ("sort", "raise")
+OnUnsorted = Literal["sort", "raise"]
+UNSORTED: tuple[OnUnsorted, ...] = get_args(OnUnsorted)
 
 
 def philly_path() -> Path:
