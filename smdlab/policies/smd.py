@@ -77,12 +77,13 @@ class SMD(Policy):
     _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
-        from smdlab.solve import SOLVE_OPTIONS
+        from smdlab.solve import OPTIONS, SOLVE_OPTIONS
 
         allowed = SOLVE_OPTIONS[self.method]
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
+        OPTIONS[self.method](**self.options)  # a bad value fails here, not at the first decision
         self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
     def _solve(
