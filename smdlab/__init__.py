@@ -59,4 +59,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *SUBPACKAGES})
+    """The API only: the names of ``__all__``, the subpackages and ``__version__``."""
+    return sorted({*__all__, *SUBPACKAGES, "__version__"})

@@ -37,6 +37,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+class _Former(argparse.Action):
+    """A former flag (removed in 0.2): using it is a usage error naming its replacement."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, use: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
+        self.use = use
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string} is a former flag, removed in 0.2; use {self.use}")
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: its help line, its arguments, and what it runs (returns the exit status)."""
@@ -116,12 +127,8 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K",
         help="jobs a GPU may hold at once (default: each policy's own, else 1: no sharing)",
     )
-    p.add_argument(
-        "--elastic", action="store_true", default=None, help="former name of --execution elastic"
-    )
-    p.add_argument(
-        "--delta", type=float, metavar="SECONDS", help="former name of --slot-s (0: none)"
-    )
+    p.add_argument("--elastic", action=_Former, nargs=0, use="--execution elastic")
+    p.add_argument("--delta", action=_Former, nargs="?", use="--slot-s SECONDS")
     p.add_argument(
         "--unfit",
         choices=("skip", "raise"),
@@ -164,18 +171,11 @@ def _scenario_from(
             "execution",
             "slot_s",
             "restart_s",
-            "elastic",
-            "delta",
             "unfit",
             "sharing_degree",
         )
         if getattr(args, k) is not None
     }
-    # A switch on the command line replaces the scenario's value and its former name.
-    if args.execution is not None and args.elastic is None:
-        simulation["elastic"] = None
-    if args.slot_s is not None and args.delta is None:
-        simulation["delta"] = None
     fields: dict[str, Any] = {}
     if args.policy is not None:
         fields["policies"] = args.policy
@@ -284,6 +284,36 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _workload_line(scenario: Any, jobs: Sequence[Any], cluster: Any, jobs_given: bool) -> str:
+    """What ``simulate`` runs, in one line: jobs, arrival window, machines; for a trace, which part."""
+    w = scenario.workload
+    first = min(j.arrival for j in jobs)
+    last = max(j.arrival for j in jobs)
+    gpus = sum(float(m.capacity.get("gpu", 0)) for m in cluster.machines)
+    line = (
+        f"workload: {len(jobs):,} {w['kind']} jobs arriving in [{first:,.0f}, {last:,.0f}] s "
+        f"on {len(cluster.machines)} machines ({gpus:,.0f} GPUs)"
+    )
+    if w["kind"] == "philly":
+        from smdlab.workloads.trace import trace_size
+
+        path = w.get("path")
+        if path is not None and not Path(path).is_absolute() and scenario.base_dir is not None:
+            path = scenario.base_dir / path
+        total = trace_size(path, w.get("on_unsorted", "sort"))
+        if len(jobs) < total:
+            which = "--jobs" if jobs_given else "the scenario's workload.jobs"
+            if w.get("jobs") is None:
+                which = "the scenario's trace filters"
+            filtered = any(w.get(k) is not None for k in ("start", "window_s", "vc"))
+            whole = "every job the filters keep" if filtered else "the whole trace"
+            line += (
+                f"; {len(jobs):,} of the trace's {total:,} jobs ({which}; "
+                f"--jobs {total} runs {whole})"
+            )
+    return line
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from smdlab.sim.runner import run_policies, simulation_options
 
@@ -315,11 +345,15 @@ def _simulate(args: argparse.Namespace) -> int:
     with redirect, table:
         cluster = scenario.build_cluster()
         jobs = scenario.build_jobs(cluster)
+        line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
+        if args.out:
+            _check_out_folder(args.out, scenario.policies, args.force)
         results = run_policies(
             jobs,
             cluster,
             scenario.policies,
             policy_options=scenario.policy_options,
+            on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
             progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
             **simulation_options(scenario),
         )
@@ -434,6 +468,19 @@ def _sweep(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_out_folder(folder: str, policies: Sequence[str], force: bool) -> None:
+    """Fail before a run if ``simulate --out`` could not write its files there."""
+    from smdlab.sim.output import check_replaceable
+
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise SmdlabError(f"output folder {str(out)!r} exists and is not a folder")
+    if out.is_dir():
+        names = [f"{k}_{p}.csv" for p in policies for k in ("jobs", "history", "utilization")]
+        for name in [*names, "summary.csv", "timings.csv"]:
+            check_replaceable(out / name, force=force)
 
 
 def _check_writable(path: str, force: bool) -> None:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeVar, cast, overload
+
+import numpy as np
+
+T = TypeVar("T")
+S = TypeVar("S", bound=str)
 
 
 class SmdlabError(Exception):
@@ -53,9 +58,70 @@ def check_int(field: str, value: Any, lo: int, hi: int | None = None) -> int:
     return v
 
 
-def check_choice(field: str, value: Any, allowed: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``allowed``, else raise listing the allowed set."""
-    allowed = list(allowed)
-    if value not in allowed:
-        raise InvalidInput(f"{field} must be one of {', '.join(map(str, allowed))}; got {value!r}")
-    return value
+def check_choice(field: str, value: Any, allowed: Iterable[S]) -> S:
+    """Return ``value`` if it is one of ``allowed``, else raise listing the allowed set.
+
+    With ``allowed = typing.get_args(SomeLiteral)`` the result has the Literal type.
+    """
+    choices = list(allowed)
+    if value not in choices:
+        raise InvalidInput(f"{field} must be one of {', '.join(map(str, choices))}; got {value!r}")
+    return cast(S, value)
+
+
+@overload
+def check_bool(field: str, value: Any, *, allow_none: Literal[False] = False) -> bool: ...
+@overload
+def check_bool(field: str, value: Any, *, allow_none: bool) -> bool | None: ...
+def check_bool(field: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    """``value`` as a bool if it is True or False (numpy's too; None with allow_none), else raise."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if allow_none and value is None:
+        return None
+    allowed = "True, False or None" if allow_none else "True or False"
+    raise InvalidInput(f"{field} must be {allowed}, got {value!r}")
+
+
+def check_unique_names(field: str, names: Iterable[str]) -> None:
+    """Raise naming the first name of ``names`` that appears more than once."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidInput(f"{field} must be unique; {name!r} appears more than once")
+        seen.add(name)
+
+
+def check_items(field: str, value: Any, kind: type[T], *, what: str = "") -> tuple[T, ...]:
+    """``value`` as a tuple if it is a sequence of ``kind`` objects (at least one with ``what``).
+
+    what: the noun of one item (``job``), when the sequence must not be empty.
+    """
+    name = kind.__name__
+    if isinstance(value, (kind, str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{field} must be a sequence of {name} objects, got {value!r:.80}")
+    items = tuple(value)
+    if what and not items:
+        raise InvalidInput(f"{field} must list at least one {what}, got 0")
+    for item in items:
+        if not isinstance(item, kind):
+            raise InvalidInput(
+                f"{field} must be {name} objects, got {type(item).__name__} {item!r:.80}"
+            )
+    return items
+
+
+# The ``variant`` option of DRF, Optimus and Tetris (removed in 0.2: smdlab's earlier ports).
+FORMER_VARIANT: Mapping[str, str] = {
+    "variant": "use the default: the policy as its source defines it "
+    "(variant='smdlab', smdlab's earlier port, is gone)"
+}
+
+
+def reject_former(where: str, given: Mapping[str, Any], former: Mapping[str, str]) -> None:
+    """Raise for the first keyword of ``given``: InvalidInput naming its replacement when it is a
+    former name (a key of ``former``), else TypeError as Python does for an unknown keyword."""
+    for key in given:
+        if key in former:
+            raise InvalidInput(f"{where}: {key} is a former option, removed in 0.2; {former[key]}")
+        raise TypeError(f"{where}() got an unexpected keyword argument {key!r}")

@@ -77,9 +77,8 @@ def state(
     running_jobs=(),
     *,
     time: float = 0.0,
-    elastic: bool = False,
     mode: str = "wfbp",
-    execution: str | None = None,
+    execution: str = "non_elastic",
 ) -> ClusterState:
     """A ClusterState whose free capacity is the cluster minus what the running jobs hold."""
     free = capacity_matrix(cl).copy()
@@ -89,9 +88,7 @@ def state(
             free[m] -= w * wv + p * pv
     assert np.all(free >= -1e-9), "hand-built state over capacity"
     free.setflags(write=False)
-    return ClusterState(
-        time, cl, tuple(queued_jobs), tuple(running_jobs), free, mode, elastic, execution
-    )
+    return ClusterState(time, cl, tuple(queued_jobs), tuple(running_jobs), free, mode, execution)
 
 
 def alloc_of(decision, name: str):

@@ -23,6 +23,13 @@ def test_subpackages_are_listed_and_no_top_level_name_shadows_a_module():
     assert not set(smdlab.__all__) & _modules(), "a top-level name equals a module's name"
 
 
+def test_dir_shows_only_the_api():
+    names = dir(smdlab)
+    assert names == sorted({*smdlab.__all__, *smdlab.SUBPACKAGES, "__version__"})
+    assert not {"Any", "annotations", "importlib"} & set(names)
+    assert all(hasattr(smdlab, n) for n in names)
+
+
 def _colocation_fit(fn):
     from smdlab.model.colocation import load_gavel_pairs, load_gavel_solo
 

@@ -1,4 +1,4 @@
-"""The PS-world baselines as their sources define them differ where smdlab's ports tied (docs/baselines.md)."""
+"""The PS-world baselines as their sources define them differ where smdlab's earlier ports tied (docs/baselines.md)."""
 
 from __future__ import annotations
 
@@ -41,16 +41,16 @@ def test_baselines_differ_on_the_default_figure_scenario(a, b):
     assert sum(differ) >= 5, differ
 
 
-def test_figures_can_be_regenerated_with_smdlab_ports_and_uniform_demands():
+def test_figures_can_be_regenerated_with_uniform_demands_and_the_ports_are_gone(capsys):
     from smdlab import InvalidInput
+    from smdlab.cli import main
 
     cfg = CONFIGS["tiny"]
-    assert cfg.baselines == "source" and cfg.policy_options("drf") == {}
-    ports = cfg.replace(baselines="smdlab")
-    for name in ("optimus", "drf", "tetris"):
-        assert get_policy(name, **ports.policy_options(name)).variant == "smdlab"
-    assert ports.policy_options("fifo") == {}
-    with pytest.raises(InvalidInput, match="baselines"):
-        cfg.replace(baselines="dl2")
+    for name in ("optimus", "drf", "tetris"):  # smdlab's earlier ports were removed in 0.2
+        with pytest.raises(InvalidInput, match=r"variant is a former option, removed in 0\.2"):
+            get_policy(name, variant="smdlab")
+    with pytest.raises(SystemExit) as info:
+        main(["reproduce", "--tiny", "--baselines", "smdlab"])
+    assert info.value.code == 2 and "--baselines was removed in 0.2" in capsys.readouterr().err
     with pytest.raises(InvalidInput, match="demands"):
         cfg.replace(demands="gpu")

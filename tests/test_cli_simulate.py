@@ -9,6 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
+from _cli_output import without_workload_line
 
 from smdlab.cli import COMMANDS, main
 
@@ -41,6 +42,51 @@ def test_table_output(capfd):
     assert "mean_jct_s" in out and "fifo" in out and "12 jobs" in out
 
 
+def test_simulate_says_what_it_runs_on_stderr(capfd):
+    from smdlab.workloads.scenario import load_scenario
+
+    assert main(["simulate", *SMALL, "--policy", "fifo", "--seed", "3", "--json"]) == 0
+    err = capfd.readouterr().err
+    scenario = load_scenario(None).with_changes(
+        cluster={"machines": 2}, workload={"jobs": 12}, seed=3
+    )
+    arrivals = [j.arrival for j in scenario.build_jobs(scenario.build_cluster())]
+    window = f"[{min(arrivals):,.0f}, {max(arrivals):,.0f}] s"
+    assert (
+        err == f"smdlab: workload: 12 synthetic jobs arriving in {window} on 2 machines (16 GPUs)\n"
+    )
+
+
+def test_a_trace_without_jobs_runs_the_scenario_window_and_says_so(tmp_path, capfd):
+    from smdlab.cli import _scenario_from, _workload_line, build_parser
+    from smdlab.workloads.trace import trace_size
+
+    total = trace_size()
+    # the default scenario's 200 jobs, with --workload philly and no --jobs: said, not silent
+    args = build_parser().parse_args(["simulate", "--workload", "philly"])
+    scenario = _scenario_from(args)
+    cluster = scenario.build_cluster()
+    jobs = scenario.build_jobs(cluster)
+    assert len(jobs) == 200
+    line = _workload_line(scenario, jobs, cluster, jobs_given=False)
+    assert line.startswith("workload: 200 philly jobs arriving in [0, ")
+    assert line.endswith(
+        f"200 of the trace's {total:,} jobs (the scenario's workload.jobs; "
+        f"--jobs {total} runs the whole trace)"
+    )
+    # end to end: a scenario file's window of the bundled trace
+    p = tmp_path / "window.toml"
+    p.write_text(
+        'policies = ["fifo"]\n[cluster]\nmachines = 2\n[workload]\nkind = "philly"\njobs = 6\n'
+    )
+    assert main(["simulate", "--scenario", str(p), "--json"]) == 0
+    err = capfd.readouterr().err
+    assert f"6 of the trace's {total:,} jobs (the scenario's workload.jobs; --jobs {total}" in err
+    assert main(["simulate", "--scenario", str(p), "--jobs", "4", "--start", "100", "--json"]) == 0
+    err = capfd.readouterr().err
+    assert f"4 of the trace's {total:,} jobs (--jobs; --jobs {total} runs every job the" in err
+
+
 def test_out_writes_csvs_and_never_clobbers_foreign_files(tmp_path, capfd):
     out = tmp_path / "res"
     assert main(["simulate", *SMALL, "--policy", "fifo", "--out", str(out)]) == 0
@@ -58,7 +104,7 @@ def test_out_writes_csvs_and_never_clobbers_foreign_files(tmp_path, capfd):
     (out / "jobs_fifo.csv").write_text("my notes\n")
     capfd.readouterr()
     assert main(["simulate", *SMALL, "--policy", "fifo", "--out", str(out)]) == 2
-    err = capfd.readouterr().err
+    err = without_workload_line(capfd.readouterr().err)
     assert err.count("\n") == 1 and err.startswith("smdlab: error: refusing to overwrite")
     assert (out / "jobs_fifo.csv").read_text() == "my notes\n"
     assert main(["simulate", *SMALL, "--policy", "fifo", "--out", str(out), "--force"]) == 0
@@ -85,6 +131,7 @@ def test_bad_input_exits_2_with_one_line(argv, text, capfd):
     except SystemExit as exc:  # argparse usage errors
         rc = exc.code
     out, err = capfd.readouterr()
+    err = without_workload_line(err)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("smdlab: error:") and text in err
 

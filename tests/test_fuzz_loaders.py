@@ -104,15 +104,14 @@ load_resource = "gpu"
 
 [simulation]
 mode = "wfbp"
-elastic = true
-delta = 300
+execution = "elastic"
+slot_s = 300
 unfit = "raise"
 
 [policy_options.tetris]
 weight = 0.5
 
 [policy_options.optimus]
-points = [[1, 1], [2, 1], [2, 2]]
 noise = 0.1
 seed = 2
 

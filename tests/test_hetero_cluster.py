@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _cli_output import without_workload_line
 
 from smdlab.cli import main
 from smdlab.errors import InvalidInput
@@ -88,7 +89,7 @@ def test_cli_cluster_file(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(RACKS_TOML.replace('"k80"', '"tpu"'))
     assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(bad)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_workload_line(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and "gpu_type must be one of" in err[0]
 
 
@@ -229,12 +230,12 @@ def test_cli_throughputs_file(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     solo[solo["gpu_type"] != "k80"].to_csv(bad, index=False)
     assert main([*args, "--throughputs", str(bad)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_workload_line(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and "on GPU type 'k80'" in err[0] and "bad.csv" in err[0]
     broken = tmp_path / "broken.csv"
     broken.write_text("gpu_type,job_type\nk80,x\n")
     assert main([*args, "--throughputs", str(broken)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_workload_line(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and "lacks column 'placement'" in err[0]
 
 
@@ -253,5 +254,5 @@ def test_cli_cluster_file_bad_input(tmp_path, capsys, change, message):
     sc = tmp_path / "s.toml"
     sc.write_text('policies = ["fifo"]\n[workload]\njobs = 2\n')
     assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(bad)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = without_workload_line(capsys.readouterr().err).strip().splitlines()
     assert len(err) == 1 and message in err[0]

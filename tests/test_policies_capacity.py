@@ -71,7 +71,8 @@ def _random_state(seed: int, elastic: bool) -> ClusterState:
         for i in range(int(rng.integers(1, 6)))
     ]
     free.setflags(write=False)
-    return ClusterState(100.0, cl, tuple(qs), tuple(runs), free, "wfbp", elastic)
+    execution = "elastic" if elastic else "non_elastic"
+    return ClusterState(100.0, cl, tuple(qs), tuple(runs), free, "wfbp", execution)
 
 
 @pytest.mark.parametrize("elastic", [False, True])

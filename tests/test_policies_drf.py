@@ -57,7 +57,7 @@ def test_running_jobs_keep_their_allocation_unless_elastic():
     q = job("q", arrival=1.0)
     d = DRF().decide(state(cl, [queued(q)], [r]))
     assert alloc_of(d, "r") is None and alloc_of(d, "q") == (3, 3)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     d = DRF().decide(st)
     # elastic: the filling continues from r's share, so q catches up first and both end at 2
     assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
@@ -78,16 +78,13 @@ def _fragmented():
     return state(cl, [queued(a), queued(b)])
 
 
-def test_paper_stops_at_the_first_misfit_where_smdlab_skips():
+def test_paper_stops_at_the_first_misfit():
     st = _fragmented()
     paper = DRF().decide(st)
     # A (share 0.35) is next after B's third bundle (0.375 > 0.35), and its 7-CPU bundle fits on
     # no machine: Algorithm 1 returns there, although B's next bundle would still fit.
     assert alloc_of(paper, "A") == (1, 1) and alloc_of(paper, "B") == (3, 3)
-    smdlab = DRF(variant="smdlab").decide(st)
-    assert alloc_of(smdlab, "B")[0] > 3  # the earlier port passes A over and keeps filling B
-    for d in (paper, smdlab):
-        apply_decision(st, d)
+    apply_decision(st, paper)
 
 
 def test_paper_bundles_are_co_located_on_the_least_loaded_machine():
@@ -104,13 +101,10 @@ def test_paper_elastic_refills_from_zero_every_slot():
     cl = cluster(1)  # 4 GPUs
     r = running(job("r"), [(0, 3, 3)])
     q = job("q", arrival=1.0)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     d = DRF().decide(st)  # both start from zero: 2 and 2
     assert alloc_of(d, "r") == (2, 2) and alloc_of(d, "q") == (2, 2)
     apply_decision(st, d)
-    d = DRF(variant="smdlab").decide(st)  # the earlier port starts r from its share, never shrinks
-    assert alloc_of(d, "r") is None and alloc_of(d, "q") == (1, 1)
-    apply_decision(st, d)
     # an unchanged allocation on the same machines is left alone (no restart)
-    st2 = state(cl, [], [running(job("r"), [(0, 4, 4)])], elastic=True)
+    st2 = state(cl, [], [running(job("r"), [(0, 4, 4)])], execution="elastic")
     assert DRF().decide(st2).allocations == ()

@@ -49,8 +49,8 @@ def test_one_layer_sequential_model_is_exactly_optimus_form():
 class _Fixed(Optimus):
     """Optimus with given speed models, to test the allocation rule on its own."""
 
-    def __init__(self, models, variant="smdlab", **kw):
-        super().__init__(variant=variant, **kw)
+    def __init__(self, models, **kw):
+        super().__init__(**kw)
         self.fixed = models
 
     def model(self, job, mode):
@@ -62,34 +62,9 @@ def _gains(model: SpeedModel, rem: float, w: int, p: int, du_w: float, du_p: flo
     return (t(w, p) - t(w + 1, p)) / du_w, (t(w, p) - t(w, p + 1)) / du_p
 
 
-def test_marginal_gain_picks_the_best_addition():
-    # room for both jobs at (1, 1) plus exactly one more task (5 GPUs, 5 CPU-only PS slots)
-    cl = cluster(1, gpu=3, cpu=100, bw_gbps=5 * 5 + 0.5)
-    a = job("a", samples=1e5)
-    b = job("b", arrival=1.0, samples=1e5)
-    compute_bound = SpeedModel((4e-3, 0.01, 0.001, 0.0, 0.0), 128)
-    comm_bound = SpeedModel((1e-4, 0.01, 0.5, 0.0, 0.0), 128)
-    opt = _Fixed({"a": compute_bound, "b": comm_bound})
-    st = state(cl, [queued(a), queued(b)])
-    d = opt.decide(st)
-    # by hand: dominant share of a worker = 1/3 (GPU), of a PS = 5/25.5 (bandwidth)
-    du_w, du_p = 1 / 3, 5 / 25.5
-    ga = _gains(compute_bound, 1e5, 1, 1, du_w, du_p)
-    gb = _gains(comm_bound, 1e5, 1, 1, du_w, du_p)
-    best = max(
-        [("a", "w", ga[0]), ("a", "p", ga[1]), ("b", "w", gb[0]), ("b", "p", gb[1])],
-        key=lambda x: x[2],
-    )
-    expect = {"a": [1, 1], "b": [1, 1]}
-    expect[best[0]][0 if best[1] == "w" else 1] += 1
-    assert best[:2] == ("b", "p")  # the case is built so that the answer is not the first job
-    assert alloc_of(d, "a") == tuple(expect["a"]) and alloc_of(d, "b") == tuple(expect["b"])
-    apply_decision(st, d)
-
-
 def test_stops_when_no_addition_helps():
     flat = SpeedModel((1e-6, 0.01, 0.0, 0.5, 0.5), 128)  # every extra task slows the job down
-    opt = _Fixed({"a": flat})
+    opt = _Fixed({"a": flat}, oracle=True)
     d = opt.decide(state(cluster(2), [queued(job("a"))]))
     assert alloc_of(d, "a") == (1, 1)
 
@@ -119,19 +94,15 @@ def test_fewest_servers_even_spread():
 
 def test_profiling_noise_is_seeded_and_bad_options_raise():
     j = job("n")
-    for variant in Optimus.VARIANTS:
-        a = Optimus(variant, noise=0.1, seed=3).model(j, "wfbp")
-        b = Optimus(variant, noise=0.1, seed=3).model(j, "wfbp")
-        c = Optimus(variant, noise=0.1, seed=4).model(j, "wfbp")
-        ca, cb, cc = (m.fit.coef if variant == "source" else m.coef for m in (a, b, c))
-        assert ca == cb and ca != cc
+    a, b, c = (Optimus(noise=0.1, seed=s).model(j, "wfbp") for s in (3, 3, 4))
+    assert a.fit.coef == b.fit.coef and a.fit.coef != c.fit.coef
     with pytest.raises(InvalidInput, match="noise"):
         Optimus(noise=-1)
     with pytest.raises(InvalidInput, match="tau"):
         fit_speed_model([1, 2], [1, 1], [0.1], 32)
 
 
-# ---- the source's rules (variant="source", the default) ----------------------------------------
+# ---- the source's rules ------------------------------------------------------------------------
 
 
 def test_diagonal_profiling_as_in_the_source():
@@ -150,7 +121,7 @@ def test_diagonal_profiling_as_in_the_source():
     assert diagonal_profile(j, "wfbp", seed=1) == m  # seeded
 
 
-def test_source_divides_by_the_raw_amount_where_smdlab_divides_by_the_share():
+def test_source_divides_by_the_raw_amount_not_by_the_share():
     # One machine: 3 GPUs, 15.5 Gbps (room for one task more than (1, 1)). A worker's dominant
     # resource is its GPU (share 1/3, raw amount 1), a PS's its bandwidth (share 5/15.5, raw 5).
     cl = cluster(1, gpu=3, cpu=100, bw_gbps=3 * 5 + 0.5)
@@ -160,10 +131,9 @@ def test_source_divides_by_the_raw_amount_where_smdlab_divides_by_the_share():
     g_w, g_p = _gains(model, 1e5, 1, 1, 1.0, 1.0)  # raw time savings
     assert 0 < g_w < g_p < 5 * g_w  # so the two normalisations disagree
     share_w, share_p = 1 / 3, 5 / 15.5
-    assert g_p / share_p > g_w / share_w  # smdlab's rule: a PS
+    assert g_p / share_p > g_w / share_w  # by shares: a PS
     assert g_w / 1 > g_p / 5  # the source's rule (raw amounts): a worker
-    assert alloc_of(_Fixed({"a": model}, "smdlab").decide(st), "a") == (1, 2)
-    src = _Fixed({"a": model}, "source", oracle=True).decide(st)
+    src = _Fixed({"a": model}, oracle=True).decide(st)
     assert alloc_of(src, "a") == (2, 1)
     apply_decision(st, src)
 
@@ -176,10 +146,8 @@ def test_source_stops_at_the_first_addition_that_does_not_fit():
     jobs = [job("a", samples=1e8), job("b", arrival=1.0, samples=1e3)]
     st = state(cl, [queued(j) for j in jobs])
     models = {"a": big, "b": comm}
-    src = _Fixed(models, "source", oracle=True).decide(st)
-    assert alloc_of(src, "a") == (1, 1) and alloc_of(src, "b") == (1, 1)
-    ported = _Fixed(models, "smdlab").decide(st)
-    assert alloc_of(ported, "b")[1] > 1  # the earlier port goes on to b's PS
+    src = _Fixed(models, oracle=True).decide(st)
+    assert alloc_of(src, "a") == (1, 1) and alloc_of(src, "b") == (1, 1)  # b's PS is not tried
     apply_decision(st, src)
 
 
@@ -235,7 +203,7 @@ def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
     cl = cluster(1)
     r = running(job("r", samples=1e6), [(0, 2, 2)], remaining=5e5)
     q = job("q", arrival=1.0, samples=1e6)
-    st = state(cl, [queued(q)], [r], elastic=True)
+    st = state(cl, [queued(q)], [r], execution="elastic")
     opt = Optimus()
     d = opt.decide(st)
     assert alloc_of(d, "q") is not None
@@ -249,11 +217,15 @@ def test_source_rebuilds_every_slot_and_leaves_unchanged_jobs_alone():
             running(r.job, placed.get("r", r.placement.tasks), remaining=5e5),
             running(q, placed["q"]),
         ],
-        elastic=True,
+        execution="elastic",
     )
     assert opt.decide(again).allocations == () and opt.decide(again).preempt == ()
-    with pytest.raises(InvalidInput, match="variant"):
-        Optimus(variant="paper")
+    with pytest.raises(InvalidInput, match=r"Optimus: variant is a former option, removed in 0\.2"):
+        Optimus(variant="smdlab")
+    with pytest.raises(
+        InvalidInput, match=r"Optimus: points is a former option.*use noise and seed"
+    ):
+        Optimus(points=[(1, 1)])
     with pytest.raises(InvalidInput, match="oracle"):
         Optimus(oracle="yes")
 

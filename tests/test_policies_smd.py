@@ -25,7 +25,7 @@ def _case(elastic: bool = False):
             job("c", arrival=3.0, samples=3e5, max_workers=4, max_ps=4), remaining=1e5
         ),  # preempted earlier
     ]
-    return state(cl, qs, [r], time=10.0, elastic=elastic)
+    return state(cl, qs, [r], time=10.0, execution="elastic" if elastic else "non_elastic")
 
 
 @pytest.mark.parametrize("policy, method", [(SMD(), "smd"), (MILP(), "milp")])

@@ -68,7 +68,9 @@ def test_tune_shrinks_greedy_peers_to_their_share():
 def test_tune_beats_proportional_on_a_mixed_workload():
     cl = Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)  # 4 cores per GPU
     jobs = synthetic(40, cl, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.3, 4: 0.1})
-    jct = {p: simulate(jobs, cl, get_policy(p), delta=LEASE_S).summary["mean_jct"] for p in SYNERGY}
+    jct = {
+        p: simulate(jobs, cl, get_policy(p), slot_s=LEASE_S).summary["mean_jct"] for p in SYNERGY
+    }
     assert jct["synergy_tune"] < jct["gpu_proportional"]
     assert jct["synergy_opt"] < jct["gpu_proportional"]
 
@@ -77,7 +79,7 @@ def test_tune_beats_proportional_on_a_mixed_workload():
 def test_every_base_runs_to_completion(base):
     cl = Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)
     jobs = synthetic(15, cl, seed=1, load=1.0, gpu_mix={1: 0.5, 2: 0.5})
-    res = simulate(jobs, cl, get_policy("synergy_tune", base=base), delta=LEASE_S)
+    res = simulate(jobs, cl, get_policy("synergy_tune", base=base), slot_s=LEASE_S)
     assert res.summary["jobs_completed"] == len(jobs)
     assert np.allclose(res.jobs["samples_done"], res.jobs["samples"], rtol=1e-6)
 

@@ -86,9 +86,8 @@ def test_paper_remaining_work_counts_resources_and_bad_options_raise():
     # x needs 100x the samples of y; the paper's remaining work also weighs the bundle's size
     d = Tetris(weight=5.0, fairness=0.0).decide(st)
     assert alloc_of(d, "y") == (1, 1) and alloc_of(d, "x") is None
-    assert Tetris(variant="smdlab", fairness=0.5).fairness == 0.0  # the earlier port has no knob
     assert Tetris().fairness == Tetris.DEFAULT_FAIRNESS == 0.25
     with pytest.raises(InvalidInput, match="fairness"):
         Tetris(fairness=1.0)
-    with pytest.raises(InvalidInput, match="variant"):
-        Tetris(variant="dl2x")
+    with pytest.raises(InvalidInput, match=r"Tetris: variant is a former option, removed in 0\.2"):
+        Tetris(variant="smdlab")

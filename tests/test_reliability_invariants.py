@@ -84,8 +84,8 @@ class World:
     cluster: Cluster
     jobs: tuple[Job, ...]
     policy: str
-    elastic: bool
-    delta: float | None
+    execution: str
+    slot_s: float | None
     mode: str
 
 
@@ -102,7 +102,7 @@ def worlds(draw, policy: str) -> World:
         _cluster(rng, draw(st.integers(1, 3))),
         jobs,
         policy,
-        draw(st.booleans()),
+        "elastic" if draw(st.booleans()) else "non_elastic",
         draw(st.sampled_from([None, 60.0])),
         draw(st.sampled_from(["sequential", "wfbp", "wfbp_prefetch"])),
     )
@@ -182,8 +182,8 @@ def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
                 world.cluster,
                 auditor,
                 mode=world.mode,
-                elastic=world.elastic,
-                delta=world.delta,
+                execution=world.execution,
+                slot_s=world.slot_s,
             )
     except Stalled:
         # A stall is a defect; it used to happen when the solver's placement could not place a

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _cli_output import without_workload_line
 
 from smdlab import SmdlabError
 from smdlab.cli import main
@@ -153,7 +154,7 @@ def test_interrupted_simulate_out_leaves_whole_files_and_can_be_rerun(
     stop = Interrupt(at, OSError(28, "No space left on device"))
     monkeypatch.setattr(output.os, "replace", stop)
     assert main([*ARGS, "--out", str(out)]) == 2
-    err = capfd.readouterr().err
+    err = without_workload_line(capfd.readouterr().err)
     assert (
         err.startswith("smdlab: error: cannot write")
         and "No space left on device" in err

@@ -259,7 +259,7 @@ class _ResizeLater(Policy):
 
 def test_elastic_resize_and_preemption_conserve_work():
     jobs = [_job("a", cap=2), _job("b", 0.5, cap=1)]
-    res = simulate(jobs, _cluster(1), _ResizeLater(), elastic=True, restart_s=0)
+    res = simulate(jobs, _cluster(1), _ResizeLater(), execution="elastic", restart_s=0)
     a = res.jobs.set_index("job").loc["a"]
     assert a["resizes"] == 1 and a["status"] == "completed"
     hist = res.history[res.history["job"] == "a"]
@@ -305,7 +305,7 @@ def test_policy_that_never_starts_anything_raises_instead_of_hanging():
     with pytest.raises(Stalled, match="idle"):
         simulate([_job("a"), _job("b", 3.0)], _cluster(1), Idle())
     with pytest.raises(Stalled):
-        simulate([_job("a")], _cluster(1), Idle(), delta=10.0)
+        simulate([_job("a")], _cluster(1), Idle(), slot_s=10.0)
 
 
 def test_periodic_decision_points():
@@ -313,7 +313,7 @@ def test_periodic_decision_points():
         [_job("a", samples=5e6, cap=1), _job("b", 1.0, samples=5e6, cap=1)],
         _cluster(1, gpu=1),
         "fifo",
-        delta=100.0,
+        slot_s=100.0,
     )
     times = res.decisions["time"].to_numpy()
     ticks = times[(times > 1.0) & (times < res.jobs["finish"].max())]
@@ -370,8 +370,8 @@ def test_pooled_cluster_and_input_validation():
         simulate([_job("a")], pooled, "no-such-policy")
     with pytest.raises(InvalidInput, match="mode"):
         simulate([_job("a")], pooled, "fifo", mode="warp")
-    with pytest.raises(InvalidInput, match="delta"):
-        simulate([_job("a")], pooled, "fifo", delta=-1)
+    with pytest.raises(InvalidInput, match="slot_s must be > 0"):
+        simulate([_job("a")], pooled, "fifo", slot_s=-1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert math.isfinite(simulate([_job("a")], pooled, "fifo").summary["mean_jct"])

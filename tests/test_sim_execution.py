@@ -100,7 +100,7 @@ class _Seeing(Policy):
         self.seen = set()
 
     def decide(self, state: ClusterState) -> Decision:
-        self.seen.add((state.execution, state.elastic, state.slot_s, state.restart_s))
+        self.seen.add((state.execution, state.slot_s, state.restart_s))
         return FIFO().decide(state)
 
 
@@ -110,11 +110,8 @@ def test_the_policy_sees_the_mode_and_one_switch_forces_it():
         pol = _Seeing()
         res = simulate(jobs, _cluster(), pol, execution=execution, restart_s=12.0)
         slot = DEFAULT_SLOT_S if execution == "elastic" else None
-        assert pol.seen == {(execution, execution == "elastic", slot, 12.0)}
+        assert pol.seen == {(execution, slot, 12.0)}
         assert res.summary["execution"] == execution
-    # the former flag maps onto the switch
-    assert simulate(jobs, _cluster(), "smd", elastic=False).summary["execution"] == "non_elastic"
-    assert simulate(jobs, _cluster(), "drf", elastic=True).summary["execution"] == "elastic"
     assert simulate(jobs, _cluster(), "smd", execution="non_elastic").summary["slot_s"] != 1200.0
 
 
@@ -129,9 +126,12 @@ def test_the_policy_sees_the_mode_and_one_switch_forces_it():
         ({"execution": "sometimes"}, "execution must be one of"),
         ({"execution": "preemptive", "policy": "fifo"}, "cannot run in mode 'preemptive'"),
         ({"execution": "elastic", "policy": "tiresias"}, "cannot run in mode 'elastic'"),
-        ({"execution": "non_elastic", "elastic": True}, "contradicts"),
-        ({"elastic": "yes"}, "elastic must be True, False or None"),
-        ({"slot_s": 10, "delta": 10}, "not both"),
+        # former names (removed in 0.2) name their replacement
+        (
+            {"elastic": True},
+            r"simulate: elastic is a former option, removed in 0\.2; use execution=",
+        ),
+        ({"delta": 10}, r"simulate: delta is a former option, removed in 0\.2; use slot_s"),
     ],
 )
 def test_bad_execution_settings_are_one_clear_line(kwargs, text):

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
 import sys
+import typing
 
 import numpy as np
 import pytest
 
 from smdlab import Cluster
 from smdlab.errors import Infeasible, InvalidInput
-from smdlab.solve import METHODS, Solution, build_instance, solve
+from smdlab.solve import (
+    METHODS,
+    OPTIONS,
+    SOLVE_OPTIONS,
+    Method,
+    SmdOptions,
+    Solution,
+    build_instance,
+    solve,
+)
 from smdlab.solve.cases import small_instance, small_job
 
 
@@ -96,6 +107,26 @@ def test_bad_inputs_name_the_field():
         solve([], cluster)
     with pytest.raises(InvalidInput, match="unique"):
         solve([jobs[0], jobs[0]], cluster)
+
+
+def test_each_method_has_one_options_dataclass_that_checks_its_fields():
+    assert typing.get_args(Method) == METHODS  # the allowed values come from the Literal
+    assert set(OPTIONS) == set(SOLVE_OPTIONS) == set(METHODS)
+    for method, cls in OPTIONS.items():
+        assert SOLVE_OPTIONS[method] == {f.name for f in dataclasses.fields(cls)}
+    assert SOLVE_OPTIONS["brute"] == frozenset()
+    assert SmdOptions().knapsack == "hull" and SmdOptions().bound is True
+    for bad, message in (
+        ({"bound": 1}, "bound must be True or False, got 1"),
+        ({"polish": "no"}, "polish must be True or False, got 'no'"),
+        ({"max_iter": -1}, r"max_iter must be an integer in \[0, 10000\]"),
+        ({"knapsack": "dp"}, "knapsack must be one of exact, lp_round, greedy, hull"),
+    ):
+        with pytest.raises(InvalidInput, match=message):
+            SmdOptions(**bad)
+    jobs, cluster = small_instance(1, jobs=2)
+    with pytest.raises(InvalidInput, match="place must be True, False or None, got 'yes'"):
+        solve(jobs, cluster, "smd", place="yes")
 
 
 def test_brute_refuses_large_instances():

@@ -207,4 +207,6 @@ def test_philly_windows_by_index_and_date_and_bad_windows(capsys):
     argv = ["simulate", "--workload", "philly", "--demands", "gpu_only", "--start", "60000"]
     assert main([*argv, "--jobs", "20", "--policy", "fifo", "--json"]) == 0
     out = capsys.readouterr()
-    assert '"fifo"' in out.out and out.err == ""  # no progress bar with --json
+    # stderr: the workload line only (no progress bar with --json)
+    assert '"fifo"' in out.out and out.err.startswith("smdlab: workload: 20 philly jobs")
+    assert out.err.count("\n") == 1

@@ -63,7 +63,11 @@ def test_overrides_switch_kind_cleanly():
         ('[workload]\nkind = "poisson"\n', r"workload.kind must be one of synthetic, philly, csv"),
         ('[workload]\nkind = "synthetic"\npath = "x.csv"\n', r"unknown key 'path'"),
         ('[simulation]\nmode = "fast"\n', r"simulation.mode must be one of"),
-        ('[simulation]\nelastic = "yes"\n', r"simulation.elastic must be true or false"),
+        (
+            "[simulation]\nelastic = true\n",
+            r'simulation.elastic is a former key, removed in 0\.2; use simulation.execution = "elastic"',
+        ),
+        ("[simulation]\ndelta = 60\n", r"simulation.delta is a former key.*use simulation.slot_s"),
         ("policies = []\n", r"policies must be a non-empty list"),
         ("seed = -2\n", r"seed must be an integer"),
     ],

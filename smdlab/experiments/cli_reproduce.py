@@ -58,18 +58,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="{natural,non_elastic,preemptive,elastic}",
         help="execution mode: each policy's own (natural, the default) or one for all",
     )
-    p.add_argument(
-        "--baselines",
-        metavar="{source,smdlab}",
-        help="Optimus, DRF and Tetris as their sources define them (source, the default) or as "
-        "smdlab's earlier ports (docs/baselines.md)",
-    )
+    p.add_argument("--baselines", action=_Removed, nargs="?", help=argparse.SUPPRESS)
     p.add_argument(
         "--demands",
         metavar="{per_network,uniform}",
         help="per-task demands of the batch jobs (default per_network)",
     )
     p.add_argument("--list", action="store_true", help="list the figures and exit")
+
+
+class _Removed(argparse.Action):
+    """``--baselines`` (removed in 0.2 with smdlab's earlier ports): a usage error saying so."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(
+            f"{option_string} was removed in 0.2: Optimus, DRF and Tetris run as their sources "
+            "define them (smdlab's earlier ports are gone); drop the flag"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         workers=args.workers,
         execution=args.execution,
-        baselines=args.baselines,
         demands=args.demands,
     )
     for path in written:

@@ -18,18 +18,6 @@ from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 BATCH_GPU_MIX: tuple[tuple[int, float], ...] = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
 
 
-# The PS-world baselines run as their sources define them (``baselines="source"``) or as smdlab's
-# earlier ports (``"smdlab"``): the options each policy gets (docs/baselines.md).
-BASELINE_VARIANTS: dict[str, dict[str, dict[str, str]]] = {
-    "source": {},
-    "smdlab": {
-        "optimus": {"variant": "smdlab"},
-        "drf": {"variant": "smdlab"},
-        "tetris": {"variant": "smdlab"},
-    },
-}
-
-
 # The policies of the jct_vs_* figures: SMD and the per-decision MILP against the field's classic
 # and parameter-server baselines (EXPERIMENTS.md).
 JCT_POLICIES: tuple[str, ...] = (
@@ -66,8 +54,6 @@ class ExperimentConfig:
     demands: per-task demands of the batch jobs: ``per_network`` (each network's, by
         ``smdlab.model.demands.task_demands``; the default, so that multi-resource policies such as
         Tetris and DRF see different demand shapes) or ``uniform`` (one bundle for every job).
-    baselines: ``source`` (Optimus, DRF, Tetris as their sources define them, the default) or
-        ``smdlab`` (smdlab's earlier ports; ``BASELINE_VARIANTS``, docs/baselines.md).
     execution: ``natural`` (each policy in the mode it declares, the default) or one execution
         mode forced on every policy (``smdlab.policies.base.EXECUTIONS``; a policy that cannot
         run in it is an error).
@@ -104,7 +90,6 @@ class ExperimentConfig:
     duration_median_s: float = 1800.0
     mode: str = "wfbp"
     demands: str = "per_network"
-    baselines: str = "source"
     execution: str = "natural"
     restart_s: float = DEFAULT_RESTART_S
     jobs_values: tuple[int, ...] = (8, 16, 24, 32, 48, 64)
@@ -149,17 +134,12 @@ class ExperimentConfig:
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
         check_choice("demands", self.demands, ("per_network", "uniform"))
-        check_choice("baselines", self.baselines, BASELINE_VARIANTS)
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
             self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
         )
         if self.policies is not None:
             object.__setattr__(self, "policies", tuple(self.policies))
-
-    def policy_options(self, policy: str) -> dict[str, str]:
-        """Options ``policy`` is created with under this configuration's ``baselines``."""
-        return dict(BASELINE_VARIANTS[self.baselines].get(policy, {}))
 
     def replace(self, **changes) -> ExperimentConfig:
         """Copy with some fields changed."""

@@ -9,6 +9,7 @@ the exact optimum ((objective - MILP) / MILP) and to the LP bound ((objective - 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -18,8 +19,11 @@ from smdlab.experiments.scenario import base_cluster
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND
 from smdlab.viz.style import SMD_LABEL, method_label
 
+if TYPE_CHECKING:
+    from smdlab.solve.api import Method
+
 # (variant name, solve method, options, display label): the heuristics whose gap is measured.
-VARIANTS: tuple[tuple[str, str, dict, str], ...] = (
+VARIANTS: tuple[tuple[str, Method, dict, str], ...] = (
     ("smd", "smd", {}, SMD_LABEL),  # default: hull knapsack, then the local search
     # the specification's iteration alone (no local search), with each knapsack method
     ("smd_iteration", "smd", {"polish": False}, f"{SMD_LABEL}, iteration only"),

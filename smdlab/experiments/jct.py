@@ -122,7 +122,7 @@ def _point(task: tuple[ExperimentConfig, str, float, int, tuple[str, ...]]) -> l
         res = simulate(
             jobs,
             cluster,
-            get_policy(policy, **config.policy_options(policy)),
+            get_policy(policy),
             mode=config.mode,
             execution=config.execution,
             restart_s=config.restart_s,

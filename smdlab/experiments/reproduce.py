@@ -516,14 +516,12 @@ def reproduce(
     workers: int | None = None,
     log: Callable[[str], None] | None = _log,
     execution: str | None = None,
-    baselines: str | None = None,
     demands: str | None = None,
 ) -> list[Path]:
     """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written.
 
     execution: force one execution mode on every policy (None: the configuration's, by default
-    each policy's natural mode). baselines: ``source`` or ``smdlab`` (docs/baselines.md; None:
-    the configuration's, by default ``source``). demands: ``per_network`` or ``uniform`` (None:
+    each policy's natural mode). demands: ``per_network`` or ``uniform`` (None:
     the configuration's, by default ``per_network``).
     """
     from smdlab.sim.output import write_files
@@ -531,8 +529,6 @@ def reproduce(
     cfg = get_config(config)
     if execution is not None:
         cfg = cfg.replace(execution=execution)
-    if baselines is not None:
-        cfg = cfg.replace(baselines=baselines)
     if demands is not None:
         cfg = cfg.replace(demands=demands)
     names = _names(only)

@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int, check_positive
+from smdlab.errors import InvalidInput, check_int, check_items, check_positive, check_unique_names
 from smdlab.model.gpu_types import check_gpu_type
 
 DEFAULT_RESOURCES: tuple[str, ...] = ("gpu", "cpu", "mem_gb", "bw_gbps")
@@ -132,19 +132,8 @@ class Cluster:
             )
         res = tuple(str(r) for r in res)  # plain str (numpy's str_ would show in every message)
         object.__setattr__(self, "resources", res)
-        try:
-            given = tuple(self.machines)
-        except TypeError:
-            raise InvalidInput(
-                f"machines must be a sequence of Machine objects, got {self.machines!r}"
-            ) from None
-        bad = [m for m in given if not isinstance(m, Machine)]
-        if bad:
-            raise InvalidInput(f"machines must be Machine objects, got {bad[0]!r}")
-        names = [m.name for m in given]
-        if len(set(names)) != len(names):
-            dup = next(n for n in names if names.count(n) > 1)
-            raise InvalidInput(f"machine names must be unique; {dup!r} appears more than once")
+        given = check_items("machines", self.machines, Machine)
+        check_unique_names("machine names", (m.name for m in given))
         machines = tuple(
             Machine(
                 m.name,
@@ -335,17 +324,9 @@ class Cluster:
 
 def _check_topology(machines: tuple[Machine, ...], racks: Sequence[Rack]) -> tuple[Rack, ...]:
     """Racks checked against the machines: unique names, every machine in a declared rack."""
-    try:
-        out = tuple(racks)
-    except TypeError:
-        raise InvalidInput(f"topology must be a sequence of Rack objects, got {racks!r}") from None
-    bad = [r for r in out if not isinstance(r, Rack)]
-    if bad:
-        raise InvalidInput(f"topology must hold Rack objects, got {bad[0]!r}")
+    out = check_items("topology", racks, Rack)
     names = [r.name for r in out]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise InvalidInput(f"rack names must be unique; {dup!r} appears more than once")
+    check_unique_names("rack names", names)
     known = set(names)
     for m in machines:
         if out and not m.rack:
@@ -360,19 +341,8 @@ def _check_topology(machines: tuple[Machine, ...], racks: Sequence[Rack]) -> tup
 
 def _check_domains(domains: Sequence[Domain]) -> tuple[Domain, ...]:
     """Domains checked: Domain objects with unique names."""
-    try:
-        out = tuple(domains)
-    except TypeError:
-        raise InvalidInput(
-            f"domains must be a sequence of Domain objects, got {domains!r}"
-        ) from None
-    bad = [d for d in out if not isinstance(d, Domain)]
-    if bad:
-        raise InvalidInput(f"domains must hold Domain objects, got {bad[0]!r}")
-    names = [d.name for d in out]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise InvalidInput(f"domain names must be unique; {dup!r} appears more than once")
+    out = check_items("domains", domains, Domain)
+    check_unique_names("domain names", (d.name for d in out))
     return out
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal, get_args
 
-from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
 from smdlab.model.pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
-BATCH_MODES = ("global", "per_worker")
+BatchMode = Literal["global", "per_worker"]
+BATCH_MODES: tuple[BatchMode, ...] = get_args(BatchMode)
 ARCHS = ("ps", "allreduce")
 DEFAULT_MAX_PS = 16
 DEFAULT_BUCKET_MB = (
@@ -164,8 +166,7 @@ class Job:
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
         for flag in ("gang", "gpu_only"):
-            if not isinstance(getattr(self, flag), bool):
-                raise InvalidInput(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+            object.__setattr__(self, flag, check_bool(flag, getattr(self, flag)))
         if self.gpu_only and self.arch != "ps":
             raise InvalidInput(f"a gpu_only job has arch 'ps' (one empty PS), got {self.arch!r}")
         need_bw = not self.gpu_only

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_choice, check_items, check_positive
 from smdlab.model.job import Job
 from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
 
-MODES: tuple[str, ...] = ("sequential", "wfbp", "wfbp_prefetch")
+Mode = Literal["sequential", "wfbp", "wfbp_prefetch"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 # Preemptive priority pulls (P3-style slicing) keep tau monotone in sizes, bandwidths and p; the
 # non-preemptive variant does not (counterexamples in tests/test_model_prefetch.py).
 _PREFETCH_PREEMPTIVE = True
@@ -255,14 +257,7 @@ def _evaluate(
 
 def _check_jobs(jobs: Sequence[Job]) -> list[Job]:
     """``jobs`` as a list, every item a Job, or InvalidInput."""
-    try:
-        out = list(jobs)
-    except TypeError:
-        raise InvalidInput(f"jobs must be a sequence of Job objects, got {jobs!r}") from None
-    for j in out:
-        if not isinstance(j, Job):
-            raise InvalidInput(f"jobs must be Job objects, got {type(j).__name__}")
-    return out
+    return list(check_items("jobs", jobs, Job))
 
 
 def _check_job(job: Job) -> Job:

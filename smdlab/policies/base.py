@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, get_args, overload, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    TypeVar,
+    get_args,
+    overload,
+    runtime_checkable,
+)
 
 import numpy as np
 
@@ -262,9 +271,8 @@ class ClusterState:
     running: jobs holding allocations (a sequence; ``running + queued`` and slicing give tuples).
     free: free capacity per machine, (machines x resources) in ``cluster.resources`` order (read-only).
     mode: timing model overlap mode (``wfbp`` ...).
-    elastic: whether the policy may resize running jobs (``execution == "elastic"``).
-    execution: the execution mode (``EXECUTIONS``); when not given, ``elastic`` sets it
-        (elastic or non_elastic), and otherwise ``elastic`` follows it.
+    execution: the execution mode (``EXECUTIONS``); running jobs may be resized only when it is
+        ``elastic``.
     slot_s: seconds between periodic decision points (None: decisions at arrivals and
         completions only).
     restart_s: seconds a running job makes no progress after its allocation or placement changes,
@@ -278,22 +286,26 @@ class ClusterState:
     running: Sequence[RunningJob]
     free: np.ndarray
     mode: str = "wfbp"
-    elastic: bool = False
-    execution: Execution | None = None
+    execution: Execution = "non_elastic"
     slot_s: float | None = None
     restart_s: float = 0.0
     sharing_degree: int = 1
 
     def __post_init__(self) -> None:
-        execution = self.execution
-        if execution is None:
-            execution = "elastic" if self.elastic else "non_elastic"
-        elif execution not in EXECUTIONS:
+        if self.execution not in EXECUTIONS:
             raise InvalidInput(
-                f"execution must be one of {', '.join(EXECUTIONS)}, got {execution!r}"
+                f"execution must be one of {', '.join(EXECUTIONS)}, got {self.execution!r}"
             )
-        object.__setattr__(self, "execution", execution)
-        object.__setattr__(self, "elastic", execution == "elastic")
+
+    if not TYPE_CHECKING:  # a runtime hint only: static checkers keep reporting unknown names
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "elastic":  # the former duplicate of execution
+                raise AttributeError(
+                    "ClusterState.elastic is a former name (removed in 0.2); "
+                    "use state.execution == 'elastic'"
+                )
+            raise AttributeError(f"'ClusterState' object has no attribute {name!r}")
 
     @property
     def preemptive(self) -> bool:

@@ -334,7 +334,7 @@ def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
             raise InvalidInput(f"job {alloc.job!r} has two allocations in one decision")
         seen.add(alloc.job)
         if alloc.job in running and alloc.job not in decision.preempt:
-            if not state.elastic:
+            if state.execution != "elastic":
                 raise InvalidInput(
                     f"allocation resizes running job {alloc.job!r} but the state is not elastic"
                 )
@@ -454,7 +454,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
     Outside elastic execution the decision is returned unchanged.
     """
-    if not state.elastic:
+    if state.execution != "elastic":
         return decision
     from smdlab.solve.instance import job_speeds
     from smdlab.solve.placement import first_fit_tasks

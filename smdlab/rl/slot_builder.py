@@ -111,7 +111,7 @@ class SlotBuilder:
         if cache is None or cache.cluster is not cluster or cache.types != self.types:
             cache = SlotCache(cluster, self.types)
         self.cap = cache.cap
-        self.rebuild = state.elastic
+        self.rebuild = state.execution == "elastic"
         self.free = self.cap.copy() if self.rebuild else np.array(state.free, dtype=float)
         self.machine_inv = cache.machine_inv
         self.total_inv = cache.total_inv

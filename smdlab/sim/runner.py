@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from smdlab.errors import InvalidInput
@@ -11,7 +11,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.registry import get_policy, known_policy, list_policies
 from smdlab.sim.result import SimResult
-from smdlab.sim.simulator import simulate
+from smdlab.sim.simulator import resolve_execution, simulate
 from smdlab.workloads.scenario import Scenario
 
 
@@ -21,9 +21,14 @@ def run_policies(
     policies: Sequence[str],
     *,
     policy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    on_start: Callable[[], None] | None = None,
     **sim_options: Any,
 ) -> dict[str, SimResult]:
-    """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name."""
+    """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name.
+
+    on_start: called once the policies, their options and the execution mode are checked, before
+    the first simulation (the CLI says there what it runs).
+    """
     options = policy_options or {}
     if not isinstance(options, Mapping):
         raise InvalidInput(f"policy_options must map policy names to options, got {options!r}")
@@ -37,6 +42,12 @@ def run_policies(
         name: get_policy(name, **dict(options.get(name, {}))) for name in policies
     }  # fail fast on names
     # One name per policy: the result carries the name it was asked by, as the dict keys it.
+    for policy in instances.values():  # and on a mode or slot a policy cannot run with
+        resolve_execution(
+            policy, sim_options.get("execution", "natural"), sim_options.get("slot_s")
+        )
+    if on_start is not None:
+        on_start()
     return {
         name: dataclasses.replace(simulate(jobs, cluster, policy, **sim_options), policy=name)
         for name, policy in instances.items()
@@ -52,8 +63,6 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
         "slot_s": s.get("slot_s"),
         "restart_s": s["restart_s"],
         "unfit": s["unfit"],
-        "elastic": s.get("elastic"),
-        "delta": s.get("delta") or None,  # the former key; 0 meant no periodic decisions
         "sharing_degree": s.get("sharing_degree"),
     }
 

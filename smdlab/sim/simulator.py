@@ -23,6 +23,7 @@ import time
 import warnings
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Never
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from smdlab.errors import (
     check_choice,
     check_int,
     check_positive,
+    reject_former,
 )
 from smdlab.model.allreduce import allreduce_iteration_time, packed_machines
 from smdlab.model.cluster import Cluster
@@ -210,33 +212,25 @@ class _RunningView(LazySeq[RunningJob]):
         return len(self) > 0
 
 
+# Former keyword options of ``simulate`` (removed in 0.2) -> what replaces them.
+FORMER_OPTIONS = {
+    "elastic": "use execution='elastic' (was elastic=True) or 'non_elastic' (elastic=False)",
+    "delta": "use slot_s, seconds between periodic decision points (was delta)",
+}
+
+
 def resolve_execution(
-    policy: Policy | str,
-    execution: str = "natural",
-    elastic: bool | None = None,
-    slot_s: float | None = None,
-    delta: float | None = None,
+    policy: Policy | str, execution: str = "natural", slot_s: float | None = None
 ) -> tuple[Execution, float | None]:
     """The (execution mode, slot seconds or None) a run of ``policy`` uses; raises InvalidInput.
 
     execution: ``natural`` (the policy's declared mode) or one of ``EXECUTIONS``, which the policy
-    must support. elastic: the former switch (True: ``elastic``, False: ``non_elastic``; None:
-    not given). slot_s: seconds between periodic decision points; None: the policy's ``slot_s``
-    in its natural mode, ``DEFAULT_SLOT_S`` in a forced elastic mode, else none. delta: the former
-    name of ``slot_s`` (0 or None: none).
+    must support. slot_s: seconds between periodic decision points; None: the policy's ``slot_s``
+    in its natural mode, ``DEFAULT_SLOT_S`` in a forced elastic mode, else none.
     """
     settings = policy_settings(_policy_from(policy))
     name = policy if isinstance(policy, str) else settings.name
     execution = check_choice("execution", execution, EXECUTION_CHOICES)
-    if elastic is not None:
-        if not isinstance(elastic, (bool, np.bool_)):
-            raise InvalidInput(f"elastic must be True, False or None, got {elastic!r}")
-        implied = "elastic" if elastic else "non_elastic"
-        if execution not in ("natural", implied):
-            raise InvalidInput(
-                f"elastic={bool(elastic)} contradicts execution={execution!r}; give only execution"
-            )
-        execution = implied
     natural = execution == "natural"
     if natural:
         execution = settings.execution
@@ -246,11 +240,7 @@ def resolve_execution(
             f"execution: policy {name!r} cannot run in mode {execution!r}; "
             f"it supports {', '.join(supported)}"
         )
-    if slot_s is not None and delta is not None:
-        raise InvalidInput("give slot_s or its former name delta, not both")
-    if delta is not None:
-        slot_s = None if delta == 0 else check_positive("delta", delta)
-    elif slot_s is not None:
+    if slot_s is not None:
         slot_s = check_positive("slot_s", slot_s)
     elif natural:
         slot_s = settings.slot_s
@@ -270,10 +260,9 @@ def simulate(
     restart_s: float = DEFAULT_RESTART_S,
     unfit: str = "skip",
     record_history: bool = True,
-    elastic: bool | None = None,
-    delta: float | None = None,
     progress: bool = False,
     sharing_degree: int | None = None,
+    **former: Never,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
 
@@ -287,8 +276,7 @@ def simulate(
     (``model.colocation.too_large_for_gpus``): ``skip`` (warn and record it) or ``raise``
     (Infeasible). record_history: keep the
     allocation-history table (turn off to save memory on very long runs; the summary is
-    unaffected). elastic, delta: former names (True/False for execution elastic/non_elastic;
-    delta for slot_s, 0 meaning none). progress: a tqdm bar on stderr counting finished jobs.
+    unaffected). progress: a tqdm bar on stderr counting finished jobs.
     sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing;
     None: the policy's declared ``sharing_degree``, else 1).
 
@@ -297,12 +285,13 @@ def simulate(
     decision that breaks this is first corrected by ``toolkit.enforce_gang`` (so every policy runs
     gang jobs all-or-nothing). A decision's ``wake_at`` asks for another decision point then.
     """
+    reject_former("simulate", former, FORMER_OPTIONS)
     sim = _Simulator(
         jobs,
         cluster,
         policy,
         mode,
-        (execution, elastic, slot_s, delta),
+        (execution, slot_s),
         restart_s,
         unfit,
         record_history,
@@ -337,7 +326,7 @@ def simulate_steps(
         cluster,
         policy,
         mode,
-        (execution, None, slot_s, None),
+        (execution, slot_s),
         restart_s,
         unfit,
         record_history,
@@ -376,10 +365,7 @@ class _Simulator:
         self.settings = policy_settings(self.policy)
         self.decide_on_completion = self.settings.decide_on_completion
         self.policy_name = policy if isinstance(policy, str) else self.settings.name
-        execution, elastic, slot_s, delta = timing
-        self.execution, self.delta = resolve_execution(
-            self.policy, execution, elastic, slot_s, delta
-        )
+        self.execution, self.delta = resolve_execution(self.policy, *timing)
         self.elastic = self.execution == "elastic"
         self.restart_s = check_positive("restart_s", restart_s, allow_zero=True)
         self.cluster = cluster
@@ -1008,7 +994,6 @@ class _Simulator:
             running,
             free,
             self.mode,
-            self.elastic,
             self.execution,
             self.delta,
             self.restart_s,

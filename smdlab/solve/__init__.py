@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "DEFAULT_KNAPSACK": "api",
     "METHODS": "api",
+    "OPTIONS": "api",
     "SOLVE_OPTIONS": "api",
+    "BruteOptions": "api",
+    "LpOptions": "api",
+    "Method": "api",
+    "MilpOptions": "api",
+    "SmdOptions": "api",
     "solve": "api",
     "BACKENDS": "backends",
     "GUROBI_SIZE_LIMIT": "backends",
@@ -58,7 +64,13 @@ if TYPE_CHECKING:  # static tools see the real names
     from smdlab.solve.api import (
         DEFAULT_KNAPSACK as DEFAULT_KNAPSACK,
         METHODS as METHODS,
+        OPTIONS as OPTIONS,
         SOLVE_OPTIONS as SOLVE_OPTIONS,
+        BruteOptions as BruteOptions,
+        LpOptions as LpOptions,
+        Method as Method,
+        MilpOptions as MilpOptions,
+        SmdOptions as SmdOptions,
         solve as solve,
     )
     from smdlab.solve.backends import (

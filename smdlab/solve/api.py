@@ -1,43 +1,265 @@
-"""``solve``: one entry point for every allocation method of the reconstructed SMD model."""
+"""``solve``: one entry point for every allocation method of the reconstructed SMD model.
+
+Each method is one function ``_solve_<method>(inst, options)`` with its own options dataclass
+(``OPTIONS[method]``), which checks its fields when built; ``solve`` checks the common inputs,
+builds the instance, runs the method and, for every method alike, places, prices and reports.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-from smdlab.errors import Infeasible, InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import (
+    Infeasible,
+    InvalidInput,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+)
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.solve.backends import BACKENDS
+from smdlab.solve.backends import BACKENDS, Backend
 from smdlab.solve.brute import brute_force
 from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster, fits
-from smdlab.solve.knapsack import KNAPSACKS, knapsack_exact, knapsack_lp, knapsack_lp_round
+from smdlab.solve.knapsack import (
+    KNAPSACKS,
+    Knapsack,
+    knapsack_exact,
+    knapsack_lp,
+    knapsack_lp_round,
+)
 from smdlab.solve.placement import TOL as PLACE_TOL
 from smdlab.solve.shrink_placement import place_checked
-from smdlab.solve.smd import SELECTIONS, smd as smd_run
+from smdlab.solve.smd import SELECTIONS, Selection, smd as smd_run
 from smdlab.solve.solution import Solution
 
-METHODS = ("smd", "milp", "lp", "lp_round", "brute")
-DEFAULT_KNAPSACK = "hull"
+Method = Literal["smd", "milp", "lp", "lp_round", "brute"]
+METHODS: tuple[Method, ...] = get_args(Method)
+DEFAULT_KNAPSACK: Knapsack = "hull"
 DEFAULT_MILP_TIME_LIMIT = 60.0
 DEFAULT_MIP_GAP = 1e-6
 
-SOLVE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
+
+def _time_limit(value: float | None) -> float | None:
+    return None if value is None else check_positive("time_limit", value)
+
+
+@dataclass(frozen=True)
+class MilpOptions:
+    """Options of method ``milp``: backend, seconds per solver call, relative MIP gap."""
+
+    backend: Backend = "auto"
+    time_limit: float | None = DEFAULT_MILP_TIME_LIMIT
+    mip_gap: float = DEFAULT_MIP_GAP
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", check_choice("backend", self.backend, BACKENDS))
+        object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
+        object.__setattr__(
+            self, "mip_gap", check_positive("mip_gap", self.mip_gap, allow_zero=True)
+        )
+
+
+@dataclass(frozen=True)
+class LpOptions:
+    """Options of methods ``lp`` and ``lp_round``: backend, seconds per solver call."""
+
+    backend: Backend = "auto"
+    time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", check_choice("backend", self.backend, BACKENDS))
+        object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
+
+
+@dataclass(frozen=True)
+class SmdOptions:
+    """Options of method ``smd`` (docs/solver.md): the SUB solver, the selection, the iteration.
+
+    bound: also solve the LP relaxation for ``lower_bound`` and ``gap``. polish: finish with the
+    local search.
+    """
+
+    backend: Backend = "auto"
+    time_limit: float | None = None
+    knapsack: Knapsack = DEFAULT_KNAPSACK
+    selection: Selection = "objective"
+    tol: float = 1e-6
+    max_iter: int = 30
+    bound: bool = True
+    polish: bool = True
+
+    def __post_init__(self) -> None:
+        checked = {
+            "backend": check_choice("backend", self.backend, BACKENDS),
+            "time_limit": _time_limit(self.time_limit),
+            "knapsack": check_choice("knapsack", self.knapsack, KNAPSACKS),
+            "tol": check_positive("tol", self.tol),
+            "max_iter": check_int("max_iter", self.max_iter, 0, 10_000),
+            "bound": check_bool("bound", self.bound),
+            "selection": check_choice("selection", self.selection, SELECTIONS),
+            "polish": check_bool("polish", self.polish),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+@dataclass(frozen=True)
+class BruteOptions:
+    """Method ``brute`` takes no options."""
+
+
+Options = MilpOptions | LpOptions | SmdOptions | BruteOptions
+
+OPTIONS: Mapping[Method, type[Options]] = MappingProxyType(
     {
-        "milp": frozenset({"backend", "time_limit", "mip_gap"}),
-        "lp": frozenset({"backend", "time_limit"}),
-        "lp_round": frozenset({"backend", "time_limit"}),
-        "smd": frozenset(
-            {"backend", "time_limit", "knapsack", "selection", "tol", "max_iter", "bound", "polish"}
-        ),
-        "brute": frozenset(),
+        "smd": SmdOptions,
+        "milp": MilpOptions,
+        "lp": LpOptions,
+        "lp_round": LpOptions,
+        "brute": BruteOptions,
     }
 )
+"""The options dataclass of each method (read-only)."""
+
+SOLVE_OPTIONS: Mapping[Method, frozenset[str]] = MappingProxyType(
+    {m: frozenset(f.name for f in fields(cls)) for m, cls in OPTIONS.items()}
+)
 """The keyword options ``solve`` accepts for each method (read-only)."""
+
+
+@dataclass
+class _Raw:
+    """What one method returns before placement: pooled allocation, bound, status, notes."""
+
+    workers: np.ndarray
+    ps: np.ndarray
+    lower: float
+    status: str
+    backends: list[str]
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    objective: float | None = None  # the LP's own objective (method lp); None: the allocation's
+
+
+def _defer(inst: Instance) -> np.ndarray | None:
+    return inst.defer_cost if inst.allow_defer else None
+
+
+def _solve_milp(inst: Instance, o: MilpOptions) -> _Raw:
+    r = knapsack_exact(
+        inst.cost, inst.alpha, inst.gamma, inst.capacity, _defer(inst),
+        backend=o.backend, time_limit=o.time_limit, mip_gap=o.mip_gap, mask=inst.pareto,
+    )  # fmt: skip
+    out = _Raw(r.workers, r.ps, r.bound, r.status, [r.backend], [r.note])
+    if r.status == "time_limit":
+        out.notes.append(
+            f"MILP stopped at time_limit={o.time_limit:g} s: incumbent and bound reported"
+        )
+    return out
+
+
+def _lp(inst: Instance, o: LpOptions | SmdOptions):
+    return knapsack_lp(
+        inst.cost, inst.alpha, inst.gamma, inst.capacity, _defer(inst),
+        backend=o.backend, time_limit=o.time_limit, mask=inst.pareto,
+    )  # fmt: skip
+
+
+def _solve_lp(inst: Instance, o: LpOptions) -> _Raw:
+    r = _lp(inst, o)
+    frac: list[list[tuple[int, int, float]]] = [[] for _ in range(inst.n)]
+    for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
+        if v > 1e-9:
+            frac[j].append((int(cw), int(cp), float(v)))
+    w = np.zeros(inst.n, dtype=int)
+    p = np.zeros(inst.n, dtype=int)
+    for j, entries in enumerate(frac):
+        share = sum(e[2] for e in entries)
+        if entries and (not inst.allow_defer or share >= 0.5):
+            top = max(entries, key=lambda e: e[2])
+            w[j], p[j] = top[0], top[1]
+    out = _Raw(w, p, r.bound, "relaxation", [r.backend], [r.note], objective=r.objective)
+    out.extra["fractional"] = tuple(tuple(sorted(e)) for e in frac)
+    if r.fractional_jobs:
+        out.notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP")
+    return out
+
+
+def _solve_lp_round(inst: Instance, o: LpOptions) -> _Raw:
+    r = knapsack_lp_round(
+        inst.cost, inst.alpha, inst.gamma, inst.capacity, _defer(inst),
+        backend=o.backend, time_limit=o.time_limit, mask=inst.pareto,
+    )  # fmt: skip
+    out = _Raw(r.workers, r.ps, r.bound, "heuristic", [r.backend], [r.note])
+    out.extra["rounding_bound"] = r.rounding_bound
+    out.notes.append(
+        f"{len(r.fractional_jobs)} job(s) fractional in the LP, rounded (additive bound {r.rounding_bound:.6g})"
+    )
+    return out
+
+
+def _solve_smd(inst: Instance, o: SmdOptions) -> _Raw:
+    s = smd_run(
+        inst, knapsack=o.knapsack, selection=o.selection, tol=o.tol, max_iter=o.max_iter,
+        backend=o.backend, time_limit=o.time_limit, polish=o.polish,
+    )  # fmt: skip
+    out = _Raw(s.workers, s.ps, -math.inf, "heuristic", [], [s.note])
+    if s.ratio:
+        out.backends.extend(s.ratio.backends)
+        out.notes.extend(s.ratio.notes)
+        out.extra.update(
+            trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves
+        )
+        before = s.ratio.unpolished_objective
+        if s.ratio.polish_moves and before is not None:
+            gain = (before - s.ratio.objective) / before
+            out.notes.append(
+                f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
+            )
+    out.extra["knapsack"] = o.knapsack
+    out.extra["selected"] = tuple(bool(x) for x in s.selected)
+    if o.bound:
+        lb = _lp(inst, o)
+        out.lower = lb.bound
+        out.backends.append(lb.backend)
+        out.notes.append(lb.note)
+    return out
+
+
+def _solve_brute(inst: Instance, o: BruteOptions) -> _Raw:
+    w, p, value = brute_force(inst)
+    return _Raw(w, p, value, "optimal", ["numpy"])
+
+
+_SOLVERS: Mapping[Method, Callable[[Instance, Any], _Raw]] = MappingProxyType(
+    {
+        "smd": _solve_smd,
+        "milp": _solve_milp,
+        "lp": _solve_lp,
+        "lp_round": _solve_lp_round,
+        "brute": _solve_brute,
+    }
+)
+
+
+def _options(method: Method, options: Mapping[str, Any]) -> Options:
+    """The options dataclass of ``method`` from keyword options, or InvalidInput naming the first bad one."""
+    unknown = set(options) - SOLVE_OPTIONS[method]
+    if unknown:
+        allowed = ", ".join(sorted(SOLVE_OPTIONS[method])) or "none"
+        raise InvalidInput(
+            f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}"
+        )
+    return OPTIONS[method](**options)
 
 
 def _capacity(cluster: Cluster, free) -> np.ndarray:
@@ -75,16 +297,27 @@ def _check_jobs_fit_cluster(inst: Instance, cluster: Cluster) -> None:
         )
 
 
+def _check_place(place: Any, cluster: Cluster, method: Method) -> bool:
+    """Whether to place on machines (None: when the cluster has machines and the method is not lp)."""
+    if check_bool("place", place, allow_none=True) is None:
+        return cluster.has_machines and method != "lp"
+    if place and not cluster.has_machines:
+        raise InvalidInput("place=True needs a cluster with machines (this cluster is pooled)")
+    if place and method == "lp":
+        raise InvalidInput("place=True does not apply to method 'lp' (its solution is fractional)")
+    return bool(place)
+
+
 def solve(
     jobs: Sequence[Job],
     cluster: Cluster,
-    method: str = "smd",
+    method: Method = "smd",
     *,
     mode: str = "wfbp",
     place: bool | None = None,
     free: np.ndarray | None = None,
     work: Sequence[float] | np.ndarray | None = None,
-    **options,
+    **options: Any,
 ) -> Solution:
     """Allocate workers and PSs to ``jobs`` on ``cluster`` (free capacity ``free``) by ``method``.
 
@@ -94,146 +327,22 @@ def solve(
     free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
     work: samples each job processes instead of its ``samples`` (a scheduler's remaining work,
         without copying its jobs); default: the jobs' own.
-    options: backend (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
+    options: the fields of the method's options dataclass (``OPTIONS[method]``): backend
+        (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
         (hull|exact|lp_round|greedy), selection (objective|smith), tol, max_iter, bound (compute the
         LP lower bound, default True), polish (finish with a local search, default True).
     """
     t0 = time.perf_counter()
     check_cluster(cluster)  # jobs are checked by build_instance below, before any use
-    check_choice("method", method, METHODS)
-    unknown = set(options) - SOLVE_OPTIONS[method]
-    if unknown:
-        allowed = ", ".join(sorted(SOLVE_OPTIONS[method])) or "none"
-        raise InvalidInput(
-            f"option {sorted(unknown)[0]!r} does not apply to method {method!r}; allowed: {allowed}"
-        )
-    backend = check_choice("backend", options.get("backend", "auto"), BACKENDS)
-    time_limit = options.get("time_limit", DEFAULT_MILP_TIME_LIMIT if method == "milp" else None)
-    if time_limit is not None:
-        time_limit = check_positive("time_limit", time_limit)
-    if place is None:
-        place = cluster.has_machines and method != "lp"
-    elif not isinstance(place, bool):
-        raise InvalidInput(f"place must be True, False or None, got {place!r}")
-    elif place and not cluster.has_machines:
-        raise InvalidInput("place=True needs a cluster with machines (this cluster is pooled)")
-    elif place and method == "lp":
-        raise InvalidInput("place=True does not apply to method 'lp' (its solution is fractional)")
+    method = check_choice("method", method, METHODS)
+    opts = _options(method, options)
+    place = _check_place(place, cluster, method)
     capacity = _capacity(cluster, free)
     inst = build_instance(jobs, cluster, capacity, mode, work)
     _check_jobs_fit_cluster(inst, cluster)
-    defer = inst.defer_cost if inst.allow_defer else None
 
-    extra: dict = {}
-    notes: list[str] = []
-    if method == "milp":
-        mip_gap = options.get("mip_gap", DEFAULT_MIP_GAP)
-        mip_gap = check_positive("mip_gap", mip_gap, allow_zero=True)
-        r = knapsack_exact(
-            inst.cost, inst.alpha, inst.gamma, inst.capacity, defer,
-            backend=backend, time_limit=time_limit, mip_gap=mip_gap, mask=inst.pareto,
-        )  # fmt: skip
-        w, p, lower, status, backends = r.workers, r.ps, r.bound, r.status, [r.backend]
-        notes.append(r.note)
-        if status == "time_limit":
-            notes.append(
-                f"MILP stopped at time_limit={time_limit:g} s: incumbent and bound reported"
-            )
-    elif method == "lp":
-        r = knapsack_lp(
-            inst.cost,
-            inst.alpha,
-            inst.gamma,
-            inst.capacity,
-            defer,
-            backend=backend,
-            time_limit=time_limit,
-            mask=inst.pareto,
-        )
-        frac: list[list[tuple[int, int, float]]] = [[] for _ in range(inst.n)]
-        for (j, cw, cp), v in zip(r.lp_cols, r.lp_x):
-            if v > 1e-9:
-                frac[j].append((int(cw), int(cp), float(v)))
-        w = np.zeros(inst.n, dtype=int)
-        p = np.zeros(inst.n, dtype=int)
-        for j, entries in enumerate(frac):
-            share = sum(e[2] for e in entries)
-            if entries and (defer is None or share >= 0.5):
-                top = max(entries, key=lambda e: e[2])
-                w[j], p[j] = top[0], top[1]
-        extra["fractional"] = tuple(tuple(sorted(e)) for e in frac)
-        lower, status, backends = r.bound, "relaxation", [r.backend]
-        notes.append(r.note)
-        if r.fractional_jobs:
-            notes.append(f"{len(r.fractional_jobs)} job(s) fractional in the LP")
-    elif method == "lp_round":
-        r = knapsack_lp_round(
-            inst.cost,
-            inst.alpha,
-            inst.gamma,
-            inst.capacity,
-            defer,
-            backend=backend,
-            time_limit=time_limit,
-            mask=inst.pareto,
-        )
-        w, p, lower, status, backends = r.workers, r.ps, r.bound, "heuristic", [r.backend]
-        extra["rounding_bound"] = r.rounding_bound
-        notes.append(r.note)
-        notes.append(
-            f"{len(r.fractional_jobs)} job(s) fractional in the LP, rounded (additive bound {r.rounding_bound:.6g})"
-        )
-    elif method == "smd":
-        knapsack = check_choice("knapsack", options.get("knapsack", DEFAULT_KNAPSACK), KNAPSACKS)
-        tol = check_positive("tol", options.get("tol", 1e-6))
-        max_iter = check_int("max_iter", options.get("max_iter", 30), 0, 10_000)
-        want_bound = options.get("bound", True)
-        if not isinstance(want_bound, bool):
-            raise InvalidInput(f"bound must be True or False, got {want_bound!r}")
-        selection = check_choice("selection", options.get("selection", "objective"), SELECTIONS)
-        polish = options.get("polish", True)
-        if not isinstance(polish, bool):
-            raise InvalidInput(f"polish must be True or False, got {polish!r}")
-        s = smd_run(
-            inst, knapsack=knapsack, selection=selection, tol=tol, max_iter=max_iter, backend=backend,
-            time_limit=time_limit, polish=polish,
-        )  # fmt: skip
-        w, p = s.workers, s.ps
-        backends = list(s.ratio.backends) if s.ratio else []
-        notes.append(s.note)
-        if s.ratio:
-            notes.extend(s.ratio.notes)
-            extra.update(
-                trace=s.ratio.trace, converged=s.ratio.converged, polish_moves=s.ratio.polish_moves
-            )
-            before = s.ratio.unpolished_objective
-            if s.ratio.polish_moves and before is not None:
-                gain = (before - s.ratio.objective) / before
-                notes.append(
-                    f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
-                )
-        extra["knapsack"] = knapsack
-        extra["selected"] = tuple(bool(x) for x in s.selected)
-        lower = -math.inf
-        if want_bound:
-            lb = knapsack_lp(
-                inst.cost,
-                inst.alpha,
-                inst.gamma,
-                inst.capacity,
-                defer,
-                backend=backend,
-                time_limit=time_limit,
-                mask=inst.pareto,
-            )
-            lower = lb.bound
-            backends.append(lb.backend)
-            notes.append(lb.note)
-        status = "heuristic"
-    else:  # brute
-        w, p, value = brute_force(inst)
-        lower, status, backends = value, "optimal", ["numpy"]
-
+    raw = _SOLVERS[method](inst, opts)
+    w, p, notes, extra = raw.workers, raw.ps, raw.notes, raw.extra
     if method != "lp":
         inst.check_allocation(w, p)  # a violated capacity is a bug here, never a user error
     pooled_w, pooled_p = w.copy(), p.copy()
@@ -257,14 +366,10 @@ def solve(
         w, p = np.array(placement.workers, dtype=int), np.array(placement.ps, dtype=int)
         if placement.shrink_steps:
             notes.append(f"placement shrank the allocation in {placement.shrink_steps} step(s)")
-    if method == "lp":
-        costs = inst.job_cost(w, p)
-        objective = r.objective
-    else:
-        costs = inst.job_cost(w, p)
-        objective = float(costs.sum())
+    costs = inst.job_cost(w, p)
+    objective = float(costs.sum()) if raw.objective is None else raw.objective
     durations = inst.durations_at(w, p)
-    lower = min(lower, objective)
+    lower = min(raw.lower, objective)
     gap = (objective - lower) / objective if objective > 0 and np.isfinite(lower) else math.nan
     note = "; ".join(x for x in notes if x)
     if "selected" not in extra:
@@ -279,8 +384,8 @@ def solve(
         objective=float(objective),
         lower_bound=float(lower),
         gap=float(gap),
-        status=status,
-        backend=",".join(dict.fromkeys(backends)),
+        status=raw.status,
+        backend=",".join(dict.fromkeys(raw.backends)),
         note=note,
         fallback="fallback to HiGHS" in note,
         wall_time_s=time.perf_counter() - t0,

@@ -13,13 +13,15 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import scipy.sparse as sp
 
 from smdlab.errors import Infeasible, SolverError, check_choice
 
-BACKENDS = ("auto", "highs", "gurobi")
+Backend = Literal["auto", "highs", "gurobi"]
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
 # The size-limited pip licence of gurobipy stops at this many variables and constraints (errno 10010).
 GUROBI_SIZE_LIMIT = 2000
 
@@ -245,7 +247,7 @@ def solve_flat(
     model: FlatModel,
     *,
     integral: bool,
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
     mip_gap: float | None = None,
     start: np.ndarray | None = None,
@@ -348,7 +350,7 @@ def solve_lp(
     b_eq: np.ndarray,
     lo: np.ndarray,
     *,
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
 ) -> FlatResult:
     """A general LP (min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo) under the same fallback rules as ``solve_flat``."""

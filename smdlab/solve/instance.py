@@ -15,7 +15,7 @@ that wait").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from smdlab.caches import DEMAND_ROWS, SPEED_TABLES
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import InvalidInput, check_choice, check_items, check_unique_names
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES, speed_table
@@ -451,20 +451,8 @@ def configuration_durations(
 
 def check_jobs(jobs) -> tuple[Job, ...]:
     """``jobs`` as a tuple of Job objects (at least one, unique names), else InvalidInput naming the field."""
-    if isinstance(jobs, (Job, str, bytes)) or not isinstance(jobs, Iterable):
-        raise InvalidInput(
-            f"jobs must be a sequence of Job objects, got {type(jobs).__name__} {jobs!r:.80}"
-        )
-    jobs = tuple(jobs)
-    if not jobs:
-        raise InvalidInput("jobs must contain at least one job, got 0")
-    if not all(type(j) is Job for j in jobs) and not all(isinstance(j, Job) for j in jobs):
-        bad = next(j for j in jobs if not isinstance(j, Job))
-        raise InvalidInput(f"jobs must be Job objects, got {type(bad).__name__} {bad!r:.80}")
-    names = [j.name for j in jobs]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise InvalidInput(f"job names must be unique, got {dup!r} twice")
+    jobs = check_items("jobs", jobs, Job, what="job")
+    check_unique_names("job names", (j.name for j in jobs))
     return jobs
 
 

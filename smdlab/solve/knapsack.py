@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -385,4 +386,5 @@ def knapsack_greedy(
     return KnapsackResult(w, p, value, -math.inf, "heuristic", "numpy")
 
 
-KNAPSACKS = ("exact", "lp_round", "greedy", "hull")
+Knapsack = Literal["exact", "lp_round", "greedy", "hull"]
+KNAPSACKS: tuple[Knapsack, ...] = get_args(Knapsack)

@@ -22,7 +22,7 @@ import numpy as np
 from smdlab.errors import InvalidInput
 from smdlab.model.job import Job
 from smdlab.model.pipeline import check_level, with_worker_resources
-from smdlab.solve.backends import FlatModel, solve_flat
+from smdlab.solve.backends import Backend, FlatModel, solve_flat
 from smdlab.solve.instance import fits, job_speeds, pareto_mask, task_vectors
 
 CPU_LEVELS = (1.0, 2.0, 4.0, 8.0, 16.0)  # per worker, besides the job's demand
@@ -130,7 +130,7 @@ def solve_levels(
     menus: Sequence[Sequence[tuple[float, float]]] | None = None,
     *,
     mode: str = "wfbp",
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
 ) -> LevelSolution:
     """The exact allocation of (P) over (w, p, level) configurations (module docstring)."""
@@ -167,7 +167,7 @@ def level_weights(
     menus: Sequence[Sequence[tuple[float, float]]] | None = None,
     *,
     mode: str = "wfbp",
-    backend: str = "auto",
+    backend: Backend = "auto",
 ) -> list[np.ndarray]:
     """Per job, the LP relaxation's mass on each level of its menu (how much it wants each level)."""
     model, col, menus, _, _ = _build(jobs, resources, capacity, menus, mode)

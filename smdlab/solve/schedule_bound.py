@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.solve.backends import solve_lp
+from smdlab.solve.backends import Backend, solve_lp
 from smdlab.solve.instance import build_instance, check_cluster, check_jobs, pareto_mask
 
 BOUND_MAX_JOBS = 400  # above this the LP (jobs x configurations x intervals) is not worth its time
@@ -98,7 +98,7 @@ def mean_jct_lower_bound(
     mode: str = "wfbp",
     weights: Sequence[float] | None = None,
     ratio: float = 1.1,
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
 ) -> ScheduleBound:
     """Lower bound on the mean weighted JCT of every schedule of ``jobs`` (arrivals known) on ``cluster``.

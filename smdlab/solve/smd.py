@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.solve.backends import FlatModel, solve_flat
+from smdlab.solve.backends import Backend, FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fastest_configurations, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
+    Knapsack,
     KnapsackResult,
     knapsack_exact,
     knapsack_greedy,
@@ -81,7 +82,7 @@ def sum_of_ratios(
     gamma: np.ndarray,
     capacity: np.ndarray,
     *,
-    knapsack: str = "hull",
+    knapsack: Knapsack = "hull",
     start: tuple[np.ndarray, np.ndarray] | None = None,
     tol: float = 1e-6,
     max_iter: int = 30,
@@ -89,7 +90,7 @@ def sum_of_ratios(
     eps: float = 0.1,
     max_backtracks: int = 3,
     patience: int = 3,
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
     mask: np.ndarray | None = None,
     polish: bool = True,
@@ -294,7 +295,8 @@ def sum_of_ratios(
     )
 
 
-SELECTIONS = ("objective", "smith")
+Selection = Literal["objective", "smith"]
+SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 
 
 def _most_profitable_per_demand(
@@ -376,7 +378,7 @@ def select_jobs(
     inst: Instance,
     *,
     rule: str = "objective",
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
 ) -> tuple[np.ndarray, str]:
     """Outer selection (6.3): which jobs start now.
@@ -443,7 +445,7 @@ class SmdResult:
 
 
 def _unit_selection(
-    inst: Instance, backend: str, time_limit: float | None
+    inst: Instance, backend: Backend, time_limit: float | None
 ) -> tuple[np.ndarray, str]:
     """The 0/1 knapsack over the (1, 1) demands with profit defer_i - omega_i d_i(1, 1) (> 0 only)."""
     profit = inst.defer_cost - inst.weight * inst.base_duration
@@ -468,11 +470,11 @@ def _unit_selection(
 def smd(
     inst: Instance,
     *,
-    knapsack: str = "hull",
-    selection: str = "objective",
+    knapsack: Knapsack = "hull",
+    selection: Selection = "objective",
     tol: float = 1e-6,
     max_iter: int = 30,
-    backend: str = "auto",
+    backend: Backend = "auto",
     time_limit: float | None = None,
     polish: bool = True,
 ) -> SmdResult:
@@ -516,8 +518,8 @@ def smd(
     return SmdResult(w, p, selected, r, note)
 
 
-def _allocate(inst: Instance, selected: np.ndarray, *, search: bool, knapsack: str, tol: float,
-              max_iter: int, backend: str, time_limit: float | None, polish: bool):  # fmt: skip
+def _allocate(inst: Instance, selected: np.ndarray, *, search: bool, knapsack: Knapsack, tol: float,
+              max_iter: int, backend: Backend, time_limit: float | None, polish: bool):  # fmt: skip
     """(w, p, RatioResult or None, note): Jong's iteration on the ``selected`` jobs, then (``search`` and ``polish``) ``defer_search``."""
     w = np.zeros(inst.n, dtype=int)
     p = np.zeros(inst.n, dtype=int)

@@ -24,6 +24,7 @@ from smdlab.model.pipeline import bundled_pipeline
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.solve import solve
+from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
 from smdlab.viz.racks import rack_figure, solution_snapshot
@@ -50,7 +51,7 @@ METHOD_CHOICES: tuple[tuple[str, str], ...] = (
     ("LP + rounding", "lp_round"),
     ("exact MILP (background)", "milp"),
 )
-_FAST_FOR = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
+_FAST_FOR: dict[str, Method] = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
 DEFAULT_MILP_TIME_LIMIT = 5.0
 # How long a change waits for the background MILP before drawing the bounds figure without it:
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.

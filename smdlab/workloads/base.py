@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.demands import task_demands
 from smdlab.model.job import DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job
@@ -39,7 +39,8 @@ from smdlab.model.timing import MODES, speed_table
 
 DEFAULT_CUSTOM_BATCH = 128  # global batch of a hand-built profile (bundled ones carry their own)
 MAX_CAP = 1024  # Job's largest max_workers / max_ps
-DEMAND_RULES = ("per_network", "uniform", "gpu_only")
+DemandRule = Literal["per_network", "uniform", "gpu_only"]
+DEMAND_RULES: tuple[DemandRule, ...] = get_args(DemandRule)
 GPU_ONLY_WORKER_DEMAND: Mapping[str, float] = {"gpu": 1.0}  # a GPU-only task reserves one GPU only
 DEFAULT_TASK_BW_GBPS = 10.0
 
@@ -191,9 +192,8 @@ def calibrated_jobs(
     (None: no data stage). gpu_only: GPU-only jobs (``Job.gpu_only``, no data stage), calibrated
     at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
     """
-    gang = gpu_only if gang is None else gang
-    if not isinstance(gang, bool) or not isinstance(gpu_only, bool):
-        raise InvalidInput(f"gang and gpu_only must be True or False, got {gang!r}, {gpu_only!r}")
+    gpu_only = check_bool("gpu_only", gpu_only)
+    gang = gpu_only if gang is None else check_bool("gang", gang)
     check_choice("mode", mode, MODES)
     cap_factor = check_positive(
         "cap_factor", cap_factor

@@ -41,8 +41,6 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     restart_s = 30  # seconds without progress after a re-allocation or a resume
     unfit = "skip"  # skip | raise
     # sharing_degree = 2  # jobs a GPU may hold at once (default: each policy's own, else 1)
-    # former keys, still read: elastic = true|false (execution elastic|non_elastic),
-    # delta = seconds (slot_s; 0: none)
 
     [policy_options.NAME]  # keyword options of policy NAME
 """
@@ -55,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import DEFAULT_RESOURCES, MAX_MACHINES, Cluster
@@ -68,7 +66,8 @@ from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WORKLOAD_KINDS = ("synthetic", "philly", "csv", "omru-image", "omru-action")
+WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action"]
+WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 _TOP_KEYS = (
     "name",
     "seed",
@@ -86,10 +85,13 @@ _SIM_KEYS = (
     "slot_s",
     "restart_s",
     "unfit",
-    "elastic",
-    "delta",
     "sharing_degree",
 )
+# Former keys of [simulation] (removed in 0.2) -> what replaces them.
+_FORMER_SIM_KEYS = {
+    "elastic": 'execution = "elastic" (was elastic = true) or "non_elastic" (was false)',
+    "delta": "slot_s = seconds between periodic decision points (was delta)",
+}
 _COMMON_WL = (
     "kind",
     "jobs",
@@ -172,7 +174,7 @@ class Scenario:
     workload: workload spec (``kind`` plus that kind's options, see the module docstring).
     policies: registered policy names to run.
     policy_options: per policy, keyword options for its constructor.
-    simulation: simulator options (mode, execution, slot_s, restart_s, unfit; former elastic, delta).
+    simulation: simulator options (mode, execution, slot_s, restart_s, unfit, sharing_degree).
     base_dir: folder that relative workload paths are resolved against.
     """
 
@@ -435,7 +437,12 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
 def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(s, Mapping):
         raise InvalidInput(f"simulation must be a table, got {s!r}")
-    _unknown("simulation", s, _SIM_KEYS)
+    for key, use in _FORMER_SIM_KEYS.items():
+        if s.get(key) is not None:
+            raise InvalidInput(
+                f"simulation.{key} is a former key, removed in 0.2; use simulation.{use}"
+            )
+    _unknown("simulation", {k: v for k, v in s.items() if k not in _FORMER_SIM_KEYS}, _SIM_KEYS)
     out = {
         "mode": "wfbp",
         "execution": "natural",
@@ -445,12 +452,8 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     }
     check_choice("simulation.mode", out["mode"], MODES)
     check_choice("simulation.execution", out["execution"], ("natural", *EXECUTIONS))
-    if "elastic" in out and not isinstance(out["elastic"], bool):
-        raise InvalidInput(f"simulation.elastic must be true or false, got {out['elastic']!r}")
     if "slot_s" in out:
         out["slot_s"] = check_positive("simulation.slot_s", out["slot_s"])
-    if "delta" in out:
-        out["delta"] = check_positive("simulation.delta", out["delta"], allow_zero=True)
     out["restart_s"] = check_positive("simulation.restart_s", out["restart_s"], allow_zero=True)
     check_choice("simulation.unfit", out["unfit"], ("skip", "raise"))
     if "sharing_degree" in out:

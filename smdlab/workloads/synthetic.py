@@ -47,7 +47,7 @@ choice of workers and PSs matters; pass ``gpu_mix`` to change it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -72,7 +72,8 @@ from smdlab.workloads.base import (
 )
 
 DEFAULT_GPU_MIX: Mapping[int, float] = {1: 0.5, 2: 0.15, 4: 0.15, 8: 0.12, 16: 0.06, 32: 0.02}
-LENGTH_RULES = ("drawn", "per_network")
+LengthRule = Literal["drawn", "per_network"]
+LENGTH_RULES: tuple[LengthRule, ...] = get_args(LengthRule)
 PER_NETWORK_LENGTH_SEED = 0  # seeds the per-network duration table of lengths="per_network"
 MAX_JOBS = (
     1_000_000  # a bound on generated workloads (far beyond what a simulation of them can run)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -55,7 +56,8 @@ from smdlab.workloads.base import (
 
 TRACE_COLUMNS = ("timestamp", "duration", "num_gpus")
 JOB_TABLE_COLUMNS = ("network", "arrival", "samples")
-UNSORTED = ("sort", "raise")
+OnUnsorted = Literal["sort", "raise"]
+UNSORTED: tuple[OnUnsorted, ...] = get_args(OnUnsorted)
 
 
 def philly_path() -> Path:
@@ -220,6 +222,14 @@ def _start_index(trace: pd.DataFrame, start: int | str, path: Path) -> int:
             f"{path}: start {start!r} is after the last job of the trace: the window holds no job"
         )
     return i
+
+
+def trace_size(path: str | os.PathLike | None = None, on_unsorted: str = "sort") -> int:
+    """How many jobs a Philly-format trace holds (default: the bundled Philly trace)."""
+    p = _as_path(path) if path is not None else philly_path()
+    st = p.stat()
+    on_unsorted = check_choice("on_unsorted", on_unsorted, UNSORTED)
+    return len(_parsed_trace(str(p.resolve()), st.st_mtime_ns, st.st_size, on_unsorted))
 
 
 def load_philly(

@@ -254,7 +254,7 @@ class BatchPlanPolicy(Policy):
             free -= usage(tasks, a, gm, m)
             allocations.append(Allocation(name, w, ps, Placement(tasks)))
         preempt: list[str] = []
-        if not state.elastic:
+        if state.execution != "elastic":
             preempt = moved  # preemptive: restart on the new GPU count (work done is kept)
         return Decision(tuple(allocations), tuple(preempt), note=self.name)
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_positive
+from smdlab.errors import check_bool, check_positive
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
@@ -50,9 +50,7 @@ class GavelRounds(Policy):
 
     def __init__(self, round_s: float = ROUND_S, aware: bool = True) -> None:
         self.round_s = check_positive("round_s", round_s)
-        if not isinstance(aware, (bool, np.bool_)):
-            raise InvalidInput(f"aware must be True or False, got {aware!r}")
-        self.aware = bool(aware)
+        self.aware = check_bool("aware", aware)
         self.reset()
 
     def reset(self) -> None:

@@ -4,7 +4,7 @@ Source: Mohan, Phanishayee, Kulkarni, Chidambaram, "Looking Beyond GPUs for DNN 
 Multi-Tenant Clusters", OSDI 2022; simulator msr-fiddle/synergy (MIT). Read, not copied.
 
 Each decision is one lease round (the paper's simulator: 300 s; run the simulator with
-``delta=LEASE_S``): every running and queued job is ordered by the base policy, jobs are picked
+``slot_s=LEASE_S``): every running and queued job is ordered by the base policy, jobs are picked
 in that order while their GPUs fit in the cluster's GPUs (a job that does not fit is skipped,
 the next may still fit), and the picked jobs get CPU and memory per worker by the policy's rule,
 placed on an empty copy of the cluster in priority order. The round's plan replaces the last:

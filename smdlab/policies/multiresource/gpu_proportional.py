@@ -2,7 +2,7 @@
 
 Source: Mohan et al., "Looking Beyond GPUs for DNN Scheduling on Multi-Tenant Clusters", OSDI
 2022 (section 2: today's schedulers give a job CPU and memory in proportion to its GPUs).
-Mode: preemptive lease rounds (``LEASE_S`` = 300 s; run with ``delta=LEASE_S``), as every policy
+Mode: preemptive lease rounds (``LEASE_S`` = 300 s; run with ``slot_s=LEASE_S``), as every policy
 of Synergy's simulator. Each picked job's workers get the GPU-proportional share
 (``synergy_rounds.proportional_levels``) whatever the job needs; a job whose tasks do not fit
 waits for the next round. Order: the ``base`` policy (fifo, srtf or las), default fifo.

@@ -34,6 +34,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import networkx as nx
 import numpy as np
@@ -61,7 +62,8 @@ from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
 SLOT_S = 300.0
-VARIANTS = ("s", "l")
+Variant = Literal["s", "l"]  # Muri-S (shortest first) or Muri-L (least attained service)
+VARIANTS: tuple[Variant, ...] = get_args(Variant)
 Entry = QueuedJob | RunningJob
 
 

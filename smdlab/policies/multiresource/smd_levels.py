@@ -44,7 +44,7 @@ class SMDLevels(SMD):
             return {}
         cluster = state.cluster
         free = np.asarray(state.free, dtype=float)
-        if state.elastic:  # what the running jobs hold is re-allocated too
+        if state.execution == "elastic":  # what the running jobs hold is re-allocated too
             free = free + sum((self._held(r, state) for r in state.running), np.zeros_like(free))
         top = (
             float(free[:, cluster.resources.index("cpu")].max())

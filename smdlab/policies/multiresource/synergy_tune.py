@@ -2,7 +2,7 @@
 
 Source: Mohan, Phanishayee, Kulkarni, Chidambaram, "Looking Beyond GPUs for DNN Scheduling on
 Multi-Tenant Clusters", OSDI 2022, section 4 (Synergy-TUNE); simulator msr-fiddle/synergy (MIT).
-Mode: preemptive lease rounds (``LEASE_S`` = 300 s; run with ``delta=LEASE_S``).
+Mode: preemptive lease rounds (``LEASE_S`` = 300 s; run with ``slot_s=LEASE_S``).
 
 Rule, per round, for the jobs the ``base`` policy (fifo, srtf or las) picks while GPUs last, in
 priority order:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import heapq
+from typing import Literal, get_args
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import FORMER_VARIANT, check_bool, check_choice, reject_former
 from smdlab.model.job import Job
 from smdlab.policies.base import (
     DEFAULT_SLOT_S,
@@ -22,9 +23,10 @@ from smdlab.policies.toolkit import (
     total_capacity,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices, task_vectors
-from smdlab.solve.ledger import Ledger
+from smdlab.solve.instance import demand_matrices, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, prefer, rack_preference, usage
+
+NodeChoice = Literal["fit", "dl2"]  # the machine rule of a bundle (class docstring)
 
 
 class DRF(Policy):
@@ -32,7 +34,7 @@ class DRF(Policy):
 
     Every rule, whether it follows the source, and why: docs/baselines.md (section DRF).
 
-    Default (``variant="paper"``), the paper's Algorithm 1 with DL2's port (``drf_env.py``,
+    The paper's Algorithm 1 with DL2's port (``drf_env.py``,
     ``DRF_Env._schedule``) for what the paper leaves open:
     - Progressive filling: repeatedly give one bundle (one worker and one PS) to the job of
       smallest dominant share (its largest share of any resource over the pooled capacity of the
@@ -52,43 +54,33 @@ class DRF(Policy):
       stops at either cap).
     - Natural mode: elastic, every ``slot_s`` = 1,200 s (DL2 re-runs the filling from zero for
       every unfinished job at each time slot, ``TS_DURATION = 1200.0`` in its ``parameters.py``;
-      DL2 also trains its network to imitate this DRF): with ``state.elastic`` every running
+      DL2 also trains its network to imitate this DRF): in elastic execution every running
       and queued job is filled afresh on the whole capacity; a
       running job whose allocation and placement come out unchanged keeps running as it is, one
       left without a bundle is preempted. Not elastic: only queued jobs are filled, in the free
       capacity. Job weights are ignored (plain DRF). Not work conserving: what the filling
       leaves idle stays idle; ``work_conserving=True`` passes each decision through
       ``toolkit.work_conserving_fill`` (elastic execution only).
-
-    ``variant="smdlab"``, smdlab's earlier port: a job whose bundle does not fit is skipped and the
-    filling goes on with the others; a bundle's tasks go to a machine the job already uses if they
-    fit there, else first fit, and may sit on two machines; a job at ``max_ps`` PSs gets workers
-    alone; in elastic mode running jobs join with their current shares and only grow.
     """
 
     name = "drf"
     execution = "elastic"
     executions = ("non_elastic", "elastic")
     slot_s = DEFAULT_SLOT_S  # DL2's time slot (parameters.py, TS_DURATION)
-    VARIANTS = ("paper", "smdlab")
 
-    NODE_CHOICES = ("fit", "dl2")
+    NODE_CHOICES: tuple[NodeChoice, ...] = get_args(NodeChoice)
 
     def __init__(
-        self, variant: str = "paper", work_conserving: bool | None = None, node_choice: str = "fit"
+        self, work_conserving: bool = False, node_choice: str = "fit", variant: None = None
     ) -> None:
-        self.variant = check_choice("variant", variant, self.VARIANTS)
+        if variant is not None:  # a former option: one line naming what replaces it
+            reject_former("DRF", {"variant": variant}, FORMER_VARIANT)
         self.node_choice = check_choice("node_choice", node_choice, self.NODE_CHOICES)
-        if work_conserving is not None and not isinstance(work_conserving, bool):
-            raise InvalidInput(f"work_conserving must be True or False, got {work_conserving!r}")
-        self.work_conserving = variant == "smdlab" if work_conserving is None else work_conserving
+        self.work_conserving = check_bool("work_conserving", work_conserving)
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the job of smallest dominant share, until the next one does not fit."""
-        if self.variant == "smdlab":
-            decision = self._decide_smdlab(state)
-        else:
-            decision = self._decide_paper(state)
+        decision = self._decide_paper(state)
         # elastic execution only; the paper stops at the first misfit and leaves the rest idle
         return work_conserving_fill(state, decision) if self.work_conserving else decision
 
@@ -101,7 +93,7 @@ class DRF(Policy):
         machine_inv = inverse_capacity(machine_cap)
         free = np.array(state.free, dtype=float, copy=True)
         queued = queued_jobs(state)
-        running = list(state.running) if state.elastic else []
+        running = list(state.running) if state.execution == "elastic" else []
         for r in running:  # the filling starts from zero for every job: release what they hold
             free += usage(r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0])
         jobs = [q.job for q in queued] + [r.job for r in running]
@@ -166,85 +158,6 @@ class DRF(Policy):
                 share = float((w[i] * bundle[i] * inv).max())
                 heapq.heappush(heap, (share, arrival, name, i))
         return _decision(state, jobs, w, w, tasks)
-
-    def _decide_smdlab(self, state: ClusterState) -> Decision:
-        """The ``smdlab`` variant: skip a misfit job, locality/first-fit bundles, grow from current shares."""
-        cluster = state.cluster
-        cap = total_capacity(state)
-        inv = inverse_capacity(cap)
-        ledger = Ledger(state.free)
-        queued = queued_jobs(state)
-        running = list(state.running) if state.elastic else []
-        for r in running:
-            ledger.preload(r.job.name, r.placement.tasks)
-        jobs = [q.job for q in queued] + [r.job for r in running]
-        if not jobs:
-            return Decision()
-        alpha, gamma = demand_matrices(jobs, cluster)
-        kind = demand_kinds(alpha, gamma).tolist()
-        w = [0] * len(queued) + [r.workers for r in running]
-        p = [0] * len(queued) + [r.ps for r in running]
-        start = list(zip(w, p))
-
-        def share(i: int) -> float:
-            return float(((w[i] * alpha[i] + p[i] * gamma[i]) * inv).max())
-
-        # First bundles that fit nowhere, by demand kind: free capacity only shrinks during the
-        # filling and a first bundle is placed by plain first fit, so every later job still at
-        # (0, 0) with the same demands is skipped without a search (long queues).
-        dead = [False] * (max(kind) + 1)
-
-        def bundle(i: int) -> bool:
-            """Give job i one more bundle if it fits (and it is under its caps)."""
-            if w[i] == 0 and dead[kind[i]]:
-                return False
-            job = jobs[i]
-            if w[i] >= job.max_workers:
-                return False
-            name, add_ps = job.name, p[i] < job.max_ps
-            placed = (
-                ledger.add_pair(name, alpha[i], gamma[i])
-                if add_ps
-                else ledger.add_task(name, "worker", alpha[i])
-            )
-            if placed is None:
-                if w[i] == 0:
-                    dead[kind[i]] = True
-                return False
-            w[i] += 1
-            p[i] += 1 if add_ps else 0
-            return True
-
-        # The filling pops the smallest (share, arrival, index). Jobs at share 0 (every queued
-        # job) come first, in (arrival, index) order, each as long as its share stays 0; the
-        # rest go through a heap.
-        heap = []
-        zero = []
-        for i in range(len(jobs)):
-            s0 = share(i) if w[i] else 0.0
-            if s0 == 0.0:
-                zero.append((jobs[i].arrival, i))
-            else:
-                heap.append((s0, jobs[i].arrival, i))
-        if running:
-            zero.sort()
-        for _, i in zero:
-            while bundle(i):
-                s1 = share(i)
-                if s1 > 0.0:
-                    heap.append((s1, jobs[i].arrival, i))
-                    break
-        heapq.heapify(heap)
-        while heap:
-            _, _, i = heapq.heappop(heap)
-            if bundle(i):
-                heapq.heappush(heap, (share(i), jobs[i].arrival, i))
-        allocations = tuple(
-            Allocation(jobs[i].name, w[i], p[i], ledger.placement(jobs[i].name))
-            for i in range(len(jobs))
-            if w[i] > 0 and (w[i], p[i]) != start[i]
-        )
-        return Decision(allocations)
 
 
 def _decision(

@@ -18,9 +18,7 @@ first-fit decreasing (``smdlab.solve.placement.first_fit``).
 
 from __future__ import annotations
 
-import numpy as np
-
-from smdlab.errors import InvalidInput
+from smdlab.errors import check_bool
 from smdlab.policies.base import ClusterState, Decision, Policy
 from smdlab.policies.toolkit import admit_bundles
 
@@ -33,9 +31,7 @@ class FIFO(Policy):
     executions = ("non_elastic",)
 
     def __init__(self, backfill: bool = False) -> None:
-        if not isinstance(backfill, (bool, np.bool_)):
-            raise InvalidInput(f"backfill must be True or False, got {backfill!r}")
-        self.backfill = bool(backfill)
+        self.backfill = check_bool("backfill", backfill)
 
     def decide(self, state: ClusterState) -> Decision:
         """Queued jobs in arrival order until one does not fit (strict) or through the queue (backfill)."""

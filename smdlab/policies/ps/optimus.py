@@ -11,13 +11,19 @@ from types import MappingProxyType
 import numpy as np
 from scipy.optimize import nnls
 
-from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import (
+    FORMER_VARIANT,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    reject_former,
+)
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.optimus_form import SpeedModel, design_matrix, fit_speed_model
 from smdlab.model.timing import MODES, iteration_time_table
 from smdlab.policies.base import (
-    DEFAULT_SLOT_S,
     Allocation,
     ClusterState,
     Decision,
@@ -29,10 +35,7 @@ from smdlab.policies.ps._convergence import (
     ConvergenceEstimator,
 )
 from smdlab.policies.toolkit import (
-    Target,
-    assemble,
     queued_jobs,
-    running_by_arrival,
     total_capacity,
     work_conserving_fill,
 )
@@ -40,8 +43,6 @@ from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import (
     TOL,
     capacity_matrix,
-    consolidated_tasks,
-    dominant_share,
     first_fit_tasks,
     rack_preference,
     usage,
@@ -102,6 +103,11 @@ def profile_job(
 # drawn uniformly from 1..10 without repeats until a job kind has 8 points.
 DIAGONAL_RANGE = (1, 10)
 DIAGONAL_POINTS = 8
+# Former options of Optimus (removed in 0.2) -> what replaces them.
+FORMER_OPTIONS = {
+    **FORMER_VARIANT,
+    "points": "use noise and seed: the profiling is the source's (diagonal points, DIAGONAL_RANGE)",
+}
 SLOT_S = 600.0  # TS_INTERVAL in scheduler/params.py: every allocation is rebuilt each slot
 
 
@@ -175,7 +181,7 @@ class Optimus(Policy):
     Every rule, whether it follows the source (pengyanghua/optimus), and why: docs/baselines.md
     (section Optimus).
 
-    Default (``variant="source"``), ``scheduler/optimus_scheduler.py`` (``UTIL_Scheduler._schedule``,
+    As ``scheduler/optimus_scheduler.py`` (``UTIL_Scheduler._schedule``,
     ``__update_util_queue``, ``__place``), ``estimator.py`` and ``params.py``:
     - Natural mode: elastic. Every ``slot_s`` = 600 s (``TS_INTERVAL``) every unfinished
       job's allocation is rebuilt from nothing: jobs in arrival order get one worker and one PS
@@ -198,53 +204,28 @@ class Optimus(Policy):
     - Job weights are ignored, as in the source.
     - Not work conserving: GPUs the source leaves idle stay idle. ``work_conserving=True`` passes
       each decision through ``toolkit.work_conserving_fill`` (elastic execution only).
-
-    ``variant="smdlab"``, smdlab's earlier port: gains divided by the dominant *share*, every
-    feasible addition considered until none helps or fits (no stop at the first misfit), exact
-    remaining samples, profiling on ``points`` (off-diagonal too), largest jobs placed first on
-    the fewest servers with shrinking; in elastic mode a running job whose allocation is unchanged
-    keeps its placement; the decision then goes through the shared work-conserving fill
-    (``toolkit.work_conserving_fill``: GPUs the pooled allocation or placement left idle go to
-    jobs that speed up with them); slot_s = 1,200 s, DL2's slot (``parameters.py: TS_DURATION``), the
-    clock SMD, the MILP and DRF share.
     """
 
     name = "optimus"
     execution = "elastic"
     executions = ("non_elastic", "elastic")
     slot_s = SLOT_S
-    VARIANTS = ("source", "smdlab")
 
     def __init__(
         self,
-        variant: str = "source",
         oracle: bool = False,
-        points: Sequence[tuple[int, int]] = DEFAULT_PROFILE_POINTS,
         noise: float = 0.0,
         seed: int = 0,
         loss_noise: float = DEFAULT_LOSS_NOISE,
-        work_conserving: bool | None = None,
+        work_conserving: bool = False,
+        variant: None = None,
+        points: None = None,
     ):
-        self.variant = check_choice("variant", variant, self.VARIANTS)
-        self.work_conserving = _flag("work_conserving", work_conserving, variant == "smdlab")
-        # the smdlab port re-decides on the clock shared with SMD, the MILP and DRF (DL2's slot)
-        self.slot_s = SLOT_S if variant == "source" else DEFAULT_SLOT_S
-        self.oracle = _flag("oracle", oracle, False)
-        if (
-            isinstance(points, (str, bytes))
-            or not isinstance(points, Sequence)
-            or not all(
-                isinstance(pt, Sequence) and not isinstance(pt, str) and len(pt) == 2
-                for pt in points
-            )
-        ):
-            raise InvalidInput(f"points must be a list of (workers, ps) pairs, got {points!r}")
-        pts = [
-            (check_int("points[].workers", w, 1), check_int("points[].ps", p, 1)) for w, p in points
-        ]
-        if not pts:
-            raise InvalidInput("points must list at least one (workers, ps) pair")
-        self.points = tuple(pts)
+        for key, value in (("variant", variant), ("points", points)):
+            if value is not None:  # a former option: one line naming what replaces it
+                reject_former("Optimus", {key: value}, FORMER_OPTIONS)
+        self.work_conserving = check_bool("work_conserving", work_conserving)
+        self.oracle = check_bool("oracle", oracle)
         self.noise = check_positive("noise", noise, allow_zero=True)
         self.seed = check_int("seed", seed, 0)
         self.estimator = ConvergenceEstimator(loss_noise, self.seed)
@@ -260,10 +241,7 @@ class Optimus(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Rebuild every job's allocation by marginal utility, then place jobs smallest first."""
-        if self.variant == "smdlab":
-            decision = self._decide_smdlab(state)
-        else:
-            decision = self._decide_source(state)
+        decision = self._decide_source(state)
         # elastic execution only; the source leaves what it cannot use idle
         return work_conserving_fill(state, decision) if self.work_conserving else decision
 
@@ -280,118 +258,10 @@ class Optimus(Policy):
             job.max_workers,
             job.max_ps,
             mode,
-            job.name if self.noise > 0 and self.variant == "smdlab" else None,
-            self.variant,
         )
         if key not in self._models:
-            if self.variant == "smdlab":
-                self._models[key] = profile_job(job, mode, self.points, self.noise, self.seed)
-            else:
-                self._models[key] = diagonal_profile(job, mode, self.noise, self.seed)
+            self._models[key] = diagonal_profile(job, mode, self.noise, self.seed)
         return self._models[key]
-
-    def allocate(
-        self,
-        jobs: Sequence[Job],
-        remaining: Sequence[float],
-        free: np.ndarray,
-        capacity: np.ndarray,
-        cluster: Cluster,
-        mode: str,
-    ) -> list[tuple[int, int]]:
-        """Optimus' marginal-gain allocation on pooled ``free`` capacity; (0, 0) for a job not admitted.
-
-        Jobs are admitted to (1, 1) in the given order; ``capacity`` (the whole cluster's pooled
-        capacity) is the denominator of dominant shares.
-        """
-        n = len(jobs)
-        K = len(cluster.resources)
-        alpha = np.array([task_vectors(j, cluster.resources)[0] for j in jobs]).reshape(n, K)
-        gamma = np.array([task_vectors(j, cluster.resources)[1] for j in jobs]).reshape(n, K)
-        left = np.array(free, dtype=float, copy=True)
-        W = np.zeros(n, dtype=int)
-        P = np.zeros(n, dtype=int)
-        for i in range(n):
-            need = alpha[i] + gamma[i]
-            if np.all(left + TOL >= need):
-                W[i], P[i] = 1, 1
-                left -= need
-        models = [self.model(j, mode) for j in jobs]
-        rem = np.asarray(remaining, dtype=float) * np.array([j.weight for j in jobs])
-        du_w = np.array([dominant_share(a, capacity) for a in alpha])
-        du_p = np.array([dominant_share(g, capacity) for g in gamma])
-        wcap = np.array([j.max_workers for j in jobs])
-        pcap = np.array([j.ps_slots for j in jobs])
-
-        def rtime(i: int, w: int, p: int) -> float:
-            return float(rem[i] / models[i].speed(w, p))
-
-        on = np.flatnonzero(W > 0)
-        gain_w = np.full(n, -np.inf)
-        gain_p = np.full(n, -np.inf)
-
-        def refresh(i: int) -> None:
-            now = rtime(i, W[i], P[i])
-            gain_w[i] = (now - rtime(i, W[i] + 1, P[i])) / du_w[i] if W[i] < wcap[i] else -np.inf
-            gain_p[i] = (now - rtime(i, W[i], P[i] + 1)) / du_p[i] if P[i] < pcap[i] else -np.inf
-
-        for i in on.tolist():
-            refresh(i)
-        while True:
-            fits_w = np.all(left[None] + TOL >= alpha, axis=1)
-            fits_p = np.all(left[None] + TOL >= gamma, axis=1)
-            gw = np.where(fits_w, gain_w, -np.inf)
-            gp = np.where(fits_p, gain_p, -np.inf)
-            iw, ip = int(np.argmax(gw)), int(np.argmax(gp))
-            best = max(gw[iw], gp[ip])
-            if not best > 0:
-                break
-            if gw[iw] >= gp[ip]:
-                W[iw] += 1
-                left -= alpha[iw]
-                refresh(iw)
-            else:
-                P[ip] += 1
-                left -= gamma[ip]
-                refresh(ip)
-        return list(zip(W.tolist(), P.tolist()))
-
-    def _decide_smdlab(self, state: ClusterState) -> Decision:
-        """The ``smdlab`` variant: share-normalised gains on exact remaining work, fewest-servers placement."""
-        cluster = state.cluster
-        queued = queued_jobs(state)
-        free = np.asarray(state.free, dtype=float).sum(axis=0)
-        entries: list[tuple[Job, float]] = []
-        if state.elastic:
-            for r in running_by_arrival(state):
-                a, g = task_vectors(r.job, cluster.resources)
-                free = free + r.workers * a + r.ps * g
-                entries.append((r.job, r.remaining))
-        entries += [(q.job, q.remaining) for q in queued]
-        if not entries:
-            return Decision()
-        alloc = self.allocate(
-            [j for j, _ in entries],
-            [rem for _, rem in entries],
-            free,
-            total_capacity(state),
-            cluster,
-            state.mode,
-        )
-        targets = [Target(j, w, p) for (j, _), (w, p) in zip(entries, alloc) if w > 0]
-        running = {r.job.name for r in state.running}
-        targets.sort(key=lambda t: (t.job.name not in running, -(t.workers + t.ps)))
-        rem_of = {j.name: rem for j, rem in entries}
-
-        def shrink(job: Job, w: int, p: int) -> tuple[int, int] | None:
-            m = self.model(job, state.mode)
-            options = [(w - 1, p)] if w > 1 else []
-            options += [(w, p - 1)] if p > 1 else []
-            if not options:
-                return None
-            return min(options, key=lambda c: (float(rem_of[job.name] / m.speed(*c)), -c[0]))
-
-        return assemble(state, targets, place=consolidated_tasks, shrink=shrink)
 
     # ---- the source's rules ---------------------------------------------------------------------
 
@@ -464,7 +334,7 @@ class Optimus(Policy):
         cluster = state.cluster
         free = np.array(state.free, dtype=float, copy=True)
         entries: list[tuple[Job, float]] = []
-        if state.elastic:  # rebuild: every running job releases what it holds
+        if state.execution == "elastic":  # rebuild: every running job releases what it holds
             for r in state.running:
                 free += usage(
                     r.placement.tasks, *task_vectors(r.job, cluster.resources), free.shape[0]
@@ -495,7 +365,7 @@ class Optimus(Policy):
             if prev is not None and sorted(prev.placement.tasks) == sorted(tasks):
                 continue  # same machines, same counts: the job runs on undisturbed
             allocations.append(Allocation(job.name, pl.workers, pl.ps, pl))
-        preempt = tuple(n for n in running if state.elastic and n not in placed)
+        preempt = tuple(n for n in running if state.execution == "elastic" and n not in placed)
         return Decision(tuple(allocations), preempt)
 
 
@@ -625,12 +495,3 @@ def _tasks_of(got: list[tuple[int, str]]) -> tuple[tuple[int, int, int], ...]:
         c = per.setdefault(m, [0, 0])
         c[0 if kind == "worker" else 1] += 1
     return tuple((m, c[0], c[1]) for m, c in sorted(per.items()))
-
-
-def _flag(field: str, value: bool | None, default: bool) -> bool:
-    """A boolean option (None: ``default``)."""
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise InvalidInput(f"{field} must be True or False, got {value!r}")
-    return value

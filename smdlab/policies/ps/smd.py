@@ -28,6 +28,7 @@ from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
+    from smdlab.solve.api import Method
     from smdlab.solve.solution import Solution
 
 
@@ -69,19 +70,20 @@ class SMD(Policy):
     """
 
     name = "smd"
-    method = "smd"
+    method: Method = "smd"
     execution = "elastic"
     executions = ("non_elastic", "elastic")
     slot_s = DEFAULT_SLOT_S
     _defaults: ClassVar[dict[str, Any]] = {"bound": False}
 
     def __init__(self, **options: Any):
-        from smdlab.solve import SOLVE_OPTIONS
+        from smdlab.solve import OPTIONS, SOLVE_OPTIONS
 
         allowed = SOLVE_OPTIONS[self.method]
         for key in options:
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
+        OPTIONS[self.method](**self.options)  # a bad value fails here, not at the first decision
         self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
 
     def _solve(
@@ -148,7 +150,9 @@ class SMD(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if state.elastic:  # then no GPU a job could use stays idle (work-conserving fill)
+        if (
+            state.execution == "elastic"
+        ):  # then no GPU a job could use stays idle (work-conserving fill)
             return work_conserving_fill(state, self._decide_elastic(state))
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)

@@ -31,9 +31,11 @@ possible with several resources per machine) waits for the next decision.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice
+from smdlab.errors import check_bool, check_choice
 from smdlab.model.job import Job
 from smdlab.policies.base import (
     Allocation,
@@ -71,6 +73,9 @@ def remaining_time_at_minimum(q: QueuedJob | RunningJob, mode: str) -> float:
     return q.remaining / float(base_speeds([q.job], mode)[0])
 
 
+Key = Literal["remaining_time", "progress"]  # what SRTF ranks by (class docstring)
+
+
 class SRTF(Policy):
     """Shortest remaining time (at the requested allocation) first; preemptive unless told not to be."""
 
@@ -78,12 +83,10 @@ class SRTF(Policy):
     execution: Execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
-    KEYS = ("remaining_time", "progress")
+    KEYS: tuple[Key, ...] = get_args(Key)
 
     def __init__(self, preemptive: bool = True, key: str = "remaining_time") -> None:
-        if not isinstance(preemptive, (bool, np.bool_)):
-            raise InvalidInput(f"preemptive must be True or False, got {preemptive!r}")
-        self.preemptive = bool(preemptive)
+        self.preemptive = check_bool("preemptive", preemptive)
         self.key = check_choice("key", key, self.KEYS)
         self.execution = "preemptive" if self.preemptive else "non_elastic"
         self._need: dict[

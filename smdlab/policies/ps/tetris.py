@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import FORMER_VARIANT, InvalidInput, check_positive, reject_former
 from smdlab.policies.base import Allocation, ClusterState, Decision, Policy
 from smdlab.policies.toolkit import inverse_capacity, queued_jobs, running_by_arrival
 from smdlab.solve.instance import base_speeds, demand_kinds, demand_matrices
@@ -45,7 +45,7 @@ class Tetris(Policy):
 
     Every rule, whether it follows the paper, and why: docs/baselines.md (section Tetris).
 
-    Default (``variant="paper"``), the paper's section 3:
+    The paper's section 3:
     - Alignment of a task on machine m is dot(free_m / cap_m, demand / cap_m): both vectors
       normalised by that machine's capacity (resources a machine lacks count 0). A bundle is one
       worker and one PS (a worker alone once the job has ``max_ps`` PSs); its worker goes to the
@@ -70,21 +70,17 @@ class Tetris(Policy):
     - Ties go to the earlier arrival. A job whose bundle fits nowhere is skipped for the rest of
       the decision. Non-elastic: only queued jobs receive bundles. Elastic: running jobs may also
       grow (never shrink), so Tetris never preempts.
-
-    ``variant="smdlab"``, smdlab's earlier port: remaining work is time only, the preference is
-    (smallest remaining work among candidates) / (the job's remaining work) added with the same
-    eps scaling, and no fairness knob (``fairness`` is ignored).
     """
 
     name = "tetris"
     execution = "non_elastic"
     executions = ("non_elastic", "elastic")
-    VARIANTS = ("paper", "smdlab")
     DEFAULT_FAIRNESS = 0.25
 
-    def __init__(self, weight: float = 1.0, fairness: float | None = None, variant: str = "paper"):
+    def __init__(self, weight: float = 1.0, fairness: float | None = None, variant: None = None):
+        if variant is not None:  # a former option: one line naming what replaces it
+            reject_former("Tetris", {"variant": variant}, FORMER_VARIANT)
         self.weight = check_positive("weight", weight, allow_zero=True)
-        self.variant = check_choice("variant", variant, self.VARIANTS)
         f = (
             self.DEFAULT_FAIRNESS
             if fairness is None
@@ -92,7 +88,7 @@ class Tetris(Policy):
         )
         if not f < 1:
             raise InvalidInput(f"fairness must be in [0, 1), got {fairness!r}")
-        self.fairness = f if variant == "paper" else 0.0
+        self.fairness = f
 
     def decide(self, state: ClusterState) -> Decision:
         """Bundles to the (job, machines) of best blended score, until none fits."""
@@ -104,7 +100,7 @@ class Tetris(Policy):
         jobs = [q.job for q in queued]
         remaining = [q.remaining for q in queued]
         ws, ps = [0] * len(jobs), [0] * len(jobs)
-        if state.elastic:
+        if state.execution == "elastic":
             for r in running_by_arrival(state):
                 ledger.preload(r.job.name, r.placement.tasks)
                 jobs.append(r.job)
@@ -124,8 +120,7 @@ class Tetris(Policy):
         work = np.asarray(remaining, dtype=float) / base_speeds(jobs, state.mode)
         pooled = cluster.capacity_vector.astype(float)
         pinv = np.where(pooled > 0, 1.0 / np.where(pooled > 0, pooled, 1.0), 0.0)
-        if self.variant == "paper":  # duration x resources (the paper's remaining work)
-            work = work * ((alpha + gamma) * pinv).sum(axis=1)
+        work = work * ((alpha + gamma) * pinv).sum(axis=1)  # duration x resources (the paper's)
         arrival_rank = np.argsort(
             np.argsort([j.arrival for j in jobs], kind="stable"), kind="stable"
         )
@@ -178,15 +173,9 @@ class Tetris(Policy):
                 order = np.lexsort((arrival_rank[idx], share[idx]))
                 cand = np.zeros_like(ok)
                 cand[idx[order[:keep]]] = True
-            if self.variant == "paper":
-                mean_work = work[cand].mean()
-                eps = self.weight * align[cand].mean() / mean_work if mean_work > 0 else 0.0
-                score = np.where(cand, align - eps * work, -np.inf)
-            else:
-                pref = work[ok].min() / np.maximum(work, 1e-300)
-                mean_pref = pref[ok].mean()
-                eps = self.weight * align[ok].mean() / mean_pref if mean_pref > 0 else 0.0
-                score = np.where(ok, align + eps * pref, -np.inf)
+            mean_work = work[cand].mean()
+            eps = self.weight * align[cand].mean() / mean_work if mean_work > 0 else 0.0
+            score = np.where(cand, align - eps * work, -np.inf)
             best = score.max()
             tied = np.flatnonzero(score >= best - 1e-12 * max(1.0, abs(best)))
             i = int(tied[np.argmin(arrival_rank[tied])])

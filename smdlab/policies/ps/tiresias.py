@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.base import (
@@ -104,9 +104,7 @@ class Tiresias(Policy):
         )
         self.max_workers = None if max_workers is None else check_int("max_workers", max_workers, 1)
         self.ps_per_worker = check_positive("ps_per_worker", ps_per_worker)
-        if not isinstance(preemption, (bool, np.bool_)):
-            raise InvalidInput(f"preemption must be True or False, got {preemption!r}")
-        self.preemption = bool(preemption)
+        self.preemption = check_bool("preemption", preemption)
         self._requests: dict[tuple[int, int], tuple] = {}
         self._gcache: dict[tuple[int, int, int], tuple[Job, float]] = {}
         self.reset()
