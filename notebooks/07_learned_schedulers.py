@@ -19,8 +19,9 @@
 # 1,200 s slot, rebuilds every job's allocation one task at a time. smdlab wraps its simulator in
 # a Gymnasium environment (`smdlab.rl.make_env`), so the same jobs, cluster and timing model serve
 # learned and hand-written policies alike. This notebook steps through one slot, watches a short
-# training run, and compares the shipped learned policies with the heuristics. The environment,
-# the agent and the measured results are specified in `docs/rl.md`.
+# training run, and compares the shipped learned policies with the heuristics. The environment
+# and the agent are specified in `docs/rl.md`; the measured results are in `EXPERIMENTS.md`,
+# "Learned schedulers: results".
 
 # %%
 import tempfile
@@ -131,8 +132,8 @@ table = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", 
 (table / table.loc["drf"] - 1).style.format("{:+.1%}")
 
 # %% [markdown]
-# The figure in `figures/learned_vs_heuristics.png` and the numbers in `docs/rl.md` use the held-out
-# seeds 1000-1009. To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
+# The figure in `figures/learned_vs_heuristics.png` and the numbers in `EXPERIMENTS.md` use the
+# held-out seeds 1000-1009. To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
 # `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.
 
 # %%
