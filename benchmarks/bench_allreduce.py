@@ -1,4 +1,4 @@
-"""Speed targets of issue 11: OMRU's GA (1,000 generations, 11 jobs) under 10 s; SJF-BCO's
+"""Speed targets: OMRU's GA (1,000 generations, 11 jobs) under 10 s; SJF-BCO's
 decision on 200 queued all-reduce jobs under 1 s. Prints a Markdown table (best of ``--repeat``).
 
     python benchmarks/bench_allreduce.py [--repeat N]

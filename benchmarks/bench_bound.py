@@ -1,4 +1,4 @@
-"""Lower bound on the mean JCT of a schedule (issue 9): tightness against the exact optimum of tiny batches, and LP size and time.
+"""Lower bound on the mean JCT of a schedule: tightness against the exact optimum of tiny batches, and LP size and time.
 
 Tiny batches: ``smdlab.solve.cases.small_instance`` with 3 and 4 jobs (all released at time 0,
 unit weights, pooled capacity), seeds 0-9; the exact optimum over every schedule with free

@@ -1,4 +1,4 @@
-"""Speed targets of issue 17: one placement decision on a 32-rack, 512-machine cluster under
+"""Speed targets: one placement decision on a 32-rack, 512-machine cluster under
 50 ms (``hetero_placement`` placing one queued job, every GPU type tried); one ``gavel_max_min``
 decision (LP plus round) over 200 jobs on the same cluster, reported for scale. Prints a Markdown
 table (best of ``--repeat``).

@@ -1,4 +1,4 @@
-"""One objective (issue 9): default SMD against the MILP optimum on tight instances, and one large decision.
+"""One objective: default SMD against the MILP optimum on tight instances, and one large decision.
 
 Instances: ``smdlab.solve.cases.tight_instance`` (n jobs on ceil(n / 4) 8-GPU servers, every
 task reserving 5-25 Gbps of a 100 Gbps NIC, so the NICs bind and not every job fits even at

@@ -1,4 +1,4 @@
-"""Speed target of issue 17 for rack-aware placement: one placement decision on a 32-rack,
+"""Speed target for rack-aware placement: one placement decision on a 32-rack,
 512-machine cluster under 50 ms. Times one ``liquid`` decision placing one queued 16-worker job
 (best fit over the racks that can hold it), one ``fifo`` decision through the shared rack-aware
 rule, and, for scale, one ``liquid`` decision starting a batch of four 4-worker jobs (best fit

@@ -1,4 +1,4 @@
-"""Speed targets of issue 13: fitting the co-location model under 10 s; one SJF-BSBF decision
+"""Speed targets: fitting the co-location model under 10 s; one SJF-BSBF decision
 over 500 queued jobs on a full 64-machine cluster (every GPU busy, so every queued job weighs
 every partner and accumulation setting) under 1 s. Prints a Markdown table (best of ``--repeat``).
 

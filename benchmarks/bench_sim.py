@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_sim.py [--jobs N] [--machines N] [--policies a,b]
 
 Each policy runs in its own process (so a slow one can be stopped at --timeout and none warms a
 cache for another), on the same jobs. Printed per policy: wall time of ``simulate`` (building the
-workload excluded), the target where the issue sets one (FIFO 10 s, SMD 60 s) and time/target,
+workload excluded), the target where there is one (FIFO 10 s, SMD 60 s) and time/target,
 decisions, scheduler time, jobs completed and mean JCT. CPU time (process time of the
 simulating process) is printed beside wall time: on a shared machine it is the steadier number. Policies whose module is not present are
 listed as missing.

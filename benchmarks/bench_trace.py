@@ -4,8 +4,8 @@ Usage: python benchmarks/bench_trace.py [--policies fifo,srtf,tiresias] [--machi
                                          [--jobs N] [--step 10000] [--markdown]
                                          [--demands gpu_only|per_network] [--progress 60]
 
-Cluster: 550 machines of 8 GPUs (4,400 GPUs): about the size of Philly (the issue's figure, about
-550 machines), every machine of the default shape; the jobs reserve GPUs only. Each policy runs
+Cluster: 550 machines of 8 GPUs (4,400 GPUs): about the size of Philly, every machine of the
+default shape; the jobs reserve GPUs only. Each policy runs
 in its own process with ``restart_s=0`` (trace parity) and ``record_history=False``. Printed per
 policy: wall and CPU time of ``simulate`` (loading excluded; targets FIFO 60 s, SRTF and Tiresias
 300 s), the CPU time per 1,000 jobs in each stretch of ``--step`` arrivals (how the cost grows

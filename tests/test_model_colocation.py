@@ -64,7 +64,7 @@ def test_factorised_beats_baseline_on_holdout(data, models):
     base = colocation_metrics(models["log_additive"], pairs[test])
     plain = colocation_metrics(models["factorised_no_overhead"], pairs[test])
     assert fac["mape_pct"] < plain["mape_pct"] < base["mape_pct"]
-    assert fac["mape_pct"] <= 12.0  # the target (docs/model.md, seeds 0-4)
+    assert fac["mape_pct"] <= 12.0  # the accuracy target (docs/model.md, seeds 0-4)
     assert fac["fit_accuracy"] >= 0.9 and fac["fit_accuracy_single_gpu"] >= 0.9
 
 

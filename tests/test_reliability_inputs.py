@@ -560,7 +560,7 @@ def test_cli_prints_one_line_and_exits_2(case, tmp_path, capfd):
     assert re.search(case.cli, err), f"{err!r} !~ {case.cli}"
 
 
-def test_table_covers_every_kind_of_input_the_issue_names():
+def test_table_covers_every_kind_of_bad_input():
     ids = " | ".join(c.id for c in CASES)
     for word in (
         "negative",

@@ -1,6 +1,6 @@
 """Work conservation of elastic policies: after a decision no GPU stays idle while a job could use it.
 
-Property (issue 9, item 5): in elastic execution, after a decision, no free GPU remains that a
+Property: in elastic execution, after a decision, no free GPU remains that a
 running or queued job below its caps could take (one more worker, with or without one more PS,
 placed in the capacity left free) and thereby speed up under the layered model. A queued job's
 first (1, 1) always speeds it up (from zero). Checked on random seeded worlds (a state and one

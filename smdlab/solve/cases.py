@@ -120,7 +120,7 @@ def tight_instance(
 ):
     """(jobs, cluster): ``n`` jobs on ceil(n / ``jobs_per_machine``) 8-GPU servers (or ``machines``), every task reserving ``bw_range`` Gbps.
 
-    The held-out class of issue 9: bundled networks, work 1e5-1e7 samples, weight 1 or 2, caps 16
+    The held-out class: bundled networks, work 1e5-1e7 samples, weight 1 or 2, caps 16
     workers and 16 PSs, worker (1-2 GPU, 2-8 CPU, 8-32 GB) and PS (2-8 CPU, 8-32 GB) demands, and
     per-task bandwidth drawn uniformly from ``bw_range`` (rounded to 0.5 Gbps) on 100 Gbps NICs:
     the NICs bind, and usually not every job fits even at (1, 1).

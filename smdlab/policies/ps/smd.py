@@ -58,7 +58,7 @@ class SMD(Policy):
       cannot hold even at (1, 1), is preempted (assumed: the paper's online mode is not specified
       beyond re-solving; smdlab lets the solver's selection decide). Then the shared
       work-conserving fill (``toolkit.work_conserving_fill``) gives GPUs the solution leaves idle
-      to jobs that speed up with them, so no usable GPU stays idle (issue 9's property).
+      to jobs that speed up with them, so no usable GPU stays idle (work conservation).
     - When no queued job's (1, 1) fits the free machines (a worker and a PS, on one machine or
       two), the decision is empty without a solve (its placement could start nothing).
     - A pooled cluster (no machines) is one virtual machine, index 0.
