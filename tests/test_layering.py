@@ -13,6 +13,7 @@ RANK = {
     "errors": 0,
     "paths": 0,
     "caches": 0,
+    "execution": 0,
     "model": 1,
     "testing": 1,
     "solve": 2,

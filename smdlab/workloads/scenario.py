@@ -64,7 +64,7 @@ from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
-from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
+from smdlab.execution import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
