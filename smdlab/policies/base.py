@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 
-
 def natural_execution(policy: Any) -> str:
     """The execution mode ``policy`` declares (class attribute ``execution``; non_elastic if none)."""
     mode = getattr(policy, "execution", "non_elastic")
@@ -159,7 +158,7 @@ class Allocation:
     group: a label shared by the allocations of jobs that interleave on one GPU set (Muri's
     group execution: up to 4 jobs, the same workers, PSs and placement; the group reserves the
     per-machine maximum of its members' demands and each member advances at the group's
-    interleaved iteration time, ``smdlab.model.pipeline.group_iteration_time``); None: alone.
+    interleaved iteration time, ``smdlab.model.interleave.group_iteration_time``); None: alone.
     sharing: how a group shares its GPUs instead (``SHARING_KINDS``): ``space`` (co-located at
     once, at most the run's sharing degree, each at the co-location model's predicted rate, GPU
     memory checked by the model) or ``time`` (time-sliced, each 1/n of the GPU time less the
