@@ -36,7 +36,8 @@ import ipywidgets as widgets
 import pandas as pd
 
 import smdlab
-from smdlab.model.pipeline import data_stage_times, saturation_cpu
+from smdlab.model.pipeline import data_stage_times
+from smdlab.model.timing import saturation_cpu
 from smdlab.viz.model import timeline_spec
 from smdlab.widgets.live import figure_widget, sync_figure
 

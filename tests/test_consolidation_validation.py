@@ -46,10 +46,10 @@ def test_consolidation_ratio_follows_the_links():
 def test_predictions_never_read_the_targets(monkeypatch):
     # Spread and consolidated multi-GPU rows are the targets: doubling them changes only
     # "measured"; GPU-type predictions come from datasheets and ignore every rate.
-    from smdlab.model import colocation
+    from smdlab.model import gavel_data
 
     base = consolidation_validation("tiny")
-    real = colocation.load_gavel_solo
+    real = gavel_data.load_gavel_solo
 
     def doctored() -> pd.DataFrame:
         df = real()
@@ -60,7 +60,7 @@ def test_predictions_never_read_the_targets(monkeypatch):
         )
         return df
 
-    monkeypatch.setattr(colocation, "load_gavel_solo", doctored)
+    monkeypatch.setattr(gavel_data, "load_gavel_solo", doctored)
     other = consolidation_validation("tiny")
     cons = base["quantity"] == "consolidation"
     assert np.allclose(other.loc[cons, "measured"], 2 * base.loc[cons, "measured"])

@@ -33,6 +33,7 @@ RANK = {
     "errors": 0,
     "paths": 0,
     "caches": 0,
+    "execution": 0,
     "model": 1,
     "testing": 1,
     "solve": 2,
@@ -160,17 +161,6 @@ def test_package_init_imports_nothing_above_its_lowest_module(path):
         )
 
 
-# The imports (inside functions) that close the cycles in model/: pipeline -> timing (Muri's
-# stage functions; closes timing <-> pipeline <-> job and timing -> allreduce -> job -> pipeline)
-# and gpu_types <-> colocation (Gavel's solo table). A parallel change removes them; delete this
-# allowance when it is merged.
-KNOWN_CYCLE_EDGES = {
-    ("smdlab.model.pipeline", "smdlab.model.timing"),
-    ("smdlab.model.colocation", "smdlab.model.gpu_types"),
-    ("smdlab.model.gpu_types", "smdlab.model.colocation"),
-}
-
-
 def test_no_import_cycle():
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
@@ -178,7 +168,6 @@ def test_no_import_cycle():
         for _, target in _imports(path, type_checking=False):
             if target in MODULES and target != module:
                 graph.add_edge(module, target)
-    graph.remove_edges_from(KNOWN_CYCLE_EDGES)
     cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 

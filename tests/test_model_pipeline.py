@@ -10,19 +10,17 @@ import pytest
 
 import smdlab
 from smdlab.errors import InvalidInput
+from smdlab.model.interleave import GROUP_OVERHEAD, interleaved_time, stage_times
 from smdlab.model.pipeline import (
-    GROUP_OVERHEAD,
     InputPipeline,
     check_sensitivity,
     data_stage_times,
-    interleaved_time,
     pipeline_table,
-    saturation_cpu,
-    stage_times,
     synergy_image_cpu_s_per_sample,
     synergy_sensitivity,
     with_worker_resources,
 )
+from smdlab.model.timing import saturation_cpu
 
 NETWORKS = smdlab.list_profiles()
 

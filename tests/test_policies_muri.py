@@ -9,12 +9,8 @@ import pytest
 
 import smdlab
 from smdlab import Cluster, Job
-from smdlab.model.pipeline import (
-    GROUP_OVERHEAD,
-    InputPipeline,
-    group_iteration_time,
-    stage_times,
-)
+from smdlab.model.input_pipeline import InputPipeline
+from smdlab.model.interleave import GROUP_OVERHEAD, group_iteration_time, stage_times
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.multiresource.muri import Muri
 from smdlab.policies.registry import get_policy
@@ -85,7 +81,7 @@ def test_interleaved_time_uses_muri_overhead():
     a = _job("a", cpu_s=1e-3, gpu_scale=0.2)
     b = _job("b", gpu_scale=5.0)
     rows = [[stage_times(j, 1, 1)[s] for s in ("storage", "cpu", "gpu", "network")] for j in (a, b)]
-    from smdlab.model.pipeline import interleaved_time
+    from smdlab.model.interleave import interleaved_time
 
     raw = interleaved_time(rows, overhead=False)
     assert interleaved_time(rows) == pytest.approx(raw * GROUP_OVERHEAD[2])
@@ -157,7 +153,7 @@ def test_matching_groups_complementary_jobs_and_is_fast():
 
 
 def test_vectorised_group_time_equals_the_reference():
-    from smdlab.model.pipeline import interleaved_time
+    from smdlab.model.interleave import interleaved_time
     from smdlab.policies.multiresource.muri import _group_time, _pair_times
 
     rng = np.random.default_rng(2)

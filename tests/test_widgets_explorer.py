@@ -355,7 +355,7 @@ def test_default_shares_differ_where_demands_differ():
 
 def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
     """One control: a large instance on which the exact MILP runs in the background and stops at its limit."""
-    import smdlab.widgets.explorer_app as mod
+    import smdlab.widgets.explorer_controls as mod
 
     # The real switch: 2,000 jobs on 500 machines. This one is still past the Gurobi licence's
     # size limit (HiGHS solves it) and far from solved in 0.05 s.

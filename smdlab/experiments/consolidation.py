@@ -122,7 +122,7 @@ def _batch(job_type: str) -> int:
 
 def _measured() -> ThroughputTable:
     """Gavel's measured rates of the job types whose networks the layered model knows."""
-    from smdlab.model.colocation import load_gavel_solo
+    from smdlab.model.gavel_data import load_gavel_solo
     from smdlab.model.gpu_types import ThroughputTable
 
     df = load_gavel_solo()

@@ -2,8 +2,9 @@
 
 from smdlab.model.cluster import DEFAULT_RESOURCES, Cluster, Machine
 from smdlab.model.demands import task_demands
+from smdlab.model.input_pipeline import InputPipeline, bundled_pipeline
+from smdlab.model.interleave import stage_times
 from smdlab.model.job import BATCH_MODES, DEFAULT_PS_DEMAND, DEFAULT_WORKER_DEMAND, Job, make_job
-from smdlab.model.pipeline import InputPipeline, bundled_pipeline, stage_times
 from smdlab.model.profiles import BYTES_PER_PARAM, LayerProfile, list_profiles, profile_info
 from smdlab.model.timing import (
     MODES,

@@ -50,7 +50,8 @@ from scipy.sparse import coo_matrix
 
 from smdlab.caches import COLOCATION, memoize
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.paths import data_dir
+from smdlab.model.gavel_data import load_gavel_pairs, load_gavel_solo  # re-exported
+from smdlab.model.gpu_types import GPU_TYPES
 
 SOLO_COLUMNS: tuple[str, ...] = ("gpu_type", "placement", "job_type", "scale_factor", "steps_per_s")
 PAIR_COLUMNS: tuple[str, ...] = (
@@ -71,16 +72,6 @@ _PARAMS: dict[str, tuple[str, ...]] = {
 }
 _REG = 0.01  # ridge weight on the parameters (keeps rarely seen job types near neutral)
 _MEM_SHARPNESS = 10.0  # logistic slope of the memory rule (units of 1/footprint)
-
-
-def load_gavel_solo() -> pd.DataFrame:
-    """Return Gavel's measured solo throughputs (the project's copy)."""
-    return pd.read_csv(data_dir() / "measurements" / "gavel_solo_throughputs.csv")
-
-
-def load_gavel_pairs() -> pd.DataFrame:
-    """Return Gavel's measured co-located pair throughputs (the project's copy)."""
-    return pd.read_csv(data_dir() / "measurements" / "gavel_colocated_throughputs.csv")
 
 
 def _check_columns(df: pd.DataFrame, columns: Sequence[str], name: str) -> None:
@@ -525,8 +516,6 @@ def largest_gpu_memory(cluster) -> tuple[str, float] | None:
     Untyped machines count as V100 (16 GB; the profiles' device). Datasheet memory per GPU type:
     ``smdlab.model.gpu_types.GPU_TYPES``.
     """
-    from smdlab.model.gpu_types import GPU_TYPES
-
     mems = {
         m.gpu_type or DEFAULT_SHARING_GPU: GPU_TYPES[m.gpu_type or DEFAULT_SHARING_GPU].memory_gb
         for m in cluster.machines

@@ -33,6 +33,7 @@ import pandas as pd
 
 from smdlab.caches import GAVEL_TABLES, memoize
 from smdlab.errors import InvalidInput
+from smdlab.model.gavel_data import load_gavel_solo
 
 __all__ = [
     "GAVEL_JOB_TYPES",
@@ -167,8 +168,6 @@ _ACTIVE: ContextVar[ThroughputTable | None] = ContextVar("smdlab_throughput_tabl
 
 @memoize(GAVEL_TABLES)
 def _bundled() -> ThroughputTable:
-    from smdlab.model.colocation import load_gavel_solo
-
     return ThroughputTable(load_gavel_solo(), "Gavel's throughput table")
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Literal, get_args, overload
+
+import numpy as np
 
 from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
-from smdlab.model.pipeline import InputPipeline, bundled_pipeline
+from smdlab.model.input_pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.profiles import LayerProfile
 
 BatchMode = Literal["global", "per_worker"]
@@ -277,6 +279,18 @@ class Job:
             return self.global_batch
         return self.per_worker_batch
 
+    @overload
+    def samples_per_iteration(self, workers: int) -> int: ...
+
+    @overload
+    def samples_per_iteration(self, workers: np.ndarray) -> int | np.ndarray: ...
+
+    def samples_per_iteration(self, workers: int | np.ndarray) -> int | np.ndarray:
+        """Samples one iteration on ``workers`` workers processes: M (global), workers x m (per worker)."""
+        if self.batch_mode == "global":
+            return self.global_batch
+        return workers * self.batch
+
     @property
     def worker_bw_bytes(self) -> float:
         """Worker NIC bandwidth B_w in bytes per second."""
@@ -343,6 +357,18 @@ class Job:
             + (", gpu_only" if self.gpu_only else "")
             + ")"
         )
+
+
+def job_memo(job: Job) -> dict:
+    """The job's own memo of its speed tables and demand rows (a per-object memo, not a cache: it
+    dies with the job, and ``Job.replace`` copies that change scheduling fields only share it).
+    Simulations look these up for every active job at every decision; the memo skips hashing the
+    value keys each time."""
+    memo = job.__dict__.get("_tables_memo")
+    if memo is None:
+        memo = {}
+        object.__setattr__(job, "_tables_memo", memo)
+    return memo
 
 
 def make_job(

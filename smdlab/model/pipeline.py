@@ -14,111 +14,57 @@ the layered model's iteration (compute + communication) overlap: the iteration t
 terms are at most ``tau_layered`` (saturation) the iteration time is the layered model's exactly.
 
 A job has a data stage only when ``Job.pipeline`` is set (``make_job(..., pipeline=True)``, the
-synthetic workload's default); a job without one is the layered model alone, as before.
+synthetic workload's default); a job without one is the layered model alone, as before. The
+pipeline's parameters are ``smdlab.model.input_pipeline``'s (re-exported here); where the data
+stage stops binding is ``smdlab.model.timing.saturation_cpu``; Muri's per-stage times are
+``smdlab.model.interleave``'s.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from smdlab.caches import JOB_VARIANTS, PIPELINE_TABLES, memoize
-from smdlab.errors import InvalidInput, check_positive
+from smdlab.errors import InvalidInput
+from smdlab.model.input_pipeline import (  # re-exported: the data stage's parameters
+    STORAGE_MB_S,
+    InputPipeline,
+    bundled_pipeline,
+    check_level,
+    pipeline_table,
+)
+from smdlab.model.job import Job
 from smdlab.paths import data_dir
 
-if TYPE_CHECKING:
-    from smdlab.model.job import Job
-    from smdlab.model.profiles import LayerProfile
+__all__ = [
+    "STORAGE_MB_S",
+    "SYNERGY_CPU_LEVELS",
+    "SYNERGY_IMAGE_MODELS",
+    "SYNERGY_MEM_LEVELS",
+    "InputPipeline",
+    "apply_data_stage",
+    "bundled_pipeline",
+    "check_level",
+    "check_sensitivity",
+    "data_stage_times",
+    "pipeline_table",
+    "samples_per_worker",
+    "synergy_image_cpu_s_per_sample",
+    "synergy_sensitivity",
+    "with_worker_resources",
+]
 
-# Storage read bandwidth per worker (MB/s). Assumption: one SATA-SSD-class stream per worker; the
-# figure is the per-server storage bandwidth of Synergy's simulated servers (msr-fiddle/synergy,
-# simulator/jobs/model.py, "GPU-24CPU-500GB-500MB/s"), given here to every worker.
-STORAGE_MB_S = 500.0
-STAGES = ("storage", "cpu", "gpu", "network")  # Muri's four resources, in pipeline order
 # Synergy's profiled grid (msr-fiddle/synergy, simulator/jobs/job.py cpu_val / mem_val).
 SYNERGY_CPU_LEVELS = (1, 2, 3, 4, 5, 6, 9, 12, 24)
 SYNERGY_MEM_LEVELS = (20.83, 62.5, 125.0, 187.5, 250.0)
 SYNERGY_IMAGE_MODELS = ("res18", "res50", "alexnet", "mobilenet", "shufflenet")
 
 
-@dataclass(frozen=True)
-class InputPipeline:
-    """Cost of feeding one sample to a worker.
-
-    cpu_s_per_sample: core-seconds to read, decode and augment one sample (>= 0).
-    sample_mb: megabytes read from storage per sample (>= 0).
-    dataset_gb: dataset size; a page cache this large removes every storage read (> 0).
-    storage_mb_s: storage read bandwidth of one worker (MB/s, > 0).
-    process_mem_gb: memory of the worker's own process (not available as page cache, >= 0).
-    """
-
-    cpu_s_per_sample: float
-    sample_mb: float
-    dataset_gb: float
-    storage_mb_s: float = STORAGE_MB_S
-    process_mem_gb: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name, zero_ok in (
-            ("cpu_s_per_sample", True),
-            ("sample_mb", True),
-            ("dataset_gb", False),
-            ("storage_mb_s", False),
-            ("process_mem_gb", True),
-        ):
-            v = check_positive(f"pipeline {name}", getattr(self, name), allow_zero=zero_ok)
-            object.__setattr__(self, name, v)
-
-    def cache_fraction(self, mem_gb: float | np.ndarray) -> np.ndarray:
-        """Fraction of the dataset held in the page cache with ``mem_gb`` per worker."""
-        return np.clip((np.asarray(mem_gb, float) - self.process_mem_gb) / self.dataset_gb, 0, 1)
-
-
-def check_level(field: str, value: float) -> float:
-    """A CPU or memory level per worker: a finite number >= 0, else InvalidInput."""
-    return check_positive(field, value, allow_zero=True)
-
-
-@memoize(PIPELINE_TABLES)
-def _pipeline_table() -> pd.DataFrame:
-    return pd.read_csv(data_dir() / "pipelines" / "pipelines.csv", comment="#").set_index("network")
-
-
-def bundled_pipeline(profile: LayerProfile) -> InputPipeline | None:
-    """The data stage of a bundled network (``data/pipelines/pipelines.csv``); None for others.
-
-    process_mem_gb is the demand rule's worker process memory (``smdlab.model.demands``): the base
-    plus the host copies of the parameters; everything above it acts as page cache.
-    """
-    from smdlab.model.demands import WORKER_MEM_BASE_GB, WORKER_PARAM_COPIES
-
-    table = _pipeline_table()
-    if profile.network not in table.index:
-        return None
-    cols = ["cpu_s_per_sample", "sample_mb", "dataset_gb"]
-    values = table.loc[[profile.network], cols].to_numpy(dtype=float)[0]
-    row: dict[str, float] = dict(zip(cols, values.tolist()))
-    return InputPipeline(
-        cpu_s_per_sample=row["cpu_s_per_sample"],
-        sample_mb=row["sample_mb"],
-        dataset_gb=row["dataset_gb"],
-        process_mem_gb=WORKER_MEM_BASE_GB + WORKER_PARAM_COPIES * profile.total_param_bytes / 1e9,
-    )
-
-
-def pipeline_table() -> pd.DataFrame:
-    """The bundled per-network pipeline parameters (one row per network, with its source)."""
-    return _pipeline_table().reset_index()
-
-
-def _samples_per_worker(job: Job, workers: np.ndarray) -> np.ndarray:
+def samples_per_worker(job: Job, workers: np.ndarray) -> np.ndarray:
+    """Samples each worker processes per iteration: M / workers (global), m (per worker)."""
     if job.batch_mode == "global":
         return job.global_batch / np.asarray(workers, float)
     return np.full(np.shape(workers), float(job.per_worker_batch or 0))
@@ -138,7 +84,7 @@ def data_stage_times(
     cpu, mem_gb: per worker; None means the job's worker demand.
     """
     c, g = _levels(job, cpu, mem_gb)
-    n = _samples_per_worker(job, np.asarray(workers))
+    n = samples_per_worker(job, np.asarray(workers))
     p = job.pipeline
     if p is None:
         return np.zeros_like(n), np.zeros_like(n)
@@ -173,101 +119,6 @@ def _variant(job: Job, cpu: float, mem_gb: float) -> Job:
         (job.value_key, cpu, mem_gb),
         lambda: job.replace(worker_demand={**job.worker_demand, "cpu": cpu, "mem_gb": mem_gb}),
     )
-
-
-def saturation_cpu(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
-    """Fewest cores per worker at which CPU preprocessing no longer bounds the iteration (0: never does)."""
-    from smdlab.model.timing import layered_iteration_time
-
-    p = job.pipeline
-    if p is None or p.cpu_s_per_sample == 0:
-        return 0.0
-    tau = layered_iteration_time(job, workers, ps, mode)
-    n = float(_samples_per_worker(job, np.asarray(workers)))
-    return n * p.cpu_s_per_sample / tau
-
-
-def stage_times(
-    job: Job,
-    workers: int,
-    ps: int,
-    mode: str = "wfbp",
-    cpu: float | None = None,
-    mem_gb: float | None = None,
-) -> dict[str, float]:
-    """Muri's per-iteration time on each of its four resources for one worker of ``job``.
-
-    storage: the storage read; cpu: the CPU preprocessing; gpu: forward + backward (F + B);
-    network: the part of the layered iteration not hidden behind compute (tau_layered - F - B).
-    """
-    from smdlab.model.timing import layered_iteration_time
-
-    io, c = data_stage_times(job, workers, cpu, mem_gb)
-    tau = layered_iteration_time(job, workers, ps, mode)
-    n = float(_samples_per_worker(job, np.asarray(workers)))
-    gpu = n * (job.profile.forward_total_s + job.profile.backward_total_s)
-    return {
-        "storage": float(io),
-        "cpu": float(c),
-        "gpu": min(gpu, tau),
-        "network": max(0.0, tau - gpu),
-    }
-
-
-# ---- interleaving (Muri) ----------------------------------------------------------------------
-
-# Muri's measured slowdown of an interleaved group over its ideal rotation, per group size
-# (Rivendile/Muri, simulator/jobs.py: itertime_overhead_list = [1.015, 1.33/1.015, 1.5/1.015,
-# 1.37/1.015]; the first entry scales every job's own iteration time, the others a group's).
-GROUP_OVERHEAD: Mapping[int, float] = {1: 1.0, 2: 1.33 / 1.015, 3: 1.5 / 1.015, 4: 1.37 / 1.015}
-MAX_GROUP = 4
-
-
-def check_stage_times(field: str, times: Sequence[Sequence[float]]) -> np.ndarray:
-    """Stage times as a (jobs x 4) array of finite numbers >= 0, else InvalidInput."""
-    try:
-        arr = np.asarray(times, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInput(
-            f"{field} must be a (jobs x 4) array of seconds, got {times!r}"
-        ) from None
-    if arr.ndim != 2 or arr.shape[1] != len(STAGES):
-        raise InvalidInput(f"{field} must be a (jobs x 4) array of seconds, got shape {arr.shape}")
-    if arr.shape[0] < 1 or arr.shape[0] > MAX_GROUP:
-        raise InvalidInput(
-            f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {arr.shape[0]}"
-        )
-    bad = ~np.isfinite(arr) | (arr < 0)
-    if bad.any():
-        i, k = (int(x) for x in np.argwhere(bad)[0])
-        raise InvalidInput(
-            f"{field}[{i}][{STAGES[k]!r}] must be a finite stage time >= 0, got {arr[i, k]!r}"
-        )
-    return arr
-
-
-def interleaved_time(times: Sequence[Sequence[float]], overhead: bool = True) -> float:
-    """Iteration time of a group of jobs interleaving their four stages on one GPU set.
-
-    In slot s of a round, job i (at offset o_i, all distinct) uses stage (s - o_i) mod 4; a slot
-    lasts as long as its longest stage and a round is the sum of its four slots. The group runs the
-    best assignment of offsets, times Muri's measured overhead for its size (``GROUP_OVERHEAD``).
-    A single job's time is its stages' sum (no interleaving with itself).
-    """
-    t = check_stage_times("stage times", times)
-    k = t.shape[0]
-    if k == 1:
-        return float(t[0].sum())
-    best = math.inf
-    S = len(STAGES)
-    for offsets in itertools.permutations(range(S), k):
-        if offsets[0] != 0:  # a rotation of all offsets gives the same round
-            continue
-        total = 0.0
-        for s in range(S):
-            total += max(t[i, (s - o) % S] for i, o in enumerate(offsets))
-        best = min(best, total)
-    return best * (GROUP_OVERHEAD[k] if overhead else 1.0)
 
 
 # ---- Synergy's sensitivity tables -------------------------------------------------------------
@@ -344,24 +195,3 @@ def synergy_image_cpu_s_per_sample() -> float:
     ]
     rate = rows["relative_throughput"] * rows["batch"] / rows["iter_time_s_fair_share"]
     return float(1.0 / rate.mean())
-
-
-def group_iteration_time(jobs: Sequence[Job], workers: int, ps: int, mode: str = "wfbp") -> float:
-    """Iteration time of ``jobs`` interleaving on one set of ``workers`` GPUs and ``ps`` PSs.
-
-    Muri's interleaved time of their stage times (``interleaved_time``, with the measured overhead
-    per group size), but never below the slowest member's own iteration time: a job alone
-    already overlaps its data stage with compute (prefetching), so a group cannot beat that. One
-    job: its own iteration time.
-    """
-    from smdlab.model.timing import iteration_time
-
-    if not 1 <= len(jobs) <= MAX_GROUP:
-        raise InvalidInput(
-            f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {len(jobs)}"
-        )
-    solo = max(iteration_time(j, workers, ps, mode) for j in jobs)
-    if len(jobs) == 1:
-        return solo
-    rows = [[stage_times(j, workers, ps, mode)[s] for s in STAGES] for j in jobs]
-    return max(solo, interleaved_time(rows))

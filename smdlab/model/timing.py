@@ -22,10 +22,16 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS
+from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS, SPEED_TABLES
 from smdlab.errors import InvalidInput, check_choice, check_items, check_positive
-from smdlab.model.job import Job
-from smdlab.model.pipeline import apply_data_stage, data_stage_times, with_worker_resources
+from smdlab.model.allreduce import allreduce_iteration_time, allreduce_table, allreduce_timeline
+from smdlab.model.job import Job, job_memo
+from smdlab.model.pipeline import (
+    apply_data_stage,
+    data_stage_times,
+    samples_per_worker,
+    with_worker_resources,
+)
 
 Mode = Literal["sequential", "wfbp", "wfbp_prefetch"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -341,8 +347,6 @@ def _layered_tables(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.ndarray]
         else:
             found[k] = hit
     for k in [k for k, j in missing.items() if j.arch == "allreduce"]:
-        from smdlab.model.allreduce import allreduce_table
-
         table = allreduce_table(missing.pop(k), mode)
         table.setflags(write=False)
         found[k] = ITERATION_TABLES.put(k, table)
@@ -381,32 +385,36 @@ def iteration_time_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     return out
 
 
-def _samples_per_iteration(job: Job, workers: np.ndarray | int) -> np.ndarray | float:
-    return (
-        job.global_batch
-        if job.batch_mode == "global"
-        else np.asarray(workers) * job.per_worker_batch
-    )
-
-
 def speed_table(job: Job, mode: str = "wfbp") -> np.ndarray:
     """Training speed (samples/s) on every (w, p) within the job's caps, as a W x P array."""
     tau = iteration_time_table([_check_job(job)], mode)[0]
     w = np.arange(1, job.max_workers + 1)[:, None]
-    return _samples_per_iteration(job, w) / tau
+    return job.samples_per_iteration(w) / tau
+
+
+def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
+    """The job's speed table (samples/s, max_workers x max_ps, read-only), cached by the job's model inputs and mode."""
+    memo = job_memo(job)
+    hit = memo.get(("speeds", mode))
+    if hit is not None:
+        return hit
+    key = (mode, job.model_key)
+    hit = SPEED_TABLES.get(key)
+    if hit is None:
+        table = speed_table(job, check_choice("mode", mode, MODES))
+        table.setflags(write=False)
+        hit = SPEED_TABLES.put(key, table)
+    memo[("speeds", mode)] = hit
+    return hit
 
 
 def speed_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
     """Speeds of all jobs on a common grid (J x W x P); 0 beyond a job's caps."""
     jobs = _check_jobs(jobs)
     tau = iteration_time_grid(jobs, mode)
-    w = np.arange(1, tau.shape[1] + 1)[None, :, None]
-    M = np.array([j.global_batch if j.batch_mode == "global" else 0 for j in jobs], dtype=float)
-    m = np.array(
-        [j.per_worker_batch if j.batch_mode == "per_worker" else 0 for j in jobs], dtype=float
-    )
-    per_iter = M[:, None, None] + m[:, None, None] * w
-    return per_iter / tau
+    w = np.arange(1, tau.shape[1] + 1)
+    per_iter = np.array([np.broadcast_to(j.samples_per_iteration(w), w.shape) for j in jobs])
+    return per_iter.astype(float)[:, :, None] / tau
 
 
 def duration_grid(jobs: Sequence[Job], mode: str = "wfbp") -> np.ndarray:
@@ -441,6 +449,16 @@ def layered_iteration_time(job: Job, workers: int, ps: int, mode: str = "wfbp") 
     return float(_layered_tables([job], mode)[0][w - 1, p - 1])
 
 
+def saturation_cpu(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
+    """Fewest cores per worker at which CPU preprocessing no longer bounds the iteration (0: never does)."""
+    p = job.pipeline
+    if p is None or p.cpu_s_per_sample == 0:
+        return 0.0
+    tau = layered_iteration_time(job, workers, ps, mode)
+    n = float(samples_per_worker(job, np.asarray(workers)))
+    return n * p.cpu_s_per_sample / tau
+
+
 def speed(
     job: Job,
     workers: int,
@@ -451,7 +469,7 @@ def speed(
 ) -> float:
     """Training speed in samples per second (cpu, mem_gb per worker; None: the job's demand)."""
     tau = iteration_time(job, workers, ps, mode, cpu, mem_gb)  # validates everything first
-    return float(_samples_per_iteration(job, workers)) / tau
+    return float(job.samples_per_iteration(workers)) / tau
 
 
 def duration(
@@ -501,8 +519,6 @@ def layer_timeline(
 
     check_choice("mode", mode, ("sequential", "wfbp"))
     if _check_job(job).arch == "allreduce":
-        from smdlab.model.allreduce import allreduce_timeline
-
         job.check_config(workers, ps)
         return allreduce_timeline(job, workers, mode)
     w, p = _check_job(job).check_config(workers, ps)
@@ -573,8 +589,6 @@ def _link_speed(
     job: Job, w: int, p: int, dw: float, dp: float, mode: str, machines: int | None
 ) -> float:
     if job.arch == "allreduce":
-        from smdlab.model.allreduce import allreduce_iteration_time
-
         tau = allreduce_iteration_time(
             job, w, machines=machines, mode=mode, link_bw_bytes=job.worker_bw_bytes / dw
         )
@@ -585,4 +599,4 @@ def _link_speed(
     if job.pipeline is not None:
         io, cpu = data_stage_times(job, w)
         tau = max(tau, float(io), float(cpu))
-    return float(_samples_per_iteration(job, w)) / tau
+    return float(job.samples_per_iteration(w)) / tau

@@ -30,12 +30,7 @@ import numpy as np
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 
-__all__ = ["Uplinks", "cross_rack_bytes_per_iteration", "samples_per_iteration"]
-
-
-def samples_per_iteration(job: Job, workers: int) -> int:
-    """Samples one iteration processes at ``workers`` workers."""
-    return job.global_batch if job.batch_mode == "global" else workers * job.batch
+__all__ = ["Uplinks", "cross_rack_bytes_per_iteration"]
 
 
 def cross_rack_bytes_per_iteration(

@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
-    Literal,
     Protocol,
     TypeVar,
-    get_args,
     overload,
     runtime_checkable,
 )
@@ -24,6 +22,18 @@ from typing import (
 import numpy as np
 
 from smdlab.errors import InvalidInput
+
+# Simulation options live below the data layer and the policies; re-exported for policies.
+from smdlab.execution import (
+    DEFAULT_RESTART_S,
+    DEFAULT_SLOT_S,
+    EXECUTIONS,
+    SHARING_KINDS,
+    TIME_SLICE_S,
+    TIME_SLICE_SWITCH_S,
+    Execution,
+    SharingKind,
+)
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.solve.placement import Placement  # the one Placement class (re-exported for policies)
@@ -50,30 +60,6 @@ __all__ = [
     "policy_settings",
     "supported_executions",
 ]
-
-# How a policy's decisions may act on running jobs (docs/simulator.md, "Execution modes"):
-# non_elastic: an allocation is fixed for life (no resize, no preemption);
-# preemptive: a running job may be stopped (back to the queue) and resumed later, possibly on
-#   another allocation;
-# elastic: running jobs may also be re-allocated in place, at events and every slot.
-Execution = Literal["non_elastic", "preemptive", "elastic"]
-EXECUTIONS: tuple[Execution, ...] = get_args(Execution)
-# Slot of the elastic schedulers of SMD's authors' group: DL2's public simulator
-# (pengyanghua/DL2, parameters.py: TS_DURATION = 1200.0 s), which also runs Optimus and DRF as
-# baselines in the same slots.
-DEFAULT_SLOT_S = 1200.0
-# Checkpoint-restart cost: Pollux's public simulator (petuum/adaptdl, simulator/simulator.py)
-# stops a job's progress for 30 s on every re-allocation (docs/simulator.md, "Restarts").
-DEFAULT_RESTART_S = 30.0
-# How a group of jobs shares its GPUs (``Allocation.sharing``; docs/simulator.md, "GPU sharing").
-SharingKind = Literal["space", "time"]
-SHARING_KINDS: tuple[SharingKind, ...] = get_args(SharingKind)
-# Time-slicing (Gandiva's suspend-resume at mini-batch boundaries): the GPU switches job every
-# TIME_SLICE_S seconds and each switch costs TIME_SLICE_SWITCH_S without progress. Assumptions,
-# not measured constants: Gandiva (Xiao et al., OSDI 2018) reports suspend-resume within a
-# mini-batch's time, well under a second for the jobs it studies; a one-minute slice is ours.
-TIME_SLICE_S = 60.0
-TIME_SLICE_SWITCH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -322,7 +308,7 @@ class Allocation:
     group: a label shared by the allocations of jobs that interleave on one GPU set (Muri's
     group execution: up to 4 jobs, the same workers, PSs and placement; the group reserves the
     per-machine maximum of its members' demands and each member advances at the group's
-    interleaved iteration time, ``smdlab.model.pipeline.group_iteration_time``); None: alone.
+    interleaved iteration time, ``smdlab.model.interleave.group_iteration_time``); None: alone.
     sharing: how a group shares its GPUs instead (``SHARING_KINDS``): ``space`` (co-located at
     once, at most the run's sharing degree, each at the co-location model's predicted rate, GPU
     memory checked by the model) or ``time`` (time-sliced, each 1/n of the GPU time less the

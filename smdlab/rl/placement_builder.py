@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from smdlab.errors import check_choice
-from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.model.cluster import DEFAULT_RESOURCES
 from smdlab.model.job import Job
+from smdlab.model.placement_speed import placement_speed, table_speed
 from smdlab.policies.base import (
     Allocation,
     ClusterState,
@@ -44,7 +44,7 @@ from smdlab.policies.base import (
 )
 from smdlab.policies.toolkit import inverse_capacity
 from smdlab.rl.networks import mlp
-from smdlab.solve.instance import job_speeds, task_vectors
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import first_fit_tasks, fit_counts
 
 ACTIONS = ("machine", "locality")
@@ -95,19 +95,9 @@ def _ps_for(job: Job, w: int) -> int:
     return min(w, job.max_ps)
 
 
-def _speed(job: Job, w: int, p: int, mode: str) -> float:
-    table = job_speeds(job, mode)
-    return float(table[w - 1, max(p, 1) - 1])
-
-
 def ring_speed(job: Job, w: int, p: int, machines: int, mode: str) -> float:
     """Speed (samples/s) of the job at (w, p) when its workers span ``machines`` machines."""
-    base = _speed(job, w, p, mode)
-    if job.arch != "allreduce" or job.pipeline is not None or w <= 1:
-        return base
-    tau = allreduce_iteration_time(job, w, machines=max(1, min(machines, w)), mode=mode)
-    per_iter = job.global_batch if job.batch_mode == "global" else w * job.batch
-    return float(per_iter / tau)
+    return placement_speed(job, w, p, mode, machines=max(1, min(machines, w)))
 
 
 def job_facts(job: Job, cap: np.ndarray, resources: Sequence[str], mode: str) -> JobFacts:
@@ -127,7 +117,7 @@ def job_facts(job: Job, cap: np.ndarray, resources: Sequence[str], mode: str) ->
         order = np.argsort(-cap[:, 0], kind="stable") if cap.shape[1] else np.arange(len(cap))
         best = first_fit_tasks(cap[order], w, p, alpha, gamma)
         packed = len({m for m, tw, _ in (best or tasks) if tw > 0}) or 1
-    speed = _speed(job, w, p, mode)
+    speed = table_speed(job, w, p, mode)
     spread = ring_speed(job, w, p, min(w, cap.shape[0]), mode) if w > 1 else speed
     return JobFacts(
         workers=w,

@@ -127,8 +127,8 @@ def _percentile(values: np.ndarray, q: float) -> float:
 
 def _add_type_utilization(sim, util: pd.DataFrame, jobs: pd.DataFrame, summary: dict) -> None:
     """On a cluster with GPU types: ``gpu_<type>`` utilisation columns and summary entries."""
-    types = getattr(sim, "machine_types", None)
-    rows = getattr(sim, "type_rows", [])
+    types = sim.machine_types
+    rows = sim.log.type_rows
     if types is None or sim.gpu_index is None or len(rows) != len(util) or not len(util):
         return
     kinds = list(dict.fromkeys(types))
@@ -150,11 +150,12 @@ def _add_type_utilization(sim, util: pd.DataFrame, jobs: pd.DataFrame, summary: 
     summary["utilization"] = {**summary["utilization"], **part}
 
 
-def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
-    """Assemble a SimResult from a finished simulator's bookkeeping."""
+def build_result(sim, wall: float) -> SimResult:
+    """Assemble a SimResult from a finished simulator's bookkeeping (``sim.log``)."""
     jobs = sim.jobs
+    log = sim.log
     rows = []
-    for j, rec in zip(jobs, sim.records):
+    for j, rec in zip(jobs, log.records):
         done = rec.status == "completed"
         jct = rec.finish - j.arrival if done else math.nan
         rows.append(
@@ -181,23 +182,23 @@ def build_result(sim, util_rows: list[tuple], wall: float) -> SimResult:
             )
         )
     job_df = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
-    history = pd.DataFrame(sim.history, columns=list(HISTORY_COLUMNS))
+    history = pd.DataFrame(log.history, columns=list(HISTORY_COLUMNS))
     resources = list(sim.resources)
-    util = pd.DataFrame(util_rows, columns=["time", *resources, "running", "queued"])
+    util = pd.DataFrame(log.util_rows, columns=["time", *resources, "running", "queued"])
     cap = sim.pooled_capacity
     with np.errstate(divide="ignore", invalid="ignore"):
         for k, r in enumerate(resources):
             util[r] = util[r] / cap[k] if cap[k] > 0 else math.nan
-    decisions = pd.DataFrame(sim.decisions, columns=list(DECISION_COLUMNS))
+    decisions = pd.DataFrame(log.decisions, columns=list(DECISION_COLUMNS))
     summary = summarize(job_df, util, decisions, resources)
     _add_type_utilization(sim, util, job_df, summary)
-    if getattr(sim, "rack_of", None) is not None:  # racked clusters only: flat summaries unchanged
-        summary["cross_rack_gb"] = float(sim.cross_rack_bytes) / 1e9
+    if sim.rack_of is not None:  # racked clusters only: flat summaries unchanged
+        summary["cross_rack_gb"] = float(log.cross_rack_bytes) / 1e9
     summary["execution"] = sim.execution
     summary["slot_s"] = math.nan if sim.delta is None else float(sim.delta)
     summary["restart_s"] = float(sim.restart_s)
     summary["sim_wall_s"] = wall
-    summary["gpu_sharing"] = sim.gpu_sharing()
+    summary["gpu_sharing"] = log.gpu_sharing()
     from smdlab.sim.bound import run_bound
 
     summary["mean_jct_lower_bound"] = run_bound(sim, job_df)

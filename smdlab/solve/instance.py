@@ -22,11 +22,14 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from smdlab.caches import DEMAND_ROWS, SPEED_TABLES
+from smdlab.caches import DEMAND_ROWS
 from smdlab.errors import InvalidInput, check_choice, check_items, check_unique_names
 from smdlab.model.cluster import Cluster
-from smdlab.model.job import Job
-from smdlab.model.timing import MODES, speed_table
+from smdlab.model.job import Job, job_memo
+from smdlab.model.timing import (
+    MODES,
+    job_speeds,
+)  # job_speeds re-exported: solvers and policies import it here
 
 _FIT_RTOL = 1e-9  # capacity comparisons tolerate float round-off of summed demands
 
@@ -317,37 +320,9 @@ class Instance:
             raise AssertionError("allocation exceeds capacity")
 
 
-def job_speeds(job: Job, mode: str = "wfbp") -> np.ndarray:
-    """The job's speed table (samples/s, max_workers x max_ps, read-only), cached by the job's model inputs and mode."""
-    memo = _job_memo(job)
-    hit = memo.get(("speeds", mode))
-    if hit is not None:
-        return hit
-    key = (mode, job.model_key)
-    hit = SPEED_TABLES.get(key)
-    if hit is None:
-        table = speed_table(job, check_choice("mode", mode, MODES))
-        table.setflags(write=False)
-        hit = SPEED_TABLES.put(key, table)
-    memo[("speeds", mode)] = hit
-    return hit
-
-
-def _job_memo(job: Job) -> dict:
-    """The job's own memo of its speed tables and demand rows (a per-object memo, not a cache: it
-    dies with the job, and ``Job.replace`` copies that change scheduling fields only share it).
-    Simulations look these up for every active job at every decision; the memo skips hashing the
-    value keys each time."""
-    memo = job.__dict__.get("_tables_memo")
-    if memo is None:
-        memo = {}
-        object.__setattr__(job, "_tables_memo", memo)
-    return memo
-
-
 def _demand_row(job: Job, resources: tuple[str, ...]) -> np.ndarray:
     """[worker demand, PS demand] of ``job`` over ``resources`` as one read-only (2K,) row, cached by value."""
-    memo = _job_memo(job)
+    memo = job_memo(job)
     hit = memo.get(resources)
     if hit is not None:
         return hit

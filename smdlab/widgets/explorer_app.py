@@ -19,10 +19,6 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from smdlab.errors import SmdlabError, check_positive
-from smdlab.model.job import BATCH_MODES, Job
-from smdlab.model.pipeline import bundled_pipeline
-from smdlab.model.profiles import list_profiles
-from smdlab.model.timing import MODES
 from smdlab.solve import solve
 from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
@@ -30,44 +26,52 @@ from smdlab.viz.model import timeline_spec
 from smdlab.viz.racks import rack_figure, solution_snapshot
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import allocation_spec, bounds_spec
-from smdlab.viz.style import SMD_LABEL, TEMPLATE, method_label
+from smdlab.viz.style import TEMPLATE, method_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
+from smdlab.widgets.explorer_controls import ExplorerControls
 from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
 from smdlab.widgets.scenario import (
-    DEVICES,
-    LARGE_JOBS,
-    LARGE_MACHINES,
-    MACHINE_SHAPES,
     ExplorerSettings,
     build_cluster,
     build_jobs,
     default_settings,
 )
 
-# Methods offered by the method control: (label, method). ``milp`` shows LP + rounding at once and
-# replaces it with the exact allocation when the background solve ends.
-METHOD_CHOICES: tuple[tuple[str, str], ...] = (
-    (SMD_LABEL, "smd"),
-    ("LP + rounding", "lp_round"),
-    ("exact MILP (background)", "milp"),
-)
 _FAST_FOR: dict[str, Method] = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
 DEFAULT_MILP_TIME_LIMIT = 5.0
 # How long a change waits for the background MILP before drawing the bounds figure without it:
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
 EXACT_GRACE_S = 0.1
-_CONTROL_WIDTH = "380px"
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
 # Larger job mixes are not simulated: six simulations would take minutes, not seconds.
 SCHEDULE_MAX_JOBS = 64
 
 
-def _slider_layout() -> widgets.Layout:
-    return widgets.Layout(width=_CONTROL_WIDTH)
+def _simulate_schedule(jobs, cluster, mode: str) -> tuple[dict[str, float], float]:
+    """(policy -> simulated mean JCT in its natural mode, lower bound on any schedule's mean JCT)."""
+    from smdlab.sim import simulate
+    from smdlab.sim.bound import workload_bound
+
+    results: dict[str, float] = {}
+    for policy in SCHEDULE_POLICIES:
+        try:
+            res = simulate(jobs, cluster, policy, mode=mode, record_history=False)
+            results[policy] = float(res.summary["mean_jct"])
+        except SmdlabError:
+            results[policy] = math.nan
+    return results, workload_bound(jobs, cluster, mode)
 
 
-class Explorer(BackgroundApp, widgets.HBox):
+def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
+    """The exact MILP under ``limit`` seconds, or the reason it failed (shown in the bounds figure)."""
+    try:
+        return solve(jobs, cluster, "milp", mode=mode, time_limit=limit)
+    except SmdlabError as exc:
+        return f"failed: {exc}"
+
+
+class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
     """The explorer app: controls on the left, allocation, JCT bounds and one job's timeline on the right.
 
     Every control is an attribute (``machines``, ``shape``, ``bandwidth``, ``profiles``, ``n_jobs``,
@@ -114,7 +118,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         # with their final data (Voila shows a FigureWidget's data as of its first display).
         exact = None
         if run_exact or self.settings.method == "milp":
-            exact = self._solve_exact(
+            exact = _solve_exact(
                 self._jobs, self._cluster, self.settings.mode, self.milp_time_limit
             )
             self._exact_cache[self._problem_key()] = exact
@@ -163,356 +167,6 @@ class Explorer(BackgroundApp, widgets.HBox):
         self._observe()
         self._queue_schedule()
         self._show_status()
-
-    # ---- controls -------------------------------------------------------------------------------
-    def _build_controls(self) -> None:
-        s = self.settings
-        style = {"description_width": "110px"}
-        self.machines = widgets.IntSlider(
-            s.machines,
-            min=1,
-            max=max(32, s.machines),
-            description="machines",
-            style=style,
-            continuous_update=False,
-            layout=_slider_layout(),
-        )
-        self.shape = widgets.Dropdown(
-            options=list(MACHINE_SHAPES),
-            value=s.shape,
-            description="machine",
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.bandwidth = widgets.FloatLogSlider(
-            s.bandwidth_gbps,
-            base=10,
-            min=0,
-            max=2.5,
-            step=0.05,
-            description="task NIC (Gbps)",
-            style=style,
-            readout_format=".3g",
-            continuous_update=False,
-            layout=_slider_layout(),
-        )
-        # One control to an instance where the exact MILP needs its background thread and its
-        # time limit; unticking restores the machines and jobs from before.
-        self.large = widgets.Checkbox(
-            s.machines == LARGE_MACHINES and s.n_jobs == LARGE_JOBS,
-            description=f"large instance: {LARGE_JOBS:,} jobs on {LARGE_MACHINES} machines",
-            indent=False,
-            layout=_slider_layout(),
-        )
-        self._before_large = (min(s.machines, 4), min(s.n_jobs, 16))
-        # A rack layout (0: flat): the machines split into racks, drawn beside the allocation.
-        self.racks = widgets.IntSlider(
-            s.racks,
-            min=0,
-            max=8,
-            description="racks (0: flat)",
-            style=style,
-            continuous_update=False,
-            layout=_slider_layout(),
-        )
-        self.profiles = widgets.SelectMultiple(
-            options=list_profiles(),
-            value=s.profiles,
-            rows=len(list_profiles()),  # every network visible: no selection scrolled out of view
-            description="networks",
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.n_jobs = widgets.IntSlider(
-            s.n_jobs,
-            min=1,
-            max=max(24, s.n_jobs),
-            description="jobs",
-            style=style,
-            continuous_update=False,
-            layout=_slider_layout(),
-        )
-        self.seed = widgets.BoundedIntText(
-            s.seed, min=0, max=10**6, description="seed", style=style, layout=_slider_layout()
-        )
-        self.arch = widgets.ToggleButtons(
-            options=[("PS", "ps"), ("all-reduce", "allreduce")],
-            value=s.arch,
-            description="training",
-            style={**style, "button_width": "80px"},
-        )
-        self.demands = widgets.ToggleButtons(
-            options=[("per network", "per_network"), ("uniform", "uniform")],
-            value=s.demands,
-            description="task demands",
-            style={**style, "button_width": "100px"},
-        )
-        self.focus = widgets.Dropdown(
-            options=self._focus_options(s),
-            value=s.focus,
-            description="job",
-            style=style,
-            layout=_slider_layout(),
-        )
-        edit = s.edit_for(s.network_of(s.focus))
-        self.device = widgets.ToggleButtons(
-            options=list(DEVICES),
-            value=edit.device,
-            description="device",
-            style={**style, "button_width": "80px"},
-        )
-        log2 = dict(
-            base=2,
-            min=-3,
-            max=3,
-            step=0.25,
-            readout_format=".3g",
-            continuous_update=False,
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.compute_scale = widgets.FloatLogSlider(edit.compute, description="compute ×", **log2)
-        self.param_scale = widgets.FloatLogSlider(edit.params, description="parameters ×", **log2)
-        self.comm_ratio = widgets.FloatLogSlider(edit.comm_ratio, description="comm/comp ×", **log2)
-        self.mode = widgets.Dropdown(
-            options=list(MODES),
-            value=s.mode,
-            description="overlap",
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.batch = widgets.ToggleButtons(
-            options=[(b.replace("_", " "), b) for b in BATCH_MODES],
-            value=s.batch,
-            description="batch",
-            style={**style, "button_width": "100px"},
-        )
-        self.method = widgets.Dropdown(
-            options=list(METHOD_CHOICES),
-            value=s.method,
-            description="method",
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.exact = widgets.Checkbox(
-            True, description="exact MILP in the background", indent=False
-        )
-        # Per-worker CPU and memory of the focused job's timeline (its data stage, docs/model.md);
-        # None-like 0 means "the job's demand".
-        self.cpu = widgets.FloatSlider(
-            0.0,
-            min=0.0,
-            max=32.0,
-            step=0.5,
-            description="CPU / worker",
-            readout_format=".1f",
-            continuous_update=False,
-            style=style,
-            layout=_slider_layout(),
-        )
-        self.mem = widgets.FloatSlider(
-            0.0,
-            min=0.0,
-            max=256.0,
-            step=1.0,
-            description="GB / worker",
-            readout_format=".0f",
-            continuous_update=False,
-            style=style,
-            layout=_slider_layout(),
-        )
-        self._levels_note = widgets.HTML(
-            '<span style="font-size:90%">0: the job\'s demand; the data stage (read, '
-            "preprocess) of the focused job's timeline</span>"
-        )
-        self._edit_note = widgets.HTML()
-        self._update_edit_note()
-
-        def section(title: str, *children: widgets.Widget) -> widgets.VBox:
-            return widgets.VBox([widgets.HTML(f"<b>{title}</b>"), *children])
-
-        self.control_panel = widgets.VBox(
-            [
-                section(
-                    "Cluster", self.machines, self.shape, self.bandwidth, self.racks, self.large
-                ),
-                section("Job mix", self.profiles, self.n_jobs, self.seed, self.arch, self.demands),
-                section(
-                    "Layer profile",
-                    self.focus,
-                    self._edit_note,
-                    self.device,
-                    self.compute_scale,
-                    self.param_scale,
-                    self.comm_ratio,
-                    self.cpu,
-                    self.mem,
-                    self._levels_note,
-                ),
-                section("Model and solver", self.mode, self.batch, self.method, self.exact),
-            ],
-            layout=widgets.Layout(width="400px", flex="0 0 400px"),
-        )
-        # Control name -> widget, for scripts and tests: setting ``.value`` acts like the user.
-        self.controls: dict[str, widgets.Widget] = {
-            name: getattr(self, name)
-            for name in (
-                "machines", "shape", "bandwidth", "large", "profiles", "n_jobs", "seed", "arch", "demands",
-                "focus",
-                "device", "compute_scale", "param_scale", "comm_ratio", "cpu", "mem", "mode",
-                "batch", "method", "exact", "racks",
-            )
-        }  # fmt: skip
-
-    @staticmethod
-    def _focus_options(s: ExplorerSettings) -> list[tuple[str, int]]:
-        return [(name, i) for i, name in enumerate(s.job_names())]
-
-    def _update_edit_note(self) -> None:
-        net = self.settings.network_of(self.settings.focus)
-        self._edit_note.value = f'<span style="font-size:90%">edits apply to every <code>{html.escape(net)}</code> job</span>'
-
-    def _observe(self) -> None:
-        handlers = {
-            "cluster": (self.machines, self.shape, self.bandwidth, self.racks),
-            "jobs": (self.profiles, self.n_jobs, self.seed, self.arch, self.demands),
-            "edit": (self.device, self.compute_scale, self.param_scale, self.comm_ratio),
-            "model": (self.mode, self.batch, self.method),
-        }
-        for group, controls in handlers.items():
-            for c in controls:
-                c.observe(lambda change, g=group: self._on_change(g), names="value")
-        self.focus.observe(lambda change: self._on_focus(), names="value")
-        self.cpu.observe(lambda change: self._on_levels(), names="value")
-        self.mem.observe(lambda change: self._on_levels(), names="value")
-        self.exact.observe(lambda change: self._on_exact(), names="value")
-        self.large.observe(lambda change: self._on_large(), names="value")
-
-    def _read_settings(self, group: str) -> ExplorerSettings:
-        s = self.settings
-        if group == "cluster":
-            return s.replace(
-                machines=self.machines.value,
-                shape=self.shape.value,
-                bandwidth_gbps=float(self.bandwidth.value),
-                racks=min(self.racks.value, self.machines.value),
-            )
-        if group == "jobs":
-            profiles = (
-                tuple(self.profiles.value) or s.profiles
-            )  # an empty selection keeps the old mix
-            n = self.n_jobs.value
-            return s.replace(
-                profiles=profiles,
-                n_jobs=n,
-                seed=int(self.seed.value),
-                focus=min(s.focus, n - 1),
-                arch=self.arch.value,
-                demands=self.demands.value,
-            )
-        if group == "edit":
-            return s.with_edit(
-                s.network_of(s.focus),
-                device=self.device.value,
-                compute=float(self.compute_scale.value),
-                params=float(self.param_scale.value),
-                comm_ratio=float(self.comm_ratio.value),
-            )
-        return s.replace(mode=self.mode.value, batch=self.batch.value, method=self.method.value)
-
-    def _on_change(self, group: str) -> None:
-        if self._syncing:
-            return
-        try:
-            new = self._read_settings(group)
-        except SmdlabError as exc:
-            self._show_error(str(exc))
-            return
-        self.settings = new
-        self._untick_large()
-        if group == "jobs":
-            self._sync_focus_controls()
-        self.refresh()
-
-    def _on_large(self) -> None:
-        if self._syncing:
-            return
-        s = self.settings
-        if self.large.value:
-            self._before_large = (s.machines, s.n_jobs)
-            machines, n_jobs = LARGE_MACHINES, LARGE_JOBS
-        else:
-            machines, n_jobs = self._before_large
-        self.settings = s.replace(machines=machines, n_jobs=n_jobs, focus=min(s.focus, n_jobs - 1))
-        self._syncing = True
-        try:
-            for slider, value, floor in ((self.machines, machines, 32), (self.n_jobs, n_jobs, 24)):
-                if value > slider.max:
-                    slider.max = value
-                slider.value = value
-                slider.max = max(floor, value)
-        finally:
-            self._syncing = False
-        self._sync_focus_controls()
-        self.refresh()
-
-    def _untick_large(self) -> None:
-        """A machines or jobs change away from the large instance unticks its switch (no refresh)."""
-        s = self.settings
-        if self.large.value and (s.machines, s.n_jobs) != (LARGE_MACHINES, LARGE_JOBS):
-            self._syncing = True
-            try:
-                self.large.value = False
-            finally:
-                self._syncing = False
-
-    def _on_focus(self) -> None:
-        if self._syncing:
-            return
-        self.settings = self.settings.replace(focus=int(self.focus.value))
-        self._sync_edit_controls()
-        self.refresh(timeline_only=True)
-
-    def _on_levels(self) -> None:
-        if self._syncing:
-            return
-        self.refresh(timeline_only=True)
-
-    def _levels(self, job: Job) -> tuple[Job, float | None, float | None]:
-        """The focused job with its network's input pipeline, and the CPU/memory of the sliders."""
-        if job.pipeline is None:
-            pipe = bundled_pipeline(job.profile)
-            job = job if pipe is None else job.replace(pipeline=pipe)
-        cpu = float(self.cpu.value) or None
-        mem = float(self.mem.value) or None
-        return job, cpu, mem
-
-    def _on_exact(self) -> None:
-        with self._lock:
-            self._queue_exact()
-
-    def _sync_focus_controls(self) -> None:
-        self._syncing = True
-        try:
-            self.focus.options = self._focus_options(self.settings)
-            self.focus.value = self.settings.focus
-            if tuple(self.profiles.value) != self.settings.profiles:
-                self.profiles.value = self.settings.profiles
-        finally:
-            self._syncing = False
-        self._sync_edit_controls()
-
-    def _sync_edit_controls(self) -> None:
-        edit = self.settings.edit_for(self.settings.network_of(self.settings.focus))
-        self._syncing = True
-        try:
-            self.device.value = edit.device
-            self.compute_scale.value = edit.compute
-            self.param_scale.value = edit.params
-            self.comm_ratio.value = edit.comm_ratio
-        finally:
-            self._syncing = False
-        self._update_edit_note()
 
     # ---- computation ----------------------------------------------------------------------------
     def _problem_key(self) -> str:
@@ -605,21 +259,6 @@ class Explorer(BackgroundApp, widgets.HBox):
         self._queue_schedule()
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
-    @staticmethod
-    def _simulate_schedule(jobs, cluster, mode: str) -> tuple[dict[str, float], float]:
-        """(policy -> simulated mean JCT in its natural mode, lower bound on any schedule's mean JCT)."""
-        from smdlab.sim import simulate
-        from smdlab.sim.bound import workload_bound
-
-        results: dict[str, float] = {}
-        for policy in SCHEDULE_POLICIES:
-            try:
-                res = simulate(jobs, cluster, policy, mode=mode, record_history=False)
-                results[policy] = float(res.summary["mean_jct"])
-            except SmdlabError:
-                results[policy] = math.nan
-        return results, workload_bound(jobs, cluster, mode)
-
     def _queue_schedule(self) -> None:
         """Recompute the schedule panel for the current job mix on the background thread (cached per problem)."""
         key = self._problem_key()
@@ -650,7 +289,7 @@ class Explorer(BackgroundApp, widgets.HBox):
                 self._draw_schedule(result)
 
         self.schedule_background.submit(
-            "schedule", lambda: self._simulate_schedule(jobs, cluster, mode), arrive
+            "schedule", lambda: _simulate_schedule(jobs, cluster, mode), arrive
         )
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -709,7 +348,7 @@ class Explorer(BackgroundApp, widgets.HBox):
         box: dict[str, Any] = {}
 
         def work() -> Solution | str:
-            box["result"] = result = self._solve_exact(jobs, cluster, mode, limit)
+            box["result"] = result = _solve_exact(jobs, cluster, mode, limit)
             done.set()
             return result
 
@@ -728,14 +367,6 @@ class Explorer(BackgroundApp, widgets.HBox):
         """Redraw for the exact-MILP switch: the bounds figure (and a MILP allocation) once."""
         self.exact_solution = None
         self._draw_change()
-
-    @staticmethod
-    def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
-        """The exact MILP under ``limit`` seconds, or the reason it failed (shown in the bounds figure)."""
-        try:
-            return solve(jobs, cluster, "milp", mode=mode, time_limit=limit)
-        except SmdlabError as exc:
-            return f"failed: {exc}"
 
     def _remember_exact(self, key: str, result: Solution | str) -> None:
         self._exact_cache[key] = result

@@ -56,13 +56,13 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.execution import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.model.cluster import DEFAULT_RESOURCES, MAX_MACHINES, Cluster
 from smdlab.model.devices import DEVICES
 from smdlab.model.job import Job
 from smdlab.model.profiles import list_profiles
 from smdlab.model.timing import MODES
 from smdlab.paths import data_dir
-from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 

@@ -14,7 +14,7 @@ How the parts the abstract leaves open are filled in (assumptions, each marked h
 - [A2] Job size = workers x duration at that count on a packed ring (GPU-seconds); smallest
   first, ties by arrival then name.
 - [A3] Overhead and contention come from our layered all-reduce model
-  (``smdlab.model.allreduce.allreduce_iteration_time``): a ring on one machine uses the
+  (``smdlab.model.placement_speed.ring_iteration_time``): a ring on one machine uses the
   intra-machine link; a ring over m > 1 machines runs at the NIC share divided by the number of
   rings crossing its busiest machine's NIC (the rings already running there, plus this one).
 - [A4] Balancing: for m = 1, 2, ... machines, the candidate set is the m machines with the fewest
@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.model.job import Job
+from smdlab.model.placement_speed import ring_iteration_time, table_speed, worker_machines
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
-from smdlab.solve.instance import job_speeds, task_vectors
+from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import (
     Tasks,
     active_racks,
@@ -61,9 +61,8 @@ def worker_count(job: Job, machine_gpus: int) -> int:
 
 def job_size(job: Job, remaining: float, workers: int, mode: str) -> float:
     """[A2] workers x duration at ``workers`` on a packed ring (PS jobs: one PS per worker)."""
-    speeds = job_speeds(job, mode)
-    col = 0 if job.arch == "allreduce" else min(workers, job.max_ps) - 1
-    return workers * remaining / float(speeds[workers - 1, col])
+    ps = 0 if job.arch == "allreduce" else min(workers, job.max_ps)
+    return workers * remaining / table_speed(job, workers, ps, mode)
 
 
 def crossing_rings(state: ClusterState) -> np.ndarray:
@@ -72,7 +71,7 @@ def crossing_rings(state: ClusterState) -> np.ndarray:
     for r in state.running:
         if r.job.arch != "allreduce":
             continue
-        machines = sorted({m for m, w, _ in r.placement.tasks if w > 0})
+        machines = worker_machines(r.placement.tasks)
         if len(machines) > 1:
             count[machines] += 1
     return count
@@ -103,7 +102,7 @@ def balanced_tasks(
             if room[chosen].sum() < workers:
                 continue
             sharing = int(crossing[chosen].max()) + 1
-        tau = allreduce_iteration_time(job, workers, machines=m, sharing=sharing, mode=mode)
+        tau = ring_iteration_time(job, workers, m, mode, sharing)
         if best is not None and tau >= best[0]:
             continue
         left, tasks = workers, []
@@ -187,7 +186,7 @@ class SJFBCO(Policy):
             if not tasks:
                 continue
             free -= usage(tasks, a, g, free.shape[0])
-            machines = sorted({m for m, k, _ in tasks if k > 0})
+            machines = worker_machines(tasks)
             if job.arch == "allreduce" and len(machines) > 1:
                 crossing[machines] += 1
             allocations.append(Allocation(name, w, ps, Placement(tasks)))

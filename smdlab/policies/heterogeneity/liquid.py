@@ -307,7 +307,7 @@ class Liquid(Policy):
             if prev is None or state.time <= prev[0] or r.remaining >= prev[1]:
                 continue
             rate = (prev[1] - r.remaining) / (state.time - prev[0])  # samples/s
-            batch = r.job.global_batch if r.job.batch_mode == "global" else r.workers * r.job.batch
+            batch = r.job.samples_per_iteration(r.workers)
             size = float(r.job.profile.param_bytes.sum())
             gbps = rate / batch * 2.0 * size * 8 / 1e9
             self.history.setdefault(r.job.profile.network, []).append(gbps)

@@ -24,7 +24,7 @@ Per decision:
    that does not fit waits. A running group kept as it is stays where it is.
 Each job runs at its request: ``requested_workers`` workers (else ``max_workers``) and one PS per
 worker (capped by ``max_ps``), lowered until the empty cluster holds it; only jobs with the
-same (workers, PSs) group. Stage times: ``smdlab.model.pipeline.stage_times``; group iteration
+same (workers, PSs) group. Stage times: ``smdlab.model.interleave.stage_times``; group iteration
 time: ``group_iteration_time`` (Muri's measured overhead per group size, with its source).
 """
 
@@ -41,13 +41,8 @@ import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
+from smdlab.model.interleave import GROUP_OVERHEAD, MAX_GROUP, STAGES, stage_times
 from smdlab.model.job import Job
-from smdlab.model.pipeline import (
-    GROUP_OVERHEAD,
-    MAX_GROUP,
-    STAGES,
-    stage_times,
-)
 from smdlab.model.timing import iteration_time
 from smdlab.policies.base import (
     Allocation,

@@ -170,7 +170,7 @@ def diagonal_profile(
     model = SpeedModel((a, bc / 2, bc / 2, de / 2, de / 2), batch, job.batch_mode)
     err = float(np.mean(np.abs(model.iteration_time(ks, ks) - tau) / tau))
     fit = SpeedModel(model.coef, model.batch, job.batch_mode, err)
-    per_iter = np.full(ks.size, batch) if job.batch_mode == "global" else ks * batch
+    per_iter = job.samples_per_iteration(ks)
     measured = {(int(k), int(k)): float(s) for k, s in zip(ks, per_iter / tau)}
     return ProfiledSpeed(fit, MappingProxyType(measured))
 

@@ -41,8 +41,8 @@ from smdlab.model.colocation import (
     default_colocation_model,
     gavel_job_type,
 )
+from smdlab.model.interleave import MAX_GROUP
 from smdlab.model.job import Job
-from smdlab.model.pipeline import MAX_GROUP
 from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy
 from smdlab.policies.ps.srtf import request
 from smdlab.policies.sharing._groups import (

@@ -1,0 +1,128 @@
+"""Muri's interleaving: an iteration's time on each of four resources, and a group's iteration time.
+
+Muri (Zhao et al., SIGCOMM 2022) runs up to four jobs on one set of GPUs, each using a different
+resource (storage, CPU, GPU, network) at a time. The stage times come from the layered model and
+the data stage (``smdlab.model.timing``, ``smdlab.model.pipeline``), so this module sits above
+both. Specification: docs/multiresource.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from smdlab.errors import InvalidInput
+from smdlab.model.job import Job
+from smdlab.model.pipeline import data_stage_times, samples_per_worker
+from smdlab.model.timing import iteration_time, layered_iteration_time
+
+__all__ = [
+    "GROUP_OVERHEAD",
+    "MAX_GROUP",
+    "STAGES",
+    "check_stage_times",
+    "group_iteration_time",
+    "interleaved_time",
+    "stage_times",
+]
+
+STAGES = ("storage", "cpu", "gpu", "network")  # Muri's four resources, in pipeline order
+# Muri's measured slowdown of an interleaved group over its ideal rotation, per group size
+# (Rivendile/Muri, simulator/jobs.py: itertime_overhead_list = [1.015, 1.33/1.015, 1.5/1.015,
+# 1.37/1.015]; the first entry scales every job's own iteration time, the others a group's).
+GROUP_OVERHEAD: Mapping[int, float] = {1: 1.0, 2: 1.33 / 1.015, 3: 1.5 / 1.015, 4: 1.37 / 1.015}
+MAX_GROUP = 4
+
+
+def stage_times(
+    job: Job,
+    workers: int,
+    ps: int,
+    mode: str = "wfbp",
+    cpu: float | None = None,
+    mem_gb: float | None = None,
+) -> dict[str, float]:
+    """Muri's per-iteration time on each of its four resources for one worker of ``job``.
+
+    storage: the storage read; cpu: the CPU preprocessing; gpu: forward + backward (F + B);
+    network: the part of the layered iteration not hidden behind compute (tau_layered - F - B).
+    """
+    io, c = data_stage_times(job, workers, cpu, mem_gb)
+    tau = layered_iteration_time(job, workers, ps, mode)
+    n = float(samples_per_worker(job, np.asarray(workers)))
+    gpu = n * (job.profile.forward_total_s + job.profile.backward_total_s)
+    return {
+        "storage": float(io),
+        "cpu": float(c),
+        "gpu": min(gpu, tau),
+        "network": max(0.0, tau - gpu),
+    }
+
+
+def check_stage_times(field: str, times: Sequence[Sequence[float]]) -> np.ndarray:
+    """Stage times as a (jobs x 4) array of finite numbers >= 0, else InvalidInput."""
+    try:
+        arr = np.asarray(times, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"{field} must be a (jobs x 4) array of seconds, got {times!r}"
+        ) from None
+    if arr.ndim != 2 or arr.shape[1] != len(STAGES):
+        raise InvalidInput(f"{field} must be a (jobs x 4) array of seconds, got shape {arr.shape}")
+    if arr.shape[0] < 1 or arr.shape[0] > MAX_GROUP:
+        raise InvalidInput(
+            f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {arr.shape[0]}"
+        )
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i, k = (int(x) for x in np.argwhere(bad)[0])
+        raise InvalidInput(
+            f"{field}[{i}][{STAGES[k]!r}] must be a finite stage time >= 0, got {arr[i, k]!r}"
+        )
+    return arr
+
+
+def interleaved_time(times: Sequence[Sequence[float]], overhead: bool = True) -> float:
+    """Iteration time of a group of jobs interleaving their four stages on one GPU set.
+
+    In slot s of a round, job i (at offset o_i, all distinct) uses stage (s - o_i) mod 4; a slot
+    lasts as long as its longest stage and a round is the sum of its four slots. The group runs the
+    best assignment of offsets, times Muri's measured overhead for its size (``GROUP_OVERHEAD``).
+    A single job's time is its stages' sum (no interleaving with itself).
+    """
+    t = check_stage_times("stage times", times)
+    k = t.shape[0]
+    if k == 1:
+        return float(t[0].sum())
+    best = math.inf
+    S = len(STAGES)
+    for offsets in itertools.permutations(range(S), k):
+        if offsets[0] != 0:  # a rotation of all offsets gives the same round
+            continue
+        total = 0.0
+        for s in range(S):
+            total += max(t[i, (s - o) % S] for i, o in enumerate(offsets))
+        best = min(best, total)
+    return best * (GROUP_OVERHEAD[k] if overhead else 1.0)
+
+
+def group_iteration_time(jobs: Sequence[Job], workers: int, ps: int, mode: str = "wfbp") -> float:
+    """Iteration time of ``jobs`` interleaving on one set of ``workers`` GPUs and ``ps`` PSs.
+
+    Muri's interleaved time of their stage times (``interleaved_time``, with the measured overhead
+    per group size), but never below the slowest member's own iteration time: a job alone
+    already overlaps its data stage with compute (prefetching), so a group cannot beat that. One
+    job: its own iteration time.
+    """
+    if not 1 <= len(jobs) <= MAX_GROUP:
+        raise InvalidInput(
+            f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {len(jobs)}"
+        )
+    solo = max(iteration_time(j, workers, ps, mode) for j in jobs)
+    if len(jobs) == 1:
+        return solo
+    rows = [[stage_times(j, workers, ps, mode)[s] for s in STAGES] for j in jobs]
+    return max(solo, interleaved_time(rows))

@@ -1,0 +1,212 @@
+"""The state of one simulation run and its primitive moves: open and close a running job's segment.
+
+``smdlab.sim.simulator`` drives it (the event loop); ``smdlab.sim.decisions`` applies a policy's
+decision to it; ``smdlab.sim.groups`` keeps its GPU-sharing groups.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+import numpy as np
+
+from smdlab.errors import InvalidInput
+from smdlab.execution import Execution
+from smdlab.model.cluster import Cluster
+from smdlab.model.gpu_types import speed_ratio
+from smdlab.model.job import Job
+from smdlab.model.pipeline import with_worker_resources
+from smdlab.model.placement_speed import placement_speed
+from smdlab.model.traffic import Uplinks
+from smdlab.policies.base import Placement, QueuedJob
+from smdlab.sim.errors import InvalidDecision
+from smdlab.sim.records import Recorder
+from smdlab.sim.running import Run
+from smdlab.solve.instance import task_vectors
+from smdlab.solve.placement import capacity_matrix, rack_array
+
+__all__ = ["Engine", "check_jobs"]
+
+
+def check_jobs(cluster: Cluster, jobs: Sequence[Job]) -> list[Job]:
+    """``jobs`` as a list, checked: Job objects with unique names, at least one; raises InvalidInput."""
+    if not isinstance(cluster, Cluster):
+        raise InvalidInput(f"cluster must be a Cluster, got {type(cluster).__name__}")
+    try:
+        jobs = list(jobs)
+    except TypeError:
+        raise InvalidInput(f"jobs must be a sequence of Job objects, got {jobs!r}") from None
+    if not jobs:
+        raise InvalidInput("jobs must list at least one job, got 0")
+    for j in jobs:
+        if not isinstance(j, Job):
+            raise InvalidInput(f"jobs must be Job objects, got {type(j).__name__}")
+    names = [j.name for j in jobs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InvalidInput(f"job names must be unique; {dup!r} appears more than once")
+    return jobs
+
+
+class Engine:
+    """The cluster, the jobs and what runs where at time ``t``.
+
+    free: resources left per machine. running: job name -> ``Run``; queued: job name ->
+    ``QueuedJob`` in arrival order; heap: (finish, job index, run version) of every run (stale
+    entries are skipped). log: the run's ``Recorder``.
+    """
+
+    t: float
+    heap: list[tuple[float, int, int]]
+    running: dict[str, Run]
+    queued: dict[str, QueuedJob]
+    _queued_tuple: tuple[QueuedJob, ...] | None
+
+    def __init__(
+        self,
+        jobs: list[Job],
+        cluster: Cluster,
+        mode: str,
+        execution: Execution,
+        slot_s: float | None,
+        restart_s: float,
+        record_history: bool,
+        policy_name: str,
+    ) -> None:
+        self.mode = mode
+        self.policy_name = policy_name
+        self.execution, self.delta = execution, slot_s
+        self.elastic = self.execution == "elastic"
+        self.restart_s = restart_s
+        self.sharing_degree = 1
+        self.cluster = cluster
+        self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
+        self.resources = cluster.resources
+        self.capacity = capacity_matrix(cluster)
+        self.free = self.capacity.copy()
+        self.pooled_capacity = self.capacity.sum(axis=0)
+        self.machine_names = [m.name for m in cluster.machines] or ["pool"]
+        # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
+        types = [m.gpu_type for m in cluster.machines]
+        self.machine_types = types if any(types) else None
+        if self.machine_types is not None:
+            # Fail before the run, not mid-way, when the throughput table lacks what the jobs need.
+            kinds = [t for t in dict.fromkeys(types) if t]
+            for net, dev in dict.fromkeys((j.profile.network, j.profile.device) for j in jobs):
+                for t in kinds:
+                    speed_ratio(net, t, dev)
+        # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
+        self.rack_of = cluster.rack_of if cluster.topology else None
+        self.uplinks = Uplinks.of(cluster)  # rack uplinks in the timing model; None when flat
+        self.racks = rack_array(cluster)  # rack-aware placement rules while a policy decides
+        self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
+        self.jobs = jobs
+        self.index = {j.name: i for i, j in enumerate(jobs)}
+        self.log = Recorder(
+            len(jobs),
+            self.index,
+            bool(record_history),
+            self.rack_of,
+            self.machine_types,
+            self.capacity,
+            self.gpu_index,
+        )
+        self.records = self.log.records
+
+    def reset_run(self) -> None:
+        """Empty the run state: nothing queued or running, time 0."""
+        self.heap = []
+        self.running = {}
+        self.queued = {}
+        self._queued_tuple = ()
+        self.version = 0
+        self.skipped: list[str] = []
+        self.t = 0.0
+        self.log.reset()
+
+    def alloc_job(self, a) -> Job:
+        """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
+        job = self.jobs[self.index[a.job]]
+        if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
+            return job
+        self.beyond_bound = True  # its speed is no longer the (workers, PS) table's
+        try:
+            return with_worker_resources(job, a.cpu, a.mem_gb)
+        except InvalidInput as exc:
+            raise InvalidDecision(
+                f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}: {exc}"
+            ) from None
+
+    def open(
+        self,
+        job: Job,
+        workers: int,
+        ps: int,
+        placement: Placement,
+        t: float,
+        start: float,
+        remaining: float,
+        attained: float,
+        pause: float = 0.0,
+        speed: float | None = None,
+        share: np.ndarray | None = None,
+        group: str | None = None,
+    ) -> Run:
+        """A new constant-speed segment of ``job`` from ``t`` (progress from ``t + pause``).
+
+        speed: None for the job's speed on its placement (``placement_speed``). share: the
+        group's per-machine use each member holds (None: the job alone).
+        """
+        wv, pv = task_vectors(job, self.resources)
+        per_machine: dict[int, np.ndarray] = {}
+        for m, w, p in placement.tasks:  # merged per machine, so that free[rows] += usage is exact
+            per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
+        rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
+        usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
+        solo = usage
+        if share is not None:  # a group member holds its share of the group's use
+            usage = share[rows]
+        if speed is None:
+            speed = placement_speed(
+                job,
+                workers,
+                ps,
+                self.mode,
+                tasks=placement.tasks,
+                uplinks=self.uplinks,
+                machine_types=self.machine_types,
+            )
+        self.version += 1
+        gpu_i = self.gpu_index
+        gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]
+        r = Run(
+            job,
+            workers,
+            ps,
+            placement,
+            rows,
+            usage,
+            start,
+            t,
+            t + pause,
+            remaining,
+            attained,
+            speed,
+            gpus,
+            t + pause + remaining / speed,
+            self.version,
+            group,
+            solo,
+        )
+        heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
+        return r
+
+    def close(self, r: Run, t: float, final: bool) -> float:
+        """End the current segment of ``r`` at ``t``; return the samples left."""
+        return self.log.close_segment(r, t, final)
+
+    def stale(self, entry: tuple[float, int, int]) -> bool:
+        """Whether a heap entry belongs to a run that has ended or changed since."""
+        r = self.running.get(self.jobs[entry[1]].name)
+        return r is None or r.version != entry[2]

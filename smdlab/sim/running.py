@@ -1,0 +1,76 @@
+"""A running job's mutable bookkeeping, and the read-only view of the running jobs a policy gets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from smdlab.model.job import Job
+from smdlab.policies.base import LazySeq, Placement, RunningJob
+
+__all__ = ["Run", "RunningView", "remaining"]
+
+
+@dataclass
+class Run:
+    """Mutable bookkeeping of one running job (the policy sees an immutable RunningJob)."""
+
+    job: Job
+    workers: int
+    ps: int
+    placement: Placement
+    rows: np.ndarray  # machine indices of the placement
+    usage: np.ndarray  # resources per machine in ``rows``
+    start: float  # time of the (last) start
+    seg_start: float  # start of the current constant-speed segment
+    resume: float  # time progress starts in this segment (after a restart pause)
+    rem0: float  # remaining samples at seg_start
+    att0: float  # attained GPU-seconds at seg_start
+    speed: float
+    gpus: float  # GPUs held (attained service rate)
+    finish: float
+    version: int
+    group: str | None = None  # id of the interleaved group (Muri); None: alone
+    solo: np.ndarray | None = None  # per-machine use of the job alone (``rows``), for regrouping
+
+
+def remaining(r: Run, t: float) -> float:
+    """Samples ``r`` has left at ``t`` (no progress before ``r.resume``)."""
+    return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
+
+
+_new = object.__new__
+
+
+class RunningView(LazySeq[RunningJob]):
+    """The running jobs at one decision point, built on first use (FIFO never looks at them)."""
+
+    def __init__(self, running: Mapping[str, Run], t: float):
+        self._running, self._t = running, t
+        self._items: tuple[RunningJob, ...] | None = None
+
+    def _get(self) -> tuple[RunningJob, ...]:
+        if self._items is None:
+            t = self._t
+            items = []
+            for r in self._running.values():
+                # RunningJob's fields set directly: a frozen dataclass's __init__ costs twice as much
+                o = _new(RunningJob)
+                o.__dict__.update(
+                    job=r.job,
+                    workers=r.workers,
+                    ps=r.ps,
+                    placement=r.placement,
+                    start=r.start,
+                    remaining=remaining(r, t),
+                    attained_service=r.att0 + r.gpus * (t - r.seg_start),
+                    group=r.group,
+                )
+                items.append(o)
+            self._items = tuple(items)
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._running) if self._items is None else len(self._items)
