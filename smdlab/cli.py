@@ -78,8 +78,9 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workload",
-        metavar="{synthetic,philly,omru-image,omru-action,PATH}",
-        help="workload kind, or a CSV file (a trace or a job table)",
+        metavar="{synthetic,philly,omru-image,omru-action,PATH,KIND:PATH}",
+        help="workload kind, a CSV file (a trace or a job table), or KIND:PATH for another "
+        "simulator's input file (KIND: smdlab.workloads.scenario.INPUT_READERS)",
     )
     p.add_argument(
         "--jobs", type=int, metavar="N", help="number of jobs (synthetic) or the first N (trace)"
@@ -144,12 +145,15 @@ def _scenario_from(
     seed: int | None = None,
 ):
     """The scenario file (or the default) with the command-line overrides applied."""
-    from smdlab.workloads.scenario import WORKLOAD_KINDS, load_scenario
+    from smdlab.workloads.scenario import INPUT_READERS, WORKLOAD_KINDS, load_scenario
 
     scenario = load_scenario(args.scenario)
     workload: dict[str, Any] = {}
     if args.workload is not None:
-        if args.workload in WORKLOAD_KINDS and args.workload != "csv":
+        kind, sep, path = args.workload.partition(":")
+        if sep and kind in INPUT_READERS:  # KIND:PATH, another simulator's input file
+            workload.update(kind=kind, path=str(Path(path).resolve()))
+        elif args.workload in WORKLOAD_KINDS and args.workload != "csv":
             workload["kind"] = args.workload
         else:
             workload.update(kind="csv", path=str(Path(args.workload).resolve()))

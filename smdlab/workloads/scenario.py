@@ -47,6 +47,7 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
 
 from __future__ import annotations
 
+import importlib
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,10 @@ from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
 WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action"]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
+# Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
+# ``"module:function"``, called as ``function(path, cluster=cluster, first=jobs)`` -> jobs. Each
+# kind's keys are ``("kind", "path", "jobs")`` unless ``_WL_KEYS`` says more.
+INPUT_READERS: dict[str, str] = {}
 _TOP_KEYS = (
     "name",
     "seed",
@@ -312,6 +317,12 @@ class Scenario:
                 path = self.base_dir / path
         if "window_s" in w:
             w["window_s"] = tuple(w["window_s"])
+        if kind in INPUT_READERS:
+            if path is None:
+                raise InvalidInput(f"workload.path must be given for a {kind} workload")
+            module, _, function = INPUT_READERS[kind].partition(":")
+            reader = getattr(importlib.import_module(module), function)
+            return list(reader(path, cluster=cluster, first=jobs, **w))
         if kind == "philly":
             return load_philly(path, first=jobs, cluster=cluster, seed=self.seed, mode=mode, **w)
         if path is None:
