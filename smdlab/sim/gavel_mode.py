@@ -1,0 +1,304 @@
+"""Gavel's mode: Gavel's round-based simulation of a Gavel trace, rule by rule.
+
+Source: stanford-futuredata/gavel (MIT licence, Copyright (c) 2020 Stanford Future Data Systems),
+``scheduler/scheduler.py`` (``simulate``, ``_update_priorities``, ``_reset_time_run_so_far``,
+``_schedule_jobs_on_workers_helper``) and ``scheduler/policies``; Narayanan et al.,
+"Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads", OSDI 2020.
+docs/heterogeneity.md lists the rules and every remaining difference from Gavel's simulator.
+
+In short: the clock jumps from round end to round end (a round lasts as long as its longest
+micro-task, at most ``round_s``); arrivals join at a round boundary; the allocation X[job, type]
+is recomputed only when a job arrived or completed since the last recomputation and at least
+``reset_s`` (Gavel: 1920 s) have passed since it (or while every recomputation so far was at
+t = 0); each round, every type's list of jobs is sorted by priority (X over the fraction of the
+type's time the job received since the recomputation), then deficit, then X, and jobs are taken
+greedily while GPUs of the type remain; a chosen job absent from X (it arrived after the
+recomputation) does not run. A micro-task runs ``min(int(throughput * round_s), remaining)``
+steps. A job's completion time is its last micro-task's end minus its arrival.
+
+The allocation LPs are solved with HiGHS (Gavel: cvxpy with ECOS). Jobs of one class (job type,
+scale factor, priority weight) share one set of LP variables, so identical jobs get identical
+rows, as ECOS's interior-point solution gives them; the agnostic policy's split over types is
+each type's share of the GPUs, as ECOS returns it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.solve.backends import solve_lp
+from smdlab.workloads.gavel import GAVEL_TYPES, GavelTraceJob
+
+__all__ = [
+    "GAVEL_MODE_POLICIES",
+    "RESET_S",
+    "ROUND_S",
+    "GavelModeResult",
+    "gavel_allocation",
+    "simulate_gavel_mode",
+    "window_average",
+]
+
+ROUND_S = 360.0  # Gavel's time_per_iteration in its simulation drivers
+RESET_S = 1920.0  # Gavel's minimum_time_between_allocation_resets (Scheduler default)
+# Gavel's policy name -> (LP objective or "fifo", heterogeneity-aware)
+GAVEL_MODE_POLICIES: dict[str, tuple[str, bool]] = {
+    "max_min_fairness": ("max_min", False),
+    "max_min_fairness_perf": ("max_min", True),
+    "max_sum_throughput_perf": ("max_sum", True),
+    "fifo_perf": ("fifo", True),
+}
+_ORDER = ("v100", "p100", "k80")  # Gavel's per-round type order (shuffled for agnostic policies)
+_COL = {t: k for k, t in enumerate(GAVEL_TYPES)}
+
+
+@dataclass
+class GavelModeResult:
+    """Per-job completion times and round statistics of one Gavel-mode run."""
+
+    policy: str
+    jct: dict[int, float]  # job id -> completion time - arrival (s)
+    finish: dict[int, float]
+    rounds: int = 0
+    recomputations: int = 0
+    round_wall_s: list[float] = field(default_factory=list)  # scheduling time per round
+
+
+def _classes(jobs: Sequence[GavelTraceJob], aware: bool):
+    """Jobs grouped by (type, scale factor, weight): class index per job, and class members."""
+    keys: dict[tuple, int] = {}
+    idx = []
+    for j in jobs:
+        key = (j.job_type if aware else "", j.scale_factor, j.priority_weight)
+        idx.append(keys.setdefault(key, len(keys)))
+    return np.array(idx), len(keys)
+
+
+def _lp(
+    T: np.ndarray, sf: np.ndarray, w: np.ndarray, n: np.ndarray, cap: np.ndarray, objective: str
+):
+    """Per-job shares x[k, type] of each class k (n[k] jobs) for Gavel's max-min or max-sum LP."""
+    m, k = T.shape
+    nv = m * k + (objective == "max_min")
+    per_job = sp.kron(sp.eye(m), np.ones((1, k)))  # sum_w x[c, w] <= 1
+    per_type = sp.kron((n * sf)[None, :], sp.eye(k))  # sum_c n_c sf_c x[c, w] <= cap_w
+    rows = [per_job, per_type]
+    b = [np.ones(m), cap]
+    cost = np.zeros(nv)
+    if objective == "max_min":
+        prop = T @ (cap / cap.sum())  # Gavel's proportional throughput
+        coef = (T * (sf / (w * prop))[:, None]).ravel()  # z <= sf_c T_c . x_c / (w_c prop_c)
+        fair = sp.csr_matrix((-coef, (np.repeat(np.arange(m), k), np.arange(m * k))), (m, m * k))
+        rows = [sp.hstack([r, sp.csr_matrix((r.shape[0], 1))]) for r in rows]
+        rows.append(sp.hstack([fair, np.ones((m, 1))]))
+        b.append(np.zeros(m))
+        cost[-1] = -1.0
+    else:
+        cost[:] = -(T * n[:, None]).ravel()
+    a = sp.vstack(rows).tocsr()
+    res = solve_lp(
+        cost, a, np.concatenate(b), sp.csr_matrix((0, nv)), np.zeros(0), np.zeros(nv),
+        backend="highs",
+    )  # fmt: skip
+    return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
+
+
+def _fifo(jobs: Sequence[GavelTraceJob], cap: np.ndarray) -> np.ndarray:
+    """Gavel's fifo_perf: in id order, each job whole on the fastest type with room; stop at the
+    first job that fits nowhere."""
+    x = np.zeros((len(jobs), len(GAVEL_TYPES)))
+    left = cap.copy()
+    for i, j in enumerate(jobs):
+        room = [k for k in range(len(GAVEL_TYPES)) if left[k] >= j.scale_factor]
+        if not room:
+            break
+        best = room[0]
+        for k in room[1:]:
+            if j.throughput[k] > j.throughput[best]:
+                best = k
+        x[i, best] = 1.0
+        left[best] -= j.scale_factor
+    return x
+
+
+def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str) -> np.ndarray:
+    """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order."""
+    objective, aware = GAVEL_MODE_POLICIES[check_choice("policy", policy, GAVEL_MODE_POLICIES)]
+    cap = np.asarray(cap, dtype=float)
+    if not jobs:
+        return np.zeros((0, len(GAVEL_TYPES)))
+    if objective == "fifo":
+        return _fifo(jobs, cap)
+    cls, m = _classes(jobs, aware)
+    first = [int(np.flatnonzero(cls == c)[0]) for c in range(m)]
+    T = np.array([jobs[i].throughput if aware else (1.0,) * len(GAVEL_TYPES) for i in first])
+    sf = np.array([float(jobs[i].scale_factor) for i in first])
+    w = np.array([jobs[i].priority_weight for i in first])
+    n = np.bincount(cls, minlength=m).astype(float)
+    if not aware:  # one pooled type, split over the types by their share of the GPUs
+        y = _lp(T[:, :1], sf, w, n, np.array([cap.sum()]), objective)[:, 0]
+        x = y[:, None] * (cap / cap.sum())[None, :]
+    else:
+        x = _lp(T, sf, w, n, cap, objective)
+    return x[cls]
+
+
+def simulate_gavel_mode(
+    jobs: Sequence[GavelTraceJob],
+    cluster_spec: dict[str, int],
+    policy: str,
+    *,
+    seed: int = 0,
+    round_s: float = ROUND_S,
+    reset_s: float = RESET_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> GavelModeResult:
+    """Run a Gavel trace under one of Gavel's policies in Gavel's mode (module docstring).
+
+    cluster_spec: GPUs per type (``k80``, ``p100``, ``v100``); seed: Gavel's scheduler seed (the
+    agnostic policy shuffles the type order with ``random.Random(seed + 5)`` each round).
+    """
+    check_choice("policy", policy, GAVEL_MODE_POLICIES)
+    round_s = check_positive("round_s", round_s)
+    reset_s = check_positive("reset_s", reset_s, allow_zero=True)
+    bad = [t for t in cluster_spec if t not in GAVEL_TYPES]
+    if bad:
+        raise InvalidInput(f"cluster_spec type {bad[0]!r}; allowed: {', '.join(GAVEL_TYPES)}")
+    cap = np.array([float(cluster_spec.get(t, 0)) for t in GAVEL_TYPES])
+    if not jobs:
+        raise InvalidInput("simulate_gavel_mode needs at least one job")
+    too_big = [j for j in jobs if j.scale_factor > cap.max()]
+    if too_big:
+        j = too_big[0]
+        raise InvalidInput(
+            f"job {j.job_id}: scale factor {j.scale_factor} exceeds every type's GPUs "
+            f"({', '.join(f'{t} {int(c)}' for t, c in zip(GAVEL_TYPES, cap))})"
+        )
+    types = [t for t in _ORDER if cluster_spec.get(t, 0) > 0]
+    fifo = GAVEL_MODE_POLICIES[policy][0] == "fifo"
+    shuffle = not GAVEL_MODE_POLICIES[policy][1]
+    shuffler = random.Random(seed + 5)
+    by_id = {j.job_id: j for j in jobs}
+    half = round_s / 2.0
+
+    job_time: dict[int, dict[str, float]] = {}  # active jobs in arrival order
+    worker_time = dict.fromkeys(GAVEL_TYPES, 0.0)
+    deficit: dict[str, dict[int, float]] = {t: {} for t in GAVEL_TYPES}
+    steps_run: dict[int, int] = {}
+    alloc: dict[int, np.ndarray] = {}
+    last_reset, need_update = 0.0, False
+    out = GavelModeResult(policy, {}, {})
+
+    qi, remaining = 0, len(jobs)
+    now = jobs[0].arrival
+    round_start, round_end = 0.0, None
+    running: list[tuple[float, int, str, int]] = []  # (finish, job, type, steps)
+    next_arrival: float | None
+    while remaining:
+        if qi < len(jobs):
+            next_arrival = jobs[qi].arrival
+        else:
+            next_arrival = None
+            if not running:
+                last_reset = 0.0
+        if running:
+            latest = max(r[0] for r in running)
+            if round_end is not None:
+                round_start = round_end
+            round_end = latest
+            now = latest
+        elif next_arrival is not None:
+            now = next_arrival
+        # Completions: every micro-task ends by now.
+        for finish, jid, t, steps in running:
+            spent = finish - round_start
+            out.finish[jid] = finish
+            steps_run[jid] += steps
+            job_time[jid][t] += spent
+            worker_time[t] += spent
+            if by_id[jid].total_steps - steps_run[jid] <= 0:
+                out.jct[jid] = finish - by_id[jid].arrival
+                del job_time[jid]
+                need_update = True
+                remaining -= 1
+        running = []
+        # Arrivals join at the round boundary.
+        while qi < len(jobs) and jobs[qi].arrival <= now:
+            j = jobs[qi]
+            job_time[j.job_id] = dict.fromkeys(GAVEL_TYPES, half)
+            steps_run[j.job_id] = 0
+            for t in GAVEL_TYPES:
+                deficit[t][j.job_id] = 0.0
+            need_update = True
+            qi += 1
+        tic = clock()
+        # Recompute the allocation (and restart the received-time counters) when due.
+        if need_update and (now - last_reset >= reset_s or last_reset == 0):
+            elapsed = now - last_reset
+            for t in GAVEL_TYPES:
+                worker_time[t] = 0.0
+                c = _COL[t]
+                for jid, got in job_time.items():
+                    owed = alloc[jid][c] * elapsed if jid in alloc else 0.0
+                    deficit[t][jid] += owed - (got[t] - half)
+                    got[t] = half
+                    worker_time[t] += half
+            last_reset = now
+            active = [by_id[jid] for jid in sorted(job_time)]
+            x = gavel_allocation(active, cap, policy)
+            alloc = {j.job_id: x[i] for i, j in enumerate(active)}
+            need_update = False
+            out.recomputations += 1
+        # Priorities, then the greedy pass over each type's sorted list.
+        order = list(types)
+        if shuffle:
+            shuffler.shuffle(order)
+        left = {t: cap[_COL[t]] for t in GAVEL_TYPES}
+        chosen: set[int] = set()
+        for t in order:
+            c = _COL[t]
+            wt = worker_time[t]
+            entries = []
+            for jid, got in job_time.items():
+                a = alloc[jid][c] if jid in alloc else 0.0
+                if jid not in alloc or a == 0.0 or by_id[jid].throughput[c] == 0:
+                    prio = 0.0
+                elif wt != 0.0 and got[t] / wt > 0.0:
+                    prio = a / (got[t] / wt)
+                else:
+                    prio = a * 1e9
+                entries.append((prio, deficit[t][jid], a, jid))
+            entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
+            for prio, _, _, jid in entries:
+                if left[t] == 0:
+                    break
+                j = by_id[jid]
+                if jid in chosen or j.throughput[c] <= 0 or (fifo and prio <= 0.0):
+                    continue
+                if j.scale_factor > left[t]:
+                    continue
+                left[t] -= j.scale_factor
+                chosen.add(jid)
+                if jid not in alloc:  # arrived after the recomputation: holds GPUs, runs not
+                    continue
+                rate = j.throughput[c]
+                steps = min(int(rate * round_s), j.total_steps - steps_run[jid])
+                running.append((now + steps / rate, jid, t, steps))
+        out.round_wall_s.append(clock() - tic)
+        out.rounds += 1
+    return out
+
+
+def window_average(result: GavelModeResult, window: range) -> float:
+    """Mean completion time (s) of the window's job ids, as Gavel's get_average_jct."""
+    missing = [i for i in window if i not in result.jct]
+    if missing:
+        raise InvalidInput(f"window job {missing[0]} did not complete in this run")
+    return float(np.mean([result.jct[i] for i in window]))
