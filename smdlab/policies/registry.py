@@ -52,6 +52,12 @@ _BUILTIN: dict[str, str] = {
     "gandiva": "smdlab.policies.sharing.gandiva:Gandiva",
     "gavel_max_sum": "smdlab.policies.heterogeneity.gavel_max_sum:GavelMaxSum",
     "gavel_max_min": "smdlab.policies.heterogeneity.gavel_max_min:GavelMaxMin",
+    "gavel_max_min_fairness": "smdlab.policies.heterogeneity.gavel_own:GavelMaxMinFairness",
+    "gavel_max_min_fairness_perf": "smdlab.policies.heterogeneity.gavel_own:GavelMaxMinFairnessPerf",
+    "gavel_max_sum_throughput_perf": (
+        "smdlab.policies.heterogeneity.gavel_own:GavelMaxSumThroughputPerf"
+    ),
+    "gavel_fifo_perf": "smdlab.policies.heterogeneity.gavel_own:GavelFifoPerf",
     "hetero_placement": "smdlab.policies.heterogeneity.hetero_placement:HeteroPlacement",
     "liquid": "smdlab.policies.heterogeneity.liquid:Liquid",
 }

@@ -16,10 +16,8 @@ greedily while GPUs of the type remain; a chosen job absent from X (it arrived a
 recomputation) does not run. A micro-task runs ``min(int(throughput * round_s), remaining)``
 steps. A job's completion time is its last micro-task's end minus its arrival.
 
-The allocation LPs are solved with HiGHS (Gavel: cvxpy with ECOS). Jobs of one class (job type,
-scale factor, priority weight) share one set of LP variables, so identical jobs get identical
-rows, as ECOS's interior-point solution gives them; the agnostic policy's split over types is
-each type's share of the GPUs, as ECOS returns it.
+The allocations are ``smdlab.solve.gavel_lp``'s ``gavel_*`` functions (LPs solved with HiGHS;
+Gavel: cvxpy with ECOS).
 """
 
 from __future__ import annotations
@@ -30,10 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
-from smdlab.solve.backends import solve_lp
+from smdlab.solve.gavel_lp import gavel_fifo, gavel_max_min_fairness, gavel_max_sum_throughput
 from smdlab.workloads.gavel import GAVEL_TYPES, GavelTraceJob
 
 __all__ = [
@@ -71,83 +68,20 @@ class GavelModeResult:
     round_wall_s: list[float] = field(default_factory=list)  # scheduling time per round
 
 
-def _classes(jobs: Sequence[GavelTraceJob], aware: bool):
-    """Jobs grouped by (type, scale factor, weight): class index per job, and class members."""
-    keys: dict[tuple, int] = {}
-    idx = []
-    for j in jobs:
-        key = (j.job_type if aware else "", j.scale_factor, j.priority_weight)
-        idx.append(keys.setdefault(key, len(keys)))
-    return np.array(idx), len(keys)
-
-
-def _lp(
-    T: np.ndarray, sf: np.ndarray, w: np.ndarray, n: np.ndarray, cap: np.ndarray, objective: str
-):
-    """Per-job shares x[k, type] of each class k (n[k] jobs) for Gavel's max-min or max-sum LP."""
-    m, k = T.shape
-    nv = m * k + (objective == "max_min")
-    per_job = sp.kron(sp.eye(m), np.ones((1, k)))  # sum_w x[c, w] <= 1
-    per_type = sp.kron((n * sf)[None, :], sp.eye(k))  # sum_c n_c sf_c x[c, w] <= cap_w
-    rows = [per_job, per_type]
-    b = [np.ones(m), cap]
-    cost = np.zeros(nv)
-    if objective == "max_min":
-        prop = T @ (cap / cap.sum())  # Gavel's proportional throughput
-        coef = (T * (sf / (w * prop))[:, None]).ravel()  # z <= sf_c T_c . x_c / (w_c prop_c)
-        fair = sp.csr_matrix((-coef, (np.repeat(np.arange(m), k), np.arange(m * k))), (m, m * k))
-        rows = [sp.hstack([r, sp.csr_matrix((r.shape[0], 1))]) for r in rows]
-        rows.append(sp.hstack([fair, np.ones((m, 1))]))
-        b.append(np.zeros(m))
-        cost[-1] = -1.0
-    else:
-        cost[:] = -(T * n[:, None]).ravel()
-    a = sp.vstack(rows).tocsr()
-    res = solve_lp(
-        cost, a, np.concatenate(b), sp.csr_matrix((0, nv)), np.zeros(0), np.zeros(nv),
-        backend="highs",
-    )  # fmt: skip
-    return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
-
-
-def _fifo(jobs: Sequence[GavelTraceJob], cap: np.ndarray) -> np.ndarray:
-    """Gavel's fifo_perf: in id order, each job whole on the fastest type with room; stop at the
-    first job that fits nowhere."""
-    x = np.zeros((len(jobs), len(GAVEL_TYPES)))
-    left = cap.copy()
-    for i, j in enumerate(jobs):
-        room = [k for k in range(len(GAVEL_TYPES)) if left[k] >= j.scale_factor]
-        if not room:
-            break
-        best = room[0]
-        for k in room[1:]:
-            if j.throughput[k] > j.throughput[best]:
-                best = k
-        x[i, best] = 1.0
-        left[best] -= j.scale_factor
-    return x
-
-
 def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str) -> np.ndarray:
     """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order."""
     objective, aware = GAVEL_MODE_POLICIES[check_choice("policy", policy, GAVEL_MODE_POLICIES)]
-    cap = np.asarray(cap, dtype=float)
     if not jobs:
         return np.zeros((0, len(GAVEL_TYPES)))
+    T = np.array([j.throughput for j in jobs])
+    g = np.array([float(j.scale_factor) for j in jobs])
+    cap = np.asarray(cap, dtype=float)
     if objective == "fifo":
-        return _fifo(jobs, cap)
-    cls, m = _classes(jobs, aware)
-    first = [int(np.flatnonzero(cls == c)[0]) for c in range(m)]
-    T = np.array([jobs[i].throughput if aware else (1.0,) * len(GAVEL_TYPES) for i in first])
-    sf = np.array([float(jobs[i].scale_factor) for i in first])
-    w = np.array([jobs[i].priority_weight for i in first])
-    n = np.bincount(cls, minlength=m).astype(float)
-    if not aware:  # one pooled type, split over the types by their share of the GPUs
-        y = _lp(T[:, :1], sf, w, n, np.array([cap.sum()]), objective)[:, 0]
-        x = y[:, None] * (cap / cap.sum())[None, :]
-    else:
-        x = _lp(T, sf, w, n, cap, objective)
-    return x[cls]
+        return gavel_fifo(T, g, cap)
+    if objective == "max_sum":
+        return gavel_max_sum_throughput(T, g, cap)
+    w = np.array([j.priority_weight for j in jobs])
+    return gavel_max_min_fairness(T, g, cap, w, aware=aware)
 
 
 def simulate_gavel_mode(

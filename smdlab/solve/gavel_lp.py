@@ -16,7 +16,14 @@ import scipy.sparse as sp
 from smdlab.errors import InvalidInput
 from smdlab.solve.backends import solve_lp
 
-__all__ = ["equal_share", "max_min_allocation", "max_sum_allocation"]
+__all__ = [
+    "equal_share",
+    "gavel_fifo",
+    "gavel_max_min_fairness",
+    "gavel_max_sum_throughput",
+    "max_min_allocation",
+    "max_sum_allocation",
+]
 
 
 def _check(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray):
@@ -90,3 +97,104 @@ def max_min_allocation(
         backend="highs",
     )  # fmt: skip
     return np.clip(res.x[: n * k].reshape(n, k), 0.0, 1.0)
+
+
+# Gavel's own policies, as its code states them (stanford-futuredata/gavel, MIT licence,
+# ``scheduler/policies``: max_min_fairness.py, max_sum_throughput.py, fifo.py). Jobs with equal
+# rows (throughputs, GPUs, weight) share one set of variables, so identical jobs get identical
+# shares, as ECOS's interior-point solution gives them in Gavel.
+
+
+def _classes(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each row's class and the first row of each class (equal rows: one class)."""
+    keys: dict[tuple[float, ...], int] = {}
+    idx = np.array(
+        [
+            keys.setdefault(tuple(np.hstack([c[i] for c in cols])), len(keys))
+            for i in range(len(cols[0]))
+        ]
+    )
+    first = np.array([int(np.flatnonzero(idx == c)[0]) for c in range(len(keys))])
+    return idx, first
+
+
+def _class_lp(T, sf, w, n, cap, objective: str) -> np.ndarray:
+    """Per-job shares x[class, type] maximising Gavel's max-min or max-sum objective."""
+    m, k = T.shape
+    nv = m * k + (objective == "max_min")
+    rows = [sp.kron(sp.eye(m), np.ones((1, k))), sp.kron((n * sf)[None, :], sp.eye(k))]
+    b = [np.ones(m), cap]
+    cost = np.zeros(nv)
+    if objective == "max_min":
+        prop = T @ (cap / cap.sum())  # Gavel's proportional policy: every job G_t / sum G
+        if np.any(prop <= 0):
+            raise InvalidInput("every job needs a positive throughput on some GPU type")
+        coef = (T * (sf / (w * prop))[:, None]).ravel()
+        fair = sp.csr_matrix((-coef, (np.repeat(np.arange(m), k), np.arange(m * k))), (m, m * k))
+        rows = [sp.hstack([r, sp.csr_matrix((r.shape[0], 1))]) for r in rows]
+        rows.append(sp.hstack([fair, np.ones((m, 1))]))
+        b.append(np.zeros(m))
+        cost[-1] = -1.0
+    else:
+        cost[:] = -(T * n[:, None]).ravel()
+    res = solve_lp(
+        cost, sp.vstack(rows).tocsr(), np.concatenate(b), sp.csr_matrix((0, nv)), np.zeros(0),
+        np.zeros(nv), backend="highs",
+    )  # fmt: skip
+    return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
+
+
+def gavel_max_min_fairness(
+    throughput: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    aware: bool = True,
+) -> np.ndarray:
+    """X of Gavel's max_min_fairness(_perf): maximise min_j g_j T_j.X_j / (w_j T_j.x_prop).
+
+    x_prop gives every job G_t / sum(G) of each type (Gavel's proportional policy). aware=False
+    (Gavel's agnostic LAS): every throughput is 1, and each job's total share is split over the
+    types in proportion to their GPUs, the symmetric point ECOS returns.
+    """
+    T, g, G = _check(throughput, gpus, capacity)
+    w = np.ones(g.size) if weights is None else np.asarray(weights, dtype=float)
+    if not aware:
+        T = np.ones((g.size, 1))
+        cls, first = _classes(g[:, None], w[:, None])
+        n = np.bincount(cls).astype(float)
+        y = _class_lp(T[first], g[first], w[first], n, np.array([G.sum()]), "max_min")[:, 0]
+        return (y[:, None] * (G / G.sum())[None, :])[cls]
+    cls, first = _classes(T, g[:, None], w[:, None])
+    n = np.bincount(cls).astype(float)
+    return _class_lp(T[first], g[first], w[first], n, G, "max_min")[cls]
+
+
+def gavel_max_sum_throughput(
+    throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray
+) -> np.ndarray:
+    """X of Gavel's max_sum_throughput_perf: maximise sum_j T_j.X_j (raw throughputs summed)."""
+    T, g, G = _check(throughput, gpus, capacity)
+    cls, first = _classes(T, g[:, None])
+    n = np.bincount(cls).astype(float)
+    return _class_lp(T[first], g[first], np.ones(first.size), n, G, "max_sum")[cls]
+
+
+def gavel_fifo(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """X of Gavel's fifo_perf: rows in arrival order, each whole on the fastest type with room
+    (ties: the first type); stop at the first row that fits nowhere."""
+    T, g, G = _check(throughput, gpus, capacity)
+    x = np.zeros(T.shape)
+    left = G.copy()
+    for i in range(T.shape[0]):
+        room = [k for k in range(T.shape[1]) if left[k] >= g[i]]
+        if not room:
+            break
+        best = room[0]
+        for k in room[1:]:
+            if T[i, k] > T[i, best]:
+                best = k
+        x[i, best] = 1.0
+        left[best] -= g[i]
+    return x

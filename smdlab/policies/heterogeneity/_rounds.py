@@ -45,6 +45,7 @@ class GavelRounds(Policy):
     name = "gavel_rounds"
     # The allocation LP (throughput, gpus, capacity) -> X; each subclass sets Gavel's objective.
     solve: Solver
+    arrival_order = False  # True: the LP's rows in arrival order (a FIFO allocation needs it)
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")
 
@@ -86,6 +87,8 @@ class GavelRounds(Policy):
         jobs = [q.job for q in state.queued] + [r.job for r in state.running]
         if not jobs:
             return Decision()
+        if self.arrival_order:
+            jobs.sort(key=lambda j: j.arrival)
         kinds = list(dict.fromkeys(types))
         res = cluster.resources
         gpu_i = res.index("gpu") if "gpu" in res else None
