@@ -66,6 +66,7 @@ class GavelModeResult:
     rounds: int = 0
     recomputations: int = 0
     round_wall_s: list[float] = field(default_factory=list)  # scheduling time per round
+    round_recomputed: list[bool] = field(default_factory=list)  # the round recomputed X
 
 
 def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str) -> np.ndarray:
@@ -93,11 +94,13 @@ def simulate_gavel_mode(
     round_s: float = ROUND_S,
     reset_s: float = RESET_S,
     clock: Callable[[], float] = time.perf_counter,
+    max_rounds: int | None = None,
 ) -> GavelModeResult:
     """Run a Gavel trace under one of Gavel's policies in Gavel's mode (module docstring).
 
     cluster_spec: GPUs per type (``k80``, ``p100``, ``v100``); seed: Gavel's scheduler seed (the
-    agnostic policy shuffles the type order with ``random.Random(seed + 5)`` each round).
+    agnostic policy shuffles the type order with ``random.Random(seed + 5)`` each round);
+    max_rounds: stop after that many rounds (a benchmark's partial run; jobs left out of ``jct``).
     """
     check_choice("policy", policy, GAVEL_MODE_POLICIES)
     round_s = check_positive("round_s", round_s)
@@ -135,7 +138,7 @@ def simulate_gavel_mode(
     round_start, round_end = 0.0, None
     running: list[tuple[float, int, str, int]] = []  # (finish, job, type, steps)
     next_arrival: float | None
-    while remaining:
+    while remaining and (max_rounds is None or out.rounds < max_rounds):
         if qi < len(jobs):
             next_arrival = jobs[qi].arrival
         else:
@@ -173,6 +176,7 @@ def simulate_gavel_mode(
             need_update = True
             qi += 1
         tic = clock()
+        recomputed = False
         # Recompute the allocation (and restart the received-time counters) when due.
         if need_update and (now - last_reset >= reset_s or last_reset == 0):
             elapsed = now - last_reset
@@ -190,6 +194,7 @@ def simulate_gavel_mode(
             alloc = {j.job_id: x[i] for i, j in enumerate(active)}
             need_update = False
             out.recomputations += 1
+            recomputed = True
         # Priorities, then the greedy pass over each type's sorted list.
         order = list(types)
         if shuffle:
@@ -226,6 +231,7 @@ def simulate_gavel_mode(
                 steps = min(int(rate * round_s), j.total_steps - steps_run[jid])
                 running.append((now + steps / rate, jid, t, steps))
         out.round_wall_s.append(clock() - tic)
+        out.round_recomputed.append(recomputed)
         out.rounds += 1
     return out
 

@@ -18,7 +18,7 @@ from typing import Literal, get_args
 import numpy as np
 import scipy.sparse as sp
 
-from smdlab.errors import Infeasible, SolverError, check_choice
+from smdlab.errors import Infeasible, InvalidInput, SolverError, check_choice
 
 Backend = Literal["auto", "highs", "gurobi"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
@@ -287,8 +287,9 @@ def solve_flat(
     )
 
 
-def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit) -> FlatResult:
-    """min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo, by HiGHS' simplex."""
+def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=False) -> FlatResult:
+    """min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo, by HiGHS' simplex (interior: its
+    interior-point method without crossover, a point inside the optimal face, not a vertex)."""
     import highspy
 
     a = sp.vstack([a_ub, a_eq]).tocsc()
@@ -307,6 +308,9 @@ def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit) -> FlatResult:
     )  # fmt: skip
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+    if interior:
+        h.setOptionValue("solver", "ipm")
+        h.setOptionValue("run_crossover", "off")
     h.run()
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
@@ -352,9 +356,18 @@ def solve_lp(
     *,
     backend: Backend = "auto",
     time_limit: float | None = None,
+    interior: bool = False,
 ) -> FlatResult:
-    """A general LP (min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo) under the same fallback rules as ``solve_flat``."""
+    """A general LP (min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo) under the same fallback rules as ``solve_flat``.
+
+    interior: HiGHS' interior-point method without crossover (HiGHS only): an optimum inside the
+    optimal face rather than a vertex.
+    """
     check_choice("backend", backend, BACKENDS)
+    if interior:
+        if backend != "highs":
+            raise InvalidInput("interior=True needs backend='highs'")
+        return _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=True)
     nvar = len(cost)
     ncon = a_ub.shape[0] + a_eq.shape[0]
     args = (cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit)
