@@ -1,0 +1,77 @@
+"""Run a Gavel trace in smdlab's Gavel mode under Gavel's policies and, given Gavel's own per-job
+results, print the agreement per policy (docs/heterogeneity.md, EXPERIMENTS.md).
+
+    python tools/gavel_parity.py TRACE [--reference PREFIX] [--cluster V:P:K] [--seed S]
+        [--window A B] [--policies P ...]
+
+PREFIX: Gavel's per-job CSVs ``PREFIX_<policy>.csv`` (columns ``job_id``, ``jct_s``), e.g.
+``data/traces/gavel/reference/seed3_rate0.4_60jobs``. The window average is the mean completion
+time of job ids A .. B-1 (Gavel's ``get_average_jct``); default: the middle 40% of the trace's
+jobs (Gavel's sweeps measure after a warm-up, while jobs keep arriving). The last line prints the
+heterogeneity-aware over agnostic ratio of window averages (max_min_fairness over
+max_min_fairness_perf), smdlab's and, with a reference, Gavel's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+import numpy as np
+
+from smdlab.sim.gavel_mode import GAVEL_MODE_POLICIES, simulate_gavel_mode, window_average
+from smdlab.workloads.gavel import read_gavel_trace
+
+
+def main() -> None:
+    """Parse the arguments, run each policy, print the table."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("trace")
+    p.add_argument("--reference", default=None)
+    p.add_argument("--cluster", default="36:36:36", help="V100:P100:K80 GPUs (Gavel's order)")
+    p.add_argument("--seed", type=int, default=0, help="Gavel's scheduler seed")
+    p.add_argument("--window", type=int, nargs=2, default=None)
+    p.add_argument("--policies", nargs="+", default=list(GAVEL_MODE_POLICIES))
+    a = p.parse_args()
+    jobs = read_gavel_trace(a.trace)
+    v, pp, k = (int(x) for x in a.cluster.split(":"))
+    n = len(jobs)
+    window = range(*a.window) if a.window else range(int(0.4 * n), int(0.8 * n))
+    print(f"trace {a.trace}: {n} jobs, cluster {a.cluster} (V100:P100:K80), window ids "
+          f"{window.start}-{window.stop - 1}, seed {a.seed}")  # fmt: skip
+    head = "| policy | smdlab window avg JCT (h) | rounds | recomputations | s per run |"
+    if a.reference:
+        head += " Gavel window avg (h) | avg error | window jobs within 5% | all jobs within 5% |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    avgs: dict[str, tuple[float, float | None]] = {}
+    for policy in a.policies:
+        t0 = time.perf_counter()
+        res = simulate_gavel_mode(jobs, {"k80": k, "p100": pp, "v100": v}, policy, seed=a.seed)
+        wall = time.perf_counter() - t0
+        ours = window_average(res, window)
+        row = f"| {policy} | {ours / 3600:.3f} | {res.rounds} | {res.recomputations} | {wall:.1f} |"
+        ref_avg = None
+        if a.reference:
+            path = Path(f"{a.reference}_{policy}.csv")
+            with path.open() as f:
+                ref = {int(r["job_id"]): float(r["jct_s"]) for r in csv.DictReader(f)}
+            ref_avg = float(np.mean([ref[i] for i in window]))
+            rel = {i: abs(res.jct[i] / ref[i] - 1) for i in ref}
+            win = np.mean([rel[i] <= 0.05 for i in window])
+            every = np.mean([r <= 0.05 for r in rel.values()])
+            row += f" {ref_avg / 3600:.3f} | {ours / ref_avg - 1:+.2%} | {win:.1%} | {every:.1%} |"
+        avgs[policy] = (ours, ref_avg)
+        print(row)
+    if {"max_min_fairness", "max_min_fairness_perf"} <= set(avgs):
+        (ag, ag_ref), (aw, aw_ref) = avgs["max_min_fairness"], avgs["max_min_fairness_perf"]
+        line = f"aware/agnostic (agnostic avg over aware avg): smdlab {ag / aw:.3f}"
+        if ag_ref is not None and aw_ref is not None:
+            line += f", Gavel {ag_ref / aw_ref:.3f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
