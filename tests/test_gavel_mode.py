@@ -96,7 +96,7 @@ def _reference(seed: int, policy: str):
 PARITY = [
     ("fifo_perf", 1.0, 0.0001),
     ("max_sum_throughput_perf", 0.95, 0.005),
-    ("max_min_fairness", 0.75, 0.002),
+    ("max_min_fairness", 0.8, 0.002),
     ("max_min_fairness_perf", 0.8, 0.006),
 ]
 

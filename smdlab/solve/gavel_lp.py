@@ -118,11 +118,11 @@ def _classes(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, first
 
 
-def _class_lp(T, sf, w, n, cap, objective: str, interior: bool = True) -> np.ndarray:
+def _class_lp(T, sf, w, n, cap, objective: str) -> np.ndarray:
     """Per-job shares x[class, type] maximising Gavel's max-min or max-sum objective.
 
-    interior: HiGHS' interior-point optimum (no crossover), nearer the inner point of the optimal
-    face that Gavel's ECOS returns than a simplex vertex is (docs/heterogeneity.md).
+    Solved by HiGHS' interior point without crossover: an inner point of the optimal face, nearer
+    the one Gavel's ECOS returns than a simplex vertex is (docs/heterogeneity.md).
     """
     m, k = T.shape
     nv = m * k + (objective == "max_min")
@@ -143,7 +143,7 @@ def _class_lp(T, sf, w, n, cap, objective: str, interior: bool = True) -> np.nda
         cost[:] = -(T * n[:, None]).ravel()
     res = solve_lp(
         cost, sp.vstack(rows).tocsr(), np.concatenate(b), sp.csr_matrix((0, nv)), np.zeros(0),
-        np.zeros(nv), backend="highs", interior=interior,
+        np.zeros(nv), backend="highs", interior=True,
     )  # fmt: skip
     return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
 
@@ -168,8 +168,7 @@ def gavel_max_min_fairness(
         T = np.ones((g.size, 1))
         cls, first = _classes(g[:, None], w[:, None])
         n = np.bincount(cls).astype(float)
-        y = _class_lp(T[first], g[first], w[first], n, np.array([G.sum()]), "max_min", False)
-        y = y[:, 0]
+        y = _class_lp(T[first], g[first], w[first], n, np.array([G.sum()]), "max_min")[:, 0]
         return (y[:, None] * (G / G.sum())[None, :])[cls]
     cls, first = _classes(T, g[:, None], w[:, None])
     n = np.bincount(cls).astype(float)
