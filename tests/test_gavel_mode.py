@@ -94,7 +94,7 @@ def _reference(seed: int, policy: str):
 # Agreement reached on the two 60-job fixtures (docs/heterogeneity.md says why it is not exact):
 # (policy, least share of window jobs within 5%, largest |window average error|).
 PARITY = [
-    ("fifo_perf", 1.0, 0.0001),
+    ("fifo_perf", 1.0, 1e-9),
     ("max_sum_throughput_perf", 0.95, 0.005),
     ("max_min_fairness", 0.8, 0.002),
     ("max_min_fairness_perf", 0.8, 0.006),
@@ -110,3 +110,10 @@ def test_parity_with_gavels_simulator(seed: int, policy: str, share: float, avg_
     rel = np.array([abs(res.jct[i] / jct[i] - 1) for i in window])
     assert np.mean(rel <= 0.05) >= share
     assert abs(window_average(res, window) / avg - 1) <= avg_err
+
+
+def test_fifo_perf_matches_gavel_on_every_job() -> None:
+    jobs = read_gavel_trace(GAVEL / "seed4_rate0.4_60jobs.trace")
+    jct, _, _ = _reference(4, "fifo_perf")
+    res = simulate_gavel_mode(jobs, {"k80": 8, "p100": 8, "v100": 8}, "fifo_perf", seed=4)
+    assert all(res.jct[i] == pytest.approx(jct[i], rel=1e-9) for i in jct)
