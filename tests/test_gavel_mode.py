@@ -117,3 +117,12 @@ def test_fifo_perf_matches_gavel_on_every_job() -> None:
     jct, _, _ = _reference(4, "fifo_perf")
     res = simulate_gavel_mode(jobs, {"k80": 8, "p100": 8, "v100": 8}, "fifo_perf", seed=4)
     assert all(res.jct[i] == pytest.approx(jct[i], rel=1e-9) for i in jct)
+
+
+def test_gavel_fifo_passes_over_a_job_whose_only_room_has_zero_throughput() -> None:
+    from smdlab.solve.gavel_lp import gavel_fifo
+
+    T = np.array([[1.0, 2.0, 4.0], [0.0, 1.0, 3.0], [1.0, 1.0, 1.0]])
+    x = gavel_fifo(T, np.array([2.0, 2.0, 1.0]), np.array([2.0, 0.0, 2.0]))
+    # job 0 takes both V100s; job 1 fits only on K80, where it has no throughput: passed over
+    assert x.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]

@@ -187,7 +187,8 @@ def gavel_max_sum_throughput(
 
 def gavel_fifo(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """X of Gavel's fifo_perf: rows in arrival order, each whole on the fastest type with room
-    (ties: the first type); stop at the first row that fits nowhere."""
+    (ties: the first type; a zero throughput there: passed over); stop at the first row that fits
+    nowhere."""
     T, g, G = _check(throughput, gpus, capacity)
     x = np.zeros(T.shape)
     left = G.copy()
@@ -199,6 +200,8 @@ def gavel_fifo(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -
         for k in room[1:]:
             if T[i, k] > T[i, best]:
                 best = k
+        if T[i, best] <= 0:  # Gavel passes over it (no stop)
+            continue
         x[i, best] = 1.0
         left[best] -= g[i]
     return x
