@@ -9,7 +9,9 @@ PREFIX: Gavel's per-job CSVs ``PREFIX_<policy>.csv`` (columns ``job_id``, ``jct_
 time of job ids A .. B-1 (Gavel's ``get_average_jct``); default: the middle 40% of the trace's
 jobs (Gavel's sweeps measure after a warm-up, while jobs keep arriving). The last line prints the
 heterogeneity-aware over agnostic ratio of window averages (max_min_fairness over
-max_min_fairness_perf), smdlab's and, with a reference, Gavel's.
+max_min_fairness_perf), smdlab's and, with a reference, Gavel's. ``--engine`` also runs the
+registered ``gavel_*`` policies in smdlab's own simulator (the trace read by ``load_gavel``, 360 s
+slots, no restart cost) and prints their window averages and ratio.
 """
 
 from __future__ import annotations
@@ -21,8 +23,22 @@ from pathlib import Path
 
 import numpy as np
 
+from smdlab.model.cluster import Cluster
 from smdlab.sim.gavel_mode import GAVEL_MODE_POLICIES, simulate_gavel_mode, window_average
-from smdlab.workloads.gavel import read_gavel_trace
+from smdlab.sim.runner import run_policies
+from smdlab.workloads.gavel import load_gavel, read_gavel_trace
+
+
+def engine_averages(trace: str, spec: dict[str, int], window: range) -> dict[str, float]:
+    """Window-average JCT (s) of the registered gavel_* policies in smdlab's own simulator."""
+    cluster = Cluster.groups(
+        [{"name": t, "machines": n, "gpu_type": t, "gpu": 1} for t, n in spec.items() if n > 0]
+    )
+    jobs = load_gavel(trace, cluster=cluster)
+    names = [f"gavel_{p}" for p in GAVEL_MODE_POLICIES]
+    res = run_policies(jobs, cluster, names, slot_s=360.0, restart_s=0.0)
+    ids = [str(i) for i in window]
+    return {n: float(r.jobs.set_index("job").loc[ids, "jct"].mean()) for n, r in res.items()}
 
 
 def main() -> None:
@@ -34,6 +50,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="Gavel's scheduler seed")
     p.add_argument("--window", type=int, nargs=2, default=None)
     p.add_argument("--policies", nargs="+", default=list(GAVEL_MODE_POLICIES))
+    p.add_argument("--engine", action="store_true", help="also run smdlab's own simulator")
     a = p.parse_args()
     jobs = read_gavel_trace(a.trace)
     v, pp, k = (int(x) for x in a.cluster.split(":"))
@@ -71,6 +88,11 @@ def main() -> None:
         if ag_ref is not None and aw_ref is not None:
             line += f", Gavel {ag_ref / aw_ref:.3f}"
         print(line)
+    if a.engine:
+        eng = engine_averages(a.trace, {"k80": k, "p100": pp, "v100": v}, window)
+        print("smdlab's simulator: " + ", ".join(f"{n} {x / 3600:.3f} h" for n, x in eng.items()))
+        ratio = eng["gavel_max_min_fairness"] / eng["gavel_max_min_fairness_perf"]
+        print(f"smdlab's simulator aware/agnostic: {ratio:.3f}")
 
 
 if __name__ == "__main__":
