@@ -11,21 +11,25 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
-from smdlab.errors import InvalidInput
+from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.job import Job
 from smdlab.model.pipeline import data_stage_times, samples_per_worker
 from smdlab.model.timing import iteration_time, layered_iteration_time
 
 __all__ = [
     "GROUP_OVERHEAD",
+    "JOB_MODELS",
     "MAX_GROUP",
     "STAGES",
+    "JobModel",
     "check_stage_times",
     "group_iteration_time",
     "interleaved_time",
+    "solo_iteration_time",
     "stage_times",
 ]
 
@@ -35,6 +39,9 @@ STAGES = ("storage", "cpu", "gpu", "network")  # Muri's four resources, in pipel
 # 1.37/1.015]; the first entry scales every job's own iteration time, the others a group's).
 GROUP_OVERHEAD: Mapping[int, float] = {1: 1.0, 2: 1.33 / 1.015, 3: 1.5 / 1.015, 4: 1.37 / 1.015}
 MAX_GROUP = 4
+# How one job's stages make its solo iteration (``solo_iteration_time``).
+JobModel = Literal["measured", "sequential", "prefetch"]
+JOB_MODELS: tuple[JobModel, ...] = get_args(JobModel)
 
 
 def stage_times(
@@ -126,3 +133,34 @@ def group_iteration_time(jobs: Sequence[Job], workers: int, ps: int, mode: str =
         return solo
     rows = [[stage_times(j, workers, ps, mode)[s] for s in STAGES] for j in jobs]
     return max(solo, interleaved_time(rows))
+
+
+def solo_iteration_time(
+    stages: Sequence[float],
+    job_model: str = "prefetch",
+    measured_s: float | None = None,
+    scale: float = 1.0,
+) -> float:
+    """One job's iteration time (s) alone on its GPUs from its stage times, under ``job_model``.
+
+    stages: seconds per iteration in each stage, data stage first (Muri's traces: data loading,
+    GPU compute, network). ``sequential``: the stages run one after another (their sum);
+    ``prefetch``: the data stage of the next iteration overlaps the rest (smdlab's input
+    pipeline, docs/model.md), max(stages[0], sum(stages[1:])); ``measured``: ``measured_s``, the
+    iteration time measured on the job alone (Muri's simulator times a solo job this way,
+    Rivendile/Muri simulator/jobs.py). The result is multiplied by ``scale`` (Muri's simulator:
+    1.015 on every job).
+    """
+    job_model = check_choice("job_model", job_model, JOB_MODELS)
+    scale = check_positive("scale", scale)
+    t = [check_positive(f"stages[{i}]", x, allow_zero=True) for i, x in enumerate(stages)]
+    if not t:
+        raise InvalidInput("stages must list at least one stage time, got none")
+    if job_model == "measured":
+        if measured_s is None:
+            raise InvalidInput("job_model 'measured' needs measured_s, the measured iteration time")
+        return check_positive("measured_s", measured_s) * scale
+    solo = sum(t) if job_model == "sequential" else max(t[0], sum(t[1:]))
+    if not solo > 0:
+        raise InvalidInput(f"stage times must not all be 0 (an iteration takes time), got {t}")
+    return solo * scale

@@ -67,12 +67,12 @@ from smdlab.paths import data_dir
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action"]
+WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action", "muri"]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
 # ``"module:function"``, called as ``function(path, cluster=cluster, first=jobs)`` -> jobs. Each
 # kind's keys are ``("kind", "path", "jobs")`` unless ``_WL_KEYS`` says more.
-INPUT_READERS: dict[str, str] = {}
+INPUT_READERS: dict[str, str] = {"muri": "smdlab.workloads.muri:load_muri"}
 _TOP_KEYS = (
     "name",
     "seed",
@@ -132,6 +132,7 @@ _WL_KEYS = {
     "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
+    "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
