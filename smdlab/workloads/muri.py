@@ -81,7 +81,16 @@ MURI_SOLO_SCALE = 1.015  # Muri's simulator scales every job's iteration time (j
 
 # Restart overhead (s) per (num_gpu, model): Rivendile/Muri simulator/run_sim.py, overhead_dict
 # (Apache-2.0); its default for an unlisted model is 10 s.
-_OVERHEAD_MODELS = ("vgg16", "vgg19", "resnet18", "shufflenet_v2_x1_0", "bert", "gpt2", "a2c", "dqn")
+_OVERHEAD_MODELS = (
+    "vgg16",
+    "vgg19",
+    "resnet18",
+    "shufflenet_v2_x1_0",
+    "bert",
+    "gpt2",
+    "a2c",
+    "dqn",
+)
 _OVERHEAD_ROWS = {
     1: (7, 7, 4, 4, 10, 10, 38, 5),
     2: (7, 7, 5, 4, 10, 10, 39, 5),
@@ -193,7 +202,10 @@ def read_muri_trace(
             model = (row["model_name"] or "").strip()
             if model not in MURI_NETWORKS:
                 raise _field(
-                    where, "model_name", row["model_name"], f"a profiled model ({', '.join(MURI_NETWORKS)})"
+                    where,
+                    "model_name",
+                    row["model_name"],
+                    f"a profiled model ({', '.join(MURI_NETWORKS)})",
                 )
             rows.append(
                 MuriTraceJob(
@@ -238,12 +250,12 @@ def load_muri(
     solo_scale = check_positive("workload.solo_scale", solo_scale)
     max_gpus = None
     if cluster is not None and "gpu" in cluster.resources:
-        max_gpus = int(round(float(cluster.capacity["gpu"])))
+        max_gpus = round(float(cluster.capacity["gpu"]))
     rows = read_muri_trace(path, max_gpus=max_gpus, first=first)
     names = sorted({MURI_NETWORKS[r.model] for r in rows})
     nets = resolve_networks(names)
     index = {n: k for k, n in enumerate(names)}
-    return calibrated_jobs(
+    jobs = calibrated_jobs(
         [r.job_id for r in rows],
         np.array([r.submit_s for r in rows]),
         np.array([r.num_gpu for r in rows]),
@@ -254,3 +266,4 @@ def load_muri(
         demands=network_demands(nets, "gpu_only"),
         gpu_only=True,
     )
+    return [j.replace(restart_s=r.restart_s) for j, r in zip(jobs, rows, strict=True)]
