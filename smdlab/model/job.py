@@ -123,6 +123,10 @@ class Job:
         ``mem_gb`` set how fast data arrives.
     restart_s: seconds without progress this job pays for a restart (the simulator's restart
         rule says when); None: the simulation's ``restart_s``. Muri's traces give one per model.
+    stage_times_s: measured seconds per iteration in each stage at the request (data loading, GPU,
+        network: a Muri trace's ``resource_time``); None: derived from the layered model
+        (``smdlab.model.interleave``). iteration_s: the measured solo iteration time at the
+        request that the job's work is calibrated to; None: the layered model's.
     """
 
     name: str
@@ -147,6 +151,8 @@ class Job:
     gpus_per_machine: int = 8
     pipeline: InputPipeline | None = None
     restart_s: float | None = None
+    stage_times_s: tuple[float, ...] | None = None
+    iteration_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -208,6 +214,16 @@ class Job:
             object.__setattr__(
                 self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
             )
+        if self.stage_times_s is not None:
+            stages = tuple(
+                check_positive(f"stage_times_s[{i}]", x, allow_zero=True)
+                for i, x in enumerate(self.stage_times_s)
+            )
+            if not stages:
+                raise InvalidInput("stage_times_s must list at least one stage time, got none")
+            object.__setattr__(self, "stage_times_s", stages)
+        if self.iteration_s is not None:
+            object.__setattr__(self, "iteration_s", check_positive("iteration_s", self.iteration_s))
         if self.requested_workers is not None:
             object.__setattr__(
                 self,

@@ -266,4 +266,11 @@ def load_muri(
         demands=network_demands(nets, "gpu_only"),
         gpu_only=True,
     )
-    return [j.replace(restart_s=r.restart_s) for j, r in zip(jobs, rows, strict=True)]
+    return [
+        j.replace(
+            restart_s=r.restart_s,
+            stage_times_s=r.stages_s,
+            iteration_s=trace_iteration_s(r, job_model, solo_scale),
+        )
+        for j, r in zip(jobs, rows, strict=True)
+    ]
