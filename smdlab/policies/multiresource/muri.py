@@ -42,6 +42,7 @@ descending request order, every decision from an empty cluster.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -541,7 +542,13 @@ def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
     if len(names) == 1:
         it = jobs[names[0]].iteration_s
         return float(it) if it is not None else math.inf
-    return packing_time([jobs[n].stage_times_s or (0.0, 0.0, 0.0) for n in names])
+    return _packing_time_of(tuple(sorted(jobs[n].stage_times_s or (0.0, 0.0, 0.0) for n in names)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _packing_time_of(stages: tuple[tuple[float, ...], ...]) -> float:
+    """``packing_time`` of sorted stage rows (it does not depend on the jobs' order)."""
+    return packing_time(stages)
 
 
 def _first_fit(free: np.ndarray, g: int, cap: np.ndarray) -> list[tuple[int, int]] | None:
