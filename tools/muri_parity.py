@@ -41,8 +41,7 @@ def main() -> int:
         f"{args.tol:.0%} | mean JCT smdlab (s) | mean JCT authors (s) | mean error | smdlab wall (s) |"
     )
     print("|---|---|---|---|---|---|---|")
-    for r in table.itertuples(index=False):
-        d = r._asdict()
+    for d in table.to_dict("records"):
         print(
             f"| {d['policy']} | `{d['authors']}` | {d[within]:.1%} | {d['mean_jct_smdlab_s']:,.0f} "
             f"| {d['mean_jct_authors_s']:,.0f} | {d['mean_error']:+.2%} | {d['wall_s']:.1f} |"
