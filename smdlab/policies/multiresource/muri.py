@@ -478,23 +478,13 @@ class Muri(Policy):
     @staticmethod
     def _match_round(packs: list[list[str]], jobs: dict[str, Job]) -> list[tuple[list[str], ...]]:
         """One matching round of one size: matched pairs (at the larger index) and singles."""
-        n = len(packs)
-        graph = nx.Graph()
-        graph.add_nodes_from(range(n))
-        for u in range(n):
-            for v in range(u + 1, n):
-                if len(packs[u]) + len(packs[v]) > MAX_GROUP:
-                    continue
-                both = packs[u] + packs[v]
-                work = sum(sum(jobs[m].stage_times_s or (0.0,)) for m in both)
-                w = work / (_packing_time(both, jobs) * len(STAGES))
-                if w > 0:
-                    graph.add_edge(u, v, weight=w)
+        zero = (0.0, 0.0, 0.0)
+        keys = tuple(tuple(sorted(jobs[m].stage_times_s or zero for m in p)) for p in packs)
         mate: dict[int, int] = {}
-        for a, b in nx.max_weight_matching(graph):
+        for a, b in _matched_pairs(keys):
             mate[a], mate[b] = b, a
         out: list[tuple[list[str], ...]] = []
-        for u in range(n):
+        for u in range(len(packs)):
             mu = mate.get(u)
             if mu is None:
                 out.append((packs[u],))
@@ -543,6 +533,27 @@ def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
         it = jobs[names[0]].iteration_s
         return float(it) if it is not None else math.inf
     return _packing_time_of(tuple(sorted(jobs[n].stage_times_s or (0.0, 0.0, 0.0) for n in names)))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tuple[int, int], ...]:
+    """Maximum-weight matching of packings given by their sorted stage rows, in list order.
+
+    Every pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
+    utilisation (sum of stage times / (4 x its packing time)). The result depends on the rows
+    alone, so equal candidate lists (frequent from one event to the next) share it.
+    """
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(keys)))
+    for u in range(len(keys)):
+        for v in range(u + 1, len(keys)):
+            if len(keys[u]) + len(keys[v]) > MAX_GROUP:
+                continue
+            both = tuple(sorted(keys[u] + keys[v]))
+            w = sum(map(sum, both)) / (_packing_time_of(both) * len(STAGES))
+            if w > 0:
+                graph.add_edge(u, v, weight=w)
+    return tuple((int(a), int(b)) for a, b in nx.max_weight_matching(graph))
 
 
 @functools.lru_cache(maxsize=1 << 16)
