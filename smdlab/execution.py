@@ -13,11 +13,13 @@ __all__ = [
     "DEFAULT_SLOT_S",
     "EXECUTIONS",
     "EXECUTION_CHOICES",
+    "RESTART_RULES",
     "SHARING_KINDS",
     "TIME_SLICE_S",
     "TIME_SLICE_SWITCH_S",
     "UNFIT",
     "Execution",
+    "RestartRule",
     "SharingKind",
 ]
 
@@ -37,6 +39,13 @@ DEFAULT_SLOT_S = 1200.0
 # Checkpoint-restart cost: Pollux's public simulator (petuum/adaptdl, simulator/simulator.py)
 # stops a job's progress for 30 s on every re-allocation (docs/simulator.md, "Restarts").
 DEFAULT_RESTART_S = 30.0
+# When the restart cost is paid (docs/simulator.md, "Restarts"): ``on_restart`` (a resumed or
+# re-allocated job makes no progress for its restart seconds); ``every_event`` (the simulators
+# derived from Tiresias', e.g. Rivendile/Muri simulator/run_sim.py: at every event each running job
+# loses min(restart seconds, time since the previous event) of progress, and a resume costs
+# nothing more; a job's own completion is not an event for it).
+RestartRule = Literal["on_restart", "every_event"]
+RESTART_RULES: tuple[RestartRule, ...] = get_args(RestartRule)
 # How a group of jobs shares its GPUs (``Allocation.sharing``; docs/simulator.md, "GPU sharing").
 SharingKind = Literal["space", "time"]
 SHARING_KINDS: tuple[SharingKind, ...] = get_args(SharingKind)

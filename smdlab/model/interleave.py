@@ -11,21 +11,27 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
-from smdlab.errors import InvalidInput
+from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.job import Job
 from smdlab.model.pipeline import data_stage_times, samples_per_worker
 from smdlab.model.timing import iteration_time, layered_iteration_time
 
 __all__ = [
     "GROUP_OVERHEAD",
+    "JOB_MODELS",
     "MAX_GROUP",
     "STAGES",
+    "JobModel",
     "check_stage_times",
     "group_iteration_time",
     "interleaved_time",
+    "job_iteration_time",
+    "packing_time",
+    "solo_iteration_time",
     "stage_times",
 ]
 
@@ -35,6 +41,9 @@ STAGES = ("storage", "cpu", "gpu", "network")  # Muri's four resources, in pipel
 # 1.37/1.015]; the first entry scales every job's own iteration time, the others a group's).
 GROUP_OVERHEAD: Mapping[int, float] = {1: 1.0, 2: 1.33 / 1.015, 3: 1.5 / 1.015, 4: 1.37 / 1.015}
 MAX_GROUP = 4
+# How one job's stages make its solo iteration (``solo_iteration_time``).
+JobModel = Literal["measured", "sequential", "prefetch"]
+JOB_MODELS: tuple[JobModel, ...] = get_args(JobModel)
 
 
 def stage_times(
@@ -115,14 +124,103 @@ def group_iteration_time(jobs: Sequence[Job], workers: int, ps: int, mode: str =
     Muri's interleaved time of their stage times (``interleaved_time``, with the measured overhead
     per group size), but never below the slowest member's own iteration time: a job alone
     already overlaps its data stage with compute (prefetching), so a group cannot beat that. One
-    job: its own iteration time.
+    job: its own iteration time. Jobs with measured stage times (``Job.stage_times_s``, Muri's
+    traces) interleave as Muri's simulator times them (``packing_time``), and a job alone takes
+    its measured ``iteration_s``.
     """
     if not 1 <= len(jobs) <= MAX_GROUP:
         raise InvalidInput(
             f"group size must be in [1, {MAX_GROUP}] (Muri interleaves at most 4 jobs), got {len(jobs)}"
         )
+    if len(jobs) > 1 and all(j.stage_times_s is not None for j in jobs):
+        return packing_time([j.stage_times_s for j in jobs])  # type: ignore[misc]
+    if len(jobs) == 1 and jobs[0].iteration_s is not None:
+        return jobs[0].iteration_s
     solo = max(iteration_time(j, workers, ps, mode) for j in jobs)
     if len(jobs) == 1:
         return solo
     rows = [[stage_times(j, workers, ps, mode)[s] for s in STAGES] for j in jobs]
     return max(solo, interleaved_time(rows))
+
+
+def solo_iteration_time(
+    stages: Sequence[float],
+    job_model: str = "prefetch",
+    measured_s: float | None = None,
+    scale: float = 1.0,
+) -> float:
+    """One job's iteration time (s) alone on its GPUs from its stage times, under ``job_model``.
+
+    stages: seconds per iteration in each stage, data stage first (Muri's traces: data loading,
+    GPU compute, network). ``sequential``: the stages run one after another (their sum);
+    ``prefetch``: the data stage of the next iteration overlaps the rest (smdlab's input
+    pipeline, docs/model.md), max(stages[0], sum(stages[1:])); ``measured``: ``measured_s``, the
+    iteration time measured on the job alone (Muri's simulator times a solo job this way,
+    Rivendile/Muri simulator/jobs.py). The result is multiplied by ``scale`` (Muri's simulator:
+    1.015 on every job).
+    """
+    job_model = check_choice("job_model", job_model, JOB_MODELS)
+    scale = check_positive("scale", scale)
+    t = [check_positive(f"stages[{i}]", x, allow_zero=True) for i, x in enumerate(stages)]
+    if not t:
+        raise InvalidInput("stages must list at least one stage time, got none")
+    if job_model == "measured":
+        if measured_s is None:
+            raise InvalidInput("job_model 'measured' needs measured_s, the measured iteration time")
+        return check_positive("measured_s", measured_s) * scale
+    solo = sum(t) if job_model == "sequential" else max(t[0], sum(t[1:]))
+    if not solo > 0:
+        raise InvalidInput(f"stage times must not all be 0 (an iteration takes time), got {t}")
+    return solo * scale
+
+
+def job_iteration_time(job: Job, workers: int, ps: int, mode: str = "wfbp") -> float:
+    """One job's solo iteration time: its measured ``iteration_s``, else the layered model's."""
+    if job.iteration_s is not None:
+        return job.iteration_s
+    return iteration_time(job, workers, ps, mode)
+
+
+def _rotation_time(p: Sequence[Sequence[float]]) -> float:
+    """Steady-state cycle of jobs ``p`` (in this order) rotating over Muri's resource slots.
+
+    Four slots per cycle; stage 0 (data loading) spans two slots, stages 1 (GPU) and 2 (network)
+    one each; f[i] is the earliest end of slot i (Rivendile/Muri simulator/matching.py,
+    ``_Packing.calc_iteration_time``: its recurrence, restated). The cycle is f[i+1] - f[i-3] once
+    two successive cycles agree within 0.1 %, else f[8] - f[4].
+    """
+    n = len(p)
+    f = [0.0] * 9
+    for i in range(8):
+        if (i + 1) % 4 < n:
+            f[i + 1] = max(f[i + 1], f[i] + p[(i + 1) % 4][2])
+        if (i + 2) % 4 < n:
+            f[i + 1] = max(f[i + 1], f[i] + p[(i + 2) % 4][1])
+        if i > 0 and (i + 3) % 4 < n:
+            f[i + 1] = max(f[i + 1], f[i - 1] + p[(i + 3) % 4][0])
+        if i >= 4 and math.isclose(f[i + 1] - f[i - 3], f[i] - f[i - 4], rel_tol=1e-3):
+            cycle = f[i + 1] - f[i - 3]
+            if cycle > 0:
+                return cycle
+            break
+    return f[8] - f[4]
+
+
+def packing_time(stages: Sequence[Sequence[float]], overhead: bool = True) -> float:
+    """Iteration time of 2-4 jobs interleaved as Muri's simulator times them.
+
+    stages: per job (data loading, GPU, network) seconds per iteration. The best job order of the
+    slot recurrence (``_rotation_time``); for two jobs a, b also max(a0, b1 + b2) + max(b0, a1 +
+    a2); times ``GROUP_OVERHEAD`` for the group size (its 1.33, 1.5 or 1.37 over the 1.015 every
+    solo job already carries).
+    """
+    rows = [tuple(float(x) for x in r) for r in stages]
+    if not 2 <= len(rows) <= MAX_GROUP or any(len(r) != 3 for r in rows):
+        raise InvalidInput(
+            f"stages must be 2 to {MAX_GROUP} rows of 3 stage times (data, GPU, network), got {stages!r}"
+        )
+    best = min(_rotation_time(p) for p in itertools.permutations(rows))
+    if len(rows) == 2:
+        a, b = rows
+        best = min(best, max(a[0], b[1] + b[2]) + max(b[0], a[1] + a[2]))
+    return best * (GROUP_OVERHEAD[len(rows)] if overhead else 1.0)

@@ -66,7 +66,7 @@ def _demand(
 
 
 # Fields the timing model never reads: jobs differing only in these share speed tables.
-_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers")
+_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers", "restart_s")
 
 
 def _check_scheduling_field(name: str, value, max_workers: int):
@@ -79,6 +79,8 @@ def _check_scheduling_field(name: str, value, max_workers: int):
         return check_positive("arrival", value, allow_zero=True)
     if name == "weight":
         return check_positive("weight", value)
+    if name == "restart_s":
+        return None if value is None else check_positive("restart_s", value, allow_zero=True)
     if value is None:  # requested_workers
         return None
     return check_int("requested_workers", value, 1, max_workers)
@@ -119,6 +121,12 @@ class Job:
     pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
         the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
         ``mem_gb`` set how fast data arrives.
+    restart_s: seconds without progress this job pays for a restart (the simulator's restart
+        rule says when); None: the simulation's ``restart_s``. Muri's traces give one per model.
+    stage_times_s: measured seconds per iteration in each stage at the request (data loading, GPU,
+        network: a Muri trace's ``resource_time``); None: derived from the layered model
+        (``smdlab.model.interleave``). iteration_s: the measured solo iteration time at the
+        request that the job's work is calibrated to; None: the layered model's.
     """
 
     name: str
@@ -142,6 +150,9 @@ class Job:
     intra_link: str | float = "nvlink"
     gpus_per_machine: int = 8
     pipeline: InputPipeline | None = None
+    restart_s: float | None = None
+    stage_times_s: tuple[float, ...] | None = None
+    iteration_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -199,6 +210,20 @@ class Job:
         object.__setattr__(
             self, "latency_s", check_positive("latency_s", self.latency_s, allow_zero=True)
         )
+        if self.restart_s is not None:
+            object.__setattr__(
+                self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
+            )
+        if self.stage_times_s is not None:
+            stages = tuple(
+                check_positive(f"stage_times_s[{i}]", x, allow_zero=True)
+                for i, x in enumerate(self.stage_times_s)
+            )
+            if not stages:
+                raise InvalidInput("stage_times_s must list at least one stage time, got none")
+            object.__setattr__(self, "stage_times_s", stages)
+        if self.iteration_s is not None:
+            object.__setattr__(self, "iteration_s", check_positive("iteration_s", self.iteration_s))
         if self.requested_workers is not None:
             object.__setattr__(
                 self,

@@ -135,7 +135,7 @@ def _resize(sim: Engine, resizes: list, t: float) -> None:
             r.start,
             left,
             r.att0 + r.gpus * (t - r.seg_start),
-            sim.restart_s,
+            sim.restart_pause(r.job),
         )
 
 
@@ -162,7 +162,7 @@ def _start(
         if math.isnan(rec.first_start):
             rec.first_start, rec.workers, rec.ps = t, a.workers, a.ps
         else:  # a preempted job resumes from its checkpoint
-            pause = sim.restart_s
+            pause = sim.restart_pause(q.job)
             rec.restarts += 1
         rec.status = "running"
         glabel = getattr(a, "group", None)

@@ -73,8 +73,10 @@ class Engine:
         restart_s: float,
         record_history: bool,
         policy_name: str,
+        restart_rule: str = "on_restart",
     ) -> None:
         self.mode = mode
+        self.restart_rule = restart_rule
         self.policy_name = policy_name
         self.execution, self.delta = execution, slot_s
         self.elastic = self.execution == "elastic"
@@ -205,6 +207,38 @@ class Engine:
     def close(self, r: Run, t: float, final: bool) -> float:
         """End the current segment of ``r`` at ``t``; return the samples left."""
         return self.log.close_segment(r, t, final)
+
+    def restart_of(self, job: Job) -> float:
+        """Seconds without progress ``job`` pays for a restart: its own, else the run's."""
+        return self.restart_s if job.restart_s is None else job.restart_s
+
+    def restart_pause(self, job: Job) -> float:
+        """Pause of a resumed or re-allocated job: none under the ``every_event`` rule."""
+        return 0.0 if self.restart_rule == "every_event" else self.restart_of(job)
+
+    def charge_event(self, t: float, groups: dict[str, set[str]]) -> None:
+        """The ``every_event`` restart rule at event ``t``: each running job loses the first
+        min(overhead, time since its segment began) of its segment, and a new segment begins at
+        ``t``. A job's overhead is its own restart seconds, or its group's sum (Muri's simulator
+        charges a packing the sum of its members' overheads)."""
+        for name, r in self.running.items():
+            dt = t - r.seg_start
+            if dt <= 0:
+                continue
+            if r.group is not None:
+                members = groups.get(r.group, {name})
+                oh = sum(self.restart_of(self.jobs[self.index[m]]) for m in members)
+            else:
+                oh = self.restart_of(r.job)
+            r.resume = max(r.resume, r.seg_start + min(oh, dt))
+            left = self.close(r, t, final=False)
+            r.att0 += r.gpus * dt
+            r.seg_start = r.resume = t
+            r.rem0 = left
+            r.finish = t + left / r.speed
+            self.version += 1
+            r.version = self.version
+            heapq.heappush(self.heap, (r.finish, self.index[name], r.version))
 
     def stale(self, entry: tuple[float, int, int]) -> bool:
         """Whether a heap entry belongs to a run that has ended or changed since."""

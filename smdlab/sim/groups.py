@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from smdlab.execution import SHARING_KINDS, TIME_SLICE_S, TIME_SLICE_SWITCH_S
-from smdlab.model.interleave import MAX_GROUP, group_iteration_time
+from smdlab.model.interleave import MAX_GROUP, group_iteration_time, job_iteration_time
 from smdlab.model.job import Job
-from smdlab.model.timing import iteration_time, job_speeds, speed as speed_of
+from smdlab.model.timing import job_speeds, speed as speed_of
 from smdlab.sim.engine import Engine
 from smdlab.sim.errors import CapacityExceeded, InvalidDecision
 from smdlab.sim.running import Run
@@ -141,7 +141,8 @@ class SharingGroups:
         if kind is None:  # Muri's interleaving
             tau = group_iteration_time(jobs, w, p, mode)
             return {
-                j.name: speed_of(j, w, p, mode) * iteration_time(j, w, p, mode) / tau for j in jobs
+                j.name: speed_of(j, w, p, mode) * job_iteration_time(j, w, p, mode) / tau
+                for j in jobs
             }
         # the speed tables, as for a job alone (an all-reduce job's PS column is its p = 0)
         solo = {j.name: float(job_speeds(j, mode)[w - 1, max(p, 1) - 1]) for j in jobs}

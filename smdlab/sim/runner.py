@@ -64,6 +64,7 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
         "restart_s": s["restart_s"],
         "unfit": s["unfit"],
         "sharing_degree": s.get("sharing_degree"),
+        "restart_rule": s.get("restart_rule", "on_restart"),
     }
 
 

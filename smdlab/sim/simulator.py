@@ -28,7 +28,13 @@ from collections.abc import Generator, Sequence
 from typing import Never
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive, reject_former
-from smdlab.execution import DEFAULT_RESTART_S, DEFAULT_SLOT_S, EXECUTION_CHOICES, UNFIT
+from smdlab.execution import (
+    DEFAULT_RESTART_S,
+    DEFAULT_SLOT_S,
+    EXECUTION_CHOICES,
+    RESTART_RULES,
+    UNFIT,
+)
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.timing import MODES
@@ -128,6 +134,7 @@ def simulate(
     record_history: bool = True,
     progress: bool = False,
     sharing_degree: int | None = None,
+    restart_rule: str = "on_restart",
     **former: Never,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
@@ -144,7 +151,10 @@ def simulate(
     allocation-history table (turn off to save memory on very long runs; the summary is
     unaffected). progress: a tqdm bar on stderr counting finished jobs.
     sharing_degree: most jobs a GPU holds at once in ``space`` sharing groups (1: no sharing;
-    None: the policy's declared ``sharing_degree``, else 1).
+    None: the policy's declared ``sharing_degree``, else 1). restart_rule: when the restart cost
+    is paid (``smdlab.execution.RestartRule``): ``on_restart`` (after a resume or re-allocation)
+    or ``every_event`` (at every event, by every running job, as the simulators derived from
+    Tiresias' do). A job's ``restart_s``, where set, replaces ``restart_s`` for it.
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -161,6 +171,7 @@ def simulate(
         restart_s,
         unfit,
         record_history,
+        restart_rule,
     )
     sim.progress = bool(progress)
     if sharing_degree is None:
@@ -180,6 +191,7 @@ def simulate_steps(
     restart_s: float = DEFAULT_RESTART_S,
     unfit: str = "skip",
     record_history: bool = True,
+    restart_rule: str = "on_restart",
 ) -> Generator[ClusterState, Decision, SimResult]:
     """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
     each decision point, applies the Decision sent back, and returns the SimResult at the end.
@@ -196,6 +208,7 @@ def simulate_steps(
         restart_s,
         unfit,
         record_history,
+        restart_rule,
     )
     return sim.steps()
 
@@ -205,7 +218,18 @@ class _Simulator(Engine):
 
     progress = False
 
-    def __init__(self, jobs, cluster, policy, mode, timing, restart_s, unfit, record_history):
+    def __init__(
+        self,
+        jobs,
+        cluster,
+        policy,
+        mode,
+        timing,
+        restart_s,
+        unfit,
+        record_history,
+        restart_rule="on_restart",
+    ):
         jobs = check_jobs(cluster, jobs)
         mode = check_choice("mode", mode, MODES)
         self.unfit = check_choice("unfit", unfit, UNFIT)
@@ -215,6 +239,7 @@ class _Simulator(Engine):
         self.decide_on_completion = self.settings.decide_on_completion
         execution, slot_s = resolve_execution(self.policy, *timing)
         restart_s = check_positive("restart_s", restart_s, allow_zero=True)
+        restart_rule = check_choice("restart_rule", restart_rule, RESTART_RULES)
         super().__init__(
             jobs,
             cluster,
@@ -224,6 +249,7 @@ class _Simulator(Engine):
             restart_s,
             record_history,
             policy if isinstance(policy, str) else self.settings.name,
+            restart_rule,
         )
 
     def _state(self) -> ClusterState:
@@ -312,6 +338,8 @@ class _Simulator(Engine):
                     bar.update()
                 if r.group is not None:
                     self.groups.regroup(r.group, t)
+            if self.restart_rule == "every_event" and self.running:
+                self.charge_event(t, self.groups.members)
             # Arrivals.
             while k < n_arr and arrivals[k] <= t:
                 i = order[k]

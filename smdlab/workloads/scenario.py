@@ -41,6 +41,7 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     restart_s = 30  # seconds without progress after a re-allocation or a resume
     unfit = "skip"  # skip | raise
     # sharing_degree = 2  # jobs a GPU may hold at once (default: each policy's own, else 1)
+    # restart_rule = "on_restart"  # on_restart | every_event (when restart_s is paid)
 
     [policy_options.NAME]  # keyword options of policy NAME
 """
@@ -57,7 +58,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
-from smdlab.execution import DEFAULT_RESTART_S, EXECUTIONS
+from smdlab.execution import DEFAULT_RESTART_S, EXECUTIONS, RESTART_RULES
 from smdlab.model.cluster import DEFAULT_RESOURCES, MAX_MACHINES, Cluster
 from smdlab.model.devices import DEVICES
 from smdlab.model.job import Job
@@ -67,12 +68,15 @@ from smdlab.paths import data_dir
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action", "gavel"]
+WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri"]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
 # ``"module:function"``, called as ``function(path, cluster=cluster, first=jobs)`` -> jobs. Each
 # kind's keys are ``("kind", "path", "jobs")`` unless ``_WL_KEYS`` says more.
-INPUT_READERS: dict[str, str] = {"gavel": "smdlab.workloads.gavel:load_gavel"}
+INPUT_READERS: dict[str, str] = {
+    "gavel": "smdlab.workloads.gavel:load_gavel",
+    "muri": "smdlab.workloads.muri:load_muri",
+}
 _TOP_KEYS = (
     "name",
     "seed",
@@ -91,6 +95,7 @@ _SIM_KEYS = (
     "restart_s",
     "unfit",
     "sharing_degree",
+    "restart_rule",
 )
 # Former keys of [simulation] (removed in 0.2) -> what replaces them.
 _FORMER_SIM_KEYS = {
@@ -133,6 +138,7 @@ _WL_KEYS = {
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
     "gavel": ("kind", "path", "jobs"),
+    "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
@@ -470,6 +476,8 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     check_choice("simulation.unfit", out["unfit"], ("skip", "raise"))
     if "sharing_degree" in out:
         out["sharing_degree"] = check_int("simulation.sharing_degree", out["sharing_degree"], 1)
+    if "restart_rule" in out:
+        check_choice("simulation.restart_rule", out["restart_rule"], RESTART_RULES)
     return out
 
 

@@ -26,10 +26,23 @@ Each job runs at its request: ``requested_workers`` workers (else ``max_workers`
 worker (capped by ``max_ps``), lowered until the empty cluster holds it; only jobs with the
 same (workers, PSs) group. Stage times: ``smdlab.model.interleave.stage_times``; group iteration
 time: ``group_iteration_time`` (Muri's measured overhead per group size, with its source).
+
+``rules="authors"``: the rules of Muri's own simulator instead (its run_sim.py
+``multi_resource_blossom_same_sim_jobs`` and matching.py ``Blossom_Same``; docs/multiresource.md,
+"Muri's simulator, job by job"), for GPU-only gang jobs (``Job.gpu_only``, e.g. Muri's traces):
+decisions at every arrival and completion, no slot; Muri-S orders by remaining GPU-time at the
+request, Muri-L by attained GPU-seconds, ties in the previous decision's order (larger requests
+first) with new arrivals last; a candidate slot is a real first fit on the machines (a job of
+more GPUs than a machine takes whole free machines); up to 4 matching rounds, every pair of at
+most 4 jobs an edge weighted by its utilisation, merged in index order while the candidates
+exceed the cluster; autopack afterwards (a packing slower than its members taking turns is
+split); packings kept in priority order if their first job fits, then placed first fit in
+descending request order, every decision from an empty cluster.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -41,7 +54,14 @@ import numpy as np
 
 from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
-from smdlab.model.interleave import GROUP_OVERHEAD, MAX_GROUP, STAGES, stage_times
+from smdlab.model.interleave import (
+    GROUP_OVERHEAD,
+    MAX_GROUP,
+    STAGES,
+    job_iteration_time,
+    packing_time,
+    stage_times,
+)
 from smdlab.model.job import Job
 from smdlab.model.timing import iteration_time
 from smdlab.policies.base import (
@@ -59,6 +79,9 @@ from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usa
 SLOT_S = 300.0
 Variant = Literal["s", "l"]  # Muri-S (shortest first) or Muri-L (least attained service)
 VARIANTS: tuple[Variant, ...] = get_args(Variant)
+Rules = Literal["smdlab", "authors"]  # this port's rules, or those of Muri's simulator
+RULES: tuple[Rules, ...] = get_args(Rules)
+MATCH_ROUNDS_AUTHORS = 4  # Muri's simulator: packing_num rounds of matching
 Entry = QueuedJob | RunningJob
 
 
@@ -121,11 +144,15 @@ class Muri(Policy):
     name = "muri"
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
-    slot_s = SLOT_S
+    slot_s: float | None = SLOT_S
 
-    def __init__(self, variant: str = "s") -> None:
+    def __init__(self, variant: str = "s", rules: str = "smdlab") -> None:
         self.variant = check_choice("variant", variant, VARIANTS)
+        self.rules = check_choice("rules", rules, RULES)
         self.name = f"muri_{self.variant}"
+        if self.rules == "authors":  # its simulator re-plans at every arrival and completion
+            self.slot_s = None
+            self.decide_on_completion = True
         self.reset()
 
     def reset(self) -> None:
@@ -133,6 +160,7 @@ class Muri(Policy):
         self._requests: dict[int, tuple[Job, tuple[int, int]]] = {}
         self._stages: dict[tuple[int, str], tuple[Job, np.ndarray, float]] = {}
         self.last_groups: list[list[str]] = []
+        self._order: list[str] = []  # authors' rules: the previous decision's job order
 
     def _request(self, job: Job, cluster: Cluster) -> tuple[int, int]:
         hit = self._requests.get(id(job))
@@ -162,6 +190,8 @@ class Muri(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Pick candidates, group them by matching, place the groups (module docstring)."""
+        if self.rules == "authors":
+            return self._decide_authors(state)
         cluster, mode = state.cluster, state.mode
         # Without preemption (forced non_elastic) running jobs keep what they hold.
         every: list[Entry] = (
@@ -368,14 +398,205 @@ class Muri(Policy):
             return None
         return tuple(rs[0].placement.tasks)
 
+    # ---- rules="authors": Muri's own simulator ----------------------------------------------------
+    def _decide_authors(self, state: ClusterState) -> Decision:
+        """One decision by the rules of Muri's simulator (module docstring), from an empty cluster."""
+        cluster, mode = state.cluster, state.mode
+        gi = cluster.resources.index("gpu")
+        cap = capacity_matrix(cluster)[:, gi]
+        total = float(cap.sum())
+        every: dict[str, Entry] = {r.job.name: r for r in state.running if r.remaining > 0}
+        every.update((q.job.name, q) for q in state.queued if q.remaining > 0)
+        order = [n for n in self._order if n in every]
+        known = set(order)
+        order += [n for n in every if n not in known]  # new arrivals last, in arrival order
+        gpus = {n: e.job.gang_allocation[0] for n, e in every.items()}
+        val = {n: self._sort_val_authors(e, gpus[n], mode) for n, e in every.items()}
+        order.sort(key=lambda n: val[n])
+        self._order = sorted(order, key=lambda n: -gpus[n])
+        # candidates: each job whose slot fits claims the next 4 unclaimed jobs of its size
+        free = cap.copy()
+        by_size: dict[int, list[str]] = {}
+        for n in order:
+            by_size.setdefault(gpus[n], []).append(n)
+        claimed: set[str] = set()
+        cand: dict[int, list[list[str]]] = {}
+        for n in order:
+            if n in claimed or _first_fit(free, gpus[n], cap) is None:
+                continue
+            taken = [m for m in by_size[gpus[n]] if m not in claimed][:MAX_GROUP]
+            claimed.update(taken)
+            cand.setdefault(gpus[n], []).extend([m] for m in taken)
+        required = sum(g * len(ps) for g, ps in cand.items())
+        jobs = {n: e.job for n, e in every.items()}
+        for r in range(MATCH_ROUNDS_AUTHORS):
+            if r > 0 and required <= total:
+                break
+            ready = [(g, self._match_round(packs, jobs)) for g, packs in cand.items()]
+            cand = {}
+            for g, items in ready:
+                out = cand.setdefault(g, [])
+                for item in items:
+                    if len(item) == 2 and required > total:
+                        out.append(item[0] + item[1])
+                        required -= g
+                    else:
+                        out.extend(item)
+        # autopack: a packing slower than its members taking turns is split
+        packs: list[tuple[float, list[str]]] = []
+        for ps in cand.values():
+            for p in ps:
+                solo = sum(_solo(jobs[n], mode) for n in p)
+                if len(p) > 1 and _packing_time(p, jobs) / solo > 1:
+                    packs.extend((val[n], [n]) for n in p)
+                else:
+                    packs.append((min(val[n] for n in p), p))
+        packs.sort(key=lambda x: x[0])
+        free = cap.copy()
+        kept = [p for _, p in packs if _first_fit(free, gpus[p[0]], cap) is not None]
+        # final placement: first fit in descending request order
+        of = {n: i for i, p in enumerate(kept) for n in p}
+        free = cap.copy()
+        placed: dict[int, tuple[tuple[int, int, int], ...]] = {}
+        for n in sorted(order, key=lambda n: -gpus[n]):
+            i = of.get(n)
+            if i is None or i in placed:
+                continue
+            fit = _first_fit(free, gpus[n], cap)
+            if fit is not None:
+                placed[i] = tuple((m, k, 1 if j == 0 else 0) for j, (m, k) in enumerate(fit))
+        self.last_groups = [kept[i] for i in sorted(placed)]
+        return self._decision_authors(kept, placed, state)
+
+    def _sort_val_authors(self, e: Entry, g: int, mode: str) -> float:
+        """Muri-S: remaining solo GPU-time at the request; Muri-L: attained GPU-seconds."""
+        if self.variant == "s":
+            w, p = e.job.gang_allocation
+            return e.remaining / float(job_speeds(e.job, mode)[w - 1, p - 1]) * g
+        return e.attained_service
+
+    @staticmethod
+    def _match_round(packs: list[list[str]], jobs: dict[str, Job]) -> list[tuple[list[str], ...]]:
+        """One matching round of one size: matched pairs (at the larger index) and singles."""
+        zero = (0.0, 0.0, 0.0)
+        keys = tuple(tuple(sorted(jobs[m].stage_times_s or zero for m in p)) for p in packs)
+        mate: dict[int, int] = {}
+        for a, b in _matched_pairs(keys):
+            mate[a], mate[b] = b, a
+        out: list[tuple[list[str], ...]] = []
+        for u in range(len(packs)):
+            mu = mate.get(u)
+            if mu is None:
+                out.append((packs[u],))
+            elif mu < u:
+                out.append((packs[mu], packs[u]))
+        return out
+
+    def _decision_authors(self, kept, placed, state: ClusterState) -> Decision:
+        """Allocations of the placed packings; running jobs not placed as they run are stopped."""
+        running = {r.job.name: r for r in state.running}
+        jobs: dict[str, Job] = {e.job.name: e.job for e in state.running}
+        jobs.update((q.job.name, q.job) for q in state.queued)
+        by_gid: dict[str | None, set[str]] = {}
+        for r in state.running:
+            by_gid.setdefault(r.group, set()).add(r.job.name)
+        keep: set[str] = set()
+        allocations: list[Allocation] = []
+        for i, tasks in placed.items():
+            names = kept[i]
+            rs = [running.get(n) for n in names]
+            if all(r is not None for r in rs):
+                gid = rs[0].group  # type: ignore[union-attr]
+                same = (gid is None and len(names) == 1) or (
+                    gid is not None and by_gid.get(gid) == set(names)
+                )
+                if same and tuple(rs[0].placement.tasks) == tasks:  # type: ignore[union-attr]
+                    keep.update(names)
+                    continue
+            label = "+".join(names) if len(names) > 1 else None
+            for n in names:
+                w, p = jobs[n].gang_allocation
+                allocations.append(Allocation(n, w, p, Placement(tasks), group=label))
+        preempt = tuple(n for n in running if n not in keep)
+        return Decision(tuple(allocations), preempt)
+
+
+def _solo(job: Job, mode: str) -> float:
+    """A job's solo iteration time at its request (measured where the job carries it)."""
+    w, p = job.gang_allocation
+    return job_iteration_time(job, w, p, mode)
+
+
+def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
+    """Interleaved iteration time of the named jobs (their measured stage times)."""
+    if len(names) == 1:
+        it = jobs[names[0]].iteration_s
+        return float(it) if it is not None else math.inf
+    return _packing_time_of(tuple(sorted(jobs[n].stage_times_s or (0.0, 0.0, 0.0) for n in names)))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tuple[int, int], ...]:
+    """Maximum-weight matching of packings given by their sorted stage rows, in list order.
+
+    Every pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
+    utilisation (sum of stage times / (4 x its packing time)). The result depends on the rows
+    alone, so equal candidate lists (frequent from one event to the next) share it.
+    """
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(keys)))
+    for u in range(len(keys)):
+        for v in range(u + 1, len(keys)):
+            if len(keys[u]) + len(keys[v]) > MAX_GROUP:
+                continue
+            both = tuple(sorted(keys[u] + keys[v]))
+            w = sum(map(sum, both)) / (_packing_time_of(both) * len(STAGES))
+            if w > 0:
+                graph.add_edge(u, v, weight=w)
+    return tuple((int(a), int(b)) for a, b in nx.max_weight_matching(graph))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _packing_time_of(stages: tuple[tuple[float, ...], ...]) -> float:
+    """``packing_time`` of sorted stage rows (it does not depend on the jobs' order)."""
+    return packing_time(stages)
+
+
+def _first_fit(free: np.ndarray, g: int, cap: np.ndarray) -> list[tuple[int, int]] | None:
+    """Muri's first fit of ``g`` GPUs (its YARN-like placement), consuming ``free``.
+
+    At most one machine's GPUs: the first machine with ``g`` free. More: as many wholly free
+    machines as ``g`` fills (first ones), plus one more machine with the rest. None: no fit.
+    """
+    per = int(cap.max())
+    if g <= per:
+        for m in range(len(free)):
+            if free[m] >= g - TOL:
+                free[m] -= g
+                return [(m, g)]
+        return None
+    full = [m for m in range(len(free)) if free[m] >= cap[m] - TOL and cap[m] >= per][: g // per]
+    if len(full) < g // per:
+        return None
+    out = [(m, per) for m in full]
+    rest = g - per * len(full)
+    if rest:
+        extra = next((m for m in range(len(free)) if m not in full and free[m] >= rest - TOL), None)
+        if extra is None:
+            return None
+        out.append((extra, rest))
+    for m, k in out:
+        free[m] -= k
+    return out
+
 
 class MuriS(Muri):
     """Muri-S: durations known, shortest remaining time first."""
 
     name = "muri_s"
 
-    def __init__(self) -> None:
-        super().__init__("s")
+    def __init__(self, rules: str = "smdlab") -> None:
+        super().__init__("s", rules)
 
 
 class MuriL(Muri):
@@ -383,5 +604,5 @@ class MuriL(Muri):
 
     name = "muri_l"
 
-    def __init__(self) -> None:
-        super().__init__("l")
+    def __init__(self, rules: str = "smdlab") -> None:
+        super().__init__("l", rules)
