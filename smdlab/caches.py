@@ -32,6 +32,8 @@ __all__ = [
     "ITERATION_TABLES",
     "JOB_VARIANTS",
     "LINK_SPEEDS",
+    "MURI_MATCHINGS",
+    "MURI_PACKINGS",
     "OMRU_EPOCH_MODELS",
     "PIPELINE_TABLES",
     "PROFILE_INDEX",
@@ -204,6 +206,19 @@ JOB_VARIANTS: Cache[Any] = Cache(
     key="(Job.value_key, cpu, mem_gb): a job with other per-worker CPU and memory",
     lifetime=_IMMUTABLE,
     maxsize=50_000,
+)
+# ---- policies -------------------------------------------------------------------------------
+MURI_PACKINGS: Cache[Any] = Cache(
+    "policies.muri.packing_time",
+    key="(sorted stage-time rows of 2-4 jobs,): the packing's iteration time",
+    lifetime=_IMMUTABLE,
+    maxsize=65_536,
+)
+MURI_MATCHINGS: Cache[Any] = Cache(
+    "policies.muri.matched_pairs",
+    key="(per candidate packing, its sorted stage-time rows, in list order): the matched pairs",
+    lifetime=_IMMUTABLE,
+    maxsize=4096,
 )
 # ---- solve ----------------------------------------------------------------------------------
 SPEED_TABLES: Cache[Any] = Cache(

@@ -42,7 +42,6 @@ descending request order, every decision from an empty cluster.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -52,6 +51,7 @@ from typing import Literal, get_args
 import networkx as nx
 import numpy as np
 
+from smdlab.caches import MURI_MATCHINGS, MURI_PACKINGS, memoize
 from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.interleave import (
@@ -535,7 +535,7 @@ def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
     return _packing_time_of(tuple(sorted(jobs[n].stage_times_s or (0.0, 0.0, 0.0) for n in names)))
 
 
-@functools.lru_cache(maxsize=1 << 12)
+@memoize(MURI_MATCHINGS)
 def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tuple[int, int], ...]:
     """Maximum-weight matching of packings given by their sorted stage rows, in list order.
 
@@ -556,7 +556,7 @@ def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tup
     return tuple((int(a), int(b)) for a, b in nx.max_weight_matching(graph))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@memoize(MURI_PACKINGS)
 def _packing_time_of(stages: tuple[tuple[float, ...], ...]) -> float:
     """``packing_time`` of sorted stage rows (it does not depend on the jobs' order)."""
     return packing_time(stages)
