@@ -12,6 +12,7 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
 from smdlab.model.input_pipeline import InputPipeline, bundled_pipeline
+from smdlab.model.measured_speed import MeasuredThroughput
 from smdlab.model.profiles import LayerProfile
 
 BatchMode = Literal["global", "per_worker"]
@@ -66,7 +67,7 @@ def _demand(
 
 
 # Fields the timing model never reads: jobs differing only in these share speed tables.
-_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers")
+_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers", "measured")
 
 
 def _check_scheduling_field(name: str, value, max_workers: int):
@@ -79,6 +80,8 @@ def _check_scheduling_field(name: str, value, max_workers: int):
         return check_positive("arrival", value, allow_zero=True)
     if name == "weight":
         return check_positive("weight", value)
+    if name == "measured":
+        return check_bool("measured", value)
     if value is None:  # requested_workers
         return None
     return check_int("requested_workers", value, 1, max_workers)
@@ -119,6 +122,11 @@ class Job:
     pipeline: the input pipeline (data stage, ``smdlab.model.pipeline``); None: no data stage,
         the iteration is the layered model's alone. With one, the worker demand's ``cpu`` and
         ``mem_gb`` set how fast data arrives.
+    throughput: the measured-throughput job model (``smdlab.model.measured_speed``): the
+        iteration time is read from a profiled (CPU, memory) table at the worker demand's ``cpu``
+        and ``mem_gb``, with no PS and no communication; None: the layered model.
+    measured: whether the run's summary counts the job (an input may measure only some of its
+        jobs, the others only load the cluster); the per-job tables keep every job.
     """
 
     name: str
@@ -142,6 +150,8 @@ class Job:
     intra_link: str | float = "nvlink"
     gpus_per_machine: int = 8
     pipeline: InputPipeline | None = None
+    throughput: MeasuredThroughput | None = None
+    measured: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -167,7 +177,7 @@ class Job:
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
-        for flag in ("gang", "gpu_only"):
+        for flag in ("gang", "gpu_only", "measured"):
             object.__setattr__(self, flag, check_bool(flag, getattr(self, flag)))
         if self.gpu_only and self.arch != "ps":
             raise InvalidInput(f"a gpu_only job has arch 'ps' (one empty PS), got {self.arch!r}")
@@ -205,6 +215,16 @@ class Job:
                 "requested_workers",
                 check_int("requested_workers", self.requested_workers, 1, self.max_workers),
             )
+        if self.throughput is not None:
+            if not isinstance(self.throughput, MeasuredThroughput):
+                raise InvalidInput(
+                    "throughput must be a MeasuredThroughput or None, "
+                    f"got {type(self.throughput).__name__}"
+                )
+            if self.arch != "allreduce" or self.pipeline is not None:
+                raise InvalidInput(
+                    "a job with a measured throughput has arch 'allreduce' (no PS) and no pipeline"
+                )
         if self.pipeline is not None:
             if not isinstance(self.pipeline, InputPipeline):
                 raise InvalidInput(

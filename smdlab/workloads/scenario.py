@@ -43,6 +43,10 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     # sharing_degree = 2  # jobs a GPU may hold at once (default: each policy's own, else 1)
 
     [policy_options.NAME]  # keyword options of policy NAME
+
+    [variants.NAME]  # a named variant: usable wherever a policy name is (policies, --policy)
+    policy = "synergy_tune"  # the registered policy it runs
+    base = "srtf"  # and that policy's keyword options
 """
 
 from __future__ import annotations
@@ -67,12 +71,14 @@ from smdlab.paths import data_dir
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action"]
+WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action", "synergy"]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
 # ``"module:function"``, called as ``function(path, cluster=cluster, first=jobs)`` -> jobs. Each
 # kind's keys are ``("kind", "path", "jobs")`` unless ``_WL_KEYS`` says more.
-INPUT_READERS: dict[str, str] = {}
+INPUT_READERS: dict[str, str] = {
+    "synergy": "smdlab.workloads.synergy:read_synergy",
+}
 _TOP_KEYS = (
     "name",
     "seed",
@@ -82,6 +88,7 @@ _TOP_KEYS = (
     "simulation",
     "policy_options",
     "description",
+    "variants",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
 _SIM_KEYS = (
@@ -132,6 +139,7 @@ _WL_KEYS = {
     "csv": (*_COMMON_WL, "path", "start", "window_s", "vc", "rate_scale", "on_unsorted"),
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
+    "synergy": ("kind", "path", "jobs"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
@@ -179,6 +187,8 @@ class Scenario:
     workload: workload spec (``kind`` plus that kind's options, see the module docstring).
     policies: registered policy names to run.
     policy_options: per policy, keyword options for its constructor.
+    variants: named variants, name -> {"policy": registered name, **its options}; a variant's
+        name is usable wherever a policy name is.
     simulation: simulator options (mode, execution, slot_s, restart_s, unfit, sharing_degree).
     base_dir: folder that relative workload paths are resolved against.
     """
@@ -207,6 +217,7 @@ class Scenario:
     )
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
     base_dir: Path | None = None
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -224,6 +235,7 @@ class Scenario:
         object.__setattr__(
             self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()})
         )
+        object.__setattr__(self, "variants", _frozen(check_variants(self.variants)))
 
     def with_changes(
         self,
@@ -271,6 +283,7 @@ class Scenario:
             "simulation": plain(self.simulation),
             "policy_options": plain(self.policy_options),
             "base_dir": self.base_dir,
+            "variants": plain(self.variants),
         }
 
     def build_cluster(self) -> Cluster:
@@ -335,6 +348,27 @@ class Scenario:
             mode=mode,
             **w,
         )
+
+
+def check_variants(value: Any) -> dict[str, Mapping[str, Any]]:
+    """Named variants, checked: a table of name -> table with a ``policy`` name and its options."""
+    from smdlab.policies.registry import known_policy
+
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"variants must be a table of name = {{policy = ...}}, got {value!r}")
+    out = {}
+    for name, spec in value.items():
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("policy"), str):
+            raise InvalidInput(f"variants.{name} must be a table with policy = a policy name")
+        if known_policy(name):
+            raise InvalidInput(f"variants.{name}: the name is a registered policy; choose another")
+        if not known_policy(spec["policy"]):
+            raise InvalidInput(
+                f"variants.{name}.policy must be a registered policy or module:Class, "
+                f"got {spec['policy']!r}"
+            )
+        out[str(name)] = _frozen(dict(spec))
+    return out
 
 
 def _policy_list(value: Any) -> tuple[str, ...]:
@@ -501,6 +535,7 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
             "workload",
             "simulation",
             "policy_options",
+            "variants",
         )
         if k in data
     }
