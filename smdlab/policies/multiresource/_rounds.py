@@ -10,6 +10,8 @@ the next may still fit), and the picked jobs get CPU and memory per worker by th
 placed on an empty copy of the cluster in priority order. The round's plan replaces the last:
 running jobs left out are preempted, and a running job whose levels or machines change is
 restarted (preempted and started again in the same decision, as Synergy re-leases every round).
+With ``round_decisions=True`` the policy plans only at round starts (Synergy's simulator); by
+default it also re-plans at arrivals and completions between rounds.
 
 Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smdlab's:
 - A job asks for ``requested_workers`` GPUs (``max_workers`` if not given) and one PS per worker
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import check_choice
+from smdlab.errors import check_bool, check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import with_worker_resources
@@ -130,8 +132,11 @@ class SynergyRounds(Policy):
     executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
     slot_s = LEASE_S
 
-    def __init__(self, base: str = "fifo") -> None:
+    def __init__(self, base: str = "fifo", round_decisions: bool = False) -> None:
         self.base = check_choice("base", base, BASES)
+        # True: plan only at round starts (multiples of the slot), as Synergy's simulator does;
+        # an arrival or a completion between rounds changes nothing until the next round.
+        self.round_decisions = check_bool("round_decisions", round_decisions)
         self.reset()
 
     def reset(self) -> None:
@@ -169,6 +174,10 @@ class SynergyRounds(Policy):
         cluster = state.cluster
         for q in state.queued:
             self._jobs.setdefault(q.job.name, q.job)
+        if self.round_decisions and state.slot_s:
+            k = state.time / state.slot_s
+            if abs(k - round(k)) > 1e-9 * max(1.0, k):
+                return Decision()
         entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
         # plans the queued jobs on the free capacity.
