@@ -19,15 +19,20 @@ from __future__ import annotations
 
 import bisect
 import csv
+import math
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.paths import data_dir
+
+if TYPE_CHECKING:
+    from smdlab.model.job import Job
 
 __all__ = [
     "MeasuredThroughput",
@@ -104,6 +109,26 @@ class MeasuredThroughput:
 def measured_iteration_time(throughput: MeasuredThroughput, cpu: float, mem_gb: float) -> float:
     """Seconds per iteration at ``cpu`` cores and ``mem_gb`` GB per GPU (the module docstring)."""
     return throughput.iter_time_s / throughput.relative_at(cpu, mem_gb)
+
+
+def lease_speed(job: Job, workers: int, speed: float, lease_s: float) -> float:
+    """Speed over a lease of ``lease_s`` s that counts whole iterations only.
+
+    Synergy's simulator credits a job with ``floor(lease / iteration time)`` iterations per
+    round. The iteration time is the measured one for a measured job (the same float operations
+    as its simulator), else ``samples per iteration / speed``. A job whose iteration is longer
+    than the lease keeps ``speed`` (it would never progress).
+    """
+    spi = float(job.samples_per_iteration(workers))
+    t = job.throughput
+    if t is not None:
+        tau = measured_iteration_time(
+            t, job.worker_demand.get("cpu", 0.0), job.worker_demand.get("mem_gb", 0.0)
+        )
+    else:
+        tau = spi / speed
+    n = math.floor(lease_s / tau)
+    return speed if n < 1 else n * spi / lease_s
 
 
 def read_throughputs(path: str | os.PathLike) -> dict[str, MeasuredThroughput]:

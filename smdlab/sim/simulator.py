@@ -274,6 +274,8 @@ class _Simulator(Engine):
             log.first_util_row(arrivals[0], len(self.resources), self.free)
         next_tick = math.inf
         next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
+        lease = self.settings.lease_rounds
+        self.lease_s = self.delta if lease else None
         idle_points = 0
         bar = None
         if self.progress:
@@ -307,6 +309,8 @@ class _Simulator(Engine):
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                if lease and self.delta is not None:  # it holds its lease to the slot's end
+                    rec.finish = math.ceil(t / self.delta - 1e-9) * self.delta
                 completed_now = True
                 if bar is not None:
                     bar.update()

@@ -10,7 +10,8 @@ the next may still fit), and the picked jobs get CPU and memory per worker by th
 placed on an empty copy of the cluster in priority order. The round's plan replaces the last:
 running jobs left out are preempted, and a running job whose levels or machines change is
 restarted (preempted and started again in the same decision, as Synergy re-leases every round).
-With ``round_decisions=True`` the policy plans only at round starts (Synergy's simulator); by
+With ``round_decisions=True`` the policy plans only at round starts and a job that completes
+within a round finishes at the round's end (Synergy's simulator: leases of one round); by
 default it also re-plans at arrivals and completions between rounds.
 
 Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smdlab's:
@@ -137,11 +138,15 @@ class SynergyRounds(Policy):
         # True: plan only at round starts (multiples of the slot), as Synergy's simulator does;
         # an arrival or a completion between rounds changes nothing until the next round.
         self.round_decisions = check_bool("round_decisions", round_decisions)
+        # and then each allocation is a lease of whole rounds: a job finishes at its round's end
+        self.lease_rounds = self.round_decisions
         self.reset()
 
     def reset(self) -> None:
         """Forget cached requests and submitted jobs (the simulator calls this before a run)."""
         self._jobs: dict[str, Job] = {}
+        # (cpu, mem_gb) per worker each job ran at in the last round (SRTF's speed for it)
+        self._last_levels: dict[str, tuple[float, float]] = {}
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
 
     # ---- order ----------------------------------------------------------------------------
@@ -160,8 +165,20 @@ class SynergyRounds(Policy):
             return (job.arrival, job.name)
         if self.base == "las":
             return (entry.attained_service, job.arrival, job.name)
+        # SRTF: remaining time at the speed of the levels the job ran at last round (Synergy's
+        # simulator keeps last round's speed-up), else at the policy's levels for it
         w, p = self._request(job, cluster)
-        return (entry.remaining / float(job_speeds(job, mode)[w - 1, p - 1]), job.arrival, job.name)
+        levels = self._last_levels.get(job.name) or self.sort_levels(job, w, p, cluster)
+        sized = with_worker_resources(job, *levels)
+        return (
+            entry.remaining / float(job_speeds(sized, mode)[w - 1, p - 1]),
+            job.arrival,
+            job.name,
+        )
+
+    def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
+        """The (cpu, mem_gb) per worker SRTF assumes for a job that did not run last round."""
+        return best_levels(job)
 
     # ---- the rule per policy ----------------------------------------------------------------
     @abstractmethod
@@ -206,6 +223,9 @@ class SynergyRounds(Policy):
             gpus_left -= need
             plans.append(Planned(e, w, p, *best_levels(job)))
         self.levels(plans, cluster, state)
+        self._last_levels = {
+            p.entry.job.name: (p.cpu, p.mem_gb) for p in plans if p.tasks is not None
+        }
         return self._decision(plans, state)
 
     def place_plans(

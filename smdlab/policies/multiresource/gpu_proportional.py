@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState
 from smdlab.policies.multiresource._rounds import Planned, SynergyRounds, proportional_levels
 
@@ -22,6 +23,10 @@ class GPUProportional(SynergyRounds):
     """Every worker gets the cluster's CPU and memory per GPU (less its PSs' share)."""
 
     name = "gpu_proportional"
+
+    def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
+        """SRTF assumes the proportional share: the levels this policy gives."""
+        return proportional_levels(job, workers, ps, cluster)
 
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """Proportional levels for every picked job, placed in priority order."""
