@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import check_bool, check_choice
+from smdlab.errors import check_bool, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import with_worker_resources
@@ -133,8 +133,15 @@ class SynergyRounds(Policy):
     executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
     slot_s = LEASE_S
 
-    def __init__(self, base: str = "fifo", round_decisions: bool = False) -> None:
+    def __init__(
+        self, base: str = "fifo", round_decisions: bool = False, starvation_h: float | None = None
+    ) -> None:
         self.base = check_choice("base", base, BASES)
+        # SRTF and LAS: a job that has not run for starvation_h hours goes first from the next
+        # round on, for good (Synergy's simulator: 1000 h); None: never.
+        self.starvation_s = (
+            None if starvation_h is None else check_positive("starvation_h", starvation_h) * 3600
+        )
         # True: plan only at round starts (multiples of the slot), as Synergy's simulator does;
         # an arrival or a completion between rounds changes nothing until the next round.
         self.round_decisions = check_bool("round_decisions", round_decisions)
@@ -147,6 +154,8 @@ class SynergyRounds(Policy):
         self._jobs: dict[str, Job] = {}
         # (cpu, mem_gb) per worker each job ran at in the last round (SRTF's speed for it)
         self._last_levels: dict[str, tuple[float, float]] = {}
+        self._last_run: dict[str, float] = {}  # end of the last round each job ran in
+        self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
 
     # ---- order ----------------------------------------------------------------------------
@@ -210,8 +219,13 @@ class SynergyRounds(Policy):
             if e.remaining <= 0:
                 continue
             job = original(e, self._jobs)
-            entries.append((self.priority(e, job, cluster, state.mode), e, job))
+            first = self.base != "fifo" and job.name in self._bumped
+            entries.append(((not first, *self.priority(e, job, cluster, state.mode)), e, job))
         entries.sort(key=lambda x: x[0])
+        if self.starvation_s is not None:  # after the sort: it counts from the next round
+            for _, _e, job in entries:
+                if state.time - self._last_run.get(job.name, job.arrival) > self.starvation_s:
+                    self._bumped.add(job.name)
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
@@ -223,9 +237,11 @@ class SynergyRounds(Policy):
             gpus_left -= need
             plans.append(Planned(e, w, p, *best_levels(job)))
         self.levels(plans, cluster, state)
-        self._last_levels = {
-            p.entry.job.name: (p.cpu, p.mem_gb) for p in plans if p.tasks is not None
-        }
+        self._last_levels = {}
+        for plan in plans:
+            if plan.tasks is not None:
+                self._last_levels[plan.entry.job.name] = (plan.cpu, plan.mem_gb)
+                self._last_run[plan.entry.job.name] = state.time + (state.slot_s or 0.0)
         return self._decision(plans, state)
 
     def place_plans(

@@ -12,6 +12,12 @@ priority order:
 3. when even that does not fit, shrink peers already placed this round that hold more than
    their proportional share back to it (lowest priority first, one at a time) until it fits;
    a job that still does not fit waits for the next round.
+``rule="simulator"`` follows the authors' simulator instead (msr-fiddle/synergy
+``resources/cluster.py`` ``_tune``; single-worker jobs without PS, else the rule above): each
+step places on the lowest-numbered machine that fits (first fit); step 3 picks the machine with
+the fewest free GPUs (at least one; ties: the lowest number), walks the jobs placed there this
+round by fewest machines, most CPU, most memory, and returns each one's excess over its
+proportional share until the job's shortfall on that machine is covered.
 Assumptions: those of ``smdlab.policies.multiresource._rounds`` (PSs keep their demand; the proportional
 share of a worker is the cluster's per-GPU share less its PSs' share). Synergy's profiling is
 exact here: the best-case demand is the model's, not a measured estimate.
@@ -23,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState
@@ -33,7 +40,9 @@ from smdlab.policies.multiresource._rounds import (
     proportional_levels,
 )
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import usage
+from smdlab.solve.placement import TOL, usage
+
+RULES = ("paper", "simulator")
 
 
 class SynergyTune(SynergyRounds):
@@ -41,8 +50,21 @@ class SynergyTune(SynergyRounds):
 
     name = "synergy_tune"
 
+    def __init__(
+        self,
+        base: str = "fifo",
+        round_decisions: bool = False,
+        starvation_h: float | None = None,
+        rule: str = "paper",
+    ) -> None:
+        super().__init__(base, round_decisions, starvation_h)
+        self.rule = check_choice("rule", rule, RULES)
+
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
+        if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
+            self._simulator_levels(plans, cluster)
+            return
         free = self.start_free(cluster)
         placed: list[Planned] = []
         for plan in plans:
@@ -65,6 +87,65 @@ class SynergyTune(SynergyRounds):
                 placed.append(plan)
             else:
                 plan.tasks = None
+
+    def _simulator_levels(self, plans: Sequence[Planned], cluster: Cluster) -> None:
+        """The authors' simulator's TUNE for single-worker jobs (module docstring)."""
+        free = self.start_free(cluster)
+        gi = cluster.resources.index("gpu")
+        on: dict[int, list[Planned]] = {}  # jobs placed per machine this round, in its order
+
+        def need(plan: Planned, levels: tuple[float, float]) -> np.ndarray:
+            job = with_worker_resources(self._job(plan), *levels)
+            return task_vectors(job, cluster.resources)[0]
+
+        def first_fit(vec: np.ndarray) -> int | None:
+            fits = np.all(free >= vec - TOL, axis=1)
+            return int(np.argmax(fits)) if fits.any() else None
+
+        for plan in plans:
+            job = self._job(plan)
+            best = best_levels(job)
+            prop = proportional_levels(job, 1, 0, cluster)
+            levels = best
+            m = first_fit(need(plan, levels))
+            if m is None and (best[0] > prop[0] or best[1] > prop[1]):
+                levels = prop
+                m = first_fit(need(plan, levels))
+            if m is None:
+                m = self._peer_step(need(plan, levels), free, gi, on, cluster, need)
+                if m is not None and not np.all(free[m] >= need(plan, levels) - TOL):
+                    m = None
+            if m is None:
+                plan.tasks = None
+                continue
+            free[m] -= need(plan, levels)
+            plan.cpu, plan.mem_gb = levels
+            plan.tasks = ((m, 1, 0),)
+            on.setdefault(m, []).append(plan)
+
+    def _peer_step(self, vec, free, gi, on, cluster, need) -> int | None:
+        """Return peers' excess on the machine with the fewest free GPUs; that machine or None."""
+        open_ = [i for i in range(free.shape[0]) if free[i, gi] >= 1 - TOL]
+        if not open_:
+            return None
+        m = min(open_, key=lambda i: (free[i, gi], i))
+        short = np.maximum(0.0, vec - free[m])
+        short[gi] = 0.0
+        if not np.any(short > TOL):
+            return m
+        peers = on.get(m, [])
+        peers.sort(key=lambda p: (-p.cpu, -p.mem_gb))  # in place: the order persists this round
+        for peer in peers:
+            pprop = proportional_levels(self._job(peer), 1, 0, cluster)
+            held = need(peer, (peer.cpu, peer.mem_gb))
+            excess = np.maximum(0.0, held - need(peer, pprop))
+            short = np.maximum(0.0, short - excess)
+            if peer.cpu > pprop[0] or peer.mem_gb > pprop[1]:
+                free[m] += held - need(peer, pprop)
+                peer.cpu, peer.mem_gb = pprop
+            if not np.any(short > TOL):
+                break
+        return m
 
     def _shrink(self, peer: Planned, free: np.ndarray, cluster: Cluster) -> None:
         """Lower ``peer`` to its proportional share where it holds more, on the same machines."""
