@@ -154,6 +154,7 @@ class SynergyRounds(Policy):
         self._jobs: dict[str, Job] = {}
         # (cpu, mem_gb) per worker each job ran at in the last round (SRTF's speed for it)
         self._last_levels: dict[str, tuple[float, float]] = {}
+        self._slot: float | None = None
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -173,7 +174,10 @@ class SynergyRounds(Policy):
         if self.base == "fifo":
             return (job.arrival, job.name)
         if self.base == "las":
-            return (entry.attained_service, job.arrival, job.name)
+            att = entry.attained_service
+            if self.lease_rounds and self._slot:  # whole leases: count them (exact ties)
+                att = round(att / self._slot)
+            return (att, job.arrival, job.name)
         # SRTF: remaining time at the speed of the levels the job ran at last round (Synergy's
         # simulator keeps last round's speed-up), else at the policy's levels for it
         w, p = self._request(job, cluster)
@@ -204,6 +208,7 @@ class SynergyRounds(Policy):
             k = state.time / state.slot_s
             if abs(k - round(k)) > 1e-9 * max(1.0, k):
                 return Decision()
+        self._slot = state.slot_s
         entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
         # plans the queued jobs on the free capacity.
