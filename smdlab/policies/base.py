@@ -72,8 +72,9 @@ class PolicySettings:
     slot_s: its own seconds between periodic decision points (``Policy.slot_s``; None: none).
     sharing_degree: most jobs it co-locates on a GPU by default (``Policy.sharing_degree``).
     decide_on_completion: asked at every completion, also with an empty queue.
-    lease_rounds: holds every allocation for whole slots (leases): a job that completes within a
-        slot finishes at the slot's end (``Policy.lease_rounds``; needs ``slot_s``).
+    lease_rounds: holds every allocation for whole slots (leases): the policy decides at every
+        slot while jobs run, a job that completes within a slot finishes at the slot's end, and a
+        slot credits whole iterations only (``Policy.lease_rounds``; needs ``slot_s``).
     """
 
     name: str

@@ -332,7 +332,9 @@ class _Simulator(Engine):
             # A policy with ``decide_on_completion`` (plans with barriers, e.g. OMRU) is asked at
             # every completion, also when nothing waits.
             on_completion = completed_now and bool(self.running) and self.decide_on_completion
-            if self.queued or (self.elastic and self.running) or on_completion:
+            # Leases (lease_rounds) end at every slot: the policy re-decides them, queue or not.
+            lease_end = lease and bool(self.running) and t == t_tick
+            if self.queued or (self.elastic and self.running) or on_completion or lease_end:
                 state = self._state()
                 t0 = time.perf_counter()
                 # the placement rules are rack-aware while the policy decides (racked clusters)
