@@ -57,8 +57,14 @@ class SynergyTune(SynergyRounds):
         starvation_h: float | None = None,
         rule: str = "paper",
     ) -> None:
-        super().__init__(base, round_decisions, starvation_h)
         self.rule = check_choice("rule", rule, RULES)
+        super().__init__(base, round_decisions, starvation_h)
+
+    def reset(self) -> None:
+        """Forget the cached task vectors and shares, then what every round policy forgets."""
+        super().reset()
+        self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
+        self._props: dict[str, tuple[float, float]] = {}
 
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
@@ -90,60 +96,78 @@ class SynergyTune(SynergyRounds):
 
     def _simulator_levels(self, plans: Sequence[Planned], cluster: Cluster) -> None:
         """The authors' simulator's TUNE for single-worker jobs (module docstring)."""
-        free = self.start_free(cluster)
+        # Plain lists: a round places up to one job per GPU, so per-call numpy overhead dominates.
+        free = [list(map(float, row)) for row in self.start_free(cluster)]
         gi = cluster.resources.index("gpu")
         on: dict[int, list[Planned]] = {}  # jobs placed per machine this round, in its order
+        vecs = self._vecs
+        props = self._props
 
-        def need(plan: Planned, levels: tuple[float, float]) -> np.ndarray:
-            job = with_worker_resources(self._job(plan), *levels)
-            return task_vectors(job, cluster.resources)[0]
+        def need(plan: Planned, levels: tuple[float, float]) -> tuple[float, ...]:
+            key = (plan.entry.job.name, levels)
+            v = vecs.get(key)
+            if v is None:
+                job = with_worker_resources(self._job(plan), *levels)
+                v = vecs[key] = tuple(map(float, task_vectors(job, cluster.resources)[0]))
+            return v
 
-        def first_fit(vec: np.ndarray) -> int | None:
-            fits = np.all(free >= vec - TOL, axis=1)
-            return int(np.argmax(fits)) if fits.any() else None
+        def prop_of(plan: Planned) -> tuple[float, float]:
+            name = plan.entry.job.name
+            p = props.get(name)
+            if p is None:
+                p = props[name] = proportional_levels(self._job(plan), 1, 0, cluster)
+            return p
+
+        def fits(row: list[float], v: tuple[float, ...]) -> bool:
+            return all(a >= b - TOL for a, b in zip(row, v, strict=True))
+
+        def first_fit(v: tuple[float, ...]) -> int | None:
+            g = v[gi] - TOL
+            for i, row in enumerate(free):
+                if row[gi] >= g and fits(row, v):  # most machines are full: GPUs first
+                    return i
+            return None
 
         for plan in plans:
-            job = self._job(plan)
-            best = best_levels(job)
-            prop = proportional_levels(job, 1, 0, cluster)
+            best = best_levels(self._job(plan))
+            prop = prop_of(plan)
             levels = best
             m = first_fit(need(plan, levels))
             if m is None and (best[0] > prop[0] or best[1] > prop[1]):
                 levels = prop
                 m = first_fit(need(plan, levels))
             if m is None:
-                m = self._peer_step(need(plan, levels), free, gi, on, cluster, need)
-                if m is not None and not np.all(free[m] >= need(plan, levels) - TOL):
+                m = self._peer_step(need(plan, levels), free, gi, on, need, prop_of)
+                if m is not None and not fits(free[m], need(plan, levels)):
                     m = None
             if m is None:
                 plan.tasks = None
                 continue
-            free[m] -= need(plan, levels)
+            free[m] = [a - b for a, b in zip(free[m], need(plan, levels), strict=True)]
             plan.cpu, plan.mem_gb = levels
             plan.tasks = ((m, 1, 0),)
             on.setdefault(m, []).append(plan)
 
-    def _peer_step(self, vec, free, gi, on, cluster, need) -> int | None:
+    def _peer_step(self, vec, free, gi, on, need, prop_of) -> int | None:
         """Return peers' excess on the machine with the fewest free GPUs; that machine or None."""
-        open_ = [i for i in range(free.shape[0]) if free[i, gi] >= 1 - TOL]
+        open_ = [i for i, row in enumerate(free) if row[gi] >= 1 - TOL]
         if not open_:
             return None
-        m = min(open_, key=lambda i: (free[i, gi], i))
-        short = np.maximum(0.0, vec - free[m])
-        short[gi] = 0.0
-        if not np.any(short > TOL):
+        m = min(open_, key=lambda i: (free[i][gi], i))
+        short = [0.0 if k == gi else max(0.0, v - f) for k, (v, f) in enumerate(zip(vec, free[m]))]
+        if not any(x > TOL for x in short):
             return m
         peers = on.get(m, [])
         peers.sort(key=lambda p: (-p.cpu, -p.mem_gb))  # in place: the order persists this round
         for peer in peers:
-            pprop = proportional_levels(self._job(peer), 1, 0, cluster)
+            pprop = prop_of(peer)
             held = need(peer, (peer.cpu, peer.mem_gb))
-            excess = np.maximum(0.0, held - need(peer, pprop))
-            short = np.maximum(0.0, short - excess)
+            fair = need(peer, pprop)
+            short = [max(0.0, x - max(0.0, h - f)) for x, h, f in zip(short, held, fair)]
             if peer.cpu > pprop[0] or peer.mem_gb > pprop[1]:
-                free[m] += held - need(peer, pprop)
+                free[m] = [a + h - f for a, h, f in zip(free[m], held, fair)]
                 peer.cpu, peer.mem_gb = pprop
-            if not np.any(short > TOL):
+            if not any(x > TOL for x in short):
                 break
         return m
 
