@@ -155,6 +155,7 @@ class SynergyRounds(Policy):
         # (cpu, mem_gb) per worker each job ran at in the last round (SRTF's speed for it)
         self._last_levels: dict[str, tuple[float, float]] = {}
         self._slot: float | None = None
+        self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -295,6 +296,26 @@ class SynergyRounds(Policy):
             if self.try_place(plan, free, cluster):
                 return True
         return False
+
+    def worker_vector(
+        self, plan: Planned, levels: tuple[float, float], cluster: Cluster
+    ) -> tuple[float, ...]:
+        """What one worker of ``plan`` reserves at ``levels`` (cached per job and levels)."""
+        key = (plan.entry.job.name, levels)
+        v = self._vecs.get(key)
+        if v is None:
+            job = with_worker_resources(self._job(plan), *levels)
+            v = self._vecs[key] = tuple(map(float, task_vectors(job, cluster.resources)[0]))
+        return v
+
+    @staticmethod
+    def first_fit(free: list[list[float]], v: tuple[float, ...], gi: int) -> int | None:
+        """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule)."""
+        g = v[gi] - TOL
+        for i, row in enumerate(free):
+            if row[gi] >= g and all(a >= b - TOL for a, b in zip(row, v, strict=True)):
+                return i
+        return None
 
     def _job(self, plan: Planned) -> Job:
         return original(plan.entry, self._jobs)

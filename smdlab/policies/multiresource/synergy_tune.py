@@ -61,9 +61,8 @@ class SynergyTune(SynergyRounds):
         super().__init__(base, round_decisions, starvation_h)
 
     def reset(self) -> None:
-        """Forget the cached task vectors and shares, then what every round policy forgets."""
+        """Forget the cached shares, then what every round policy forgets."""
         super().reset()
-        self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
         self._props: dict[str, tuple[float, float]] = {}
 
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
@@ -100,16 +99,10 @@ class SynergyTune(SynergyRounds):
         free = [list(map(float, row)) for row in self.start_free(cluster)]
         gi = cluster.resources.index("gpu")
         on: dict[int, list[Planned]] = {}  # jobs placed per machine this round, in its order
-        vecs = self._vecs
         props = self._props
 
         def need(plan: Planned, levels: tuple[float, float]) -> tuple[float, ...]:
-            key = (plan.entry.job.name, levels)
-            v = vecs.get(key)
-            if v is None:
-                job = with_worker_resources(self._job(plan), *levels)
-                v = vecs[key] = tuple(map(float, task_vectors(job, cluster.resources)[0]))
-            return v
+            return self.worker_vector(plan, levels, cluster)
 
         def prop_of(plan: Planned) -> tuple[float, float]:
             name = plan.entry.job.name
@@ -122,11 +115,7 @@ class SynergyTune(SynergyRounds):
             return all(a >= b - TOL for a, b in zip(row, v, strict=True))
 
         def first_fit(v: tuple[float, ...]) -> int | None:
-            g = v[gi] - TOL
-            for i, row in enumerate(free):
-                if row[gi] >= g and fits(row, v):  # most machines are full: GPUs first
-                    return i
-            return None
+            return self.first_fit(free, v, gi)
 
         for plan in plans:
             best = best_levels(self._job(plan))
