@@ -156,6 +156,8 @@ class SynergyRounds(Policy):
         self._last_levels: dict[str, tuple[float, float]] = {}
         self._slot: float | None = None
         self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
+        self._needs: dict[str, tuple[Job, int, int, float]] = {}  # job, workers, PSs, GPUs
+        self._props: dict[str, tuple[float, float]] = {}  # single-worker proportional shares
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -235,9 +237,14 @@ class SynergyRounds(Policy):
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
+        needs = self._needs
         for _, e, job in entries:
-            w, p = self._request(job, cluster)
-            need = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+            hit = needs.get(job.name)
+            if hit is None or hit[0] is not job:
+                w, p = self._request(job, cluster)
+                g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+                hit = needs[job.name] = (job, w, p, g)
+            _, w, p, need = hit
             if need > gpus_left + TOL:
                 continue
             gpus_left -= need
@@ -307,6 +314,14 @@ class SynergyRounds(Policy):
             job = with_worker_resources(self._job(plan), *levels)
             v = self._vecs[key] = tuple(map(float, task_vectors(job, cluster.resources)[0]))
         return v
+
+    def single_share(self, plan: Planned, cluster: Cluster) -> tuple[float, float]:
+        """The proportional share of a single-worker job without PS (cached per job)."""
+        name = plan.entry.job.name
+        p = self._props.get(name)
+        if p is None:
+            p = self._props[name] = proportional_levels(self._job(plan), 1, 0, cluster)
+        return p
 
     @staticmethod
     def first_fit(free: list[list[float]], v: tuple[float, ...], gi: int) -> int | None:

@@ -48,7 +48,7 @@ class GPUProportional(SynergyRounds):
             free = [list(map(float, row)) for row in self.start_free(cluster)]
             gi = cluster.resources.index("gpu")
             for plan in plans:
-                levels = proportional_levels(self._job(plan), 1, 0, cluster)
+                levels = self.single_share(plan, cluster)
                 v = self.worker_vector(plan, levels, cluster)
                 m = self.first_fit(free, v, gi)
                 plan.cpu, plan.mem_gb = levels

@@ -60,11 +60,6 @@ class SynergyTune(SynergyRounds):
         self.rule = check_choice("rule", rule, RULES)
         super().__init__(base, round_decisions, starvation_h)
 
-    def reset(self) -> None:
-        """Forget the cached shares, then what every round policy forgets."""
-        super().reset()
-        self._props: dict[str, tuple[float, float]] = {}
-
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
         if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
@@ -99,17 +94,12 @@ class SynergyTune(SynergyRounds):
         free = [list(map(float, row)) for row in self.start_free(cluster)]
         gi = cluster.resources.index("gpu")
         on: dict[int, list[Planned]] = {}  # jobs placed per machine this round, in its order
-        props = self._props
 
         def need(plan: Planned, levels: tuple[float, float]) -> tuple[float, ...]:
             return self.worker_vector(plan, levels, cluster)
 
         def prop_of(plan: Planned) -> tuple[float, float]:
-            name = plan.entry.job.name
-            p = props.get(name)
-            if p is None:
-                p = props[name] = proportional_levels(self._job(plan), 1, 0, cluster)
-            return p
+            return self.single_share(plan, cluster)
 
         def fits(row: list[float], v: tuple[float, ...]) -> bool:
             return all(a >= b - TOL for a, b in zip(row, v, strict=True))
