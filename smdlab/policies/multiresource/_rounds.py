@@ -156,7 +156,8 @@ class SynergyRounds(Policy):
         self._last_levels: dict[str, tuple[float, float]] = {}
         self._slot: float | None = None
         self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
-        self._needs: dict[str, tuple[Job, int, int, float]] = {}  # job, workers, PSs, GPUs
+        # job, workers, PSs, GPUs, best-case levels
+        self._needs: dict[str, tuple[Job, int, int, float, tuple[float, float]]] = {}
         self._props: dict[str, tuple[float, float]] = {}  # single-worker proportional shares
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
@@ -205,12 +206,14 @@ class SynergyRounds(Policy):
     def decide(self, state: ClusterState) -> Decision:
         """Plan the round (module docstring) and turn it into preemptions and allocations."""
         cluster = state.cluster
-        for q in state.queued:
-            self._jobs.setdefault(q.job.name, q.job)
         if self.round_decisions and state.slot_s:
             k = state.time / state.slot_s
             if abs(k - round(k)) > 1e-9 * max(1.0, k):
                 return Decision()
+        jobs = self._jobs
+        for q in state.queued:
+            if q.job.name not in jobs:
+                jobs[q.job.name] = q.job
         self._slot = state.slot_s
         entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
@@ -243,12 +246,12 @@ class SynergyRounds(Policy):
             if hit is None or hit[0] is not job:
                 w, p = self._request(job, cluster)
                 g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
-                hit = needs[job.name] = (job, w, p, g)
-            _, w, p, need = hit
+                hit = needs[job.name] = (job, w, p, g, best_levels(job))
+            _, w, p, need, best = hit
             if need > gpus_left + TOL:
                 continue
             gpus_left -= need
-            plans.append(Planned(e, w, p, *best_levels(job)))
+            plans.append(Planned(e, w, p, *best))
         self.levels(plans, cluster, state)
         self._last_levels = {}
         for plan in plans:
@@ -324,13 +327,24 @@ class SynergyRounds(Policy):
         return p
 
     @staticmethod
-    def first_fit(free: list[list[float]], v: tuple[float, ...], gi: int) -> int | None:
-        """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule)."""
+    def first_fit(
+        free: list[list[float]], v: tuple[float, ...], gi: int, start: int = 0
+    ) -> int | None:
+        """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
+        machines before ``start`` are known to hold no GPU."""
         g = v[gi] - TOL
-        for i, row in enumerate(free):
+        for i in range(start, len(free)):
+            row = free[i]
             if row[gi] >= g and all(a >= b - TOL for a, b in zip(row, v, strict=True)):
                 return i
         return None
+
+    @staticmethod
+    def first_with_gpu(free: list[list[float]], gi: int, start: int) -> int:
+        """The first machine from ``start`` on with a free GPU (len(free) if none)."""
+        while start < len(free) and free[start][gi] < 1 - TOL:
+            start += 1
+        return start
 
     def _job(self, plan: Planned) -> Job:
         return original(plan.entry, self._jobs)

@@ -21,6 +21,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState
 from smdlab.policies.multiresource._rounds import Planned, SynergyRounds, proportional_levels
+from smdlab.solve.placement import TOL
 
 
 class GPUProportional(SynergyRounds):
@@ -47,10 +48,12 @@ class GPUProportional(SynergyRounds):
         if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
             free = [list(map(float, row)) for row in self.start_free(cluster)]
             gi = cluster.resources.index("gpu")
+            lo = 0  # machines before lo hold no free GPU
             for plan in plans:
                 levels = self.single_share(plan, cluster)
                 v = self.worker_vector(plan, levels, cluster)
-                m = self.first_fit(free, v, gi)
+                lo = self.first_with_gpu(free, gi, lo)
+                m = self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
                 plan.cpu, plan.mem_gb = levels
                 plan.tasks = None if m is None else ((m, 1, 0),)
                 if m is not None:

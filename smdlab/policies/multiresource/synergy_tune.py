@@ -104,8 +104,12 @@ class SynergyTune(SynergyRounds):
         def fits(row: list[float], v: tuple[float, ...]) -> bool:
             return all(a >= b - TOL for a, b in zip(row, v, strict=True))
 
+        lo = 0  # machines before lo hold no free GPU (a round only fills GPUs)
+
         def first_fit(v: tuple[float, ...]) -> int | None:
-            return self.first_fit(free, v, gi)
+            nonlocal lo
+            lo = self.first_with_gpu(free, gi, lo)
+            return self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
 
         for plan in plans:
             best = best_levels(self._job(plan))
