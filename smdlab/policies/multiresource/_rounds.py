@@ -159,6 +159,8 @@ class SynergyRounds(Policy):
         # job, workers, PSs, GPUs, best-case levels
         self._needs: dict[str, tuple[Job, int, int, float, tuple[float, float]]] = {}
         self._props: dict[str, tuple[float, float]] = {}  # single-worker proportional shares
+        # SRTF's speed per (job, levels, mode) at the job's request
+        self._speeds: dict[tuple[str, tuple[float, float], str], tuple[Job, float]] = {}
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -186,9 +188,13 @@ class SynergyRounds(Policy):
         # simulator keeps last round's speed-up), else at the policy's levels for it
         w, p = self._request(job, cluster)
         levels = self._last_levels.get(job.name) or self.sort_levels(job, w, p, cluster)
-        sized = with_worker_resources(job, *levels)
+        key = (job.name, levels, mode)
+        speed = self._speeds.get(key)
+        if speed is None or speed[0] is not job:
+            sized = with_worker_resources(job, *levels)
+            speed = self._speeds[key] = (job, float(job_speeds(sized, mode)[w - 1, p - 1]))
         return (
-            entry.remaining / float(job_speeds(sized, mode)[w - 1, p - 1]),
+            entry.remaining / speed[1],
             job.arrival,
             job.name,
         )
