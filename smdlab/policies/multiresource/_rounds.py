@@ -159,6 +159,7 @@ class SynergyRounds(Policy):
         # job, workers, PSs, GPUs, best-case levels
         self._needs: dict[str, tuple[Job, int, int, float, tuple[float, float]]] = {}
         self._props: dict[str, tuple[float, float]] = {}  # single-worker proportional shares
+        self._min_need = math.inf  # fewest GPUs any job seen needs
         # SRTF's speed per (job, levels, mode) at the job's request
         self._speeds: dict[tuple[str, tuple[float, float], str], tuple[Job, float]] = {}
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
@@ -220,6 +221,7 @@ class SynergyRounds(Policy):
         for q in state.queued:
             if q.job.name not in jobs:
                 jobs[q.job.name] = q.job
+                self._gpu_need(q.job, cluster)  # every job's need is known before the round
         self._slot = state.slot_s
         entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
@@ -248,11 +250,11 @@ class SynergyRounds(Policy):
         plans: list[Planned] = []
         needs = self._needs
         for _, e, job in entries:
+            if gpus_left + TOL < self._min_need:
+                break  # no job left fits in what remains
             hit = needs.get(job.name)
             if hit is None or hit[0] is not job:
-                w, p = self._request(job, cluster)
-                g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
-                hit = needs[job.name] = (job, w, p, g, best_levels(job))
+                hit = self._gpu_need(job, cluster)
             _, w, p, need, best = hit
             if need > gpus_left + TOL:
                 continue
@@ -312,6 +314,16 @@ class SynergyRounds(Policy):
             if self.try_place(plan, free, cluster):
                 return True
         return False
+
+    def _gpu_need(
+        self, job: Job, cluster: Cluster
+    ) -> tuple[Job, int, int, float, tuple[float, float]]:
+        """(job, workers, PSs, GPUs, best-case levels) of its request, cached; tracks the least."""
+        w, p = self._request(job, cluster)
+        g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+        hit = self._needs[job.name] = (job, w, p, g, best_levels(job))
+        self._min_need = min(self._min_need, g)
+        return hit
 
     def worker_vector(
         self, plan: Planned, levels: tuple[float, float], cluster: Cluster
