@@ -357,6 +357,7 @@ def _simulate(args: argparse.Namespace) -> int:
             cluster,
             scenario.policies,
             policy_options=scenario.policy_options,
+            variants=scenario.variants,
             on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
             progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
             **simulation_options(scenario),

@@ -12,6 +12,7 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.demands import task_demands
 from smdlab.model.input_pipeline import InputPipeline, bundled_pipeline
+from smdlab.model.measured_speed import MeasuredThroughput
 from smdlab.model.profiles import LayerProfile
 
 BatchMode = Literal["global", "per_worker"]
@@ -66,7 +67,15 @@ def _demand(
 
 
 # Fields the timing model never reads: jobs differing only in these share speed tables.
-_SCHEDULING_ONLY = ("name", "samples", "arrival", "weight", "requested_workers", "restart_s")
+_SCHEDULING_ONLY = (
+    "name",
+    "samples",
+    "arrival",
+    "weight",
+    "requested_workers",
+    "restart_s",
+    "measured",
+)
 
 
 def _check_scheduling_field(name: str, value, max_workers: int):
@@ -81,6 +90,8 @@ def _check_scheduling_field(name: str, value, max_workers: int):
         return check_positive("weight", value)
     if name == "restart_s":
         return None if value is None else check_positive("restart_s", value, allow_zero=True)
+    if name == "measured":
+        return check_bool("measured", value)
     if value is None:  # requested_workers
         return None
     return check_int("requested_workers", value, 1, max_workers)
@@ -127,6 +138,11 @@ class Job:
         network: a Muri trace's ``resource_time``); None: derived from the layered model
         (``smdlab.model.interleave``). iteration_s: the measured solo iteration time at the
         request that the job's work is calibrated to; None: the layered model's.
+    throughput: the measured-throughput job model (``smdlab.model.measured_speed``): the
+        iteration time is read from a profiled (CPU, memory) table at the worker demand's ``cpu``
+        and ``mem_gb``, with no PS and no communication; None: the layered model.
+    measured: whether the run's summary counts the job (an input may measure only some of its
+        jobs, the others only load the cluster); the per-job tables keep every job.
     """
 
     name: str
@@ -153,6 +169,8 @@ class Job:
     restart_s: float | None = None
     stage_times_s: tuple[float, ...] | None = None
     iteration_s: float | None = None
+    throughput: MeasuredThroughput | None = None
+    measured: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -178,7 +196,7 @@ class Job:
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
-        for flag in ("gang", "gpu_only"):
+        for flag in ("gang", "gpu_only", "measured"):
             object.__setattr__(self, flag, check_bool(flag, getattr(self, flag)))
         if self.gpu_only and self.arch != "ps":
             raise InvalidInput(f"a gpu_only job has arch 'ps' (one empty PS), got {self.arch!r}")
@@ -230,6 +248,16 @@ class Job:
                 "requested_workers",
                 check_int("requested_workers", self.requested_workers, 1, self.max_workers),
             )
+        if self.throughput is not None:
+            if not isinstance(self.throughput, MeasuredThroughput):
+                raise InvalidInput(
+                    "throughput must be a MeasuredThroughput or None, "
+                    f"got {type(self.throughput).__name__}"
+                )
+            if self.arch != "allreduce" or self.pipeline is not None:
+                raise InvalidInput(
+                    "a job with a measured throughput has arch 'allreduce' (no PS) and no pipeline"
+                )
         if self.pipeline is not None:
             if not isinstance(self.pipeline, InputPipeline):
                 raise InvalidInput(

@@ -13,6 +13,9 @@ every task on its own NIC share and an all-reduce ring packed on the fewest mach
 3. GPU types: either speed times the slowest worker's GPU-type ratio to the profile's device
    (``smdlab.model.gpu_types.speed_ratio``; synchronous training waits for the slowest worker).
 
+A job with a measured throughput (``Job.throughput``, ``smdlab.model.measured_speed``) keeps
+its table speed on every placement (its profile has no communication term).
+
 The simulator times every running job with ``placement_speed``; the placement agents and SJF-BCO
 estimate speeds and ring times with the same functions.
 """
@@ -84,6 +87,9 @@ def placement_speed(
     uplinks (``Uplinks.of``; None: flat). machine_types: GPU type per machine (None: untyped).
     Uplinks and GPU types need ``tasks``.
     """
+    if job.throughput is not None:  # measured job model: its table, wherever it sits
+        speed = table_speed(job, workers, ps, mode)
+        return speed if tasks is None else speed * type_factor(job, tasks, machine_types)
     if tasks is not None:
         machines = len(worker_machines(tasks))
         if uplinks is not None:

@@ -26,6 +26,7 @@ from smdlab.caches import DATA_STAGE_TABLES, ITERATION_TABLES, LINK_SPEEDS, SPEE
 from smdlab.errors import InvalidInput, check_choice, check_items, check_positive
 from smdlab.model.allreduce import allreduce_iteration_time, allreduce_table, allreduce_timeline
 from smdlab.model.job import Job, job_memo
+from smdlab.model.measured_speed import measured_iteration_time
 from smdlab.model.pipeline import (
     apply_data_stage,
     data_stage_times,
@@ -312,8 +313,29 @@ def iteration_time_table(jobs: Sequence[Job], mode: str = "wfbp") -> list[np.nda
     ring), so ``tau[w-1, p-1]`` with p = 0 reads it too.
     """
     jobs = _check_jobs(jobs)
-    tables = _layered_tables(jobs, mode)
-    return [t if j.pipeline is None else _with_data(j, t, mode) for j, t in zip(jobs, tables)]
+    measured = {i: _measured_table(j) for i, j in enumerate(jobs) if j.throughput is not None}
+    if len(measured) == len(jobs):
+        return [measured[i] for i in range(len(jobs))]
+    layered = iter(_layered_tables([j for j in jobs if j.throughput is None], mode))
+    out = []
+    for i, j in enumerate(jobs):
+        if i in measured:
+            out.append(measured[i])
+            continue
+        t = next(layered)
+        out.append(t if j.pipeline is None else _with_data(j, t, mode))
+    return out
+
+
+def _measured_table(job: Job) -> np.ndarray:
+    """A measured-throughput job's table: one iteration time at its worker CPU and memory."""
+    assert job.throughput is not None
+    tau = measured_iteration_time(
+        job.throughput, job.worker_demand.get("cpu", 0.0), job.worker_demand.get("mem_gb", 0.0)
+    )
+    table = np.full((job.max_workers, 1), tau)
+    table.setflags(write=False)
+    return table
 
 
 def _with_data(job: Job, layered: np.ndarray, mode: str) -> np.ndarray:

@@ -72,6 +72,9 @@ class PolicySettings:
     slot_s: its own seconds between periodic decision points (``Policy.slot_s``; None: none).
     sharing_degree: most jobs it co-locates on a GPU by default (``Policy.sharing_degree``).
     decide_on_completion: asked at every completion, also with an empty queue.
+    lease_rounds: holds every allocation for whole slots (leases): the policy decides at every
+        slot while jobs run, a job that completes within a slot finishes at the slot's end, and a
+        slot credits whole iterations only (``Policy.lease_rounds``; needs ``slot_s``).
     """
 
     name: str
@@ -80,6 +83,7 @@ class PolicySettings:
     slot_s: float | None = None
     sharing_degree: int = 1
     decide_on_completion: bool = False
+    lease_rounds: bool = False
 
 
 def policy_settings(policy: Any) -> PolicySettings:
@@ -131,6 +135,9 @@ def policy_settings(policy: Any) -> PolicySettings:
         raise InvalidInput(
             f"{where}: decide_on_completion must be True or False, got {on_completion!r}"
         )
+    lease = getattr(policy, "lease_rounds", False)
+    if not isinstance(lease, (bool, np.bool_)):
+        raise InvalidInput(f"{where}: lease_rounds must be True or False, got {lease!r}")
     return PolicySettings(
         name,
         execution,
@@ -138,6 +145,7 @@ def policy_settings(policy: Any) -> PolicySettings:
         None if slot_s is None else float(slot_s),
         int(degree),
         bool(on_completion),
+        bool(lease),
     )
 
 

@@ -16,6 +16,7 @@ from smdlab.execution import Execution
 from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
+from smdlab.model.measured_speed import lease_speed
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.model.placement_speed import placement_speed
 from smdlab.model.traffic import Uplinks
@@ -82,6 +83,7 @@ class Engine:
         self.elastic = self.execution == "elastic"
         self.restart_s = restart_s
         self.sharing_degree = 1
+        self.lease_s: float | None = None  # set for a lease_rounds policy: its slot
         self.cluster = cluster
         self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
         self.resources = cluster.resources
@@ -179,6 +181,8 @@ class Engine:
                 uplinks=self.uplinks,
                 machine_types=self.machine_types,
             )
+            if self.lease_s is not None:  # leases count whole iterations (lease_rounds)
+                speed = lease_speed(job, workers, speed, self.lease_s)
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]

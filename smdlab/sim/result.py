@@ -190,7 +190,11 @@ def build_result(sim, wall: float) -> SimResult:
         for k, r in enumerate(resources):
             util[r] = util[r] / cap[k] if cap[k] > 0 else math.nan
     decisions = pd.DataFrame(log.decisions, columns=list(DECISION_COLUMNS))
-    summary = summarize(job_df, util, decisions, resources)
+    measured = np.array([j.measured for j in jobs], dtype=bool)
+    # An input that measures only some jobs (the others load the cluster): figures over those.
+    summary = summarize(job_df if measured.all() else job_df[measured], util, decisions, resources)
+    if not measured.all():
+        summary["jobs_measured"] = int(measured.sum())
     _add_type_utilization(sim, util, job_df, summary)
     if sim.rack_of is not None:  # racked clusters only: flat summaries unchanged
         summary["cross_rack_gb"] = float(log.cross_rack_bytes) / 1e9

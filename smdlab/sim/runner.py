@@ -21,11 +21,14 @@ def run_policies(
     policies: Sequence[str],
     *,
     policy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
     on_start: Callable[[], None] | None = None,
     **sim_options: Any,
 ) -> dict[str, SimResult]:
     """Simulate each named policy (a fresh instance each) on ``jobs``; results keyed by name.
 
+    variants: named variants (``Scenario.variants``): name -> {"policy": ..., **options}; a name
+    in ``policies`` that is a variant runs its policy with its options.
     on_start: called once the policies, their options and the execution mode are checked, before
     the first simulation (the CLI says there what it runs).
     """
@@ -38,9 +41,8 @@ def run_policies(
             f"policy_options names policy {unknown[0]!r}; allowed: {', '.join(list_policies())} "
             "or module:Class"
         )
-    instances = {
-        name: get_policy(name, **dict(options.get(name, {}))) for name in policies
-    }  # fail fast on names
+    instances = {name: policy_instance(name, options, variants) for name in policies}
+    # fail fast on names
     # One name per policy: the result carries the name it was asked by, as the dict keys it.
     for policy in instances.values():  # and on a mode or slot a policy cannot run with
         resolve_execution(
@@ -52,6 +54,19 @@ def run_policies(
         name: dataclasses.replace(simulate(jobs, cluster, policy, **sim_options), policy=name)
         for name, policy in instances.items()
     }
+
+
+def policy_instance(
+    name: str,
+    policy_options: Mapping[str, Mapping[str, Any]] | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Any:
+    """A fresh instance of ``name``: a named variant (its policy and options) or a policy."""
+    spec = (variants or {}).get(name)
+    if spec is not None:
+        opts = {k: v for k, v in spec.items() if k != "policy"}
+        return get_policy(spec["policy"], **opts)
+    return get_policy(name, **dict((policy_options or {}).get(name, {})))
 
 
 def simulation_options(scenario: Scenario) -> dict[str, Any]:
@@ -77,5 +92,6 @@ def run_scenario(scenario: Scenario, policies: Sequence[str] | None = None) -> d
         cluster,
         policies or scenario.policies,
         policy_options=scenario.policy_options,
+        variants=scenario.variants,
         **simulation_options(scenario),
     )

@@ -300,6 +300,8 @@ class _Simulator(Engine):
             log.first_util_row(arrivals[0], len(self.resources), self.free)
         next_tick = math.inf
         next_wake = math.inf  # a decision point the policy asked for (Decision.wake_at)
+        lease = self.settings.lease_rounds
+        self.lease_s = self.delta if lease else None
         idle_points = 0
         bar = None
         if self.progress:
@@ -333,6 +335,8 @@ class _Simulator(Engine):
                 self.free[r.rows] += r.usage
                 rec = self.records[i]
                 rec.finish, rec.status = t, "completed"
+                if lease and self.delta is not None:  # it holds its lease to the slot's end
+                    rec.finish = math.ceil(t / self.delta - 1e-9) * self.delta
                 completed_now = True
                 if bar is not None:
                     bar.update()
@@ -356,7 +360,9 @@ class _Simulator(Engine):
             # A policy with ``decide_on_completion`` (plans with barriers, e.g. OMRU) is asked at
             # every completion, also when nothing waits.
             on_completion = completed_now and bool(self.running) and self.decide_on_completion
-            if self.queued or (self.elastic and self.running) or on_completion:
+            # Leases (lease_rounds) end at every slot: the policy re-decides them, queue or not.
+            lease_end = lease and bool(self.running) and t == t_tick
+            if self.queued or (self.elastic and self.running) or on_completion or lease_end:
                 state = self._state()
                 t0 = time.perf_counter()
                 # the placement rules are rack-aware while the policy decides (racked clusters)

@@ -51,6 +51,7 @@ def _cell(
         cluster,
         [policy],
         policy_options=scenario.policy_options,
+        variants=scenario.variants,
         **simulation_options(scenario),
     )[policy]
     row = res.summary_row()

@@ -44,6 +44,10 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     # restart_rule = "on_restart"  # on_restart | every_event (when restart_s is paid)
 
     [policy_options.NAME]  # keyword options of policy NAME
+
+    [variants.NAME]  # a named variant: usable wherever a policy name is (policies, --policy)
+    policy = "synergy_tune"  # the registered policy it runs
+    base = "srtf"  # and that policy's keyword options
 """
 
 from __future__ import annotations
@@ -68,7 +72,9 @@ from smdlab.paths import data_dir
 from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
-WorkloadKind = Literal["synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri"]
+WorkloadKind = Literal[
+    "synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri", "synergy"
+]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
 # ``"module:function"``, called as ``function(path, cluster=cluster, first=jobs)`` -> jobs. Each
@@ -76,6 +82,7 @@ WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 INPUT_READERS: dict[str, str] = {
     "gavel": "smdlab.workloads.gavel:load_gavel",
     "muri": "smdlab.workloads.muri:load_muri",
+    "synergy": "smdlab.workloads.synergy:read_synergy",
 }
 _TOP_KEYS = (
     "name",
@@ -86,6 +93,7 @@ _TOP_KEYS = (
     "simulation",
     "policy_options",
     "description",
+    "variants",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
 _SIM_KEYS = (
@@ -139,6 +147,7 @@ _WL_KEYS = {
     "omru-action": ("kind", "epochs", "max_workers"),
     "gavel": ("kind", "path", "jobs"),
     "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
+    "synergy": ("kind", "path", "jobs"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
@@ -186,6 +195,8 @@ class Scenario:
     workload: workload spec (``kind`` plus that kind's options, see the module docstring).
     policies: registered policy names to run.
     policy_options: per policy, keyword options for its constructor.
+    variants: named variants, name -> {"policy": registered name, **its options}; a variant's
+        name is usable wherever a policy name is.
     simulation: simulator options (mode, execution, slot_s, restart_s, unfit, sharing_degree).
     base_dir: folder that relative workload paths are resolved against.
     """
@@ -214,6 +225,7 @@ class Scenario:
     )
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
     base_dir: Path | None = None
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -231,6 +243,7 @@ class Scenario:
         object.__setattr__(
             self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()})
         )
+        object.__setattr__(self, "variants", _frozen(check_variants(self.variants)))
 
     def with_changes(
         self,
@@ -278,6 +291,7 @@ class Scenario:
             "simulation": plain(self.simulation),
             "policy_options": plain(self.policy_options),
             "base_dir": self.base_dir,
+            "variants": plain(self.variants),
         }
 
     def build_cluster(self) -> Cluster:
@@ -342,6 +356,27 @@ class Scenario:
             mode=mode,
             **w,
         )
+
+
+def check_variants(value: Any) -> dict[str, Mapping[str, Any]]:
+    """Named variants, checked: a table of name -> table with a ``policy`` name and its options."""
+    from smdlab.policies.registry import known_policy
+
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"variants must be a table of name = {{policy = ...}}, got {value!r}")
+    out = {}
+    for name, spec in value.items():
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("policy"), str):
+            raise InvalidInput(f"variants.{name} must be a table with policy = a policy name")
+        if known_policy(name):
+            raise InvalidInput(f"variants.{name}: the name is a registered policy; choose another")
+        if not known_policy(spec["policy"]):
+            raise InvalidInput(
+                f"variants.{name}.policy must be a registered policy or module:Class, "
+                f"got {spec['policy']!r}"
+            )
+        out[str(name)] = _frozen(dict(spec))
+    return out
 
 
 def _policy_list(value: Any) -> tuple[str, ...]:
@@ -510,6 +545,7 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
             "workload",
             "simulation",
             "policy_options",
+            "variants",
         )
         if k in data
     }

@@ -10,6 +10,9 @@ the next may still fit), and the picked jobs get CPU and memory per worker by th
 placed on an empty copy of the cluster in priority order. The round's plan replaces the last:
 running jobs left out are preempted, and a running job whose levels or machines change is
 restarted (preempted and started again in the same decision, as Synergy re-leases every round).
+With ``round_decisions=True`` the policy plans only at round starts and a job that completes
+within a round finishes at the round's end (Synergy's simulator: leases of one round); by
+default it also re-plans at arrivals and completions between rounds.
 
 Assumptions where the paper's setting (all-reduce jobs, no PSs) differs from smdlab's:
 - A job asks for ``requested_workers`` GPUs (``max_workers`` if not given) and one PS per worker
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from smdlab.errors import check_choice
+from smdlab.errors import check_bool, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.model.pipeline import with_worker_resources
@@ -130,13 +133,37 @@ class SynergyRounds(Policy):
     executions = ("non_elastic", "preemptive")  # non_elastic: never preempts, plans the queue
     slot_s = LEASE_S
 
-    def __init__(self, base: str = "fifo") -> None:
+    def __init__(
+        self, base: str = "fifo", round_decisions: bool = False, starvation_h: float | None = None
+    ) -> None:
         self.base = check_choice("base", base, BASES)
+        # SRTF and LAS: a job that has not run for starvation_h hours goes first from the next
+        # round on, for good (Synergy's simulator: 1000 h); None: never.
+        self.starvation_s = (
+            None if starvation_h is None else check_positive("starvation_h", starvation_h) * 3600
+        )
+        # True: plan only at round starts (multiples of the slot), as Synergy's simulator does;
+        # an arrival or a completion between rounds changes nothing until the next round.
+        self.round_decisions = check_bool("round_decisions", round_decisions)
+        # and then each allocation is a lease of whole rounds: a job finishes at its round's end
+        self.lease_rounds = self.round_decisions
         self.reset()
 
     def reset(self) -> None:
         """Forget cached requests and submitted jobs (the simulator calls this before a run)."""
         self._jobs: dict[str, Job] = {}
+        # (cpu, mem_gb) per worker each job ran at in the last round (SRTF's speed for it)
+        self._last_levels: dict[str, tuple[float, float]] = {}
+        self._slot: float | None = None
+        self._vecs: dict[tuple[str, tuple[float, float]], tuple[float, ...]] = {}
+        # job, workers, PSs, GPUs, best-case levels
+        self._needs: dict[str, tuple[Job, int, int, float, tuple[float, float]]] = {}
+        self._props: dict[str, tuple[float, float]] = {}  # single-worker proportional shares
+        self._min_need = math.inf  # fewest GPUs any job seen needs
+        # SRTF's speed per (job, levels, mode) at the job's request
+        self._speeds: dict[tuple[str, tuple[float, float], str], tuple[Job, float]] = {}
+        self._last_run: dict[str, float] = {}  # end of the last round each job ran in
+        self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
 
     # ---- order ----------------------------------------------------------------------------
@@ -154,9 +181,28 @@ class SynergyRounds(Policy):
         if self.base == "fifo":
             return (job.arrival, job.name)
         if self.base == "las":
-            return (entry.attained_service, job.arrival, job.name)
+            att = entry.attained_service
+            if self.lease_rounds and self._slot:  # whole leases: count them (exact ties)
+                att = round(att / self._slot)
+            return (att, job.arrival, job.name)
+        # SRTF: remaining time at the speed of the levels the job ran at last round (Synergy's
+        # simulator keeps last round's speed-up), else at the policy's levels for it
         w, p = self._request(job, cluster)
-        return (entry.remaining / float(job_speeds(job, mode)[w - 1, p - 1]), job.arrival, job.name)
+        levels = self._last_levels.get(job.name) or self.sort_levels(job, w, p, cluster)
+        key = (job.name, levels, mode)
+        speed = self._speeds.get(key)
+        if speed is None or speed[0] is not job:
+            sized = with_worker_resources(job, *levels)
+            speed = self._speeds[key] = (job, float(job_speeds(sized, mode)[w - 1, p - 1]))
+        return (
+            entry.remaining / speed[1],
+            job.arrival,
+            job.name,
+        )
+
+    def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
+        """The (cpu, mem_gb) per worker SRTF assumes for a job that did not run last round."""
+        return best_levels(job)
 
     # ---- the rule per policy ----------------------------------------------------------------
     @abstractmethod
@@ -167,8 +213,16 @@ class SynergyRounds(Policy):
     def decide(self, state: ClusterState) -> Decision:
         """Plan the round (module docstring) and turn it into preemptions and allocations."""
         cluster = state.cluster
+        if self.round_decisions and state.slot_s:
+            k = state.time / state.slot_s
+            if abs(k - round(k)) > 1e-9 * max(1.0, k):
+                return Decision()
+        jobs = self._jobs
         for q in state.queued:
-            self._jobs.setdefault(q.job.name, q.job)
+            if q.job.name not in jobs:
+                jobs[q.job.name] = q.job
+                self._gpu_need(q.job, cluster)  # every job's need is known before the round
+        self._slot = state.slot_s
         entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
         # plans the queued jobs on the free capacity.
@@ -184,19 +238,34 @@ class SynergyRounds(Policy):
             if e.remaining <= 0:
                 continue
             job = original(e, self._jobs)
-            entries.append((self.priority(e, job, cluster, state.mode), e, job))
+            first = self.base != "fifo" and job.name in self._bumped
+            entries.append(((not first, *self.priority(e, job, cluster, state.mode)), e, job))
         entries.sort(key=lambda x: x[0])
+        if self.starvation_s is not None:  # after the sort: it counts from the next round
+            for _, _e, job in entries:
+                if state.time - self._last_run.get(job.name, job.arrival) > self.starvation_s:
+                    self._bumped.add(job.name)
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
+        needs = self._needs
         for _, e, job in entries:
-            w, p = self._request(job, cluster)
-            need = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+            if gpus_left + TOL < self._min_need:
+                break  # no job left fits in what remains
+            hit = needs.get(job.name)
+            if hit is None or hit[0] is not job:
+                hit = self._gpu_need(job, cluster)
+            _, w, p, need, best = hit
             if need > gpus_left + TOL:
                 continue
             gpus_left -= need
-            plans.append(Planned(e, w, p, *best_levels(job)))
+            plans.append(Planned(e, w, p, *best))
         self.levels(plans, cluster, state)
+        self._last_levels = {}
+        for plan in plans:
+            if plan.tasks is not None:
+                self._last_levels[plan.entry.job.name] = (plan.cpu, plan.mem_gb)
+                self._last_run[plan.entry.job.name] = state.time + (state.slot_s or 0.0)
         return self._decision(plans, state)
 
     def place_plans(
@@ -245,6 +314,55 @@ class SynergyRounds(Policy):
             if self.try_place(plan, free, cluster):
                 return True
         return False
+
+    def _gpu_need(
+        self, job: Job, cluster: Cluster
+    ) -> tuple[Job, int, int, float, tuple[float, float]]:
+        """(job, workers, PSs, GPUs, best-case levels) of its request, cached; tracks the least."""
+        w, p = self._request(job, cluster)
+        g = w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+        hit = self._needs[job.name] = (job, w, p, g, best_levels(job))
+        self._min_need = min(self._min_need, g)
+        return hit
+
+    def worker_vector(
+        self, plan: Planned, levels: tuple[float, float], cluster: Cluster
+    ) -> tuple[float, ...]:
+        """What one worker of ``plan`` reserves at ``levels`` (cached per job and levels)."""
+        key = (plan.entry.job.name, levels)
+        v = self._vecs.get(key)
+        if v is None:
+            job = with_worker_resources(self._job(plan), *levels)
+            v = self._vecs[key] = tuple(map(float, task_vectors(job, cluster.resources)[0]))
+        return v
+
+    def single_share(self, plan: Planned, cluster: Cluster) -> tuple[float, float]:
+        """The proportional share of a single-worker job without PS (cached per job)."""
+        name = plan.entry.job.name
+        p = self._props.get(name)
+        if p is None:
+            p = self._props[name] = proportional_levels(self._job(plan), 1, 0, cluster)
+        return p
+
+    @staticmethod
+    def first_fit(
+        free: list[list[float]], v: tuple[float, ...], gi: int, start: int = 0
+    ) -> int | None:
+        """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
+        machines before ``start`` are known to hold no GPU."""
+        g = v[gi] - TOL
+        for i in range(start, len(free)):
+            row = free[i]
+            if row[gi] >= g and all(a >= b - TOL for a, b in zip(row, v, strict=True)):
+                return i
+        return None
+
+    @staticmethod
+    def first_with_gpu(free: list[list[float]], gi: int, start: int) -> int:
+        """The first machine from ``start`` on with a free GPU (len(free) if none)."""
+        while start < len(free) and free[start][gi] < 1 - TOL:
+            start += 1
+        return start
 
     def _job(self, plan: Planned) -> Job:
         return original(plan.entry, self._jobs)

@@ -6,6 +6,9 @@ Mode: preemptive lease rounds (``LEASE_S`` = 300 s; run with ``slot_s=LEASE_S``)
 of Synergy's simulator. Each picked job's workers get the GPU-proportional share
 (``synergy_rounds.proportional_levels``) whatever the job needs; a job whose tasks do not fit
 waits for the next round. Order: the ``base`` policy (fifo, srtf or las), default fifo.
+``rule="simulator"`` places as the authors' simulator does (msr-fiddle/synergy
+``resources/cluster.py`` ``allocate_synergy_random``; single-worker jobs without PS, else the
+rule above): each job on the lowest-numbered machine that holds its share (first fit).
 Assumptions: those of ``smdlab.policies.multiresource._rounds``.
 """
 
@@ -13,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
+from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState
 from smdlab.policies.multiresource._rounds import Planned, SynergyRounds, proportional_levels
+from smdlab.solve.placement import TOL
 
 
 class GPUProportional(SynergyRounds):
@@ -23,8 +29,36 @@ class GPUProportional(SynergyRounds):
 
     name = "gpu_proportional"
 
+    def __init__(
+        self,
+        base: str = "fifo",
+        round_decisions: bool = False,
+        starvation_h: float | None = None,
+        rule: str = "paper",
+    ) -> None:
+        self.rule = check_choice("rule", rule, ("paper", "simulator"))
+        super().__init__(base, round_decisions, starvation_h)
+
+    def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
+        """SRTF assumes the proportional share: the levels this policy gives."""
+        return proportional_levels(job, workers, ps, cluster)
+
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """Proportional levels for every picked job, placed in priority order."""
+        if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
+            free = [list(map(float, row)) for row in self.start_free(cluster)]
+            gi = cluster.resources.index("gpu")
+            lo = 0  # machines before lo hold no free GPU
+            for plan in plans:
+                levels = self.single_share(plan, cluster)
+                v = self.worker_vector(plan, levels, cluster)
+                lo = self.first_with_gpu(free, gi, lo)
+                m = self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
+                plan.cpu, plan.mem_gb = levels
+                plan.tasks = None if m is None else ((m, 1, 0),)
+                if m is not None:
+                    free[m] = [a - b for a, b in zip(free[m], v, strict=True)]
+            return
         for plan in plans:
             plan.cpu, plan.mem_gb = proportional_levels(
                 self._job(plan), plan.workers, plan.ps, cluster

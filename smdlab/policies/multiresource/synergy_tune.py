@@ -12,6 +12,12 @@ priority order:
 3. when even that does not fit, shrink peers already placed this round that hold more than
    their proportional share back to it (lowest priority first, one at a time) until it fits;
    a job that still does not fit waits for the next round.
+``rule="simulator"`` follows the authors' simulator instead (msr-fiddle/synergy
+``resources/cluster.py`` ``_tune``; single-worker jobs without PS, else the rule above): each
+step places on the lowest-numbered machine that fits (first fit); step 3 picks the machine with
+the fewest free GPUs (at least one; ties: the lowest number), walks the jobs placed there this
+round by fewest machines, most CPU, most memory, and returns each one's excess over its
+proportional share until the job's shortfall on that machine is covered.
 Assumptions: those of ``smdlab.policies.multiresource._rounds`` (PSs keep their demand; the proportional
 share of a worker is the cluster's per-GPU share less its PSs' share). Synergy's profiling is
 exact here: the best-case demand is the model's, not a measured estimate.
@@ -23,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState
@@ -33,7 +40,9 @@ from smdlab.policies.multiresource._rounds import (
     proportional_levels,
 )
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import usage
+from smdlab.solve.placement import TOL, usage
+
+RULES = ("paper", "simulator")
 
 
 class SynergyTune(SynergyRounds):
@@ -41,8 +50,21 @@ class SynergyTune(SynergyRounds):
 
     name = "synergy_tune"
 
+    def __init__(
+        self,
+        base: str = "fifo",
+        round_decisions: bool = False,
+        starvation_h: float | None = None,
+        rule: str = "paper",
+    ) -> None:
+        self.rule = check_choice("rule", rule, RULES)
+        super().__init__(base, round_decisions, starvation_h)
+
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """TUNE's three steps for each picked job in priority order (module docstring)."""
+        if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
+            self._simulator_levels(plans, cluster)
+            return
         free = self.start_free(cluster)
         placed: list[Planned] = []
         for plan in plans:
@@ -65,6 +87,72 @@ class SynergyTune(SynergyRounds):
                 placed.append(plan)
             else:
                 plan.tasks = None
+
+    def _simulator_levels(self, plans: Sequence[Planned], cluster: Cluster) -> None:
+        """The authors' simulator's TUNE for single-worker jobs (module docstring)."""
+        # Plain lists: a round places up to one job per GPU, so per-call numpy overhead dominates.
+        free = [list(map(float, row)) for row in self.start_free(cluster)]
+        gi = cluster.resources.index("gpu")
+        on: dict[int, list[Planned]] = {}  # jobs placed per machine this round, in its order
+
+        def need(plan: Planned, levels: tuple[float, float]) -> tuple[float, ...]:
+            return self.worker_vector(plan, levels, cluster)
+
+        def prop_of(plan: Planned) -> tuple[float, float]:
+            return self.single_share(plan, cluster)
+
+        def fits(row: list[float], v: tuple[float, ...]) -> bool:
+            return all(a >= b - TOL for a, b in zip(row, v, strict=True))
+
+        lo = 0  # machines before lo hold no free GPU (a round only fills GPUs)
+
+        def first_fit(v: tuple[float, ...]) -> int | None:
+            nonlocal lo
+            lo = self.first_with_gpu(free, gi, lo)
+            return self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
+
+        for plan in plans:
+            best = best_levels(self._job(plan))
+            prop = prop_of(plan)
+            levels = best
+            m = first_fit(need(plan, levels))
+            if m is None and (best[0] > prop[0] or best[1] > prop[1]):
+                levels = prop
+                m = first_fit(need(plan, levels))
+            if m is None:
+                m = self._peer_step(need(plan, levels), free, gi, on, need, prop_of)
+                if m is not None and not fits(free[m], need(plan, levels)):
+                    m = None
+            if m is None:
+                plan.tasks = None
+                continue
+            free[m] = [a - b for a, b in zip(free[m], need(plan, levels), strict=True)]
+            plan.cpu, plan.mem_gb = levels
+            plan.tasks = ((m, 1, 0),)
+            on.setdefault(m, []).append(plan)
+
+    def _peer_step(self, vec, free, gi, on, need, prop_of) -> int | None:
+        """Return peers' excess on the machine with the fewest free GPUs; that machine or None."""
+        open_ = [i for i, row in enumerate(free) if row[gi] >= 1 - TOL]
+        if not open_:
+            return None
+        m = min(open_, key=lambda i: (free[i][gi], i))
+        short = [0.0 if k == gi else max(0.0, v - f) for k, (v, f) in enumerate(zip(vec, free[m]))]
+        if not any(x > TOL for x in short):
+            return m
+        peers = on.get(m, [])
+        peers.sort(key=lambda p: (-p.cpu, -p.mem_gb))  # in place: the order persists this round
+        for peer in peers:
+            pprop = prop_of(peer)
+            held = need(peer, (peer.cpu, peer.mem_gb))
+            fair = need(peer, pprop)
+            short = [max(0.0, x - max(0.0, h - f)) for x, h, f in zip(short, held, fair)]
+            if peer.cpu > pprop[0] or peer.mem_gb > pprop[1]:
+                free[m] = [a + h - f for a, h, f in zip(free[m], held, fair)]
+                peer.cpu, peer.mem_gb = pprop
+            if not any(x > TOL for x in short):
+                break
+        return m
 
     def _shrink(self, peer: Planned, free: np.ndarray, cluster: Cluster) -> None:
         """Lower ``peer`` to its proportional share where it holds more, on the same machines."""
