@@ -21,7 +21,7 @@ from typing import (
 
 import numpy as np
 
-from smdlab.errors import InvalidInput
+from smdlab.errors import InvalidInput, check_bool
 
 # Simulation options live below the data layer and the policies; re-exported for policies.
 from smdlab.execution import (
@@ -130,22 +130,16 @@ def policy_settings(policy: Any) -> PolicySettings:
     degree = getattr(policy, "sharing_degree", 1)
     if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 1:
         raise InvalidInput(f"{where}: sharing_degree must be an integer >= 1, got {degree!r}")
-    on_completion = getattr(policy, "decide_on_completion", False)
-    if not isinstance(on_completion, (bool, np.bool_)):
-        raise InvalidInput(
-            f"{where}: decide_on_completion must be True or False, got {on_completion!r}"
-        )
-    lease = getattr(policy, "lease_rounds", False)
-    if not isinstance(lease, (bool, np.bool_)):
-        raise InvalidInput(f"{where}: lease_rounds must be True or False, got {lease!r}")
     return PolicySettings(
         name,
         execution,
         executions,
         None if slot_s is None else float(slot_s),
         int(degree),
-        bool(on_completion),
-        bool(lease),
+        check_bool(
+            f"{where}: decide_on_completion", getattr(policy, "decide_on_completion", False)
+        ),
+        check_bool(f"{where}: lease_rounds", getattr(policy, "lease_rounds", False)),
     )
 
 

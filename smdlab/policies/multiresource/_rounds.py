@@ -53,6 +53,8 @@ from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usa
 
 LEASE_S = 300.0  # Synergy's lease round (paper, section 5)
 BASES = ("fifo", "srtf", "las")
+# How a Synergy policy places its workers: as the paper describes, or as its simulator does.
+RULES = ("paper", "simulator")
 MIN_CPU = 1.0
 MIN_MEM_GB = 1.0
 

@@ -20,7 +20,12 @@ from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState
-from smdlab.policies.multiresource._rounds import Planned, SynergyRounds, proportional_levels
+from smdlab.policies.multiresource._rounds import (
+    RULES,
+    Planned,
+    SynergyRounds,
+    proportional_levels,
+)
 from smdlab.solve.placement import TOL
 
 
@@ -36,7 +41,7 @@ class GPUProportional(SynergyRounds):
         starvation_h: float | None = None,
         rule: str = "paper",
     ) -> None:
-        self.rule = check_choice("rule", rule, ("paper", "simulator"))
+        self.rule = check_choice("rule", rule, RULES)
         super().__init__(base, round_decisions, starvation_h)
 
     def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:

@@ -34,6 +34,7 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import ClusterState
 from smdlab.policies.multiresource._rounds import (
+    RULES,
     Planned,
     SynergyRounds,
     best_levels,
@@ -41,8 +42,6 @@ from smdlab.policies.multiresource._rounds import (
 )
 from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import TOL, usage
-
-RULES = ("paper", "simulator")
 
 
 class SynergyTune(SynergyRounds):
