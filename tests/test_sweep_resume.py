@@ -179,7 +179,7 @@ def _rows(path: Path) -> int:
 @pytest.mark.slow  # a local Dask cluster of two worker processes, stopped by SIGTERM
 def test_sigterm_on_a_dask_sweep_keeps_its_rows_and_resume_matches_serial(tmp_path):
     out, ref = tmp_path / "dask.csv", tmp_path / "serial.csv"
-    argv = [str(BIN / "smdlab"), *ARGV[:3], "40", *ARGV[4:], "--out", str(out)]
+    argv = [str(BIN / "smdlab"), *ARGV[:2], "40", *ARGV[3:], "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [*argv, "--workers", "2"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
