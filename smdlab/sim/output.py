@@ -62,6 +62,16 @@ def _hashes(entry: object) -> list[str]:
     return [h for h in entry if isinstance(h, str)] if isinstance(entry, list) else []
 
 
+def written_by_smdlab(path: Path, manifest: Manifest | None = None) -> bool:
+    """True if ``path`` is a file smdlab wrote and nobody has changed since."""
+    if manifest is None:
+        manifest = read_manifest(path.parent)
+    try:
+        return path.is_file() and _sha(path.read_bytes()) in _hashes(manifest.get(path.name))
+    except OSError:
+        return False
+
+
 def check_replaceable(path: Path, *, force: bool = False, manifest: Manifest | None = None) -> None:
     """Raise unless ``path`` is absent, or smdlab wrote it and it is unchanged, or ``force``."""
     if force or not path.exists():
