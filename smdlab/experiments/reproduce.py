@@ -526,13 +526,12 @@ def _tree_hash(root: Path, pattern: str) -> str:
 
 def inputs_hash(name: str, cfg: ExperimentConfig) -> str:
     """What figure ``name``'s data depends on: its configuration, smdlab's version and source, the data."""
-    import smdlab
-    from smdlab.paths import data_dir
+    from smdlab.paths import data_dir, package_version
 
     body = {
         "figure": name,
         "config": dataclasses.asdict(cfg),
-        "smdlab": smdlab.__version__,
+        "smdlab": package_version(),
         "source": _source_hash(),
         "data": _data_hash(str(data_dir())),
     }

@@ -103,7 +103,7 @@ def sidecar(out: Path, kind: str) -> Path:
 
 def describe(base: Mapping[str, Any], cells: Sequence[Cell]) -> dict[str, Any]:
     """The record that ties a sweep file to its scenario and grid."""
-    from smdlab import __version__
+    from smdlab.paths import package_version
 
     grid = {
         "policies": list(dict.fromkeys(c[0] for c in cells)),
@@ -111,7 +111,7 @@ def describe(base: Mapping[str, Any], cells: Sequence[Cell]) -> dict[str, Any]:
         "seeds": list(dict.fromkeys(c[2] for c in cells)),
         "machines": list(dict.fromkeys(c[3] for c in cells)),
     }
-    body = {"scenario": base, "grid": grid, "smdlab": __version__}
+    body = {"scenario": base, "grid": grid, "smdlab": package_version()}
     text = json.dumps(body, sort_keys=True, default=str)
     return {
         "format": FORMAT,
