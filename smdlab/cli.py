@@ -14,6 +14,8 @@ import contextlib
 import io
 import json
 import os
+import shlex
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -438,7 +440,23 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the cells one after another in this process (no Dask)",
     )
-    p.add_argument("--out", metavar="FILE", help="tidy CSV of the results (default: CSV on stdout)")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="tidy CSV of the results, written row by row as cells finish and sorted at the end, "
+        "with NAME.sweep.json, NAME.timings.csv and NAME.failures.csv beside it "
+        "(default: CSV on stdout, without the timing columns)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the sweep whose rows are in --out: run only its missing cells",
+    )
+    p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at the first cell that raises (default: list it and go on; exit status 1)",
+    )
     p.add_argument(
         "--force", action="store_true", help="with --out: replace a file smdlab did not write"
     )
@@ -446,33 +464,75 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from smdlab.sim.sweep import run_sweep
+    from smdlab.sim.result import TIMING_KEYS
+    from smdlab.sim.sweep import SweepInterrupted, run_sweep
+    from smdlab.sim.sweep_file import check_out_for_resume, failure_line, sidecar
 
     if args.serial and args.scheduler:
         raise SmdlabError("give --serial or --scheduler, not both")
+    if args.resume:
+        check_out_for_resume(args.out)
     scenario = _scenario_from(args)
-    if args.out:
-        _check_writable(args.out, args.force)  # fail before a long sweep, not after it
-    with _stdout_to_stderr():
-        df = run_sweep(
-            scenario,
-            loads=args.loads or [None],
-            seeds=args.seeds,
-            machines=args.machines,
-            scheduler=args.scheduler,
-            workers=args.workers,
-            serial=args.serial,
-            progress=False if args.no_progress else None,
+    try:
+        with _stdout_to_stderr(), _sigterm_as_interrupt(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".* sweep cells failed")  # said below
+            df = run_sweep(
+                scenario,
+                loads=args.loads or [None],
+                seeds=args.seeds,
+                machines=args.machines,
+                scheduler=args.scheduler,
+                workers=args.workers,
+                serial=args.serial,
+                progress=False if args.no_progress else None,
+                out=None if args.resume else args.out,
+                resume=args.out if args.resume else None,
+                fail_fast=args.fail_fast,
+                force=args.force,
+            )
+    except SweepInterrupted as stop:
+        if stop.out is None:
+            where = "not kept (no --out)"
+            again = ""
+        else:
+            where = f"kept in {str(stop.out)!r}"
+            argv = [a for a in args.argv if a != "--resume"] + ["--resume"]
+            again = f"; resume with: {PROG} {shlex.join(argv)}"
+        sys.stderr.write(
+            f"{PROG}: interrupted: {stop.kept} rows {where}, {stop.missing} missing{again}\n"
         )
-    text = _csv_text(df)
+        return 130
+    failures = df.attrs.get("failures")
     if args.out:
-        from smdlab.sim.output import write_file
-
-        write_file(args.out, text, force=args.force)
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(_csv_text(df.drop(columns=[c for c in TIMING_KEYS if c in df.columns])))
+    if failures is not None and len(failures):
+        named = failure_line(failures)
+        listed = f" (listed in {sidecar(Path(args.out), 'failures.csv')})" if args.out else ""
+        sys.stderr.write(
+            f"{PROG}: error: {len(failures)} of {len(df) + len(failures)} cells failed{listed}: {named}\n"
+        )
+        return 1
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a sweep as Ctrl-C does (its finished rows are kept)."""
+
+    def handler(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _check_out_folder(folder: str, policies: Sequence[str], force: bool) -> None:
@@ -486,13 +546,6 @@ def _check_out_folder(folder: str, policies: Sequence[str], force: bool) -> None
         names = [f"{k}_{p}.csv" for p in policies for k in ("jobs", "history", "utilization")]
         for name in [*names, "summary.csv", "timings.csv"]:
             check_replaceable(out / name, force=force)
-
-
-def _check_writable(path: str, force: bool) -> None:
-    """Fail before a long sweep if its output file may not be replaced."""
-    from smdlab.sim.output import check_replaceable
-
-    check_replaceable(Path(path), force=force)
 
 
 # ---- reproduce (owned by smdlab.experiments.cli_reproduce) ----------------------------------
@@ -708,7 +761,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the command as given: an interrupted sweep prints how to resume it
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:

@@ -10,3 +10,13 @@ def data_dir() -> Path:
     """Return the folder of bundled data: $SMDLAB_DATA if set, else the repository's ``data/``."""
     env = os.environ.get("SMDLAB_DATA")
     return Path(env) if env else Path(__file__).resolve().parents[1] / "data"
+
+
+def package_version() -> str:
+    """smdlab's version as installed (its distribution metadata), or ``"unknown"``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("smdlab")
+    except PackageNotFoundError:
+        return "unknown"

@@ -10,6 +10,7 @@ refuses a foreign file of the same name and ``--force`` replaces it
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -219,16 +220,51 @@ def test_interrupted_reproduce_leaves_whole_csvs_and_can_be_rerun(tmp_path, monk
     monkeypatch.setattr(rep, "run_experiment", lambda name, cfg, workers=1: frames[name].copy())
     names = rep.list_figures()[:3]
     out = tmp_path / "figs"
-    monkeypatch.setattr(output.os, "replace", Interrupt(3, OSError(5, "Input/output error")))
+    # renames per figure: manifest, CSV, manifest, then the same for the inputs record; the 8th
+    # is the second figure's CSV
+    monkeypatch.setattr(output.os, "replace", Interrupt(8, OSError(5, "Input/output error")))
     with pytest.raises(SmdlabError, match="cannot write"):
         rep.reproduce(out, "tiny", only=names, formats=["csv"], log=None)
     monkeypatch.setattr(output.os, "replace", os.replace)
     present = sorted(p.name for p in out.iterdir())
     assert present == [
+        rep.INPUTS,
         MANIFEST,
         f"{names[0]}.csv",
     ]  # the first CSV complete, the second never half-written
     assert (out / f"{names[0]}.csv").read_bytes() == rep.csv_bytes(frames[names[0]])
     written = rep.reproduce(out, "tiny", only=names, formats=["csv"], log=None)  # no --force needed
-    assert sorted(p.name for p in written) == sorted(f"{n}.csv" for n in names)
+    # the rerun continues where the first stopped: the first figure is up to date
+    assert sorted(p.name for p in written) == sorted(f"{n}.csv" for n in names[1:])
     assert all((out / f"{n}.csv").read_bytes() == rep.csv_bytes(frames[n]) for n in names)
+    again = rep.reproduce(out, "tiny", only=names, formats=["csv"], log=None, recompute=True)
+    assert sorted(p.name for p in again) == sorted(f"{n}.csv" for n in names)
+
+
+def test_reproduce_skips_figures_whose_inputs_and_files_are_unchanged(tmp_path, monkeypatch):
+    rep = importlib.import_module("smdlab.experiments.reproduce")
+    calls: list[str] = []
+
+    def compute(name, cfg, workers=1):
+        calls.append(name)
+        return pd.DataFrame({"x": [1.0, 2.0], "seeds": [len(cfg.seeds)] * 2})
+
+    monkeypatch.setattr(rep, "run_experiment", compute)
+    names = rep.list_figures()[:3]
+    out = tmp_path / "figs"
+    run = functools.partial(rep.reproduce, out, only=names, formats=["csv"], log=None)
+    assert len(run("tiny")) == 3 and calls == names
+    calls.clear()
+    assert run("tiny") == [] and calls == []  # nothing changed: nothing computed
+    (out / f"{names[1]}.csv").unlink()
+    assert [p.name for p in run("tiny")] == [f"{names[1]}.csv"] and calls == [names[1]]
+    calls.clear()
+    (out / f"{names[2]}.csv").write_text("edited by hand\n")  # not smdlab's any more
+    with pytest.raises(SmdlabError, match="refusing to overwrite"):
+        run("tiny")
+    (out / f"{names[2]}.csv").unlink()
+    calls.clear()
+    tiny = rep.get_config("tiny")
+    assert len(run(tiny.replace(seeds=(7, 8, 9)))) == 3 and calls == names  # new configuration
+    calls.clear()
+    assert len(run(tiny.replace(seeds=(7, 8, 9)), recompute=True)) == 3 and calls == names

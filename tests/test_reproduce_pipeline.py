@@ -13,7 +13,7 @@ import pytest
 from smdlab.cli import main
 from smdlab.errors import InvalidInput, SmdlabError
 from smdlab.experiments import list_figures, reproduce
-from smdlab.experiments.reproduce import csv_bytes
+from smdlab.experiments.reproduce import INPUTS, csv_bytes
 
 MANIFEST = ".smdlab-manifest.json"
 
@@ -28,9 +28,11 @@ def tiny_csv_run(tmp_path_factory) -> Path:
 
 def test_every_figure_gets_a_csv_and_a_manifest_entry(tiny_csv_run):
     names = sorted(p.name for p in tiny_csv_run.iterdir())
-    assert names == sorted([MANIFEST, *(f"{n}.csv" for n in list_figures())])
+    assert names == sorted([MANIFEST, INPUTS, *(f"{n}.csv" for n in list_figures())])
     manifest = json.loads((tiny_csv_run / MANIFEST).read_text())
-    assert set(manifest) == {f"{n}.csv" for n in list_figures()}
+    assert set(manifest) == {INPUTS, *(f"{n}.csv" for n in list_figures())}
+    # what each CSV was computed from: the next run skips figures whose inputs are unchanged
+    assert set(json.loads((tiny_csv_run / INPUTS).read_text())) == set(list_figures())
     assert len(list_figures()) >= 6
 
 
@@ -61,10 +63,11 @@ def test_rerun_into_the_same_folder_replaces_own_files(tmp_path):
     out = tmp_path / "out"
     reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None)
     before = (out / "jct_vs_jobs.csv").read_bytes()
-    reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None)
+    again = reproduce(out, "tiny", only=["jct_vs_jobs"], formats=["csv"], log=None, recompute=True)
+    assert [p.name for p in again] == ["jct_vs_jobs.csv"]
     assert (out / "jct_vs_jobs.csv").read_bytes() == before
     assert not [
-        p for p in out.iterdir() if p.name.startswith(".") and p.name != MANIFEST
+        p for p in out.iterdir() if p.name.startswith(".") and p.name not in (MANIFEST, INPUTS)
     ]  # no temp files left
 
 

@@ -64,6 +64,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="{per_network,uniform}",
         help="per-task demands of the batch jobs (default per_network)",
     )
+    p.add_argument(
+        "--recompute",
+        action="store_true",
+        help="compute every figure again (default: skip a figure whose CSV smdlab wrote from "
+        "the same configuration, source and data)",
+    )
     p.add_argument("--list", action="store_true", help="list the figures and exit")
 
 
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         execution=args.execution,
         demands=args.demands,
+        recompute=args.recompute,
     )
     for path in written:
         print(path)

@@ -10,7 +10,11 @@ of the same configuration write byte-identical CSVs.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import io
+import json
 import os
 import shutil
 import sys
@@ -506,6 +510,79 @@ def check_outputs(out: str | os.PathLike, names: Sequence[str], *, force: bool =
         )
 
 
+INPUTS = ".smdlab-inputs.json"
+
+
+def _tree_hash(root: Path, pattern: str) -> str:
+    """SHA-256 over the names and contents of the files under ``root`` matching ``pattern``."""
+    h = hashlib.sha256()
+    for path in sorted(
+        p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts
+    ):
+        h.update(str(path.relative_to(root)).encode("utf-8") + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def inputs_hash(name: str, cfg: ExperimentConfig) -> str:
+    """What figure ``name``'s data depends on: its configuration, smdlab's version and source, the data."""
+    from smdlab.paths import data_dir, package_version
+
+    body = {
+        "figure": name,
+        "config": dataclasses.asdict(cfg),
+        "smdlab": package_version(),
+        "source": _source_hash(),
+        "data": _data_hash(str(data_dir())),
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+@functools.cache
+def _source_hash() -> str:
+    return _tree_hash(Path(__file__).resolve().parents[1], "*.py")
+
+
+@functools.cache
+def _data_hash(folder: str) -> str:
+    return _tree_hash(Path(folder), "*")
+
+
+def _up_to_date(out: Path, name: str, digest: str, record: dict, fmts: Sequence[str]) -> list[str]:
+    """The files of figure ``name`` to (re)write: none when its inputs and files are unchanged.
+
+    The data counts as current when the record holds the same inputs hash and its CSV (or, without
+    csv among the formats, every requested file) is still the one smdlab wrote.
+    """
+    from smdlab.sim.output import read_manifest, written_by_smdlab
+
+    wanted = [f"{name}.{f}" for f in fmts]
+    if record.get(name) != digest:
+        return wanted
+    manifest = read_manifest(out)
+
+    def current(file: str) -> bool:
+        return written_by_smdlab(out / file, manifest)
+
+    data = f"{name}.csv"
+    if not current(data):
+        return wanted
+    return [f for f in wanted if not current(f)]
+
+
+def _read_record(folder: Path) -> dict[str, str]:
+    """Figure name -> inputs hash of the CSV smdlab last wrote there (empty if none or unreadable)."""
+    try:
+        data = json.loads((folder / INPUTS).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _record_text(record: dict[str, str]) -> str:
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
 def reproduce(
     out: str | os.PathLike = "figures",
     config: str | ExperimentConfig = "full",
@@ -517,12 +594,16 @@ def reproduce(
     log: Callable[[str], None] | None = _log,
     execution: str | None = None,
     demands: str | None = None,
+    recompute: bool = False,
 ) -> list[Path]:
     """Run the experiments of ``config`` and write their figures and CSVs into ``out``; returns the files written.
 
     execution: force one execution mode on every policy (None: the configuration's, by default
     each policy's natural mode). demands: ``per_network`` or ``uniform`` (None:
     the configuration's, by default ``per_network``).
+    A figure whose CSV smdlab wrote from the same inputs (``inputs_hash``, recorded in
+    ``.smdlab-inputs.json``) is not computed again, unless ``recompute``; its missing images are
+    drawn from that CSV. An interrupted run therefore continues where it stopped.
     """
     from smdlab.sim.output import write_files
 
@@ -537,7 +618,7 @@ def reproduce(
         workers = 1 if cfg.name == "tiny" else min(2, os.cpu_count() or 1)
     workers = check_int("workers", workers, 1, 256)
     say = log or (lambda _msg: None)
-    files = [f"{n}.{f}" for n in names for f in fmts]
+    files = [f"{n}.{f}" for n in names for f in fmts] + ([INPUTS] if "csv" in fmts else [])
     check_outputs(out, files, force=force)  # before any work: a refusal costs nothing
     images = [f for f in fmts if f in IMAGE_FORMATS]
     exporter = ImageExporter()
@@ -546,21 +627,51 @@ def reproduce(
     t_all = time.perf_counter()
     written: list[Path] = []
     frames: dict[str, pd.DataFrame] = {}
+    todo: dict[str, list[str]] = {}
+    folder = Path(out)
+    record = _read_record(folder)
+    computed: list[float] = []
     for k, name in enumerate(names, start=1):
+        digest = inputs_hash(name, cfg)
+        todo[name] = (
+            [f"{name}.{f}" for f in fmts]
+            if recompute
+            else _up_to_date(folder, name, digest, record, fmts)
+        )
+        if not todo[name]:
+            say(f"[{k}/{len(names)}] {name}: up to date (same inputs; --recompute to run it)")
+            continue
+        if f"{name}.csv" not in todo[name]:
+            frames[name] = pd.read_csv(folder / f"{name}.csv")  # current data, images missing
+            say(f"[{k}/{len(names)}] {name}: data up to date; drawing its missing images")
+            continue
         t0 = time.perf_counter()
         df = run_experiment(name, cfg, workers=workers)
         frames[name] = df
         if "csv" in fmts:
             written += write_files(out, {f"{name}.csv": csv_bytes(df)}, force=force)
-        say(f"[{k}/{len(names)}] {name}: {len(df)} rows in {time.perf_counter() - t0:.1f} s")
-    if images:
+            record[name] = digest  # after the CSV: a record never vouches for a file not written
+            write_files(out, {INPUTS: _record_text(record)}, force=force)
+        computed.append(time.perf_counter() - t0)
+        left = sum(1 for n in names[k:] if recompute or record.get(n) != inputs_hash(n, cfg))
+        eta = f"; about {left * sum(computed) / len(computed):.0f} s left" if left else ""
+        say(f"[{k}/{len(names)}] {name}: {len(df)} rows in {computed[-1]:.1f} s{eta}")
+    draw = [n for n in names if any(not f.endswith(".csv") for f in todo[n])]
+    if images and draw:
         t0 = time.perf_counter()
+        count = 0
         with exporter:
-            for name in names:
+            for name in draw:
                 fig = make_figure(name, frames[name])
-                blobs = {f"{name}.{fmt}": exporter.render(fig, fmt) for fmt in images}
+                blobs = {
+                    f"{name}.{fmt}": exporter.render(fig, fmt)
+                    for fmt in images
+                    if f"{name}.{fmt}" in todo[name]
+                }
                 written += write_files(out, blobs, force=force)
-        say(f"exported {len(names) * len(images)} image(s) in {time.perf_counter() - t0:.1f} s")
+                count += len(blobs)
+        say(f"exported {count} image(s) in {time.perf_counter() - t0:.1f} s")
+
     say(
         f"wrote {len(written)} file(s) to {out} in {time.perf_counter() - t_all:.1f} s (config {cfg.name})"
     )

@@ -62,6 +62,16 @@ def _hashes(entry: object) -> list[str]:
     return [h for h in entry if isinstance(h, str)] if isinstance(entry, list) else []
 
 
+def written_by_smdlab(path: Path, manifest: Manifest | None = None) -> bool:
+    """True if ``path`` is a file smdlab wrote and nobody has changed since."""
+    if manifest is None:
+        manifest = read_manifest(path.parent)
+    try:
+        return path.is_file() and _sha(path.read_bytes()) in _hashes(manifest.get(path.name))
+    except OSError:
+        return False
+
+
 def check_replaceable(path: Path, *, force: bool = False, manifest: Manifest | None = None) -> None:
     """Raise unless ``path`` is absent, or smdlab wrote it and it is unchanged, or ``force``."""
     if force or not path.exists():
@@ -127,3 +137,56 @@ def write_file(path: str | os.PathLike, content: str | bytes, *, force: bool = F
     """Write one file safely (see ``write_files``)."""
     p = Path(path)
     return write_files(p.parent if str(p.parent) else ".", {p.name: content}, force=force)[0]
+
+
+class AppendedFile:
+    """A file smdlab grows by appending, under the manifest rules at every step.
+
+    Before each append the manifest lists the file's hash before and after it, so an interruption
+    anywhere leaves a file a rerun recognises as smdlab's. Each append is flushed and synced.
+    """
+
+    def __init__(self, path: Path, *, force: bool = False) -> None:
+        self.path = path
+        self._sha = hashlib.sha256()
+        data = path.read_bytes() if path.is_file() else b""
+        # A run killed in the middle of an append leaves a whole earlier content and a torn last
+        # line after it: still smdlab's file.
+        whole = data[: data.rfind(b"\n") + 1]
+        if force or _sha(whole) not in _hashes(read_manifest(path.parent).get(path.name)):
+            check_replaceable(path, force=force)
+        self._sha.update(data)
+
+    def _record(self, *digests: str) -> None:
+        self._manifest = read_manifest(
+            self.path.parent
+        )  # other files of the folder may have moved on
+        self._manifest[self.path.name] = [*dict.fromkeys(digests)]
+        try:
+            atomic_write(
+                self.path.parent / MANIFEST,
+                json.dumps(self._manifest, indent=1, sort_keys=True).encode("utf-8"),
+            )
+        except OSError as exc:
+            raise SmdlabError(f"cannot write {str(self.path)!r}: {exc.strerror or exc}") from exc
+
+    def append(self, data: bytes) -> None:
+        """Append ``data``, recording the new hash in the manifest first."""
+        before = self._sha.hexdigest()
+        after = self._sha.copy()
+        after.update(data)
+        self._record(before, after.hexdigest())
+        try:
+            with open(self.path, "ab") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise SmdlabError(f"cannot write {str(self.path)!r}: {exc.strerror or exc}") from exc
+        self._sha = after
+
+    def replace(self, data: bytes) -> None:
+        """Replace the whole content (atomically, with the manifest rules of ``write_files``)."""
+        ours = not self.path.exists() or _sha(self.path.read_bytes()) == self._sha.hexdigest()
+        write_file(self.path, data, force=ours)
+        self._sha = hashlib.sha256(data)
