@@ -7,6 +7,7 @@ builds the instance, runs the method and, for every method alike, places, prices
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -63,9 +64,10 @@ class MilpOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", check_choice("backend", self.backend, BACKENDS))
         object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
-        object.__setattr__(
-            self, "mip_gap", check_positive("mip_gap", self.mip_gap, allow_zero=True)
-        )
+        gap = check_positive("mip_gap", self.mip_gap, allow_zero=True)
+        if gap >= 1:
+            raise InvalidInput(f"mip_gap must be a relative gap in [0, 1), got {self.mip_gap!r}")
+        object.__setattr__(self, "mip_gap", gap)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,14 @@ def _defer(inst: Instance) -> np.ndarray | None:
     return inst.defer_cost if inst.allow_defer else None
 
 
+def _remaining(o: Options, t0: float) -> Options:
+    """``o`` with its time limit less the time the call has spent so far (it bounds the whole call)."""
+    limit = getattr(o, "time_limit", None)
+    if limit is None:
+        return o
+    return dataclasses.replace(o, time_limit=max(1e-3, limit - (time.perf_counter() - t0)))
+
+
 def _solve_milp(inst: Instance, o: MilpOptions) -> _Raw:
     r = knapsack_exact(
         inst.cost, inst.alpha, inst.gamma, inst.capacity, _defer(inst),
@@ -161,8 +171,10 @@ def _solve_milp(inst: Instance, o: MilpOptions) -> _Raw:
     )  # fmt: skip
     out = _Raw(r.workers, r.ps, r.bound, r.status, [r.backend], [r.note])
     if r.status == "time_limit":
+        gap = (r.objective - r.bound) / r.objective if r.objective > 0 else math.nan
         out.notes.append(
-            f"MILP stopped at time_limit={o.time_limit:g} s: incumbent and bound reported"
+            f"MILP stopped by its time limit: incumbent and bound reported "
+            f"(gap proven by then {gap:.3g})"
         )
     return out
 
@@ -341,7 +353,7 @@ def solve(
     inst = build_instance(jobs, cluster, capacity, mode, work)
     _check_jobs_fit_cluster(inst, cluster)
 
-    raw = _SOLVERS[method](inst, opts)
+    raw = _SOLVERS[method](inst, _remaining(opts, t0))
     w, p, notes, extra = raw.workers, raw.ps, raw.notes, raw.extra
     if method != "lp":
         inst.check_allocation(w, p)  # a violated capacity is a bug here, never a user error

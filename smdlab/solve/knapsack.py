@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -153,9 +154,13 @@ def knapsack_exact(
 
     warm_start: give the solver a greedy allocation as its first incumbent, so a solve stopped by
     its time limit still has an allocation to report.
+    time_limit: seconds for the whole call, building the model and the warm start included.
     """
+    t0 = time.perf_counter()
     model, cols, offset = _model(obj, alpha, gamma, capacity, defer, mask)
     start = _start_vector(obj, alpha, gamma, capacity, defer, cols) if warm_start else None
+    if time_limit is not None:
+        time_limit = max(1e-3, time_limit - (time.perf_counter() - t0))
     try:
         res = solve_flat(
             model,

@@ -20,7 +20,6 @@ already uses first, else the first rack that holds all of its remaining tasks.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -37,7 +36,14 @@ from smdlab.solve.instance import (
     demand_matrices,
     job_speeds,
 )
-from smdlab.solve.placement import TOL, Placement, fill, fit_counts, rack_order
+from smdlab.solve.placement import (
+    TOL,
+    Placement,
+    active_racks,
+    fill,
+    fit_counts,
+    rack_order,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,45 +100,59 @@ def defer_costs(jobs: Sequence[Job], mode: str) -> np.ndarray:
     return np.array([j.weight for j in jobs], dtype=float) * (base.max() + base)
 
 
-def _cheapest_shrink(w, p, costs: _Costs, wd, pd, norm_w, norm_p, blocking, i_fail, kind_fail):
-    """(job, new workers, new ps): the one-task removal with the smallest loss per freed resource.
+class _Shrinks:
+    """The one-task removal with the smallest loss per freed resource, at every shrink step.
 
     Candidates remove a worker (w > 1), a PS (p > 1), or a whole job at (1, 1); only tasks that
     use a resource the failing task lacked count. The failing group itself is always a candidate,
-    so the repair ends.
+    so the repair ends. Each job's three losses per freed resource are kept and recomputed only for
+    the job a step shrinks, so a step costs O(jobs) comparisons, not a timing look-up per job.
     """
-    jobs = np.flatnonzero(w > 0)
-    wj, pj = w[jobs], p[jobs]
-    here = costs.at(jobs, wj, pj)
-    big = np.inf
-    loss_w = np.where(wj > 1, costs.at(jobs, np.maximum(wj - 1, 1), pj) - here, big)
-    loss_p = np.where(pj > 1, costs.at(jobs, wj, np.maximum(pj - 1, 1)) - here, big)
-    unit = (wj == 1) & (pj == 1)
-    loss_u = np.where(unit, costs.defer[jobs] - here, big)
-    use_w = (wd[jobs] > 0) @ blocking > 0
-    use_p = (pd[jobs] > 0) @ blocking > 0
-    use_u = use_w | use_p
-    fail = jobs == i_fail
-    # the failing group can always give up one of its own tasks
-    use_w |= fail & (kind_fail == 0)
-    use_p |= fail & (kind_fail == 1)
-    use_u |= fail
-    score = np.stack(
-        [
-            np.where(use_w, loss_w / np.maximum(norm_w[jobs], 1e-12), big),
-            np.where(use_p, loss_p / np.maximum(norm_p[jobs], 1e-12), big),
-            np.where(use_u, loss_u / np.maximum(norm_w[jobs] + norm_p[jobs], 1e-12), big),
-        ]
-    )
-    if not np.isfinite(score).any():  # only the failing job is left and it is at (1, 1)
-        return int(i_fail), 0, 0
-    k, r = np.unravel_index(int(np.argmin(score)), score.shape)
-    j = int(jobs[r])
-    if k == 0:
-        return j, int(w[j] - 1), int(p[j])
-    if k == 1:
-        return j, int(w[j]), int(p[j] - 1)
-    return j, 0, 0
+
+    def __init__(self, w, p, costs: _Costs, wd, pd, norm_w, norm_p) -> None:
+        self.w, self.p, self.costs = w, p, costs
+        self.uses_w, self.uses_p = wd > 0, pd > 0
+        self.norm = np.stack(
+            [
+                np.maximum(norm_w, 1e-12),
+                np.maximum(norm_p, 1e-12),
+                np.maximum(norm_w + norm_p, 1e-12),
+            ]
+        )
+        self.score = np.full((3, len(w)), np.inf)
+        self.update(np.arange(len(w)))
+
+    def update(self, jobs: np.ndarray) -> None:
+        """Recompute the scores of ``jobs`` from their current (w, p)."""
+        w, p, costs = self.w[jobs], self.p[jobs], self.costs
+        on = w > 0
+        ws, ps = np.maximum(w, 1), np.maximum(p, 1)
+        here = costs.at(jobs, ws, ps)
+        big = np.inf
+        loss = np.stack(
+            [
+                np.where(on & (w > 1), costs.at(jobs, np.maximum(ws - 1, 1), ps) - here, big),
+                np.where(on & (p > 1), costs.at(jobs, ws, np.maximum(ps - 1, 1)) - here, big),
+                np.where(on & (w == 1) & (p == 1), costs.defer[jobs] - here, big),
+            ]
+        )
+        self.score[:, jobs] = loss / self.norm[:, jobs]
+
+    def cheapest(self, blocking: np.ndarray, i_fail: int, kind_fail: int) -> tuple[int, int, int]:
+        """(job, new workers, new ps) of the best removal; the scores then follow that job."""
+        use_w = self.uses_w @ blocking > 0
+        use_p = self.uses_p @ blocking > 0
+        use = np.stack([use_w, use_p, use_w | use_p])
+        # the failing group can always give up one of its own tasks
+        use[kind_fail, i_fail] = True
+        use[2, i_fail] = True
+        score = np.where(use, self.score, np.inf)
+        if not np.isfinite(score).any():  # only the failing job is left and it is at (1, 1)
+            return int(i_fail), 0, 0
+        k, r = np.unravel_index(int(np.argmin(score)), score.shape)
+        j = int(r)
+        w, p = int(self.w[j]), int(self.p[j])
+        return (j, w - 1, p) if k == 0 else (j, w, p - 1) if k == 1 else (j, 0, 0)
 
 
 def _alloc_pairs(alloc, n: int) -> np.ndarray:
@@ -158,7 +178,7 @@ def _alloc_pairs(alloc, n: int) -> np.ndarray:
 
 
 def _swap_unit_order(
-    i: int, kind: int, w, p, placed: np.ndarray, free_now: np.ndarray, demand
+    i: int, kind: int, w, p, placed: list[dict[int, list[int]]], free_now: np.ndarray, demand
 ) -> bool:
     """Job ``i`` at (1, 1) whose task ``kind`` failed after its other task was placed: try this task first.
 
@@ -168,18 +188,23 @@ def _swap_unit_order(
     capacity left by the other jobs (see ``first_fit_tasks``).
     """
     other = 1 - kind
-    if w[i] != 1 or p[i] != 1 or placed[i, :, other].sum() != 1 or placed[i, :, kind].sum() != 0:
+    on = placed[i]
+    if w[i] != 1 or p[i] != 1 or sum(c[other] for c in on.values()) != 1:
         return False
-    h = int(np.argmax(placed[i, :, other]))
+    if sum(c[kind] for c in on.values()) != 0:
+        return False
+    h = next(m for m, c in on.items() if c[other])
     trial = free_now.copy()
     trial[h] += demand[other][i]
     first = fill(trial, demand[kind][i], 1)
     second = fill(trial, demand[other][i], 1) if first is not None else None
-    if second is None:
+    if first is None or second is None:
         return False
     free_now[:] = trial
-    placed[i, :, kind] = first
-    placed[i, :, other] = second
+    on.clear()
+    for k, take in ((kind, first), (other, second)):
+        m = int(np.argmax(take))
+        on.setdefault(m, [0, 0])[k] += 1
     return True
 
 
@@ -251,16 +276,20 @@ def place_checked(
     shrunk = np.zeros(L, dtype=int)
     steps = 0
     # a task that fits on no machine even before anything is placed can never run: unstart its job
-    fits_w = np.all(wd[:, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
-    fits_p = np.all(pd[:, None, :] <= free0[None] + TOL, axis=2).any(axis=1)
+    # (checked against the distinct machine rows: clusters hold few kinds of machine)
+    kinds = np.unique(free0, axis=0) if free0.size else free0
+    fits_w = np.all(wd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
+    fits_p = np.all(pd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
     never = np.flatnonzero(~(fits_w & fits_p))
     shrunk[never] += w[never] + p[never]
     w[never] = p[never] = 0
     steps += never.size
-    costs = None
+    shrinks: _Shrinks | None = None
     H = full.shape[0]
     free_now = free0.copy()
-    placed = np.zeros((L, H, 2), dtype=int)  # tasks per job, machine, kind (0 workers, 1 PSs)
+    # tasks per job: machine -> [workers, PSs] (sparse: a job uses few of many machines)
+    placed: list[dict[int, list[int]]] = [{} for _ in range(L)]
+    racked = active_racks(H) is not None
     count = np.zeros((L, 2), dtype=int)  # tasks placed per job and kind
     demand = (wd, pd)
     target = [w, p]
@@ -277,11 +306,15 @@ def place_checked(
             if need <= 0:
                 break
             counts = fit_counts(free_now, d)
-            order = rack_order(
-                free_now,
-                placed[i].sum(axis=1) > 0,
-                (target[0][i] - count[i, 0]) * wd[i] + (target[1][i] - count[i, 1]) * pd[i],
-            )
+            order = None
+            if racked:
+                home = np.zeros(H, dtype=bool)
+                home[list(placed[i])] = True
+                order = rack_order(
+                    free_now,
+                    home,
+                    (target[0][i] - count[i, 0]) * wd[i] + (target[1][i] - count[i, 1]) * pd[i],
+                )
             if order is None:
                 before = np.cumsum(counts) - counts
                 take = np.clip(need - before, 0, counts)
@@ -291,7 +324,8 @@ def place_checked(
                 take[order] = np.clip(need - (np.cumsum(c) - c), 0, c)
             used = np.flatnonzero(take)
             free_now[used] -= take[used, None] * d[None, :]
-            placed[i, used, kind] += take[used]
+            for m, t in zip(used.tolist(), take[used].tolist(), strict=True):
+                placed[i].setdefault(m, [0, 0])[kind] += t
             got = int(take[used].sum())
             count[i, kind] += got
             if got == need:
@@ -301,37 +335,37 @@ def place_checked(
                 count[i] = 1
                 break
             # Not all fit: remove one task (the smallest loss per freed resource) and retry the rest.
-            if costs is None:  # only a shrink needs the timing model
+            if shrinks is None:  # only a shrink needs the timing model
                 dc = defer_costs(jobs, mode) if defer is None else np.asarray(defer, dtype=float)
                 costs = _Costs([jobs[k] for k in live.tolist()], mode, dc[live])
+                shrinks = _Shrinks(w, p, costs, wd, pd, norm_w, norm_p)
             blocking = (d[None, :] > free_now + TOL).any(
                 axis=0
             )  # resources the task lacked somewhere
-            j, new_w, new_p = _cheapest_shrink(
-                w, p, costs, wd, pd, norm_w, norm_p, blocking, i, kind
-            )
+            j, new_w, new_p = shrinks.cheapest(blocking, i, kind)
             for k, new in ((0, new_w), (1, new_p)):
                 surplus = int(count[j, k] - new)
                 while (
                     surplus > 0
                 ):  # the task removed was already placed: free it where it helps most
-                    hosts = np.flatnonzero(placed[j, :, k])
+                    hosts = np.array(sorted(m for m, c in placed[j].items() if c[k]), dtype=int)
                     helps = hosts[np.all(free_now[hosts] + demand[k][j] + TOL >= d, axis=1)]
                     h = int(helps[0]) if helps.size else int(hosts[-1])
-                    placed[j, h, k] -= 1
+                    placed[j][h][k] -= 1
+                    if not any(placed[j][h]):
+                        del placed[j][h]
                     count[j, k] -= 1
                     free_now[h] += demand[k][j]
                     surplus -= 1
             shrunk[j] += (w[j] - new_w) + (p[j] - new_p)
             w[j], p[j] = new_w, new_p
+            shrinks.update(np.array([j]))
             steps += 1
     placements = [Placement(())] * n
-    jobs_i, hosts = np.nonzero(placed.sum(axis=2))  # row-major: machines ascending per job
-    tasks = zip(
-        hosts.tolist(), placed[jobs_i, hosts, 0].tolist(), placed[jobs_i, hosts, 1].tolist()
-    )
-    for i, grp in itertools.groupby(zip(live[jobs_i].tolist(), tasks), key=lambda x: x[0]):
-        placements[i] = Placement(tuple(t for _, t in grp))
+    for k, on in zip(live.tolist(), placed, strict=True):
+        tasks = tuple((m, c[0], c[1]) for m, c in sorted(on.items()) if c[0] or c[1])
+        if tasks:
+            placements[k] = Placement(tasks)
     w_all[live], p_all[live] = w, p
     shrunk_all = np.zeros(n, dtype=int)
     shrunk_all[live] = shrunk

@@ -169,6 +169,21 @@ def allocation_figure(
     return go.Figure(allocation_spec(solution, jobs, cluster, title=title, template=template))
 
 
+def exact_label(exact: Solution) -> str:
+    """What an exact result proved: optimal, or the gap to its bound and why it is not zero."""
+    if exact.proven_optimal:
+        return "optimal"
+    gap = "gap n/a" if math.isnan(exact.gap) else f"{exact.gap:.3%} above its bound"
+    if exact.status == "time_limit":
+        return f"time limit, not proven optimal: {gap}"
+    if (
+        exact.status == "optimal"
+    ):  # the pooled optimum, shrunk by placement or solved to a looser gap
+        why = "after placement" if exact.shrink_steps else "solver's gap tolerance"
+        return f"pooled optimum, {gap} ({why})"
+    return f"{exact.status}: {gap}"
+
+
 def _objective_label() -> str:
     return "Σ weighted JCT (s)"
 
@@ -209,14 +224,11 @@ def bounds_spec(
         texts.append(f"{s.objective:,.0f}" + ("" if math.isnan(rel) else f" (+{rel:.2%})"))
     x.append("exact MILP")
     if exact is not None:
-        proven = exact.status == "optimal"
+        proven = exact.proven_optimal
         y.append(exact.objective)
         colours.append(BOUND_COLORS["exact"])
         symbols.append("diamond" if proven else "diamond-open")
-        texts.append(
-            f"{exact.objective:,.0f}"
-            + (" optimal" if proven else " not proven optimal (time limit)")
-        )
+        texts.append(f"{exact.objective:,.0f} {exact_label(exact)}")
     else:
         # No value yet: a hollow placeholder at the LP bound's height carries the note.
         y.append(lower if math.isfinite(lower) else 0.0)
@@ -347,7 +359,7 @@ def smd_trace_figure(
         )
     if exact is not None:
         _check_solution(exact)
-        name = "exact MILP" + ("" if exact.status == "optimal" else " (time limit)")
+        name = "exact MILP" + ("" if exact.proven_optimal else f" ({exact_label(exact)})")
         fig.add_trace(
             go.Scatter(
                 x=xs,

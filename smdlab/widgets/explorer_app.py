@@ -25,7 +25,7 @@ from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
 from smdlab.viz.racks import rack_figure, solution_snapshot
 from smdlab.viz.sim import schedule_spec
-from smdlab.viz.solution import allocation_spec, bounds_spec
+from smdlab.viz.solution import allocation_spec, bounds_spec, exact_label
 from smdlab.viz.style import TEMPLATE, method_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
 from smdlab.widgets.explorer_controls import ExplorerControls
@@ -435,7 +435,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         parts = [self.headline()]
         ex = self.exact_solution
         if ex is not None:
-            tag = "optimal" if ex.status == "optimal" else "time limit, not proven optimal"
+            tag = exact_label(ex)
             parts.append(
                 f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
             )

@@ -1,0 +1,76 @@
+"""An "optimal" that is optimal, and a time limit that limits the whole call."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from smdlab.errors import InvalidInput
+from smdlab.solve import api, knapsack, solve
+from smdlab.solve.cases import benchmark_instance
+from smdlab.solve.solution import OPTIMAL_GAP
+from smdlab.viz.solution import exact_label
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("fraction", [0.3, 0.6])
+def test_no_result_called_optimal_is_worse_than_smd_on_the_same_evaluation(seed, fraction):
+    jobs, cluster = benchmark_instance(12, seed=seed, fraction=fraction)
+    exact = solve(jobs, cluster, "milp", backend="highs")
+    smd = solve(jobs, cluster, "smd", bound=False, backend="highs")
+    # both placed on the same machines and priced by the same model
+    assert exact.placement is not None and smd.placement is not None
+    if exact.proven_optimal:
+        assert exact.objective <= smd.objective * (1 + 1e-9)
+        assert exact.gap <= OPTIMAL_GAP * (1 + 1e-9) and exact_label(exact) == "optimal"
+    else:
+        assert exact.gap > OPTIMAL_GAP and "above its bound" in exact_label(exact)
+    pooled = solve(jobs, cluster, "milp", backend="highs", place=False)
+    assert pooled.proven_optimal  # without placement the MILP's optimum is the problem's
+    assert pooled.objective <= smd.objective * (1 + 1e-9)
+
+
+def test_a_shrunk_or_stopped_exact_result_says_what_it_proved():
+    jobs, cluster = benchmark_instance(8, seed=0)
+    exact = solve(jobs, cluster, "milp", backend="highs", place=False)
+    shrunk = dataclasses.replace(exact, gap=0.004, shrink_steps=3)
+    assert not shrunk.proven_optimal
+    assert exact_label(shrunk) == "pooled optimum, 0.400% above its bound (after placement)"
+    stopped = dataclasses.replace(exact, status="time_limit", gap=0.02)
+    assert exact_label(stopped) == "time limit, not proven optimal: 2.000% above its bound"
+
+
+def test_the_time_limit_counts_the_time_spent_before_the_solver(monkeypatch):
+    seen = []
+    real_build, real_flat = api.build_instance, knapsack.solve_flat
+
+    def slow_build(*args, **kwargs):
+        time.sleep(0.3)  # building the instance takes its share of the budget
+        return real_build(*args, **kwargs)
+
+    def spy(model, **kwargs):
+        seen.append(kwargs["time_limit"])
+        return real_flat(model, **kwargs)
+
+    monkeypatch.setattr(api, "build_instance", slow_build)
+    monkeypatch.setattr(knapsack, "solve_flat", spy)
+    jobs, cluster = benchmark_instance(8, seed=1)
+    solve(jobs, cluster, "milp", backend="highs", time_limit=5.0)
+    assert len(seen) == 1 and seen[0] <= 5.0 - 0.3
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"time_limit": 0}, "time_limit"),
+        ({"time_limit": -1.0}, "time_limit"),
+        ({"mip_gap": 1.0}, r"mip_gap must be a relative gap in \[0, 1\)"),
+        ({"mip_gap": -0.1}, "mip_gap"),
+    ],
+)
+def test_bad_limits_are_one_line(options, message):
+    jobs, cluster = benchmark_instance(4, seed=0)
+    with pytest.raises(InvalidInput, match=message):
+        solve(jobs, cluster, "milp", **options)
