@@ -11,7 +11,6 @@ of the same configuration write byte-identical CSVs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import io
 import json
@@ -524,28 +523,21 @@ def _tree_hash(root: Path, pattern: str) -> str:
     return h.hexdigest()
 
 
-def inputs_hash(name: str, cfg: ExperimentConfig) -> str:
-    """What figure ``name``'s data depends on: its configuration, smdlab's version and source, the data."""
+def input_trees() -> dict[str, str]:
+    """smdlab's version and the hashes of its source files and of the data folder."""
     from smdlab.paths import data_dir, package_version
 
-    body = {
-        "figure": name,
-        "config": dataclasses.asdict(cfg),
+    return {
         "smdlab": package_version(),
-        "source": _source_hash(),
-        "data": _data_hash(str(data_dir())),
+        "source": _tree_hash(Path(__file__).resolve().parents[1], "*.py"),
+        "data": _tree_hash(data_dir(), "*"),
     }
+
+
+def inputs_hash(name: str, cfg: ExperimentConfig, trees: dict[str, str] | None = None) -> str:
+    """What figure ``name``'s data depends on: its configuration and ``input_trees()``."""
+    body = {"figure": name, "config": dataclasses.asdict(cfg), **(trees or input_trees())}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-
-
-@functools.cache
-def _source_hash() -> str:
-    return _tree_hash(Path(__file__).resolve().parents[1], "*.py")
-
-
-@functools.cache
-def _data_hash(folder: str) -> str:
-    return _tree_hash(Path(folder), "*")
 
 
 def _up_to_date(out: Path, name: str, digest: str, record: dict, fmts: Sequence[str]) -> list[str]:
@@ -630,9 +622,10 @@ def reproduce(
     todo: dict[str, list[str]] = {}
     folder = Path(out)
     record = _read_record(folder)
+    trees = input_trees()  # hashed once per run
     computed: list[float] = []
     for k, name in enumerate(names, start=1):
-        digest = inputs_hash(name, cfg)
+        digest = inputs_hash(name, cfg, trees)
         todo[name] = (
             [f"{name}.{f}" for f in fmts]
             if recompute
@@ -653,7 +646,7 @@ def reproduce(
             record[name] = digest  # after the CSV: a record never vouches for a file not written
             write_files(out, {INPUTS: _record_text(record)}, force=force)
         computed.append(time.perf_counter() - t0)
-        left = sum(1 for n in names[k:] if recompute or record.get(n) != inputs_hash(n, cfg))
+        left = sum(1 for n in names[k:] if recompute or record.get(n) != inputs_hash(n, cfg, trees))
         eta = f"; about {left * sum(computed) / len(computed):.0f} s left" if left else ""
         say(f"[{k}/{len(names)}] {name}: {len(df)} rows in {computed[-1]:.1f} s{eta}")
     draw = [n for n in names if any(not f.endswith(".csv") for f in todo[n])]
