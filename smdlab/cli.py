@@ -277,6 +277,12 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, metavar="S", help="workload seed")
     p.add_argument(
+        "--engine",
+        choices=("smdlab", "gavel"),
+        help="gavel: the gavel_* policies in Gavel's mode on a gavel workload (default: the "
+        "scenario's simulation.engine, else smdlab)",
+    )
+    p.add_argument(
         "--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)"
     )
     p.add_argument(
@@ -329,6 +335,8 @@ def _simulate(args: argparse.Namespace) -> int:
         scenario = scenario.with_changes(cluster={"gpu": gpm})
     if args.arch_mix is not None:
         scenario = scenario.with_changes(workload={"arch_mix": args.arch_mix})
+    if args.engine is not None:
+        scenario = scenario.with_changes(simulation={"engine": args.engine})
     if getattr(args, "cluster_file", None) is not None:
         import dataclasses
 
@@ -352,16 +360,38 @@ def _simulate(args: argparse.Namespace) -> int:
         line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
         if args.out:
             _check_out_folder(args.out, scenario.policies, args.force)
-        results = run_policies(
-            jobs,
-            cluster,
-            scenario.policies,
-            policy_options=scenario.policy_options,
-            variants=scenario.variants,
-            on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
-            progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
-            **simulation_options(scenario),
+        from smdlab.sim.gavel_engine import (
+            check_gavel_engine,
+            gavel_engine_policies,
+            run_gavel_engine,
         )
+
+        gavel = []  # simulation.engine "gavel": these run in Gavel's mode, the others in smdlab's
+        if scenario.simulation.get("engine", "smdlab") == "gavel":
+            gavel = gavel_engine_policies(scenario.policies, scenario.variants)
+            if gavel:
+                check_gavel_engine(scenario, cluster)
+            others = ", ".join(p for p in scenario.policies if p not in gavel) or "none"
+            line += f"; Gavel's mode: {', '.join(gavel) or 'none'}; smdlab's simulator: {others}"
+        results = {}
+        if len(gavel) < len(scenario.policies):
+            results = run_policies(
+                jobs,
+                cluster,
+                [p for p in scenario.policies if p not in gavel],
+                policy_options=scenario.policy_options,
+                variants=scenario.variants,
+                on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
+                progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
+                **simulation_options(scenario),
+            )
+        else:
+            print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        if gavel:
+            results.update(
+                run_gavel_engine(scenario, cluster, gavel, policy_options=scenario.policy_options)
+            )
+            results = {p: results[p] for p in scenario.policies}
         if args.out:
             from smdlab.sim.output import write_files
 

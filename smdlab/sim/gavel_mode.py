@@ -30,7 +30,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
-from smdlab.solve.gavel_lp import gavel_fifo, gavel_max_min_fairness, gavel_max_sum_throughput
+from smdlab.solve.gavel_lp import (
+    gavel_fifo,
+    gavel_max_min_fairness,
+    gavel_max_sum_throughput,
+    gavel_solver,
+)
 from smdlab.workloads.gavel import GAVEL_TYPES, GavelTraceJob
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
 
 ROUND_S = 360.0  # Gavel's time_per_iteration in its simulation drivers
 RESET_S = 1920.0  # Gavel's minimum_time_between_allocation_resets (Scheduler default)
+MAX_FAILURES = 5  # Gavel's MAX_FAILED_ATTEMPTS: failed micro-tasks in a row before a job is dropped
 # Gavel's policy name -> (LP objective or "fifo", heterogeneity-aware)
 GAVEL_MODE_POLICIES: dict[str, tuple[str, bool]] = {
     "max_min_fairness": ("max_min", False),
@@ -63,14 +69,25 @@ class GavelModeResult:
     policy: str
     jct: dict[int, float]  # job id -> completion time - arrival (s)
     finish: dict[int, float]
+    dropped: set[int] = field(default_factory=set)  # jobs dropped after MAX_FAILURES failures
+    solver: str = ""  # the LP solver used: "ecos", "highs", or "none" (fifo_perf solves no LP)
     rounds: int = 0
     recomputations: int = 0
     round_wall_s: list[float] = field(default_factory=list)  # scheduling time per round
     round_recomputed: list[bool] = field(default_factory=list)  # the round recomputed X
+    round_start: list[float] = field(default_factory=list)  # each round's start (s)
+    round_active: list[int] = field(default_factory=list)  # jobs present in each round
+    # micro-tasks: (job, round index, start, end, type, steps; 0 steps: failed)
+    tasks: list[tuple[int, int, float, float, str, int]] = field(default_factory=list)
 
 
-def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str) -> np.ndarray:
-    """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order."""
+def gavel_allocation(
+    jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str, solver: str = "auto"
+) -> np.ndarray:
+    """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order.
+
+    solver: the LP solver (``smdlab.solve.gavel_lp.gavel_solver``; fifo_perf solves no LP).
+    """
     objective, aware = GAVEL_MODE_POLICIES[check_choice("policy", policy, GAVEL_MODE_POLICIES)]
     if not jobs:
         return np.zeros((0, len(GAVEL_TYPES)))
@@ -80,9 +97,9 @@ def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str
     if objective == "fifo":
         return gavel_fifo(T, g, cap)
     if objective == "max_sum":
-        return gavel_max_sum_throughput(T, g, cap)
+        return gavel_max_sum_throughput(T, g, cap, solver=solver)
     w = np.array([j.priority_weight for j in jobs])
-    return gavel_max_min_fairness(T, g, cap, w, aware=aware)
+    return gavel_max_min_fairness(T, g, cap, w, aware=aware, solver=solver)
 
 
 def simulate_gavel_mode(
@@ -91,6 +108,7 @@ def simulate_gavel_mode(
     policy: str,
     *,
     seed: int = 0,
+    solver: str = "auto",
     round_s: float = ROUND_S,
     reset_s: float = RESET_S,
     clock: Callable[[], float] = time.perf_counter,
@@ -100,6 +118,7 @@ def simulate_gavel_mode(
 
     cluster_spec: GPUs per type (``k80``, ``p100``, ``v100``); seed: Gavel's scheduler seed (the
     agnostic policy shuffles the type order with ``random.Random(seed + 5)`` each round);
+    solver: the LP solver (``gavel_allocation``; "auto": ECOS, as Gavel, when installed);
     max_rounds: stop after that many rounds (a benchmark's partial run; jobs left out of ``jct``).
     """
     check_choice("policy", policy, GAVEL_MODE_POLICIES)
@@ -120,6 +139,7 @@ def simulate_gavel_mode(
         )
     types = [t for t in _ORDER if cluster_spec.get(t, 0) > 0]
     fifo = GAVEL_MODE_POLICIES[policy][0] == "fifo"
+    solver = "none" if fifo else gavel_solver(solver)  # "auto" resolved (and noted) once
     shuffle = not GAVEL_MODE_POLICIES[policy][1]
     shuffler = random.Random(seed + 5)
     by_id = {j.job_id: j for j in jobs}
@@ -129,9 +149,10 @@ def simulate_gavel_mode(
     worker_time = dict.fromkeys(GAVEL_TYPES, 0.0)
     deficit: dict[str, dict[int, float]] = {t: {} for t in GAVEL_TYPES}
     steps_run: dict[int, int] = {}
+    failures: dict[int, int] = {}
     alloc: dict[int, np.ndarray] = {}
     last_reset, need_update = 0.0, False
-    out = GavelModeResult(policy, {}, {})
+    out = GavelModeResult(policy, {}, {}, solver=solver)
 
     qi, remaining = 0, len(jobs)
     now = jobs[0].arrival
@@ -157,6 +178,15 @@ def simulate_gavel_mode(
         for finish, jid, t, steps in running:
             spent = finish - round_start
             out.finish[jid] = finish
+            if steps < by_id[jid].scale_factor:  # a worker's share (steps // sf) is 0: it fails
+                failures[jid] = failures.get(jid, 0) + 1
+                need_update = True
+                if failures[jid] >= MAX_FAILURES:  # dropped, no completion time
+                    out.dropped.add(jid)
+                    del job_time[jid]
+                    remaining -= 1
+                continue
+            failures[jid] = 0
             steps_run[jid] += steps
             job_time[jid][t] += spent
             worker_time[t] += spent
@@ -190,7 +220,7 @@ def simulate_gavel_mode(
                     worker_time[t] += half
             last_reset = now
             active = [by_id[jid] for jid in sorted(job_time)]
-            x = gavel_allocation(active, cap, policy)
+            x = gavel_allocation(active, cap, policy, solver)
             alloc = {j.job_id: x[i] for i, j in enumerate(active)}
             need_update = False
             out.recomputations += 1
@@ -230,15 +260,20 @@ def simulate_gavel_mode(
                 rate = j.throughput[c]
                 steps = min(int(rate * round_s), j.total_steps - steps_run[jid])
                 running.append((now + steps / rate, jid, t, steps))
+                ok = steps if steps >= j.scale_factor else 0
+                out.tasks.append((jid, out.rounds, now, now + steps / rate, t, ok))
         out.round_wall_s.append(clock() - tic)
         out.round_recomputed.append(recomputed)
+        out.round_start.append(now)
+        out.round_active.append(len(job_time))
         out.rounds += 1
     return out
 
 
 def window_average(result: GavelModeResult, window: range) -> float:
-    """Mean completion time (s) of the window's job ids, as Gavel's get_average_jct."""
-    missing = [i for i in window if i not in result.jct]
+    """Mean completion time (s) of the window's job ids, as Gavel's get_average_jct (which skips
+    dropped jobs)."""
+    missing = [i for i in window if i not in result.jct and i not in result.dropped]
     if missing:
         raise InvalidInput(f"window job {missing[0]} did not complete in this run")
-    return float(np.mean([result.jct[i] for i in window]))
+    return float(np.mean([result.jct[i] for i in window if i in result.jct]))

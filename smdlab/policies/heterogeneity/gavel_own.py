@@ -13,14 +13,26 @@ how the two differ.
 - ``gavel_max_min_fairness_perf``: heterogeneity-aware max-min fairness.
 - ``gavel_max_sum_throughput_perf``: maximise the sum of throughputs.
 - ``gavel_fifo_perf``: jobs in arrival order, each whole on its fastest type with room.
+
+Option ``solver`` (the three LP policies): "auto" (ECOS, as Gavel solves its LPs, when the
+``gavel`` extra is installed, else HiGHS), "ecos" or "highs" (``smdlab.solve.gavel_lp``).
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from smdlab.errors import check_choice
 from smdlab.policies.heterogeneity._rounds import ROUND_S, GavelRounds
-from smdlab.solve.gavel_lp import gavel_fifo, gavel_max_min_fairness, gavel_max_sum_throughput
+from smdlab.solve.gavel_lp import (
+    GAVEL_SOLVERS,
+    gavel_fifo,
+    gavel_max_min_fairness,
+    gavel_max_sum_throughput,
+    gavel_solver,
+)
 
 __all__ = [
     "GavelFifoPerf",
@@ -30,8 +42,17 @@ __all__ = [
 ]
 
 
-def _agnostic_max_min(T: np.ndarray, g: np.ndarray, G: np.ndarray) -> np.ndarray:
-    return gavel_max_min_fairness(T, g, G, aware=False)
+def _agnostic_max_min(
+    T: np.ndarray, g: np.ndarray, G: np.ndarray, solver: str = "highs"
+) -> np.ndarray:
+    return gavel_max_min_fairness(T, g, G, aware=False, solver=solver)
+
+
+def _solver(solver: str) -> str:
+    """The option checked; "auto" stays "auto" (resolved, with its note, at each solve)."""
+    check_choice("solver", solver, GAVEL_SOLVERS)
+    gavel_solver(solver)  # "ecos" without the extra: one line now, not mid-run
+    return solver
 
 
 class GavelMaxMinFairness(GavelRounds):
@@ -40,8 +61,10 @@ class GavelMaxMinFairness(GavelRounds):
     name = "gavel_max_min_fairness"
     solve = staticmethod(_agnostic_max_min)
 
-    def __init__(self, round_s: float = ROUND_S) -> None:
+    def __init__(self, round_s: float = ROUND_S, solver: str = "auto") -> None:
         super().__init__(round_s, aware=False)
+        self.solver = _solver(solver)
+        self.solve = partial(_agnostic_max_min, solver=self.solver)
 
 
 class GavelMaxMinFairnessPerf(GavelRounds):
@@ -50,8 +73,10 @@ class GavelMaxMinFairnessPerf(GavelRounds):
     name = "gavel_max_min_fairness_perf"
     solve = staticmethod(gavel_max_min_fairness)
 
-    def __init__(self, round_s: float = ROUND_S) -> None:
+    def __init__(self, round_s: float = ROUND_S, solver: str = "auto") -> None:
         super().__init__(round_s, aware=True)
+        self.solver = _solver(solver)
+        self.solve = partial(gavel_max_min_fairness, solver=self.solver)
 
 
 class GavelMaxSumThroughputPerf(GavelRounds):
@@ -60,8 +85,10 @@ class GavelMaxSumThroughputPerf(GavelRounds):
     name = "gavel_max_sum_throughput_perf"
     solve = staticmethod(gavel_max_sum_throughput)
 
-    def __init__(self, round_s: float = ROUND_S) -> None:
+    def __init__(self, round_s: float = ROUND_S, solver: str = "auto") -> None:
         super().__init__(round_s, aware=True)
+        self.solver = _solver(solver)
+        self.solve = partial(gavel_max_sum_throughput, solver=self.solver)
 
 
 class GavelFifoPerf(GavelRounds):
