@@ -2,7 +2,8 @@
 results, print the agreement per policy (docs/heterogeneity.md, EXPERIMENTS.md).
 
     python tools/gavel_parity.py TRACE [--reference PREFIX] [--cluster V:P:K] [--seed S]
-        [--window A B] [--policies P ...] [--solver auto|ecos|highs] [--engine]
+        [--window A B] [--policies P ...] [--solver auto|ecos|highs] [--pair-throughputs JSON]
+        [--engine]
 
 PREFIX: Gavel's per-job CSVs ``PREFIX_<policy>.csv`` (columns ``job_id``, ``jct_s``), e.g.
 ``data/traces/gavel/reference/seed3_rate0.4_60jobs``. The window average is the mean completion
@@ -27,7 +28,9 @@ import numpy as np
 from smdlab.model.cluster import Cluster
 from smdlab.sim.gavel_mode import GAVEL_MODE_POLICIES, simulate_gavel_mode, window_average
 from smdlab.sim.runner import run_policies
-from smdlab.workloads.gavel import load_gavel, read_gavel_trace
+from smdlab.workloads.gavel import gavel_pair_throughputs, load_gavel, read_gavel_trace
+
+UNPACKED = [p for p in GAVEL_MODE_POLICIES if p != "max_min_fairness_packed"]
 
 
 def engine_averages(trace: str, spec: dict[str, int], window: range) -> dict[str, float]:
@@ -36,7 +39,7 @@ def engine_averages(trace: str, spec: dict[str, int], window: range) -> dict[str
         [{"name": t, "machines": n, "gpu_type": t, "gpu": 1} for t, n in spec.items() if n > 0]
     )
     jobs = load_gavel(trace, cluster=cluster)
-    names = [f"gavel_{p}" for p in GAVEL_MODE_POLICIES]
+    names = [f"gavel_{p}" for p in UNPACKED]
     res = run_policies(jobs, cluster, names, slot_s=360.0, restart_s=0.0)
     ids = [str(i) for i in window]
     return {n: float(r.jobs.set_index("job").loc[ids, "jct"].mean()) for n, r in res.items()}
@@ -50,9 +53,14 @@ def main() -> None:
     p.add_argument("--cluster", default="36:36:36", help="V100:P100:K80 GPUs (Gavel's order)")
     p.add_argument("--seed", type=int, default=0, help="Gavel's scheduler seed")
     p.add_argument("--window", type=int, nargs=2, default=None)
-    p.add_argument("--policies", nargs="+", default=list(GAVEL_MODE_POLICIES))
+    p.add_argument("--policies", nargs="+", default=list(UNPACKED), choices=GAVEL_MODE_POLICIES)
     p.add_argument(
         "--solver", default="auto", help="LP solver: auto (ECOS when installed), ecos, highs"
+    )
+    p.add_argument(
+        "--pair-throughputs",
+        default=None,
+        help="max_min_fairness_packed: Gavel's simulation_throughputs.json (default: shipped pairs)",
     )
     p.add_argument("--engine", action="store_true", help="also run smdlab's own simulator")
     a = p.parse_args()
@@ -71,10 +79,12 @@ def main() -> None:
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     avgs: dict[str, tuple[float, float | None]] = {}
+    pairs = gavel_pair_throughputs(a.pair_throughputs) if a.pair_throughputs else None
     for policy in a.policies:
         t0 = time.perf_counter()
+        spec = {"k80": k, "p100": pp, "v100": v}
         res = simulate_gavel_mode(
-            jobs, {"k80": k, "p100": pp, "v100": v}, policy, seed=a.seed, solver=a.solver
+            jobs, spec, policy, seed=a.seed, solver=a.solver, pair_rates=pairs
         )
         wall = time.perf_counter() - t0
         ours = window_average(res, window)

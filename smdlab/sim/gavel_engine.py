@@ -25,7 +25,13 @@ from smdlab.errors import InvalidInput
 from smdlab.model.cluster import Cluster
 from smdlab.sim.gavel_mode import GavelModeResult, simulate_gavel_mode
 from smdlab.sim.result import DECISION_COLUMNS, HISTORY_COLUMNS, JOB_COLUMNS, SimResult, summarize
-from smdlab.workloads.gavel import FAMILY_NETWORKS, GAVEL_TYPES, GavelTraceJob, read_gavel_trace
+from smdlab.workloads.gavel import (
+    FAMILY_NETWORKS,
+    GAVEL_TYPES,
+    GavelTraceJob,
+    gavel_pair_throughputs,
+    read_gavel_trace,
+)
 
 __all__ = [
     "GAVEL_ENGINE_POLICIES",
@@ -42,6 +48,7 @@ GAVEL_ENGINE_POLICIES = {
     "gavel_max_min_fairness_perf": "max_min_fairness_perf",
     "gavel_fifo_perf": "fifo_perf",
     "gavel_max_sum_throughput_perf": "max_sum_throughput_perf",
+    "gavel_max_min_fairness_packed": "max_min_fairness_packed",
 }
 
 
@@ -88,10 +95,9 @@ def _utilization(res: GavelModeResult, trace: dict[int, GavelTraceJob], spec: di
     per_round = np.bincount([t[1] for t in res.tasks], minlength=res.rounds)
     for r, start in enumerate(res.round_start):
         events.append((start, 1, r, "", 0))
-    for jid, r, start, end, t, _ in res.tasks:
-        sf = trace[jid].scale_factor
-        events.append((start, 2, r, t, sf))
-        events.append((end, 0, r, t, -sf))
+    for _, r, start, end, t, _, gpus in res.tasks:
+        events.append((start, 2, r, t, gpus))
+        events.append((end, 0, r, t, -gpus))
     events.sort(key=lambda e: (e[0], e[1]))
     used = dict.fromkeys(GAVEL_TYPES, 0)
     running = queued = 0
@@ -99,9 +105,12 @@ def _utilization(res: GavelModeResult, trace: dict[int, GavelTraceJob], spec: di
     for when, kind, r, t, d in events:
         if kind == 1:
             running, queued = 0, int(res.round_active[r] - per_round[r])
-        elif d:
+        elif kind:
             used[t] += d
-            running += 1 if d > 0 else -1
+            running += 1
+        else:
+            used[t] += d
+            running -= 1
         rows.append(
             (
                 when,
@@ -115,6 +124,13 @@ def _utilization(res: GavelModeResult, trace: dict[int, GavelTraceJob], spec: di
     return pd.DataFrame(rows, columns=cols).drop_duplicates("time", keep="last")
 
 
+def _sharing(res: GavelModeResult, by_id: dict[int, GavelTraceJob]) -> float:
+    """Time-weighted jobs per busy GPU (1.0 without pairs; NaN: nothing ran)."""
+    held = sum((t[3] - t[2]) * by_id[t[0]].scale_factor for t in res.tasks)
+    busy = sum((t[3] - t[2]) * t[6] for t in res.tasks)
+    return held / busy if busy > 0 else math.nan
+
+
 def gavel_mode_sim_result(
     res: GavelModeResult,
     trace: Sequence[GavelTraceJob],
@@ -126,13 +142,13 @@ def gavel_mode_sim_result(
 ) -> SimResult:
     """A Gavel-mode run as a ``SimResult`` (samples are Gavel's steps; one row per micro-task)."""
     by_id = {j.job_id: j for j in trace}
-    tasks: dict[int, list[tuple[int, int, float, float, str, int]]] = {}
+    tasks: dict[int, list[tuple[int, int, float, float, str, int, int]]] = {}
     for task in res.tasks:
         tasks.setdefault(task[0], []).append(task)
     rows = []
     for j in trace:
         mine = tasks.get(j.job_id, [])
-        run = float(sum(e - s for _, _, s, e, _, _ in mine))
+        run = float(sum(t[3] - t[2] for t in mine))
         # a resume after a round without the job, or a change of GPU type, is a restart
         gaps = sum(b[1] != a[1] + 1 for a, b in pairwise(mine))
         moves = sum(b[1] == a[1] + 1 and b[4] != a[4] for a, b in pairwise(mine))
@@ -165,7 +181,7 @@ def gavel_mode_sim_result(
     history = pd.DataFrame(
         [
             (str(jid), s, e, by_id[jid].scale_factor, 0, steps / (e - s) if e > s else 0.0, steps)
-            for jid, _, s, e, _, steps in res.tasks
+            for jid, _, s, e, _, steps, _ in res.tasks
         ],
         columns=list(HISTORY_COLUMNS),
     )
@@ -198,7 +214,7 @@ def gavel_mode_sim_result(
         slot_s=float(round_s),
         restart_s=0.0,
         sim_wall_s=wall,
-        gpu_sharing=1.0,
+        gpu_sharing=_sharing(res, by_id),
         engine="gavel",
         jobs_dropped=len(res.dropped),
         rounds=res.rounds,
@@ -218,7 +234,8 @@ def run_gavel_engine(
     """Run ``policies`` (keys of ``GAVEL_ENGINE_POLICIES``) in Gavel's mode on the scenario's trace.
 
     Gavel's scheduler seed is the scenario's seed; a round lasts ``simulation.slot_s`` (else the
-    policy's ``round_s``); the LP solver is the policy's ``solver`` option.
+    policy's ``round_s``); the LP solver is the policy's ``solver`` option, the pair throughputs
+    of ``gavel_max_min_fairness_packed`` its ``pair_throughputs`` (relative to the scenario file).
     """
     from smdlab.sim.runner import policy_instance
 
@@ -237,12 +254,16 @@ def run_gavel_engine(
         policy = policy_instance(name, policy_options)
         round_s = float(scenario.simulation.get("slot_s") or policy.round_s)
         t0 = time.perf_counter()
+        pairs = getattr(policy, "pair_throughputs", None)
+        if pairs is not None and not Path(pairs).is_absolute() and scenario.base_dir is not None:
+            pairs = scenario.base_dir / pairs
         res = simulate_gavel_mode(
             trace,
             spec,
             GAVEL_ENGINE_POLICIES[name],
             seed=int(scenario.seed),
             solver=getattr(policy, "solver", "auto"),
+            pair_rates=gavel_pair_throughputs(pairs) if pairs is not None else None,
             round_s=round_s,
         )
         wall = time.perf_counter() - t0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,6 +26,7 @@ __all__ = [
     "equal_share",
     "gavel_fifo",
     "gavel_max_min_fairness",
+    "gavel_max_min_fairness_packed",
     "gavel_max_sum_throughput",
     "gavel_solver",
     "max_min_allocation",
@@ -287,3 +289,106 @@ def gavel_fifo(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -
         x[i, best] = 1.0
         left[best] -= g[i]
     return x
+
+
+def gavel_max_min_fairness_packed(
+    throughput: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    pair_throughput: np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    solver: str = "highs",
+) -> np.ndarray:
+    """X[combination, type] of Gavel's max_min_fairness_packed: rows are the jobs, then ``pairs``.
+
+    Combination c is a job alone or a pair (i, j) sharing its GPUs (both of scale factor
+    ``gpus[i]``); ``pair_throughput[p, 0 or 1, t]`` is the first or second member's steps/s on
+    type t while paired (0: they do not share there). Maximise min_i sum_{c holding i} sum_t
+    T_i[c, t] g_c X[c, t] / (w_i T_i.x_prop) subject to X >= 0, sum_c g_c X[c, t] <= G_t and, per
+    job, sum over its combinations and types <= 1. solver: as ``gavel_max_min_fairness``.
+    """
+    T, g, G = _check(throughput, gpus, capacity)
+    m, k = T.shape
+    P = np.asarray(pair_throughput, dtype=float).reshape(len(pairs), 2, k)
+    if np.any(P < 0) or not np.all(np.isfinite(P)):
+        raise InvalidInput("pair throughputs must be >= 0 and finite")
+    if any(not (0 <= a < b < m) or g[a] != g[b] for a, b in pairs):
+        raise InvalidInput("pairs must be (i, j), 0 <= i < j < jobs, of equal scale factors")
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
+    combos = m + len(pairs)
+    # member[i] = the combinations holding job i (itself first, then its pairs in order)
+    member: list[list[int]] = [[i] for i in range(m)]
+    for p, (a, b) in enumerate(pairs):
+        member[a].append(m + p)
+        member[b].append(m + p)
+    # Ti[i, c, t]: job i's steps/s in combination c; Gavel keeps this table in float32
+    Ti = np.zeros((m, combos, k), dtype=np.float32)
+    Ti[np.arange(m), np.arange(m)] = T
+    for p, (a, b) in enumerate(pairs):
+        Ti[a, m + p] = P[p, 0]
+        Ti[b, m + p] = P[p, 1]
+    for i in range(m):
+        Ti[i] /= w[i]
+    sf = np.concatenate([g, g[[a for a, _ in pairs]]]) if pairs else g.copy()
+    prop_x = np.array([[c / m for c in G] for _ in range(m)])
+    prop_x = prop_x / np.sum(prop_x, axis=1).max()
+    prop = np.sum(np.multiply(T, prop_x), axis=1).reshape((m, 1))
+    if np.any(prop <= 0):
+        raise InvalidInput("every job needs a positive throughput on some GPU type")
+    if gavel_solver(solver) == "ecos":
+        return _ecos_packed(Ti, sf, G, member, prop)
+    nv = combos * k + 1
+    sfa = np.repeat(sf[:, None], k, axis=1)
+    rows = [sp.hstack([sp.kron(sf[None, :], sp.eye(k)), sp.csr_matrix((k, 1))])]
+    rhs = [G]
+    own = sp.lil_matrix((m, nv))
+    fair = sp.lil_matrix((m, nv))
+    for i, cs in enumerate(member):
+        for c in cs:
+            own[i, c * k : (c + 1) * k] = 1.0
+            fair[i, c * k : (c + 1) * k] = -(Ti[i, c].astype(float) * sfa[c]) / prop[i, 0]
+        fair[i, nv - 1] = 1.0
+    rows += [own.tocsr(), fair.tocsr()]
+    rhs += [np.ones(m), np.zeros(m)]
+    cost = np.zeros(nv)
+    cost[-1] = -1.0
+    res = solve_lp(
+        cost, sp.vstack(rows).tocsr(), np.concatenate(rhs), sp.csr_matrix((0, nv)), np.zeros(0),
+        np.zeros(nv), backend="highs", interior=True,
+    )  # fmt: skip
+    return np.clip(res.x[: combos * k].reshape(combos, k), 0.0, 1.0)
+
+
+def _ecos_packed(
+    Ti: np.ndarray, sf: np.ndarray, G: np.ndarray, member: list[list[int]], prop: np.ndarray
+) -> np.ndarray:
+    """Gavel's packed max-min LP stated as its cvxpy code states it (loop form), solved by ECOS.
+
+    ``MaxMinFairnessPolicyWithPacking.get_allocation`` and ``PolicyWithPacking
+    .get_base_constraints`` (``scheduler/policies``, stanford-futuredata/gavel c4fa400, MIT
+    licence; the loop form of the commit before its vectorised builders, which run in
+    simulation).
+    """
+    import cvxpy as cp
+
+    combos, k = Ti.shape[1], Ti.shape[2]
+    sfa = np.zeros((combos, k))
+    sfa[:, :] = sf[:, None]
+    x = cp.Variable((combos, k))
+    terms = [
+        cp.sum(cp.multiply(np.multiply(Ti[i][idx], sfa[idx]), x[idx])) / prop[i]
+        for i, idx in enumerate(member)
+    ]
+    goal = cp.Maximize(terms[0] if len(terms) == 1 else cp.minimum(*terms))
+    constraints = [
+        x >= 0,
+        cp.sum(cp.multiply(sfa, x), axis=0) <= np.array([int(c) for c in G]),
+        cp.vstack([cp.sum(x[idx]) for idx in member]) <= 1,
+    ]
+    problem = cp.Problem(goal, constraints)
+    problem.solve(solver="ECOS")
+    if x.value is None:
+        raise SolverError(f"ECOS found no allocation (status {problem.status})")
+    return np.asarray(x.value).clip(min=0.0).clip(max=1.0)

@@ -13,6 +13,8 @@ how the two differ.
 - ``gavel_max_min_fairness_perf``: heterogeneity-aware max-min fairness.
 - ``gavel_max_sum_throughput_perf``: maximise the sum of throughputs.
 - ``gavel_fifo_perf``: jobs in arrival order, each whole on its fastest type with room.
+- ``gavel_max_min_fairness_packed``: max-min fairness over jobs and pairs sharing GPUs (pairs in
+  Gavel's mode only).
 
 Option ``solver`` (the three LP policies): "auto" (ECOS, as Gavel solves its LPs, when the
 ``gavel`` extra is installed, else HiGHS), "ecos" or "highs" (``smdlab.solve.gavel_lp``).
@@ -20,11 +22,13 @@ Option ``solver`` (the three LP policies): "auto" (ECOS, as Gavel solves its LPs
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
 
-from smdlab.errors import check_choice
+from smdlab.errors import InvalidInput, check_choice
+from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.heterogeneity._rounds import ROUND_S, GavelRounds
 from smdlab.solve.gavel_lp import (
     GAVEL_SOLVERS,
@@ -37,6 +41,7 @@ from smdlab.solve.gavel_lp import (
 __all__ = [
     "GavelFifoPerf",
     "GavelMaxMinFairness",
+    "GavelMaxMinFairnessPacked",
     "GavelMaxMinFairnessPerf",
     "GavelMaxSumThroughputPerf",
 ]
@@ -100,3 +105,38 @@ class GavelFifoPerf(GavelRounds):
 
     def __init__(self, round_s: float = ROUND_S) -> None:
         super().__init__(round_s, aware=True)
+
+
+class GavelMaxMinFairnessPacked(GavelMaxMinFairnessPerf):
+    """Gavel's max-min fairness with space sharing (pairs of jobs on the same GPUs).
+
+    In Gavel's mode (``simulation.engine = "gavel"``) the packed LP decides which pairs share,
+    from Gavel's measured pair throughputs (``pair_throughputs``: Gavel's
+    ``simulation_throughputs.json``; default: the shipped table). smdlab's own simulator has no
+    pair mechanism for it, so there it runs unpaired, as ``gavel_max_min_fairness_perf``, and says
+    so once.
+    """
+
+    name = "gavel_max_min_fairness_packed"
+
+    def __init__(
+        self, round_s: float = ROUND_S, solver: str = "auto", pair_throughputs: str | None = None
+    ) -> None:
+        super().__init__(round_s, solver)
+        if pair_throughputs is not None and not isinstance(pair_throughputs, str):
+            raise InvalidInput(
+                f"pair_throughputs must be a path to Gavel's throughput JSON, got {pair_throughputs!r}"
+            )
+        self.pair_throughputs = pair_throughputs
+        self._noted = False
+
+    def decide(self, state: ClusterState) -> Decision:
+        """As gavel_max_min_fairness_perf (no pairs outside Gavel's mode), noted once."""
+        if not self._noted:
+            self._noted = True
+            warnings.warn(
+                "gavel_max_min_fairness_packed shares GPUs only in Gavel's mode "
+                "(--engine gavel); in smdlab's simulator it runs unpaired",
+                stacklevel=2,
+            )
+        return super().decide(state)
