@@ -102,3 +102,66 @@ def test_a_micro_task_too_short_for_its_gpus_fails_and_the_job_is_dropped(tmp_pa
     assert res.dropped == {0} and 0 not in res.jct and 1 in res.jct
     assert sum(t[0] == 0 for t in res.tasks) == 5
     assert window_average(res, range(2)) == res.jct[1]
+
+
+def _solvers() -> list[str]:
+    from smdlab.solve.gavel_lp import ecos_available
+
+    return ["highs", "ecos"] if ecos_available() else ["highs"]
+
+
+@pytest.mark.parametrize("solver", _solvers())
+def test_packed_lp_shares_a_gpu_when_the_pair_is_worth_it(solver: str) -> None:
+    from smdlab.solve.gavel_lp import gavel_max_min_fairness_packed
+
+    T = np.array([[0.0, 0.0, 10.0], [0.0, 0.0, 10.0]])
+    g, G = np.ones(2), np.array([0.0, 0.0, 1.0])
+    good = np.array([[[0, 0, 8.0], [0, 0, 8.0]]])  # each keeps 80% of its speed when paired
+    x = gavel_max_min_fairness_packed(T, g, G, [(0, 1)], good, solver=solver)
+    assert x[2, 2] == pytest.approx(1.0, abs=1e-6)  # the pair holds the GPU all the time
+    bad = good / 4  # 20% each: time slicing (50% each) is better
+    x = gavel_max_min_fairness_packed(T, g, G, [(0, 1)], bad, solver=solver)
+    assert x[2, 2] == pytest.approx(0.0, abs=1e-6) and x[:2, 2].sum() == pytest.approx(1.0)
+
+
+def test_packed_gavel_mode_runs_a_pair_by_hand(tmp_path: Path) -> None:
+    jt = "ResNet-18 (batch size 64)"
+    p = tmp_path / "t.trace"
+    p.write_text(LINE.format(jt=jt, steps=5000, sf=1, t=0) * 2)
+    trace = read_gavel_trace(p)
+    r = 0.75 * trace[0].throughput[2]  # each member's steps/s while paired on the V100
+    rates = {("v100", jt, jt): (r, r)}
+    spec = {"k80": 0, "p100": 0, "v100": 1}
+    res = simulate_gavel_mode(
+        trace, spec, "max_min_fairness_packed", solver="highs", pair_rates=rates
+    )
+    full = int(r * 360)  # steps per full micro-task; the last one runs what is left
+    k = -(-5000 // full)
+    expected = (k - 1) * full / r + (5000 - (k - 1) * full) / r
+    assert res.jct == {0: pytest.approx(expected), 1: pytest.approx(expected)}
+    out = gavel_mode_sim_result(res, trace, spec, name="p", round_s=360.0, wall=0.0)
+    assert out.summary["gpu_sharing"] == pytest.approx(2.0)
+    alone = simulate_gavel_mode(trace, spec, "max_min_fairness_perf", solver="highs")
+    assert np.mean(list(alone.jct.values())) > expected  # sharing at 75% each pays here
+
+
+@pytest.mark.slow
+def test_packed_parity_on_a_fixture_with_the_shipped_pairs() -> None:
+    import csv
+
+    pytest.importorskip("cvxpy")
+    pytest.importorskip("ecos")
+    ref = data_dir() / "traces" / "gavel" / "reference"
+    rows = csv.DictReader(
+        (ref / "seed4_rate0.4_60jobs_max_min_fairness_packed.csv").read_text().splitlines()
+    )
+    jct = {int(r["job_id"]): float(r["jct_s"]) for r in rows}
+    trace = read_gavel_trace(data_dir() / "traces" / "gavel" / "seed4_rate0.4_60jobs.trace")
+    res = simulate_gavel_mode(
+        trace, {"k80": 8, "p100": 8, "v100": 8}, "max_min_fairness_packed", seed=4, solver="ecos"
+    )
+    window = range(24, 48)
+    rel = np.array([abs(res.jct[i] / jct[i] - 1) for i in window])
+    # shipped pairs: about 70% of Gavel's (the rest never share here); measured 91.7% and 0.49%
+    assert np.mean(rel <= 0.05) >= 0.9
+    assert abs(window_average(res, window) / np.mean([jct[i] for i in window]) - 1) <= 0.006
