@@ -10,7 +10,8 @@ sharing, ``gavel_max_min_fairness_perf``. smdlab's simulator (the trace read by 
 360 s slots, no restart cost): Gandiva, Horus, SJF-BSBF and SJF-FFS at sharing degree K
 (default 2), and SJF-FFS at degree 1 (no sharing). Prints, per policy, the window-average JCT
 (job ids A .. B-1; default the middle 40%), the mean JCT of all jobs and the mean jobs per busy
-GPU.
+GPU; then the load Gavel's mode saw: the GPUs the jobs present ask for over the cluster's GPUs,
+per round.
 """
 
 from __future__ import annotations
@@ -52,11 +53,17 @@ def main() -> None:
         "| policy | engine | sharing degree | window avg JCT (h) | all-job mean JCT (h) | jobs per busy GPU |"
     )
     print("|---|---|---|---|---|---|")
+    load: list[str] = []
     for policy in ("max_min_fairness_packed", "max_min_fairness_perf"):
         res = simulate_gavel_mode(
             trace, spec, policy, seed=a.seed, solver=a.solver, pair_rates=pairs
         )
         r = gavel_mode_sim_result(res, trace, spec, name=policy, round_s=360.0, wall=0.0)
+        demand = np.array(res.round_demand) / sum(spec.values())
+        load.append(
+            f"{policy}: GPUs asked for by the jobs present over the cluster's GPUs, mean "
+            f"{demand.mean():.2f}, rounds above 1: {np.mean(demand > 1):.1%}"
+        )
         print(f"| gavel_{policy} | Gavel's mode | {2 if 'packed' in policy else 1} | "
               f"{window_average(res, window) / 3600:.3f} | {np.mean(list(res.jct.values())) / 3600:.3f} "
               f"| {r.summary['gpu_sharing']:.3f} |")  # fmt: skip
@@ -73,6 +80,7 @@ def main() -> None:
             df = r.jobs.set_index("job")
             print(f"| {name} | smdlab | {degree} | {df.loc[ids, 'jct'].mean() / 3600:.3f} | "
                   f"{r.summary['mean_jct'] / 3600:.3f} | {r.summary['gpu_sharing']:.3f} |")  # fmt: skip
+    print("\n".join(load))
 
 
 if __name__ == "__main__":

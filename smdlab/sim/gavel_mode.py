@@ -84,6 +84,7 @@ class GavelModeResult:
     round_recomputed: list[bool] = field(default_factory=list)  # the round recomputed X
     round_start: list[float] = field(default_factory=list)  # each round's start (s)
     round_active: list[int] = field(default_factory=list)  # jobs present in each round
+    round_demand: list[int] = field(default_factory=list)  # their GPUs (scale factors) summed
     # micro-tasks: (job, round index, start, end, type, steps (0: failed), GPUs it holds; a
     # pair's second member holds none of its own)
     tasks: list[tuple[int, int, float, float, str, int, int]] = field(default_factory=list)
@@ -356,7 +357,9 @@ def simulate_gavel_mode(
         out.round_wall_s.append(clock() - tic)
         out.round_recomputed.append(recomputed)
         out.round_start.append(now)
-        out.round_active.append(sum(isinstance(c, int) for c in job_time))
+        present = [c for c in job_time if isinstance(c, int)]
+        out.round_active.append(len(present))
+        out.round_demand.append(sum(by_id[c].scale_factor for c in present))
         out.rounds += 1
     return out
 
