@@ -325,8 +325,6 @@ def _workload_line(scenario: Any, jobs: Sequence[Any], cluster: Any, jobs_given:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from smdlab.sim.runner import run_policies, simulation_options
-
     scenario = _scenario_from(args, load=args.load, machines=args.machines, seed=args.seed)
     if args.gpus_per_machine is not None:
         from smdlab.errors import check_int
@@ -360,38 +358,15 @@ def _simulate(args: argparse.Namespace) -> int:
         line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
         if args.out:
             _check_out_folder(args.out, scenario.policies, args.force)
-        from smdlab.sim.gavel_engine import (
-            check_gavel_engine,
-            gavel_engine_policies,
-            run_gavel_engine,
-        )
+        from smdlab.sim.gavel_engine import run_engines
 
-        gavel = []  # simulation.engine "gavel": these run in Gavel's mode, the others in smdlab's
-        if scenario.simulation.get("engine", "smdlab") == "gavel":
-            gavel = gavel_engine_policies(scenario.policies, scenario.variants)
-            if gavel:
-                check_gavel_engine(scenario, cluster)
-            others = ", ".join(p for p in scenario.policies if p not in gavel) or "none"
-            line += f"; Gavel's mode: {', '.join(gavel) or 'none'}; smdlab's simulator: {others}"
-        results = {}
-        if len(gavel) < len(scenario.policies):
-            results = run_policies(
-                jobs,
-                cluster,
-                [p for p in scenario.policies if p not in gavel],
-                policy_options=scenario.policy_options,
-                variants=scenario.variants,
-                on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
-                progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
-                **simulation_options(scenario),
-            )
-        else:
-            print(f"{PROG}: {line}", file=sys.stderr, flush=True)
-        if gavel:
-            results.update(
-                run_gavel_engine(scenario, cluster, gavel, policy_options=scenario.policy_options)
-            )
-            results = {p: results[p] for p in scenario.policies}
+        results = run_engines(
+            scenario,
+            jobs,
+            cluster,
+            on_start=lambda note: print(f"{PROG}: {line}{note}", file=sys.stderr, flush=True),
+            progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
+        )
         if args.out:
             from smdlab.sim.output import write_files
 

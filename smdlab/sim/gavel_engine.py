@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "cluster_spec",
     "gavel_engine_policies",
     "gavel_mode_sim_result",
+    "run_engines",
     "run_gavel_engine",
 ]
 
@@ -269,3 +270,49 @@ def run_gavel_engine(
         wall = time.perf_counter() - t0
         out[name] = gavel_mode_sim_result(res, trace, spec, name=name, round_s=round_s, wall=wall)
     return out
+
+
+def run_engines(
+    scenario: Any,
+    jobs: Sequence[Any],
+    cluster: Cluster,
+    *,
+    on_start: Callable[[str], None] | None = None,
+    progress: bool = False,
+) -> dict[str, SimResult]:
+    """Every policy of the scenario, keyed in its order: with ``simulation.engine = "gavel"`` the
+    ``gavel_*`` ones in Gavel's mode, the others in smdlab's simulator on ``jobs``.
+
+    on_start(note): called once the policies are checked, before the first run; ``note`` says
+    which simulator runs which policies ("" with smdlab's engine alone).
+    """
+    from smdlab.sim.runner import run_policies, simulation_options
+
+    gavel: list[str] = []
+    note = ""
+    if scenario.simulation.get("engine", "smdlab") == "gavel":
+        gavel = gavel_engine_policies(scenario.policies, scenario.variants)
+        if gavel:
+            check_gavel_engine(scenario, cluster)
+        others = ", ".join(p for p in scenario.policies if p not in gavel) or "none"
+        note = f"; Gavel's mode: {', '.join(gavel) or 'none'}; smdlab's simulator: {others}"
+    rest = [p for p in scenario.policies if p not in gavel]
+    results: dict[str, SimResult] = {}
+    if rest:
+        results = run_policies(
+            jobs,
+            cluster,
+            rest,
+            policy_options=scenario.policy_options,
+            variants=scenario.variants,
+            on_start=None if on_start is None else lambda: on_start(note),
+            progress=progress,
+            **simulation_options(scenario),
+        )
+    elif on_start is not None:
+        on_start(note)
+    if gavel:
+        results.update(
+            run_gavel_engine(scenario, cluster, gavel, policy_options=scenario.policy_options)
+        )
+    return {p: results[p] for p in scenario.policies}
