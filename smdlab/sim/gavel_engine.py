@@ -89,7 +89,7 @@ def check_gavel_engine(scenario: Any, cluster: Cluster) -> dict[str, int]:
     return cluster_spec(cluster)
 
 
-def _utilization(res: GavelModeResult, trace: dict[int, GavelTraceJob], spec: dict[str, int]):
+def _utilization(res: GavelModeResult, spec: dict[str, int]) -> pd.DataFrame:
     """GPU use over time (all GPUs and each type), running and queued jobs, from the micro-tasks."""
     total = float(sum(spec.values()))
     events: list[tuple[float, int, int, str, int]] = []  # (time, order, round, type, +-gpus)
@@ -186,7 +186,7 @@ def gavel_mode_sim_result(
         ],
         columns=list(HISTORY_COLUMNS),
     )
-    util = _utilization(res, by_id, spec)
+    util = _utilization(res, spec)
     ran: list[set[int]] = [set() for _ in range(res.rounds)]
     for jid, r, *_ in res.tasks:
         ran[r].add(jid)
