@@ -165,3 +165,25 @@ def test_packed_parity_on_a_fixture_with_the_shipped_pairs() -> None:
     # shipped pairs: about 70% of Gavel's (the rest never share here); measured 91.7% and 0.49%
     assert np.mean(rel <= 0.05) >= 0.9
     assert abs(window_average(res, window) / np.mean([jct[i] for i in window]) - 1) <= 0.006
+
+
+def test_pair_throughputs_read_gavels_json_and_refuse_a_bad_file(tmp_path: Path) -> None:
+    from smdlab.workloads.gavel import gavel_pair_throughputs
+
+    a, b = "('A3C', 1)", "('LM (batch size 20)', 1)"
+    table = {
+        "v100": {a: {"null": 2.0, b: [1.5, 4.0], a: [1.0, 1.0]}, b: {"null": 5.0, a: [4.0, 1.5]}},
+        "k80": {"('A3C', 2)": {"null": 1.0, "('A3C', 2)": [0.0, 0.0]}},
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(table))
+    got = gavel_pair_throughputs(p)
+    assert got[("v100", "A3C", "LM (batch size 20)")] == (1.5, 4.0)
+    assert got[("v100", "LM (batch size 20)", "A3C")] == (4.0, 1.5)
+    assert all(k[0] == "v100" for k in got)  # pairs above one GPU are not read
+    p.write_text("{not json")
+    with pytest.raises(InvalidInput, match="pair throughputs") as e:
+        gavel_pair_throughputs(p)
+    assert "\n" not in str(e.value)
+    shipped = gavel_pair_throughputs()
+    assert shipped[("v100", "A3C", "A3C")][0] > 0
