@@ -279,6 +279,12 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, metavar="S", help="workload seed")
     p.add_argument(
+        "--engine",
+        choices=("smdlab", "gavel"),
+        help="gavel: the gavel_* policies in Gavel's mode on a gavel workload (default: the "
+        "scenario's simulation.engine, else smdlab)",
+    )
+    p.add_argument(
         "--load", type=float, metavar="X", help="offered load (synthetic; rescales a trace)"
     )
     p.add_argument(
@@ -321,8 +327,6 @@ def _workload_line(scenario: Any, jobs: Sequence[Any], cluster: Any, jobs_given:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from smdlab.sim.runner import run_policies, simulation_options
-
     scenario = _scenario_from(args, load=args.load, machines=args.machines, seed=args.seed)
     if args.gpus_per_machine is not None:
         from smdlab.errors import check_int
@@ -331,6 +335,8 @@ def _simulate(args: argparse.Namespace) -> int:
         scenario = scenario.with_changes(cluster={"gpu": gpm})
     if args.arch_mix is not None:
         scenario = scenario.with_changes(workload={"arch_mix": args.arch_mix})
+    if args.engine is not None:
+        scenario = scenario.with_changes(simulation={"engine": args.engine})
     if getattr(args, "cluster_file", None) is not None:
         import dataclasses
 
@@ -354,15 +360,14 @@ def _simulate(args: argparse.Namespace) -> int:
         line = _workload_line(scenario, jobs, cluster, args.jobs is not None)
         if args.out:
             _check_out_folder(args.out, scenario.policies, args.force)
-        results = run_policies(
+        from smdlab.sim.gavel_engine import run_engines
+
+        results = run_engines(
+            scenario,
             jobs,
             cluster,
-            scenario.policies,
-            policy_options=scenario.policy_options,
-            variants=scenario.variants,
-            on_start=lambda: print(f"{PROG}: {line}", file=sys.stderr, flush=True),
+            on_start=lambda note: print(f"{PROG}: {line}{note}", file=sys.stderr, flush=True),
             progress=not args.json and len(jobs) >= PROGRESS_MIN_JOBS,
-            **simulation_options(scenario),
         )
         if args.out:
             from smdlab.sim.output import write_files

@@ -58,6 +58,9 @@ _BUILTIN: dict[str, str] = {
         "smdlab.policies.heterogeneity.gavel_own:GavelMaxSumThroughputPerf"
     ),
     "gavel_fifo_perf": "smdlab.policies.heterogeneity.gavel_own:GavelFifoPerf",
+    "gavel_max_min_fairness_packed": (
+        "smdlab.policies.heterogeneity.gavel_own:GavelMaxMinFairnessPacked"
+    ),
     "hetero_placement": "smdlab.policies.heterogeneity.hetero_placement:HeteroPlacement",
     "liquid": "smdlab.policies.heterogeneity.liquid:Liquid",
 }

@@ -30,8 +30,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_positive
-from smdlab.solve.gavel_lp import gavel_fifo, gavel_max_min_fairness, gavel_max_sum_throughput
-from smdlab.workloads.gavel import GAVEL_TYPES, GavelTraceJob
+from smdlab.solve.gavel_lp import (
+    gavel_fifo,
+    gavel_max_min_fairness,
+    gavel_max_min_fairness_packed,
+    gavel_max_sum_throughput,
+    gavel_solver,
+)
+from smdlab.workloads.gavel import (
+    GAVEL_TYPES,
+    GavelTraceJob,
+    PairRates,
+    gavel_pair_throughputs,
+)
 
 __all__ = [
     "GAVEL_MODE_POLICIES",
@@ -45,12 +56,14 @@ __all__ = [
 
 ROUND_S = 360.0  # Gavel's time_per_iteration in its simulation drivers
 RESET_S = 1920.0  # Gavel's minimum_time_between_allocation_resets (Scheduler default)
+MAX_FAILURES = 5  # Gavel's MAX_FAILED_ATTEMPTS: failed micro-tasks in a row before a job is dropped
 # Gavel's policy name -> (LP objective or "fifo", heterogeneity-aware)
 GAVEL_MODE_POLICIES: dict[str, tuple[str, bool]] = {
     "max_min_fairness": ("max_min", False),
     "max_min_fairness_perf": ("max_min", True),
     "max_sum_throughput_perf": ("max_sum", True),
     "fifo_perf": ("fifo", True),
+    "max_min_fairness_packed": ("packed", True),
 }
 _ORDER = ("v100", "p100", "k80")  # Gavel's per-round type order (shuffled for agnostic policies)
 _COL = {t: k for k, t in enumerate(GAVEL_TYPES)}
@@ -63,14 +76,37 @@ class GavelModeResult:
     policy: str
     jct: dict[int, float]  # job id -> completion time - arrival (s)
     finish: dict[int, float]
+    dropped: set[int] = field(default_factory=set)  # jobs dropped after MAX_FAILURES failures
+    solver: str = ""  # the LP solver used: "ecos", "highs", or "none" (fifo_perf solves no LP)
     rounds: int = 0
     recomputations: int = 0
     round_wall_s: list[float] = field(default_factory=list)  # scheduling time per round
     round_recomputed: list[bool] = field(default_factory=list)  # the round recomputed X
+    round_start: list[float] = field(default_factory=list)  # each round's start (s)
+    round_active: list[int] = field(default_factory=list)  # jobs present in each round
+    round_demand: list[int] = field(default_factory=list)  # their GPUs (scale factors) summed
+    # micro-tasks: (job, round index, start, end, type, steps (0: failed), GPUs it holds; a
+    # pair's second member holds none of its own)
+    tasks: list[tuple[int, int, float, float, str, int, int]] = field(default_factory=list)
 
 
-def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str) -> np.ndarray:
-    """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order."""
+Combo = int | tuple[int, int]  # a job alone, or a pair (lower id, higher id) sharing its GPUs
+
+
+def gavel_allocation(
+    jobs: Sequence[GavelTraceJob],
+    cap: np.ndarray,
+    policy: str,
+    solver: str = "auto",
+    pairs: Sequence[tuple[int, int]] = (),
+    pair_throughput: np.ndarray | None = None,
+) -> np.ndarray:
+    """X[job, type] (types k80, p100, v100) of a Gavel policy over the jobs, in id order.
+
+    solver: the LP solver (``smdlab.solve.gavel_lp.gavel_solver``; fifo_perf solves no LP).
+    max_min_fairness_packed: rows are the jobs, then ``pairs`` (indices into ``jobs``, sorted),
+    whose members' steps/s are ``pair_throughput[p, member, type]``.
+    """
     objective, aware = GAVEL_MODE_POLICIES[check_choice("policy", policy, GAVEL_MODE_POLICIES)]
     if not jobs:
         return np.zeros((0, len(GAVEL_TYPES)))
@@ -80,9 +116,28 @@ def gavel_allocation(jobs: Sequence[GavelTraceJob], cap: np.ndarray, policy: str
     if objective == "fifo":
         return gavel_fifo(T, g, cap)
     if objective == "max_sum":
-        return gavel_max_sum_throughput(T, g, cap)
+        return gavel_max_sum_throughput(T, g, cap, solver=solver)
     w = np.array([j.priority_weight for j in jobs])
-    return gavel_max_min_fairness(T, g, cap, w, aware=aware)
+    if objective == "packed":
+        P = np.zeros((0, 2, len(GAVEL_TYPES))) if pair_throughput is None else pair_throughput
+        return gavel_max_min_fairness_packed(T, g, cap, pairs, P, w, solver=solver)
+    return gavel_max_min_fairness(T, g, cap, w, aware=aware, solver=solver)
+
+
+def _rates(
+    combo: Combo, by_id: dict[int, GavelTraceJob], pair_rates: PairRates, c: int
+) -> tuple[float, ...]:
+    """Steps/s of each member of a combination on type column c."""
+    if isinstance(combo, int):
+        return (by_id[combo].throughput[c],)
+    a, b = by_id[combo[0]], by_id[combo[1]]
+    if a.scale_factor != 1:  # Gavel measured no sharing above one GPU
+        return (0.0, 0.0)
+    return pair_rates.get((GAVEL_TYPES[c], a.job_type, b.job_type), (0.0, 0.0))
+
+
+def _members(combo: Combo) -> tuple[int, ...]:
+    return (combo,) if isinstance(combo, int) else combo
 
 
 def simulate_gavel_mode(
@@ -91,6 +146,8 @@ def simulate_gavel_mode(
     policy: str,
     *,
     seed: int = 0,
+    solver: str = "auto",
+    pair_rates: PairRates | None = None,
     round_s: float = ROUND_S,
     reset_s: float = RESET_S,
     clock: Callable[[], float] = time.perf_counter,
@@ -100,7 +157,10 @@ def simulate_gavel_mode(
 
     cluster_spec: GPUs per type (``k80``, ``p100``, ``v100``); seed: Gavel's scheduler seed (the
     agnostic policy shuffles the type order with ``random.Random(seed + 5)`` each round);
-    max_rounds: stop after that many rounds (a benchmark's partial run; jobs left out of ``jct``).
+    solver: the LP solver (``gavel_allocation``; "auto": ECOS, as Gavel, when installed);
+    pair_rates: max_min_fairness_packed's co-located throughputs (``gavel_pair_throughputs``;
+    default: the shipped table); max_rounds: stop after that many rounds (a benchmark's partial
+    run; jobs left out of ``jct``).
     """
     check_choice("policy", policy, GAVEL_MODE_POLICIES)
     round_s = check_positive("round_s", round_s)
@@ -120,23 +180,37 @@ def simulate_gavel_mode(
         )
     types = [t for t in _ORDER if cluster_spec.get(t, 0) > 0]
     fifo = GAVEL_MODE_POLICIES[policy][0] == "fifo"
+    packing = GAVEL_MODE_POLICIES[policy][0] == "packed"
+    rates_of = (
+        (pair_rates if pair_rates is not None else gavel_pair_throughputs()) if packing else {}
+    )
     shuffle = not GAVEL_MODE_POLICIES[policy][1]
+    solver = "none" if fifo else gavel_solver(solver)  # "auto" resolved (and noted) once
     shuffler = random.Random(seed + 5)
     by_id = {j.job_id: j for j in jobs}
     half = round_s / 2.0
 
-    job_time: dict[int, dict[str, float]] = {}  # active jobs in arrival order
+    # Active combinations in Gavel's insertion order (a job, then its new pairs), each with its
+    # time received per type since the last recomputation.
+    job_time: dict[Combo, dict[str, float]] = {}
+    rates: dict[Combo, tuple[tuple[float, ...], ...]] = {}  # per type column, each member's rate
     worker_time = dict.fromkeys(GAVEL_TYPES, 0.0)
-    deficit: dict[str, dict[int, float]] = {t: {} for t in GAVEL_TYPES}
+    deficit: dict[str, dict[Combo, float]] = {t: {} for t in GAVEL_TYPES}
     steps_run: dict[int, int] = {}
-    alloc: dict[int, np.ndarray] = {}
+    failures: dict[int, int] = {}
+    alloc: dict[Combo, np.ndarray] = {}
     last_reset, need_update = 0.0, False
-    out = GavelModeResult(policy, {}, {})
+    out = GavelModeResult(policy, {}, {}, solver=solver)
+
+    def remove(jid: int) -> None:
+        for combo in [c for c in job_time if jid in _members(c)]:
+            del job_time[combo]
 
     qi, remaining = 0, len(jobs)
     now = jobs[0].arrival
     round_start, round_end = 0.0, None
-    running: list[tuple[float, int, str, int]] = []  # (finish, job, type, steps)
+    # (finish, combination, type, steps per member)
+    running: list[tuple[float, Combo, str, tuple[int, ...]]] = []
     next_arrival: float | None
     while remaining and (max_rounds is None or out.rounds < max_rounds):
         if qi < len(jobs):
@@ -154,25 +228,54 @@ def simulate_gavel_mode(
         elif next_arrival is not None:
             now = next_arrival
         # Completions: every micro-task ends by now.
-        for finish, jid, t, steps in running:
+        for finish, combo, t, steps in running:
             spent = finish - round_start
-            out.finish[jid] = finish
-            steps_run[jid] += steps
-            job_time[jid][t] += spent
+            members = _members(combo)
+            for jid in members:
+                out.finish[jid] = finish
+            if len(members) == 1:
+                jid = members[0]
+                if steps[0] < by_id[jid].scale_factor:  # a worker's share (steps // sf) is 0
+                    failures[jid] = failures.get(jid, 0) + 1
+                    need_update = True
+                    if failures[jid] >= MAX_FAILURES:  # dropped, no completion time
+                        out.dropped.add(jid)
+                        remove(jid)
+                        remaining -= 1
+                    continue
+                failures[jid] = 0
+            done = []
+            for jid, n in zip(members, steps):
+                steps_run[jid] += n
+                if by_id[jid].total_steps - steps_run[jid] <= 0:
+                    out.jct[jid] = finish - by_id[jid].arrival
+                    done.append(jid)
+            job_time[combo][t] += spent  # a pair's time is the pair's, not its members'
             worker_time[t] += spent
-            if by_id[jid].total_steps - steps_run[jid] <= 0:
-                out.jct[jid] = finish - by_id[jid].arrival
-                del job_time[jid]
+            for jid in done:
+                remove(jid)
                 need_update = True
                 remaining -= 1
         running = []
-        # Arrivals join at the round boundary.
+        # Arrivals join at the round boundary (with packing: and pair with every active job of
+        # their scale factor, each pair starting at 0 received time).
         while qi < len(jobs) and jobs[qi].arrival <= now:
             j = jobs[qi]
+            active = [c for c in job_time if isinstance(c, int)]
             job_time[j.job_id] = dict.fromkeys(GAVEL_TYPES, half)
+            rates[j.job_id] = tuple(_rates(j.job_id, by_id, rates_of, c) for c in range(3))
             steps_run[j.job_id] = 0
+            new: list[Combo] = [j.job_id]
+            if packing:
+                for other in active:
+                    if by_id[other].scale_factor == j.scale_factor:
+                        pair = (other, j.job_id)
+                        job_time[pair] = dict.fromkeys(GAVEL_TYPES, 0.0)
+                        rates[pair] = tuple(_rates(pair, by_id, rates_of, c) for c in range(3))
+                        new.append(pair)
             for t in GAVEL_TYPES:
-                deficit[t][j.job_id] = 0.0
+                for combo in new:
+                    deficit[t][combo] = 0.0
             need_update = True
             qi += 1
         tic = clock()
@@ -183,15 +286,27 @@ def simulate_gavel_mode(
             for t in GAVEL_TYPES:
                 worker_time[t] = 0.0
                 c = _COL[t]
-                for jid, got in job_time.items():
-                    owed = alloc[jid][c] * elapsed if jid in alloc else 0.0
-                    deficit[t][jid] += owed - (got[t] - half)
+                for combo, got in job_time.items():
+                    owed = alloc[combo][c] * elapsed if combo in alloc else 0.0
+                    deficit[t][combo] += owed - (got[t] - half)
                     got[t] = half
                     worker_time[t] += half
             last_reset = now
-            active = [by_id[jid] for jid in sorted(job_time)]
-            x = gavel_allocation(active, cap, policy)
-            alloc = {j.job_id: x[i] for i, j in enumerate(active)}
+            singles = sorted(c for c in job_time if isinstance(c, int))
+            pairs = sorted(c for c in job_time if not isinstance(c, int))
+            row = {jid: i for i, jid in enumerate(singles)}
+            x = gavel_allocation(
+                [by_id[jid] for jid in singles],
+                cap,
+                policy,
+                solver,
+                [(row[a], row[b]) for a, b in pairs],
+                np.array([[[rates[p][c][m] for c in range(3)] for m in (0, 1)] for p in pairs])
+                if pairs
+                else None,
+            )
+            combos: list[Combo] = [*singles, *pairs]
+            alloc = {combo: x[i] for i, combo in enumerate(combos)}
             need_update = False
             out.recomputations += 1
             recomputed = True
@@ -205,40 +320,54 @@ def simulate_gavel_mode(
             c = _COL[t]
             wt = worker_time[t]
             entries = []
-            for jid, got in job_time.items():
-                a = alloc[jid][c] if jid in alloc else 0.0
-                if jid not in alloc or a == 0.0 or by_id[jid].throughput[c] == 0:
+            for combo, got in job_time.items():
+                a = alloc[combo][c] if combo in alloc else 0.0
+                if combo not in alloc or a == 0.0 or min(rates[combo][c]) == 0:
                     prio = 0.0
                 elif wt != 0.0 and got[t] / wt > 0.0:
                     prio = a / (got[t] / wt)
                 else:
                     prio = a * 1e9
-                entries.append((prio, deficit[t][jid], a, jid))
+                entries.append((prio, deficit[t][combo], a, combo))
             entries.sort(key=lambda e: (e[0], e[1], e[2]), reverse=True)
-            for prio, _, _, jid in entries:
+            for prio, _, _, combo in entries:
                 if left[t] == 0:
                     break
-                j = by_id[jid]
-                if jid in chosen or j.throughput[c] <= 0 or (fifo and prio <= 0.0):
+                members = _members(combo)
+                if any(m in chosen for m in members) or min(rates[combo][c]) <= 0:
                     continue
-                if j.scale_factor > left[t]:
+                if fifo and prio <= 0.0:
                     continue
-                left[t] -= j.scale_factor
-                chosen.add(jid)
-                if jid not in alloc:  # arrived after the recomputation: holds GPUs, runs not
+                sf = by_id[members[0]].scale_factor
+                if sf > left[t]:
                     continue
-                rate = j.throughput[c]
-                steps = min(int(rate * round_s), j.total_steps - steps_run[jid])
-                running.append((now + steps / rate, jid, t, steps))
+                left[t] -= sf
+                chosen.update(members)
+                if combo not in alloc:  # arrived after the recomputation: holds GPUs, runs not
+                    continue
+                steps = tuple(
+                    min(int(r * round_s), by_id[m].total_steps - steps_run[m])
+                    for m, r in zip(members, rates[combo][c])
+                )
+                finish = max([now, *(now + n / r for n, r in zip(steps, rates[combo][c]))])
+                running.append((finish, combo, t, steps))
+                for k, (m, n) in enumerate(zip(members, steps)):
+                    ok = n if n >= sf else 0
+                    out.tasks.append((m, out.rounds, now, finish, t, ok, 0 if k else sf))
         out.round_wall_s.append(clock() - tic)
         out.round_recomputed.append(recomputed)
+        out.round_start.append(now)
+        present = [c for c in job_time if isinstance(c, int)]
+        out.round_active.append(len(present))
+        out.round_demand.append(sum(by_id[c].scale_factor for c in present))
         out.rounds += 1
     return out
 
 
 def window_average(result: GavelModeResult, window: range) -> float:
-    """Mean completion time (s) of the window's job ids, as Gavel's get_average_jct."""
-    missing = [i for i in window if i not in result.jct]
+    """Mean completion time (s) of the window's job ids, as Gavel's get_average_jct (which skips
+    dropped jobs)."""
+    missing = [i for i in window if i not in result.jct and i not in result.dropped]
     if missing:
         raise InvalidInput(f"window job {missing[0]} did not complete in this run")
-    return float(np.mean([result.jct[i] for i in window]))
+    return float(np.mean([result.jct[i] for i in window if i in result.jct]))

@@ -1,4 +1,4 @@
-"""Gavel's allocation LPs over time fractions X[job, gpu type] (HiGHS).
+"""Gavel's allocation LPs over time fractions X[job, gpu type] (HiGHS, or ECOS as Gavel solves them).
 
 Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads",
 OSDI 2020, section 4 (policies as optimisation problems over an allocation matrix). ``X[j, t]``
@@ -10,17 +10,25 @@ uses at once, its scale factor; ``G_t``: GPUs of type ``t``).
 
 from __future__ import annotations
 
+import importlib.util
+import warnings
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 
-from smdlab.errors import InvalidInput
+from smdlab.errors import InvalidInput, SolverError, check_choice
 from smdlab.solve.backends import solve_lp
 
 __all__ = [
+    "GAVEL_SOLVERS",
+    "ecos_available",
     "equal_share",
     "gavel_fifo",
     "gavel_max_min_fairness",
+    "gavel_max_min_fairness_packed",
     "gavel_max_sum_throughput",
+    "gavel_solver",
     "max_min_allocation",
     "max_sum_allocation",
 ]
@@ -105,6 +113,72 @@ def max_min_allocation(
 # shares, as ECOS's interior-point solution gives them in Gavel.
 
 
+GAVEL_SOLVERS = ("auto", "ecos", "highs")
+
+
+def ecos_available() -> bool:
+    """True when cvxpy and ECOS (the ``gavel`` extra) can be imported."""
+    return all(importlib.util.find_spec(m) is not None for m in ("cvxpy", "ecos"))
+
+
+def gavel_solver(solver: str) -> str:
+    """The solver a ``solver`` option names: "ecos" or "highs" ("auto": ECOS when installed)."""
+    check_choice("solver", solver, GAVEL_SOLVERS)
+    if solver == "auto":
+        if ecos_available():
+            return "ecos"
+        warnings.warn(
+            "Gavel LPs: cvxpy/ecos not installed, solved with HiGHS; where the optimum is not "
+            "unique, per-job results differ from Gavel's (pip install 'smdlab[gavel]')",
+            stacklevel=2,
+        )
+        return "highs"
+    if solver == "ecos" and not ecos_available():
+        raise InvalidInput(
+            "solver 'ecos' needs cvxpy and ecos (pip install 'smdlab[gavel]'); "
+            "allowed without them: auto, highs"
+        )
+    return solver
+
+
+def _ecos_lp(T: np.ndarray, sf: np.ndarray, w: np.ndarray, cap: np.ndarray, objective: str):
+    """Gavel's LP stated as its cvxpy code states it, solved with ECOS, clipped to [0, 1].
+
+    Same variable shape, expression order and constraint order as Gavel's
+    ``MaxMinFairnessPolicyWithPerf`` and ``ThroughputNormalizedByCostSumWithPerfSLOs``
+    (``scheduler/policies``, stanford-futuredata/gavel c4fa400, MIT licence), so cvxpy hands ECOS
+    the same problem and ECOS returns the same point of a non-unique optimum.
+    """
+    import cvxpy as cp
+
+    m, n = T.shape
+    sfa = np.zeros((m, n))
+    sfa[:, :] = sf[:, None]  # Gavel's scale_factors_array
+    x = cp.Variable((m, n))
+    if objective == "max_min":
+        # Gavel's proportional policy: every job cap_t / m of each type, rows scaled to sum <= 1
+        prop_x = np.array([[c / m for c in cap] for _ in range(m)])
+        prop_x = prop_x / np.sum(prop_x, axis=1).max()
+        prop = np.sum(np.multiply(T, prop_x), axis=1).reshape((m, 1))
+        if np.any(prop <= 0):
+            raise InvalidInput("every job needs a positive throughput on some GPU type")
+        pw = np.multiply((1.0 / w).reshape((m, 1)), 1.0 / prop.reshape((m, 1)))
+        coef = np.multiply(T * pw.reshape((m, 1)), sfa)
+        goal = cp.Maximize(cp.min(cp.sum(cp.multiply(coef, x), axis=1)))
+    else:
+        goal = cp.Maximize(cp.sum(cp.sum(cp.multiply(T / np.ones((1, n)), x), axis=1)))
+    constraints = [
+        x >= 0,
+        cp.sum(cp.multiply(sfa, x), axis=0) <= [int(c) if c == int(c) else c for c in cap],
+        cp.sum(x, axis=1) <= 1,
+    ]
+    problem = cp.Problem(goal, constraints)
+    problem.solve(solver="ECOS")
+    if x.value is None:
+        raise SolverError(f"ECOS found no allocation (status {problem.status})")
+    return np.asarray(x.value).clip(min=0.0).clip(max=1.0)
+
+
 def _classes(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index of each row's class and the first row of each class (equal rows: one class)."""
     keys: dict[tuple[float, ...], int] = {}
@@ -155,15 +229,20 @@ def gavel_max_min_fairness(
     weights: np.ndarray | None = None,
     *,
     aware: bool = True,
+    solver: str = "highs",
 ) -> np.ndarray:
     """X of Gavel's max_min_fairness(_perf): maximise min_j g_j T_j.X_j / (w_j T_j.x_prop).
 
     x_prop gives every job G_t / sum(G) of each type (Gavel's proportional policy). aware=False
-    (Gavel's agnostic LAS): every throughput is 1, and each job's total share is split over the
-    types in proportion to their GPUs, the symmetric point ECOS returns.
+    (Gavel's agnostic LAS): every throughput is 1. solver: "ecos" states the LP as Gavel does and
+    solves it with ECOS (Gavel's optimal point); "highs": identical jobs share one set of
+    variables, the agnostic total is split over the types by their share of the GPUs (the
+    symmetric point ECOS returns), solved by HiGHS' interior point; "auto": ECOS when installed.
     """
     T, g, G = _check(throughput, gpus, capacity)
     w = np.ones(g.size) if weights is None else np.asarray(weights, dtype=float)
+    if gavel_solver(solver) == "ecos":
+        return _ecos_lp(T if aware else np.ones(T.shape), g, w, G, "max_min")
     if not aware:
         T = np.ones((g.size, 1))
         cls, first = _classes(g[:, None], w[:, None])
@@ -176,10 +255,15 @@ def gavel_max_min_fairness(
 
 
 def gavel_max_sum_throughput(
-    throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray
+    throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, *, solver: str = "highs"
 ) -> np.ndarray:
-    """X of Gavel's max_sum_throughput_perf: maximise sum_j T_j.X_j (raw throughputs summed)."""
+    """X of Gavel's max_sum_throughput_perf: maximise sum_j T_j.X_j (raw throughputs summed).
+
+    solver: as ``gavel_max_min_fairness``.
+    """
     T, g, G = _check(throughput, gpus, capacity)
+    if gavel_solver(solver) == "ecos":
+        return _ecos_lp(T, g, np.ones(g.size), G, "max_sum")
     cls, first = _classes(T, g[:, None])
     n = np.bincount(cls).astype(float)
     return _class_lp(T[first], g[first], np.ones(first.size), n, G, "max_sum")[cls]
@@ -205,3 +289,106 @@ def gavel_fifo(throughput: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -
         x[i, best] = 1.0
         left[best] -= g[i]
     return x
+
+
+def gavel_max_min_fairness_packed(
+    throughput: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    pair_throughput: np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    solver: str = "highs",
+) -> np.ndarray:
+    """X[combination, type] of Gavel's max_min_fairness_packed: rows are the jobs, then ``pairs``.
+
+    Combination c is a job alone or a pair (i, j) sharing its GPUs (both of scale factor
+    ``gpus[i]``); ``pair_throughput[p, 0 or 1, t]`` is the first or second member's steps/s on
+    type t while paired (0: they do not share there). Maximise min_i sum_{c holding i} sum_t
+    T_i[c, t] g_c X[c, t] / (w_i T_i.x_prop) subject to X >= 0, sum_c g_c X[c, t] <= G_t and, per
+    job, sum over its combinations and types <= 1. solver: as ``gavel_max_min_fairness``.
+    """
+    T, g, G = _check(throughput, gpus, capacity)
+    m, k = T.shape
+    P = np.asarray(pair_throughput, dtype=float).reshape(len(pairs), 2, k)
+    if np.any(P < 0) or not np.all(np.isfinite(P)):
+        raise InvalidInput("pair throughputs must be >= 0 and finite")
+    if any(not (0 <= a < b < m) or g[a] != g[b] for a, b in pairs):
+        raise InvalidInput("pairs must be (i, j), 0 <= i < j < jobs, of equal scale factors")
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
+    combos = m + len(pairs)
+    # member[i] = the combinations holding job i (itself first, then its pairs in order)
+    member: list[list[int]] = [[i] for i in range(m)]
+    for p, (a, b) in enumerate(pairs):
+        member[a].append(m + p)
+        member[b].append(m + p)
+    # Ti[i, c, t]: job i's steps/s in combination c; Gavel keeps this table in float32
+    Ti = np.zeros((m, combos, k), dtype=np.float32)
+    Ti[np.arange(m), np.arange(m)] = T
+    for p, (a, b) in enumerate(pairs):
+        Ti[a, m + p] = P[p, 0]
+        Ti[b, m + p] = P[p, 1]
+    for i in range(m):
+        Ti[i] /= w[i]
+    sf = np.concatenate([g, g[[a for a, _ in pairs]]]) if pairs else g.copy()
+    prop_x = np.array([[c / m for c in G] for _ in range(m)])
+    prop_x = prop_x / np.sum(prop_x, axis=1).max()
+    prop = np.sum(np.multiply(T, prop_x), axis=1).reshape((m, 1))
+    if np.any(prop <= 0):
+        raise InvalidInput("every job needs a positive throughput on some GPU type")
+    if gavel_solver(solver) == "ecos":
+        return _ecos_packed(Ti, sf, G, member, prop)
+    nv = combos * k + 1
+    sfa = np.repeat(sf[:, None], k, axis=1)
+    rows = [sp.hstack([sp.kron(sf[None, :], sp.eye(k)), sp.csr_matrix((k, 1))])]
+    rhs = [G]
+    own = sp.lil_matrix((m, nv))
+    fair = sp.lil_matrix((m, nv))
+    for i, cs in enumerate(member):
+        for c in cs:
+            own[i, c * k : (c + 1) * k] = 1.0
+            fair[i, c * k : (c + 1) * k] = -(Ti[i, c].astype(float) * sfa[c]) / prop[i, 0]
+        fair[i, nv - 1] = 1.0
+    rows += [own.tocsr(), fair.tocsr()]
+    rhs += [np.ones(m), np.zeros(m)]
+    cost = np.zeros(nv)
+    cost[-1] = -1.0
+    res = solve_lp(
+        cost, sp.vstack(rows).tocsr(), np.concatenate(rhs), sp.csr_matrix((0, nv)), np.zeros(0),
+        np.zeros(nv), backend="highs", interior=True,
+    )  # fmt: skip
+    return np.clip(res.x[: combos * k].reshape(combos, k), 0.0, 1.0)
+
+
+def _ecos_packed(
+    Ti: np.ndarray, sf: np.ndarray, G: np.ndarray, member: list[list[int]], prop: np.ndarray
+) -> np.ndarray:
+    """Gavel's packed max-min LP stated as its cvxpy code states it (loop form), solved by ECOS.
+
+    ``MaxMinFairnessPolicyWithPacking.get_allocation`` and ``PolicyWithPacking
+    .get_base_constraints`` (``scheduler/policies``, stanford-futuredata/gavel c4fa400, MIT
+    licence; the loop form of the commit before its vectorised builders, which run in
+    simulation).
+    """
+    import cvxpy as cp
+
+    combos, k = Ti.shape[1], Ti.shape[2]
+    sfa = np.zeros((combos, k))
+    sfa[:, :] = sf[:, None]
+    x = cp.Variable((combos, k))
+    terms = [
+        cp.sum(cp.multiply(np.multiply(Ti[i][idx], sfa[idx]), x[idx])) / prop[i]
+        for i, idx in enumerate(member)
+    ]
+    goal = cp.Maximize(terms[0] if len(terms) == 1 else cp.minimum(*terms))
+    constraints = [
+        x >= 0,
+        cp.sum(cp.multiply(sfa, x), axis=0) <= np.array([int(c) for c in G]),
+        cp.vstack([cp.sum(x[idx]) for idx in member]) <= 1,
+    ]
+    problem = cp.Problem(goal, constraints)
+    problem.solve(solver="ECOS")
+    if x.value is None:
+        raise SolverError(f"ECOS found no allocation (status {problem.status})")
+    return np.asarray(x.value).clip(min=0.0).clip(max=1.0)

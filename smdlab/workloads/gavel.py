@@ -28,7 +28,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_int
 from smdlab.model.cluster import Cluster
-from smdlab.model.gavel_data import load_gavel_solo
+from smdlab.model.gavel_data import load_gavel_pairs, load_gavel_solo
 from smdlab.model.job import Job
 from smdlab.workloads.base import calibrated_jobs, network_demands, resolve_networks
 
@@ -36,6 +36,7 @@ __all__ = [
     "FAMILY_NETWORKS",
     "GAVEL_TYPES",
     "GavelTraceJob",
+    "gavel_pair_throughputs",
     "gavel_throughputs",
     "load_gavel",
     "read_gavel_trace",
@@ -82,6 +83,50 @@ def gavel_throughputs() -> dict[tuple[str, int], tuple[float, float, float]]:
         for k, r in rates.items()
         if all(t in r for t in GAVEL_TYPES)
     }
+
+
+PairRates = dict[tuple[str, str, str], tuple[float, float]]
+
+
+def gavel_pair_throughputs(path: str | os.PathLike[str] | None = None) -> PairRates:
+    """(GPU type, job type a, job type b) -> steps/s of a and of b sharing one GPU (scale factor 1).
+
+    Default: the shipped table (``data/measurements/gavel_colocated_throughputs.csv``,
+    consolidated rows; about 70% of Gavel's pairs, six significant digits). ``path``: Gavel's own
+    ``scheduler/simulation_throughputs.json`` (every pair, full precision), as its simulator reads
+    it. A pair not in the table does not share (0, 0); Gavel measured no pair above one GPU.
+    """
+    out: PairRates = {}
+    if path is None:
+        df = load_gavel_pairs()
+        df = df[(df["placement"] == "consolidated") & (df["scale_factor_a"] == 1)]
+        for t, a, b, ra, rb in zip(
+            df["gpu_type"], df["job_a"], df["job_b"], df["steps_per_s_a"], df["steps_per_s_b"]
+        ):
+            out[(str(t), str(a), str(b))] = (float(ra), float(rb))
+            out[(str(t), str(b), str(a))] = (float(rb), float(ra))
+        return out
+    import ast
+    import json
+
+    p = Path(path)
+    try:
+        table = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise InvalidInput(
+            f"pair throughputs {p}: not a readable Gavel throughput JSON ({e})"
+        ) from None
+    for t in GAVEL_TYPES:
+        for a, row in table.get(t, {}).items():
+            ja, sa = ast.literal_eval(a)
+            for b, v in row.items():
+                if b == "null" or sa != 1:
+                    continue
+                jb, _ = ast.literal_eval(b)
+                out[(t, str(ja), str(jb))] = (float(v[0]), float(v[1]))
+    if not out:
+        raise InvalidInput(f"pair throughputs {p}: no single-GPU pairs on {', '.join(GAVEL_TYPES)}")
+    return out
 
 
 def read_gavel_trace(

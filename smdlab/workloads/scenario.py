@@ -42,6 +42,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     unfit = "skip"  # skip | raise
     # sharing_degree = 2  # jobs a GPU may hold at once (default: each policy's own, else 1)
     # restart_rule = "on_restart"  # on_restart | every_event (when restart_s is paid)
+    # engine = "smdlab"  # smdlab | gavel (Gavel's mode for the gavel_* policies on a gavel
+    #                    # workload; other policies run in smdlab's simulator, sim.gavel_engine)
 
     [policy_options.NAME]  # keyword options of policy NAME
 
@@ -104,7 +106,9 @@ _SIM_KEYS = (
     "unfit",
     "sharing_degree",
     "restart_rule",
+    "engine",
 )
+ENGINES = ("smdlab", "gavel")  # simulation.engine: smdlab's simulator, or Gavel's mode
 # Former keys of [simulation] (removed in 0.2) -> what replaces them.
 _FORMER_SIM_KEYS = {
     "elastic": 'execution = "elastic" (was elastic = true) or "non_elastic" (was false)',
@@ -513,6 +517,8 @@ def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
         out["sharing_degree"] = check_int("simulation.sharing_degree", out["sharing_degree"], 1)
     if "restart_rule" in out:
         check_choice("simulation.restart_rule", out["restart_rule"], RESTART_RULES)
+    if "engine" in out:
+        check_choice("simulation.engine", out["engine"], ENGINES)
     return out
 
 
