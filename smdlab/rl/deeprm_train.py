@@ -168,6 +168,29 @@ def train_deeprm(
     t0 = time.perf_counter()
     steps = 0
 
+    def save(done: int) -> dict[str, Any]:
+        """Write the kept network, the settings and the curve after ``done`` iterations (a run
+        cut there writes what a run of ``done`` iterations writes, wall time apart)."""
+        final = layers() if best is None else best[2]
+        summary = {
+            "iterations": done,
+            "environment_steps": steps,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "seed": cfg.seed,
+            "kept_iteration": done if best is None else best[1],
+            "validation_mean_slowdown": None if best is None else best[0],
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / "weights.npz.tmp"
+        settings = meta | {"config": meta["config"] | {"iterations": done}}
+        save_weights(tmp, {"policy": final}, settings | {"summary": summary})
+        os.replace(tmp, out / "weights.npz")
+        (out / "train.json").write_text(
+            json.dumps(settings | {"summary": summary}, indent=1, sort_keys=True) + "\n"
+        )
+        _write_curve(out, curve)
+        return summary
+
     def validate(iteration: int, kind: str = "validation", candidate: bool = True) -> None:
         """Greedy mean slowdown on the validation jobsets; keeps the best candidate network."""
         nonlocal best
@@ -265,30 +288,13 @@ def train_deeprm(
         curve.append((it + 1, "train", float(np.mean(slowdowns))))
         if cfg.validate_every and (it + 1) % cfg.validate_every == 0:
             validate(it + 1)
+            save(it + 1)  # a long run can be cut at any validation
         if bar is not None:
             bar.update()
             bar.set_postfix(slowdown=f"{curve[-1][2]:.2f}")
     if bar is not None:
         bar.close()
-    seconds = time.perf_counter() - t0
-    final = layers() if best is None else best[2]
-    summary = {
-        "iterations": cfg.iterations,
-        "environment_steps": steps,
-        "seconds": round(seconds, 1),
-        "seed": cfg.seed,
-        "kept_iteration": cfg.iterations if best is None else best[1],
-        "validation_mean_slowdown": None if best is None else best[0],
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "weights.npz.tmp"
-    save_weights(tmp, {"policy": final}, meta | {"summary": summary})
-    os.replace(tmp, out / "weights.npz")
-    (out / "train.json").write_text(
-        json.dumps(meta | {"summary": summary}, indent=1, sort_keys=True) + "\n"
-    )
-    _write_curve(out, curve)
-    return summary
+    return save(cfg.iterations)
 
 
 def _write_curve(out: Path, curve: Sequence[tuple[int, str, float]]) -> None:

@@ -57,11 +57,14 @@ def require_masks(env: Any) -> None:
         )
 
 
-def workload_env(workload: str, **options: Any) -> Any:
+PHILLY_JOBS = 60  # jobs of the Philly window the control trains on (learned_vs_heuristics')
+
+
+def workload_env(workload: str, *, philly_jobs: int = PHILLY_JOBS, **options: Any) -> Any:
     """The environment the control learner trains on for ``workload`` (``WORKLOADS``):
-    ``dl2_small`` and ``philly`` (the Philly window of ``learned_vs_heuristics``) in DL2's slot
-    environment; ``locality_small`` in the placement environment with SCHED²'s observation and
-    actions and the ``jct`` reward."""
+    ``dl2_small`` and ``philly`` (the Philly window of ``learned_vs_heuristics``, its first
+    ``philly_jobs`` jobs) in DL2's slot environment; ``locality_small`` in the placement
+    environment with SCHED²'s observation and actions and the ``jct`` reward."""
     from smdlab.rl.env import make_env
 
     check_choice("workload", workload, WORKLOADS)
@@ -70,7 +73,8 @@ def workload_env(workload: str, **options: Any) -> Any:
     if workload == "philly":
         from smdlab.experiments.learned import philly_learning_scenario
 
-        return make_env(observation="dl2", scenario=philly_learning_scenario(60), **options)
+        scenario = philly_learning_scenario(check_int("philly_jobs", philly_jobs, 1))
+        return make_env(observation="dl2", scenario=scenario, **options)
     return make_env(observation="sched2", reward="jct", **options)
 
 
@@ -173,7 +177,7 @@ def train_control(
     done = 0
     if resume and (out / MODEL).is_file():
         check_checkpoint(out / MODEL)
-        model = maskable_ppo.load(out / MODEL, env=env, device="cpu")
+        model = maskable_ppo.load(out / MODEL, env=env, device="auto")
         done = int(model.num_timesteps)
     else:
         model = maskable_ppo(
@@ -190,7 +194,7 @@ def train_control(
                 "activation_fn": torch.nn.ReLU,
             },
             seed=cfg.seed,
-            device="cpu",
+            device="auto",  # a GPU where torch finds one, else the CPU
             verbose=0,
         )
     t0 = time.perf_counter()
