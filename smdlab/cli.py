@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smdlab.errors import InvalidInput, SmdlabError
+from smdlab.errors import InvalidInput, SmdlabError, check_int
 
 # a tqdm bar on stderr for simulations of at least this many jobs (never with --json)
 PROGRESS_MIN_JOBS = 5000
@@ -688,7 +688,7 @@ def _train_deeprm_env(args: argparse.Namespace) -> int:
     from smdlab.rl.deeprm_train import DeepRMTrainConfig, train_deeprm
 
     cfg = DeepRMTrainConfig(
-        iterations=args.steps,
+        iterations=check_int("steps", args.steps, 1),
         seed=args.seed,
         episodes=10 if args.episodes is None else args.episodes,  # DeepRM's num_seq_per_batch
         warmup=8 if args.warmup is None else args.warmup,
@@ -712,7 +712,7 @@ def _train_ppo(args: argparse.Namespace) -> int:
 
     cfg = ControlConfig(
         workload=args.env,
-        timesteps=args.steps,
+        timesteps=check_int("steps", args.steps, 1),
         seed=args.seed,
         hidden=64 if args.hidden is None else args.hidden,
         lr=3e-4 if args.lr is None else args.lr,

@@ -92,3 +92,19 @@ def test_bad_settings_are_refused_in_one_line(tmp_path):
         train_control(tmp_path, ControlConfig(workload="nowhere"))
     with pytest.raises(InvalidInput, match="timesteps"):
         train_control(tmp_path, ControlConfig(timesteps=0))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "ppo", "--env", "nowhere", "--steps", "3"], "workload must be one of"),
+        (["train", "ppo", "--steps", "0"], "steps must be"),
+        (["train", "deeprm_env", "--steps", "0"], "steps must be"),
+    ],
+)
+def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    from smdlab.cli import main
+
+    assert main([*argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
