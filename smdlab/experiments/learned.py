@@ -164,7 +164,7 @@ def control_rows(cfg: ExperimentConfig) -> list[dict]:
     except ImportError:  # gymnasium missing: no environments
         return []
     rows = []
-    cases = []
+    cases: list[tuple[str, str, list[int], dict[str, int]]] = []
     for name in training_scenarios():
         workload = CONTROL_WORKLOADS.get(name)
         if workload is not None:
