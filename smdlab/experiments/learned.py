@@ -72,16 +72,10 @@ def training_scenarios() -> list[str]:
 
 def philly_learning_scenario(jobs: int):
     """The Philly window of ``learned_vs_heuristics``: ``jobs`` trace jobs, PS demands, the
-    training workload's cluster and load."""
-    from smdlab.workloads.scenario import load_scenario
+    training workload's cluster and load (``smdlab.rl.library.philly_window``)."""
+    from smdlab.rl.library import philly_window
 
-    base = _training_scenario()
-    ph = load_scenario(data_dir() / "scenarios" / "philly.toml")
-    return ph.with_changes(
-        workload={"jobs": jobs, "demands": "per_network", "load": PHILLY_LOAD},
-        cluster=dict(base.cluster),
-        simulation=dict(base.simulation),
-    )
+    return philly_window(jobs, PHILLY_LOAD)
 
 
 def _policy(name: str):

@@ -60,6 +60,21 @@ def require_masks(env: Any) -> None:
 PHILLY_JOBS = 60  # jobs of the Philly window the control trains on (learned_vs_heuristics')
 
 
+def philly_window(jobs: int, load: float = 1.5) -> Any:
+    """The Philly window of ``learned_vs_heuristics``: the first ``jobs`` jobs of the default
+    window with per-network PS demands at offered ``load`` on ``dl2_small``'s cluster."""
+    from smdlab.paths import data_dir
+    from smdlab.workloads.scenario import load_scenario
+
+    base = load_scenario(data_dir() / "scenarios" / "dl2_small.toml")
+    ph = load_scenario(data_dir() / "scenarios" / "philly.toml")
+    return ph.with_changes(
+        workload={"jobs": jobs, "demands": "per_network", "load": load},
+        cluster=dict(base.cluster),
+        simulation=dict(base.simulation),
+    )
+
+
 def workload_env(workload: str, *, philly_jobs: int = PHILLY_JOBS, **options: Any) -> Any:
     """The environment the control learner trains on for ``workload`` (``WORKLOADS``):
     ``dl2_small`` and ``philly`` (the Philly window of ``learned_vs_heuristics``, its first
@@ -71,9 +86,7 @@ def workload_env(workload: str, *, philly_jobs: int = PHILLY_JOBS, **options: An
     if workload == "dl2_small":
         return make_env(observation="dl2", **options)
     if workload == "philly":
-        from smdlab.experiments.learned import philly_learning_scenario
-
-        scenario = philly_learning_scenario(check_int("philly_jobs", philly_jobs, 1))
+        scenario = philly_window(check_int("philly_jobs", philly_jobs, 1))
         return make_env(observation="dl2", scenario=scenario, **options)
     return make_env(observation="sched2", reward="jct", **options)
 
