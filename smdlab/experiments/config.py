@@ -170,7 +170,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=16,
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
-        deeprm_jobsets=20,
+        deeprm_jobsets=10,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
