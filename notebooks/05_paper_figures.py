@@ -270,6 +270,17 @@ fig, df = show("learning_curves")
 fig.show()
 
 # %% [markdown]
+# ## DeepRM in its own environment: slowdown against load
+#
+# DeepRM's paper setting (one machine of 2 resources x 10 slots, a 20-step image, 5 visible jobs,
+# a backlog of 60): the average job slowdown of DeepRM (the shipped weights, greedy), SJF,
+# Packer, Tetris* and random on held-out jobsets at each offered load (docs/rl.md).
+
+# %%
+fig, df = show("deeprm_slowdown_vs_load")
+fig.show()
+
+# %% [markdown]
 # ## Rack uplinks: JCT and cross-rack traffic as the uplinks shrink
 #
 # SMD, Liquid, FIFO and Tiresias on a racked cluster whose rack uplink carries 1/1 to 1/16 of

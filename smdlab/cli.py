@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smdlab.errors import InvalidInput, SmdlabError
+from smdlab.errors import InvalidInput, SmdlabError, check_int
 
 # a tqdm bar on stderr for simulations of at least this many jobs (never with --json)
 PROGRESS_MIN_JOBS = 5000
@@ -568,7 +568,17 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 # ---- train (smdlab.rl.train) -------------------------------------------------------------------
 def _train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", help="learned scheduler to train: dl2, deeprm or sched2")
+    p.add_argument(
+        "agent",
+        help="learned scheduler to train: dl2, deeprm, sched2, deeprm_env (DeepRM in its own "
+        "environment) or ppo (MaskablePPO, the control learner)",
+    )
+    p.add_argument(
+        "--env",
+        default="dl2_small",
+        help="ppo: the workload it trains on: dl2_small, locality_small or philly (default "
+        "dl2_small)",
+    )
     p.add_argument(
         "--workload",
         metavar="TOML",
@@ -589,7 +599,10 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup-lr", type=float, help="dl2: learning rate of the warm-up (default: --lr)"
     )
     p.add_argument(
-        "--lr", type=float, default=1e-3, help="learning rate (Adam; RMSProp for deeprm, sched2)"
+        "--lr",
+        type=float,
+        help="learning rate (default 1e-3: Adam; RMSProp for deeprm, sched2, deeprm_env; "
+        "ppo: 3e-4)",
     )
     p.add_argument(
         "--entropy",
@@ -599,9 +612,9 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--episodes",
         type=int,
-        default=4,
         metavar="N",
-        help="deeprm, sched2: episodes per jobset, averaged by the baseline (default 4)",
+        help="deeprm, sched2, deeprm_env: episodes per jobset, averaged by the baseline "
+        "(default 4; deeprm_env: 10)",
     )
     p.add_argument(
         "--normalize-advantage",
@@ -659,8 +672,13 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    if args.agent not in ("dl2", "deeprm", "sched2"):
-        raise InvalidInput(f"agent must be one of dl2, deeprm, sched2; got {args.agent!r}")
+    agents = ("dl2", "deeprm", "sched2", "deeprm_env", "ppo")
+    if args.agent not in agents:
+        raise InvalidInput(f"agent must be one of {', '.join(agents)}; got {args.agent!r}")
+    if args.agent == "deeprm_env":
+        return _train_deeprm_env(args)
+    if args.agent == "ppo":
+        return _train_ppo(args)
     scenario = ""
     if args.workload is not None:
         path = Path(args.workload)
@@ -675,7 +693,7 @@ def _train(args: argparse.Namespace) -> int:
         steps=args.steps,
         seed=args.seed,
         warmup=args.warmup,
-        lr=args.lr,
+        lr=1e-3 if args.lr is None else args.lr,
         warmup_lr=args.warmup_lr,
         entropy=0.01 if args.entropy is None else args.entropy,
         normalize_advantage=args.normalize_advantage,
@@ -707,10 +725,10 @@ def _train_placement_agent(args: argparse.Namespace, scenario: str) -> int:
         agent=args.agent,
         steps=args.steps,
         seed=args.seed,
-        episodes=args.episodes,
+        episodes=4 if args.episodes is None else args.episodes,
         warmup=args.warmup or 0,
         hidden=32 if args.hidden is None else args.hidden,
-        lr=args.lr,
+        lr=1e-3 if args.lr is None else args.lr,
         entropy=0.0 if args.entropy is None else args.entropy,
         scenario=scenario,
     )
@@ -718,6 +736,50 @@ def _train_placement_agent(args: argparse.Namespace, scenario: str) -> int:
     print(
         f"trained {args.agent} for {summary['steps']} updates in {summary['seconds']:.1f} s; "
         f"weights in {Path(args.out) / 'weights.npz'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _train_deeprm_env(args: argparse.Namespace) -> int:
+    """``smdlab train deeprm_env``: DeepRM's policy gradient in its own environment."""
+    from smdlab.rl.deeprm_train import DeepRMTrainConfig, train_deeprm
+
+    cfg = DeepRMTrainConfig(
+        iterations=check_int("steps", args.steps, 1),
+        seed=args.seed,
+        episodes=10 if args.episodes is None else args.episodes,  # DeepRM's num_seq_per_batch
+        warmup=8 if args.warmup is None else args.warmup,
+        hidden=20 if args.hidden is None else args.hidden,
+        lr=1e-3 if args.lr is None else args.lr,
+        validate_every=args.validate_every or 10,
+    )
+    summary = train_deeprm(args.out, cfg, progress=not args.no_progress)
+    print(
+        f"trained deeprm_env for {summary['iterations']} iterations "
+        f"({summary['environment_steps']} environment steps) in {summary['seconds']:.1f} s; "
+        f"weights in {Path(args.out) / 'weights.npz'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _train_ppo(args: argparse.Namespace) -> int:
+    """``smdlab train ppo``: sb3-contrib's MaskablePPO on one of smdlab's environments."""
+    from smdlab.rl.library import ControlConfig, train_control
+
+    cfg = ControlConfig(
+        workload=args.env,
+        timesteps=check_int("steps", args.steps, 1),
+        seed=args.seed,
+        hidden=64 if args.hidden is None else args.hidden,
+        lr=3e-4 if args.lr is None else args.lr,
+        entropy=0.01 if args.entropy is None else args.entropy,
+    )
+    summary = train_control(args.out, cfg, force=args.force)
+    print(
+        f"trained ppo on {args.env} for {summary['timesteps']} environment steps in "
+        f"{summary['seconds']:.1f} s; weights in {Path(args.out) / 'weights.npz'}",
         file=sys.stderr,
     )
     return 0

@@ -13,17 +13,21 @@ from smdlab.errors import InvalidInput
 from smdlab.experiments import list_figures
 from smdlab.experiments.config import get_config
 from smdlab.experiments.learned import (
+    CONTROL,
     HEURISTICS,
     learned_policies,
     learned_vs_heuristics,
     learning_curves,
     philly_learning_scenario,
 )
+from smdlab.paths import data_dir
 from smdlab.viz.learned import learned_vs_heuristics_figure, learning_curves_figure
 
 
 def test_both_figures_are_registered_and_dl2_is_learned():
-    assert {"learned_vs_heuristics", "learning_curves"} <= set(list_figures())
+    assert {"learned_vs_heuristics", "learning_curves", "deeprm_slowdown_vs_load"} <= set(
+        list_figures()
+    )
     assert learned_policies()[0] == "dl2"
 
 
@@ -34,7 +38,16 @@ def test_learned_vs_heuristics_runs_every_policy_on_both_workloads():
     workloads = list(df["workload"].unique())
     assert workloads[0] == "dl2_small: held-out seeds" and workloads[-1] == "Philly window"
     for _, part in df.groupby("workload"):
-        assert list(part["policy"]) == policies
+        # the control learner's rows follow where its actor is shipped (data/control/)
+        assert [p for p in part["policy"] if p != CONTROL] == policies
+    controls = df[df["policy"] == CONTROL]
+    shipped = {
+        w
+        for w in ("dl2_small", "locality_small", "philly")
+        if (data_dir() / "control" / w / "weights.npz").is_file()
+    }
+    assert {n.removeprefix("trained on ") for n in controls["note"]} == shipped
+    assert controls["mean_jct_s"].gt(0).all()
     held = df[df["workload"] != "Philly window"]
     assert set(held["seed"]) == {1000}  # held-out: training draws seeds 0-99
     assert df.loc[df["policy"] == "drf", "mean_jct_s"].gt(0).all()

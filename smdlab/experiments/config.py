@@ -75,6 +75,8 @@ class ExperimentConfig:
         seeds of the training workload: one per seed in ``seeds``).
     sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
     sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
+    deeprm_loads: offered loads of ``deeprm_slowdown_vs_load`` (DeepRM's own environment).
+    deeprm_jobsets: held-out jobsets per load there (workload seeds from 1,000 up).
     """
 
     name: str
@@ -111,6 +113,8 @@ class ExperimentConfig:
     learned_philly_jobs: int = 60
     sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
     sharing_load: float = 2.0
+    deeprm_loads: tuple[float, ...] = (0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7)
+    deeprm_jobsets: int = 50
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -125,6 +129,7 @@ class ExperimentConfig:
             "cpu_per_gpu_values",
             "muri_load_values",
             "sharing_degree_values",
+            "deeprm_loads",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -165,6 +170,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=16,
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
+        deeprm_jobsets=10,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -188,6 +194,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=4,
         learned_philly_jobs=20,
         sharing_degree_values=(1, 2),
+        deeprm_loads=(0.7, 1.3),
+        deeprm_jobsets=2,
     ),
 }
 

@@ -72,16 +72,10 @@ def training_scenarios() -> list[str]:
 
 def philly_learning_scenario(jobs: int):
     """The Philly window of ``learned_vs_heuristics``: ``jobs`` trace jobs, PS demands, the
-    training workload's cluster and load."""
-    from smdlab.workloads.scenario import load_scenario
+    training workload's cluster and load (``smdlab.rl.library.philly_window``)."""
+    from smdlab.rl.library import philly_window
 
-    base = _training_scenario()
-    ph = load_scenario(data_dir() / "scenarios" / "philly.toml")
-    return ph.with_changes(
-        workload={"jobs": jobs, "demands": "per_network", "load": PHILLY_LOAD},
-        cluster=dict(base.cluster),
-        simulation=dict(base.simulation),
-    )
+    return philly_window(jobs, PHILLY_LOAD)
 
 
 def _policy(name: str):
@@ -144,9 +138,55 @@ def learned_vs_heuristics(
     ph = philly_learning_scenario(cfg.learned_philly_jobs)
     tasks += [("Philly window", ph.to_dict(), ph.seed, p) for p in policies]
     rows = [r for part in run_tasks(_point, tasks, workers) for r in part]
+    rows += control_rows(cfg)
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df.attrs.update(experiment="learned_vs_heuristics", config=cfg.name)
     return df
+
+
+CONTROL = "ppo"  # the control learner's rows (MaskablePPO, ``smdlab.rl.library``)
+CONTROL_WORKLOADS = {"dl2_small.toml": "dl2_small", "locality_small.toml": "locality_small"}
+
+
+def control_rows(cfg: ExperimentConfig) -> list[dict]:
+    """The control learner's mean JCT beside the policies: its shipped actor
+    (``data/control/<workload>/weights.npz``) run greedily in the environment it trained in, on
+    the same held-out seeds and Philly window; none where no actor is shipped or the library's
+    extra is missing."""
+    try:
+        from smdlab.rl.library import greedy_mean_jct, load_actor, workload_env
+    except ImportError:  # gymnasium missing: no environments
+        return []
+    rows = []
+    cases: list[tuple[str, str, list[int], dict[str, int]]] = []
+    for name in training_scenarios():
+        workload = CONTROL_WORKLOADS.get(name)
+        if workload is not None:
+            base = _training_scenario(name)
+            seeds = [HELD_OUT_FIRST + k for k in range(len(cfg.seeds))]
+            cases.append((f"{base.name}: held-out seeds", workload, seeds, {}))
+    ph = philly_learning_scenario(cfg.learned_philly_jobs)
+    cases.append(("Philly window", "philly", [ph.seed], {"philly_jobs": cfg.learned_philly_jobs}))
+    for label, workload, seeds, options in cases:
+        path = data_dir() / "control" / workload / "weights.npz"
+        if not path.is_file():
+            continue
+        layers, _ = load_actor(path)
+        env = workload_env(workload, **options)
+        jobs = len(env.scenario.build_jobs(env.cluster)) if seeds else 0
+        for seed, jct in zip(seeds, greedy_mean_jct(layers, env, seeds), strict=True):
+            rows.append(
+                {
+                    "workload": label,
+                    "seed": seed,
+                    "policy": CONTROL,
+                    "label": "MaskablePPO (control)",
+                    "mean_jct_s": jct,
+                    "jobs": jobs,
+                    "note": f"trained on {workload}",
+                }
+            )
+    return rows
 
 
 def _curve_from_settings(agent: str) -> pd.DataFrame | None:

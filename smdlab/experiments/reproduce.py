@@ -204,6 +204,18 @@ def _draw_curves(df: pd.DataFrame):
     return learning_curves_figure(df)
 
 
+def _deeprm(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.deeprm import deeprm_slowdown_vs_load
+
+    return deeprm_slowdown_vs_load(cfg, workers=workers)
+
+
+def _draw_deeprm(df: pd.DataFrame):
+    from smdlab.viz.deeprm import deeprm_slowdown_figure
+
+    return deeprm_slowdown_figure(df)
+
+
 def _oversubscription(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.oversubscription import jct_vs_oversubscription
 
@@ -332,6 +344,12 @@ FIGURES: dict[str, FigureSpec] = {
             "learning curves of the shipped learned schedulers (their training logs in data/)",
             _curves,
             _draw_curves,
+        ),
+        FigureSpec(
+            "deeprm_slowdown_vs_load",
+            "average job slowdown of DeepRM, SJF, Packer, Tetris* and random vs load in DeepRM's own environment (held-out jobsets)",
+            _deeprm,
+            _draw_deeprm,
         ),
         FigureSpec(
             "jct_vs_oversubscription",

@@ -49,9 +49,12 @@ def load_weights(
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
+            if not isinstance(meta, dict):
+                raise TypeError("meta")
+            other = meta.get("agent") != agent  # another agent's nets: say whose, below
             out = {
                 n: [(z[f"{n}_w{k}"], z[f"{n}_b{k}"]) for k in range(int(meta[f"{n}_layers"]))]
-                for n in nets
+                for n in ([] if other else nets)
             }
     except FileNotFoundError:
         raise InvalidInput(f"weights: no {agent} weights file at {str(path)!r}") from None

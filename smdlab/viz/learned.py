@@ -17,12 +17,13 @@ _LABELS = {
     "dl2": "DL2",
     "deeprm": "DeepRM-MM",
     "sched2": "SCHED²",
+    "ppo": "MaskablePPO (control)",
     "drf": "DRF",
     "optimus": "Optimus",
     "tiresias": "Tiresias",
     "drf@slot": "DRF@slot",
 }
-_COLORS = {"dl2": "#17BECF", "deeprm": "#7F3C8D", "sched2": "#2CA02C"}
+_COLORS = {"dl2": "#17BECF", "deeprm": "#7F3C8D", "sched2": "#2CA02C", "ppo": "#D62728"}
 
 
 def _label(policy: str) -> str:
