@@ -29,7 +29,9 @@ import pytest
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
-EXPLORER = REPO / "notebooks" / "03_explorer.ipynb"
+EXPLORER = (
+    REPO / "notebooks" / "03_explorer.ipynb"
+)  # built from its .py source in a temporary folder
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium")
 # Flags from docs/toolchain notes: headless Debian chromium as root, no network side traffic.
@@ -131,11 +133,14 @@ def _start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subproc
 
 @pytest.fixture
 def notebook_copy(tmp_path: Path) -> Path:
-    """The explorer notebook copied into a fresh served folder."""
-    assert EXPLORER.exists(), f"{EXPLORER} is missing"
+    """The explorer notebook built from its source into a fresh served folder."""
+    import jupytext
+
     root = tmp_path / "root"
     root.mkdir()
-    return Path(shutil.copy(EXPLORER, root / EXPLORER.name))
+    out = root / EXPLORER.name
+    jupytext.write(jupytext.read(EXPLORER.with_suffix(".py")), out)
+    return out
 
 
 @pytest.fixture
