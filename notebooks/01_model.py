@@ -30,6 +30,7 @@
 # %%
 from smdlab import MODES, iteration_time, make_job, speed
 from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure
+from smdlab.viz.notebook import show
 
 job = make_job("resnet50-demo", "resnet50", samples=1.28e6 * 90)  # 90 ImageNet epochs, V100 times
 job.profile.to_frame().head(8)
@@ -44,7 +45,7 @@ job.profile.to_frame().head(8)
 
 # %%
 W, P = 4, 2
-timeline_figure(job, W, P, "wfbp").show()
+show(timeline_figure(job, W, P, "wfbp"))
 print(
     f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'wfbp') * 1e3:.1f} ms"
 )
@@ -68,7 +69,7 @@ print(
 # %%
 import pandas as pd
 
-overlap_figure(job, W, P, modes=MODES).show()
+show(overlap_figure(job, W, P, modes=MODES))
 pd.DataFrame(
     {
         "mode": list(MODES),
@@ -94,7 +95,7 @@ fast = make_job(
     worker_demand=fast_nic,
     ps_demand={**fast_nic, "gpu": 0},
 )
-ratio_figure(fast).show()
+show(ratio_figure(fast))
 needed = ps_needed_table(fast)
 needed[needed["workers"].isin([4, 8, 12, 16])].pivot(
     index="workers", columns="mode", values="ps"
@@ -242,4 +243,4 @@ for col in (1, 2):
         row=1,
         col=col,
     )
-fig
+show(fig)

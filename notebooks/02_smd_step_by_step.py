@@ -94,6 +94,7 @@ from smdlab.solve.knapsack import knapsack_exact, knapsack_lp_round
 from smdlab.solve.smd import sum_of_ratios
 from smdlab.testing import random_job
 from smdlab.viz.decomposition import ratio_table, speed_heatmap_figure, subproblem_step
+from smdlab.viz.notebook import show
 from smdlab.viz.solution import allocation_figure, bounds_figure
 from smdlab.viz.style import BOUND_COLORS, SMD_LABEL, TEMPLATE, base_layout, color
 
@@ -192,9 +193,11 @@ step.rename(
 
 # %%
 big = int(step["lambda"].idxmax())
-speed_heatmap_figure(
-    inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}
-).show()
+show(
+    speed_heatmap_figure(
+        inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}
+    )
+)
 
 # %% [markdown]
 # ## The iteration from the same start: alone, then with the local search
@@ -270,7 +273,7 @@ fig.update_layout(
 )
 fig.update_xaxes(title_text="iteration (last point: local search)", dtick=1)
 fig.update_yaxes(title_text="sum of completion times (s)")
-fig.show()
+show(fig)
 trace.style.format({"‖ψ‖": "{:.3f}", "objective (s)": "{:,.0f}", "accepted step σ": "{:.3g}"}).hide(
     axis="index"
 )
@@ -334,9 +337,11 @@ full = {
 lp_bound = full[
     "SMD, iteration + local search (default)"
 ].lower_bound  # LP relaxation, with every SMD run
-bounds_figure(
-    [full["SMD, iteration + local search (default)"], full["LP relaxation + rounding"]], exact
-).show()
+show(
+    bounds_figure(
+        [full["SMD, iteration + local search (default)"], full["LP relaxation + rounding"]], exact
+    )
+)
 pd.DataFrame(
     {
         "method": list(full),
@@ -356,7 +361,7 @@ pd.DataFrame(
 ).hide(axis="index")
 
 # %%
-allocation_figure(full["SMD, iteration + local search (default)"], jobs, cluster).show()
+show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cluster))
 
 # %% [markdown]
 # ## When SMD pays off: scale

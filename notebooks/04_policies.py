@@ -51,6 +51,7 @@ import plotly.graph_objects as go
 
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_scenario
+from smdlab.viz.notebook import show
 from smdlab.viz.sim import jct_cdf_figure, job_gantt_figure, utilisation_figure
 from smdlab.viz.style import TEMPLATE, base_layout, color, policy_label
 from smdlab.workloads import load_scenario
@@ -134,7 +135,7 @@ fig.update_layout(
     )
 )
 fig.update_yaxes(title_text="mean JCT (h)")
-fig.show()
+show(fig)
 best, worst = table.index[0], table.index[-1]
 print(
     f"takeaway: {best} has the lowest mean JCT ({table['mean JCT (h)'].iloc[0]:.2f} h), {worst} the "
@@ -157,10 +158,12 @@ print(
     ", ".join(f"{p}: {r} ({util.loc[p, r]:.0%})" for p, r in binding.items()),
 )
 seed = SEEDS[0]
-utilisation_figure(
-    runs[seed]["smd"],
-    title=f"Default scenario (seed {seed}): utilisation under " + policy_label("smd"),
-).show()
+show(
+    utilisation_figure(
+        runs[seed]["smd"],
+        title=f"Default scenario (seed {seed}): utilisation under " + policy_label("smd"),
+    )
+)
 
 # %% [markdown]
 # Takeaway: in this scenario, the most used resource is not the GPU, so "load 1.5" in GPUs does
@@ -170,12 +173,14 @@ utilisation_figure(
 # coloured by its allocation):
 
 # %%
-jct_cdf_figure(runs[seed], title=f"Default scenario (seed {seed}): JCT distribution").show()
-job_gantt_figure(
-    runs[seed]["smd"],
-    max_jobs=60,
-    title=f"Default scenario (seed {seed}): schedule under " + policy_label("smd"),
-).show()
+show(jct_cdf_figure(runs[seed], title=f"Default scenario (seed {seed}): JCT distribution"))
+show(
+    job_gantt_figure(
+        runs[seed]["smd"],
+        max_jobs=60,
+        title=f"Default scenario (seed {seed}): schedule under " + policy_label("smd"),
+    )
+)
 
 # %% [markdown]
 # ## How a policy is run: execution modes
@@ -259,10 +264,12 @@ modes.style.format(
 # %%
 for execution in ["non_elastic", "natural"]:
     r = runs["smd", execution]
-    job_gantt_figure(
-        r,
-        title=f"Base batch under {policy_label('smd')}, {r.summary['execution']} execution",
-    ).show()
+    show(
+        job_gantt_figure(
+            r,
+            title=f"Base batch under {policy_label('smd')}, {r.summary['execution']} execution",
+        )
+    )
 
 # %% [markdown]
 # ## The Philly workload
@@ -289,7 +296,7 @@ ph = ph[["jobs_completed", *HOURS, "util_gpu"]].rename(
 ph.style.format({**{v: "{:.2f}" for v in HOURS.values()}, "GPU util.": "{:.0%}"})
 
 # %%
-jct_cdf_figure(philly_results, title="Philly default window: JCT distribution").show()
+show(jct_cdf_figure(philly_results, title="Philly default window: JCT distribution"))
 fifo = philly_results["fifo"]
 u = fifo.utilization
 busy = float((u["gpu"] >= 0.9).mean())
@@ -299,7 +306,7 @@ print(
     f"long trace jobs pull the mean up. GPU utilisation averages {ph['GPU util.'].iloc[0]:.0%}, but "
     f"peaks at {u['gpu'].max():.0%} during arrival bursts."
 )
-utilisation_figure(fifo, title="Philly default window: utilisation under FIFO").show()
+show(utilisation_figure(fifo, title="Philly default window: utilisation under FIFO"))
 
 # %% [markdown]
 # In the GPU-only window, jobs reserve nothing but GPUs, so CPU and NIC utilisation are zero by
@@ -321,9 +328,11 @@ print(
     + ", ".join(f"{SHARES['util_' + k]} {v:.0%}" for k, v in peaks.items())
     + f"; mean JCT {r.summary['mean_jct'] / 3600:.2f} h"
 )
-utilisation_figure(
-    r, title="Philly, 500 jobs with per-network CPU and NIC demands: utilisation under FIFO"
-).show()
+show(
+    utilisation_figure(
+        r, title="Philly, 500 jobs with per-network CPU and NIC demands: utilisation under FIFO"
+    )
+)
 
 # %% [markdown]
 # Takeaway: with CPU and NIC demands, the peaks printed above show CPU and NIC reaching their

@@ -30,6 +30,7 @@ import pandas as pd
 from smdlab import iteration_time, make_job
 from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.viz.model import timeline_figure
+from smdlab.viz.notebook import show
 
 ps_job = make_job("ps", "resnet50", samples=1.28e6, max_workers=16, max_ps=16)
 ring_job = make_job("ring", "resnet50", samples=1.28e6, max_workers=16, arch="allreduce")
@@ -59,7 +60,7 @@ pd.DataFrame(rows).style.hide(axis="index").format(precision=1)
 # starting once the backward pass has produced its last gradient (hover for its size).
 
 # %%
-timeline_figure(ring_job, 8, 0, "wfbp").show()
+show(timeline_figure(ring_job, 8, 0, "wfbp"))
 
 # %% [markdown]
 # ## OMRU's genetic algorithm, step by step
@@ -124,7 +125,7 @@ pd.DataFrame(
 from smdlab.viz.allreduce import plan_gantt_figure
 
 plan = plan_from_genes(genes, table)
-plan_gantt_figure(plan, table).show()
+show(plan_gantt_figure(plan, table))
 
 # %% [markdown]
 # The same plan run in the simulator (the reusing jobs restart on their own GPUs at the barrier),

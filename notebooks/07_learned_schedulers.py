@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from smdlab.rl import make_env
+from smdlab.viz.notebook import show
 
 env = make_env()
 obs, info = env.reset(seed=0, options={"workload_seed": 1000})
@@ -102,7 +103,7 @@ if HAVE_TORCH:
     summary = train_dl2(out, config)
     print(f"{summary['steps']} updates in {summary['seconds']:.1f} s")
     curve = pd.read_csv(out / "curve.csv").assign(agent="dl2")
-    learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)").show()
+    show(learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)"))
 else:
     print("PyTorch is not installed (pip install -e '.[rl]'): the short run is skipped")
 
@@ -111,7 +112,7 @@ else:
 # `smdlab reproduce --only learning_curves`:
 
 # %%
-learning_curves_figure(learning_curves()).show()
+show(learning_curves_figure(learning_curves()))
 
 # %% [markdown]
 # ## Learned against heuristics
@@ -127,7 +128,7 @@ from smdlab.experiments.learned import learned_vs_heuristics
 from smdlab.viz.learned import learned_vs_heuristics_figure
 
 df = learned_vs_heuristics("tiny")
-learned_vs_heuristics_figure(df).show()
+show(learned_vs_heuristics_figure(df))
 table = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
 (table / table.loc["drf"] - 1).style.format("{:+.1%}")
 

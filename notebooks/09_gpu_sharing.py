@@ -38,6 +38,7 @@ from smdlab.model.colocation import (
     shared_rate_factors,
 )
 from smdlab.model.profiles import list_profiles
+from smdlab.viz.notebook import show
 from smdlab.viz.sharing import sharing_degree_figure
 
 model = default_colocation_model()
@@ -148,4 +149,4 @@ runs = jct_vs_sharing_degree(small)
 runs[["sharing_degree", "label", "mean_jct_s", "makespan_s", "util_gpu", "gpu_sharing"]].round(3)
 
 # %%
-sharing_degree_figure(runs).show()
+show(sharing_degree_figure(runs))

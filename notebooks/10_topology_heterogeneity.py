@@ -34,6 +34,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.sim.snapshot import placements_at
+from smdlab.viz.notebook import show
 from smdlab.viz.racks import rack_figure
 
 # %% [markdown]
@@ -79,7 +80,7 @@ ratios.round(2)
 # %%
 jobs = hetero_jobs(24, seed=0)
 (snap,) = placements_at(jobs, cluster, "fifo", [3600.0])
-rack_figure(snap, title="FIFO, t = 1 h: each job's workers on the GPUs they hold").show()
+show(rack_figure(snap, title="FIFO, t = 1 h: each job's workers on the GPUs they hold"))
 
 # %% [markdown]
 # ## Heterogeneity-aware against agnostic allocation
@@ -96,7 +97,7 @@ policies = {
 }
 for label, policy in policies.items():
     (snap,) = placements_at(jobs, cluster, policy, [3600.0])
-    rack_figure(snap, title=f"Gavel max-sum, {label}, t = 1 h").show()
+    show(rack_figure(snap, title=f"Gavel max-sum, {label}, t = 1 h"))
 
 # %% [markdown]
 # What did it cost, and where did each network run? First the mean JCT, makespan and time-weighted
@@ -156,5 +157,5 @@ where = pd.DataFrame(samples).pivot_table(
 
 # %%
 validation = run_experiment("consolidation_validation", "tiny")
-make_figure("consolidation_validation", validation).show()
+show(make_figure("consolidation_validation", validation))
 error_table(validation).round(2)

@@ -86,8 +86,8 @@ def _numeric(values: Sequence[Any]) -> np.ndarray | None:
 def axis_problems(fig: go.Figure) -> list[str]:
     """One line per axis whose explicit ``tickvals`` do not label its own data.
 
-    A category axis may tick only its categories; a numeric axis must have a tick within a
-    quarter of its data's span (on the axis's scale, log or linear) of each end of the data.
+    A category axis may tick only its categories; on a numeric axis each end of the data must
+    lie within one tick interval (on the axis's scale, log or linear) of a tick.
     Axes with automatic ticks are left alone: plotly places those from the data.
     """
     problems = []
@@ -111,9 +111,11 @@ def axis_problems(fig: go.Figure) -> list[str]:
             continue
         scale = np.log10 if log else (lambda v: v)
         lo, hi = float(scale(data.min())), float(scale(data.max()))
-        pos = np.array([scale(t) for t in at if not log or t > 0], dtype=float)
-        quarter = (hi - lo) / 4
-        if not (np.any(np.abs(pos - lo) <= quarter) and np.any(np.abs(pos - hi) <= quarter)):
+        pos = np.sort(np.array([scale(t) for t in at if not log or t > 0], dtype=float))
+        step = float(np.diff(pos).max()) if len(pos) > 1 else 0.0
+        if not (
+            np.any(np.abs(pos - lo) <= 1.01 * step) and np.any(np.abs(pos - hi) <= 1.01 * step)
+        ):
             problems.append(
                 f"{key} ticks ({', '.join(f'{t:g}' for t in at[:6])}) do not reach both ends of "
                 f"its data ({data.min():g} to {data.max():g})"
