@@ -124,19 +124,27 @@ show(learning_curves_figure(learning_curves()))
 # wait for the next slot; the hatched bar is DRF run the same way.
 
 # %%
+from IPython.display import Markdown
+
 from smdlab.experiments.learned import learned_vs_heuristics
 from smdlab.viz.learned import learned_vs_heuristics_figure
+from smdlab.viz.notebook import percent, table
+from smdlab.viz.takeaways import learned_against_committed
 
 df = learned_vs_heuristics("tiny")
 show(learned_vs_heuristics_figure(df))
-table = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
-(table / table.loc["drf"] - 1).style.format("{:+.1%}")
+jct = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
+change = (jct / jct.loc["drf"] - 1).rename_axis(columns="mean JCT vs DRF, per workload")
+table(change, formats=dict.fromkeys(change.columns, lambda c: ("+" if c > 0 else "") + percent(c)))
 
 # %% [markdown]
-# The figure in `figures/learned_vs_heuristics.png` and the numbers in `EXPERIMENTS.md` use the
-# held-out seeds 1000-1009. To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
-# `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.
+# One seed is a small sample: the cell below sets this run beside the committed figure
+# (`figures/learned_vs_heuristics.csv`, held-out seeds 1000-1009), workload by workload.
 
 # %%
-ratio = (table.loc["dl2"] / table.loc["drf"] - 1).round(3)
-print("mean JCT of DL2 relative to DRF here:", ratio.to_dict())
+committed = pd.read_csv(Path("..") / "figures" / "learned_vs_heuristics.csv")
+Markdown(learned_against_committed(df, committed))
+
+# %% [markdown]
+# To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
+# `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.

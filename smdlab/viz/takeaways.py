@@ -1,0 +1,171 @@
+"""The notebooks' takeaways, written from the values their cells computed (so they cannot drift).
+
+Each function takes the table a notebook just computed and returns Markdown: a sentence per
+finding, every number in it read from the table. A notebook displays the result with
+``IPython.display.Markdown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from smdlab.errors import InvalidInput
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InvalidInput(f"{name}: missing columns {missing} (has {list(df.columns)})")
+
+
+def _join(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _times(r: float) -> str:
+    return f"{r:.1f}x"
+
+
+def smd_payoff(rows: pd.DataFrame, *, large: float = 2.0) -> str:
+    """Where SMD is at least ``large`` times faster than the exact MILP, and at what gap.
+
+    rows: one row per instance size with columns ``jobs``, ``MILP / SMD time`` (a ratio of wall
+    times), ``SMD above optimum`` (a share) and ``MILP status``.
+    """
+    _require(rows, ["jobs", "MILP / SMD time", "SMD above optimum", "MILP status"], "rows")
+    if not large > 1:
+        raise InvalidInput(f"large: must be above 1, got {large}")
+    rows = rows.sort_values("jobs")
+    ratio = rows["MILP / SMD time"].to_numpy(dtype=float)
+    sizes = rows["jobs"].astype(int).to_list()
+    run = ", ".join(f"{_times(r)} at {n:,}" for n, r in zip(sizes, ratio, strict=True))
+    pays = rows[rows["MILP / SMD time"] >= large]
+    out = [f"**Takeaway.** MILP time over SMD time, by number of jobs: {run}."]
+    if pays.empty:
+        out.append(
+            f"SMD is not {large:g}x faster than the exact MILP at any size here, so on these "
+            f"instances the MILP is the better choice: it is exact and about as fast."
+        )
+    else:
+        where = _join([f"{int(n):,}" for n in pays["jobs"]])
+        gaps = _join([f"{g:.2%}" for g in pays["SMD above optimum"]])
+        out.append(
+            f"SMD is at least {large:g}x faster at {where} jobs, where it lands {gaps} above the "
+            f"optimum: that is where it pays off."
+        )
+        slower = rows[rows["MILP / SMD time"] < 1]
+        if len(slower):
+            out.append(
+                "The MILP is faster at "
+                + _join([f"{int(n):,}" for n in slower["jobs"]])
+                + " jobs, so the ratio does not grow steadily with size: branch-and-bound time "
+                "depends on how hard each instance is, not only on its size."
+            )
+    stopped = rows[rows["MILP status"] != "optimal"]
+    if len(stopped):
+        out.append(
+            "The MILP stopped without proving optimality at "
+            + _join([f"{int(n):,}" for n in stopped["jobs"]])
+            + " jobs, so its time there is the time limit and the gap is to its best solution."
+        )
+    return " ".join(out)
+
+
+def benchmark_note(bench: pd.DataFrame, mode: str) -> str:
+    """What the benchmark's MILP/SMD table covers, and how it compares with the notebook's run.
+
+    bench: indexed by number of jobs, with a ``MILP / SMD`` column; mode: the benchmark's mode
+    (``quick`` or ``full``).
+    """
+    _require(bench, ["MILP / SMD"], "bench")
+    if bench.empty:
+        raise InvalidInput("bench: the benchmark table has no rows")
+    sizes = [int(n) for n in bench.index]
+    r = bench["MILP / SMD"].to_numpy(dtype=float)
+    return (
+        f"The benchmark ran in **{mode}** mode over {sizes[0]:,}-{sizes[-1]:,} jobs, on its own "
+        f"instances: MILP/SMD from {_times(float(r.min()))} to {_times(float(r.max()))}. Its "
+        f"instances are not the notebook's, so its ratios say where SMD is cheap on that family, "
+        f"not on the instances above."
+    )
+
+
+def reuse_effect(
+    chromosomes: Mapping[str, Sequence[int]], without_h: Sequence[float], with_h: Sequence[float]
+) -> str:
+    """What GPU reuse does to each chromosome's makespan (hours), and why where it does nothing.
+
+    chromosomes: name -> the batch number of each job; without_h, with_h: makespans in hours.
+    """
+    if not len(chromosomes) == len(without_h) == len(with_h):
+        raise InvalidInput("chromosomes: need one makespan without and one with reuse for each")
+    out = []
+    for (name, genes), a, b in zip(chromosomes.items(), without_h, with_h, strict=True):
+        batches = pd.Series(list(genes)).value_counts()
+        if b < a - 0.05:
+            out.append(
+                f"GPU reuse shortens *{name}* from {a:.1f} h to {b:.1f} h ({b / a - 1:+.1%})."
+            )
+            continue
+        if len(batches) == 1:
+            why = "a single batch has no next batch whose jobs could pre-train"
+        elif batches.max() == 1:
+            why = "a job alone in its batch gets every GPU, so no GPU idles before the batch ends"
+        else:
+            why = "no job of a later batch gains from the GPUs that idle"
+        out.append(f"GPU reuse leaves *{name}* at {a:.1f} h: {why}.")
+    return " ".join(out)
+
+
+def learned_against_committed(
+    run: pd.DataFrame, committed: pd.DataFrame, *, policy: str = "dl2", baseline: str = "drf"
+) -> str:
+    """``policy``'s mean JCT relative to ``baseline`` per workload, in this run and in the committed figure.
+
+    run, committed: one row per (workload, seed, policy) with ``mean_jct_s``
+    (``smdlab.experiments.learned.learned_vs_heuristics``; the committed one from its CSV).
+    """
+    for df, name in ((run, "run"), (committed, "committed")):
+        _require(df, ["workload", "policy", "mean_jct_s"], name)
+
+    def change(df: pd.DataFrame) -> pd.Series:
+        mean = df.groupby(["policy", "workload"], sort=False)["mean_jct_s"].mean().unstack()
+        if policy not in mean.index or baseline not in mean.index:
+            raise InvalidInput(f"policy: {policy!r} and {baseline!r} must both have been run")
+        return mean.loc[policy] / mean.loc[baseline] - 1
+
+    here, there = change(run), change(committed)
+    seeds_here = run.groupby("workload")["seed"].nunique() if "seed" in run else None
+    seeds_there = committed.groupby("workload")["seed"].nunique() if "seed" in committed else None
+    lines = []
+    for workload in [w for w in here.index if w in there.index]:
+        a, b = float(here[workload]), float(there[workload])
+        n_here = "" if seeds_here is None else f" ({int(seeds_here[workload])} seed(s))"
+        n_there = "" if seeds_there is None else f" ({int(seeds_there[workload])} seed(s))"
+        agree = np.sign(round(a, 3)) == np.sign(round(b, 3))
+        verdict = "the same direction" if agree else "**the opposite direction**"
+        lines.append(
+            f"- {workload}: {a:+.1%} here{n_here}, {b:+.1%} in the committed figure{n_there}: "
+            f"{verdict}."
+        )
+    if not lines:
+        raise InvalidInput("run: no workload in common with the committed figure")
+    disagree = sum("opposite" in line for line in lines)
+    head = (
+        f"Mean JCT of {policy} relative to {baseline}, this run against the committed figure "
+        f"({disagree} of {len(lines)} workloads disagree in direction"
+        + (
+            "; one seed can flip a comparison, the committed figure averages its seeds"
+            if disagree
+            else ""
+        )
+        + "):"
+    )
+    return "\n".join([head, *lines])

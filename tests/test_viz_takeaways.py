@@ -1,0 +1,95 @@
+"""The notebooks' takeaways follow their tables: change a number, the sentence changes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from smdlab.errors import InvalidInput
+from smdlab.viz.takeaways import (
+    benchmark_note,
+    learned_against_committed,
+    reuse_effect,
+    smd_payoff,
+)
+
+
+def _scale(ratios, gaps=None, status=None) -> pd.DataFrame:
+    n = len(ratios)
+    return pd.DataFrame(
+        {
+            "jobs": [8, 32, 128, 512, 1000][:n],
+            "MILP / SMD time": ratios,
+            "SMD above optimum": gaps or [0.0] * n,
+            "MILP status": status or ["optimal"] * n,
+        }
+    )
+
+
+def test_smd_payoff_names_the_sizes_where_the_ratio_is_large():
+    text = smd_payoff(_scale([0.4, 0.3, 8.1, 0.7, 2.8], gaps=[0, 0, 0, 0.0115, 0.0105]))
+    assert "0.4x at 8, 0.3x at 32, 8.1x at 128, 0.7x at 512, 2.8x at 1,000" in text
+    assert "at least 2x faster at 128 and 1,000 jobs" in text
+    assert "0.00% and 1.05% above the optimum" in text
+    assert "The MILP is faster at 8, 32 and 512 jobs" in text
+
+
+def test_smd_payoff_changes_with_its_input():
+    small = smd_payoff(_scale([0.4, 0.3, 1.5]))
+    assert "SMD is not 2x faster than the exact MILP at any size here" in small
+    large = smd_payoff(_scale([0.4, 0.3, 3.0]))
+    assert "at least 2x faster at 128 jobs" in large and small != large
+    assert "at least 1.2x faster at 128 jobs" in smd_payoff(_scale([0.4, 0.3, 1.5]), large=1.2)
+    stopped = smd_payoff(_scale([0.4, 0.3, 3.0], status=["optimal", "optimal", "time_limit"]))
+    assert "stopped without proving optimality at 128 jobs" in stopped
+
+
+def test_smd_payoff_rejects_bad_input():
+    with pytest.raises(InvalidInput, match="rows: missing columns"):
+        smd_payoff(pd.DataFrame({"jobs": [1]}))
+    with pytest.raises(InvalidInput, match="large: must be above 1"):
+        smd_payoff(_scale([1.0]), large=1.0)
+
+
+def test_benchmark_note_reads_its_range_and_mode():
+    bench = pd.DataFrame({"MILP / SMD": [75.9, 8.7, 5.9]}, index=[10, 20, 40])
+    text = benchmark_note(bench, "quick")
+    assert "**quick** mode over 10-40 jobs" in text and "from 5.9x to 75.9x" in text
+    assert "from 5.9x to 80.0x" in benchmark_note(
+        bench.assign(**{"MILP / SMD": [80, 8.7, 5.9]}), "quick"
+    )
+
+
+def test_reuse_effect_says_what_reuse_did_and_why_not():
+    chromosomes = {"one batch": [0, 0, 0], "own batches": [0, 1, 2], "two then one": [0, 0, 1]}
+    text = reuse_effect(chromosomes, [379.2, 332.6, 359.5], [379.2, 332.6, 304.2])
+    assert "leaves *one batch* at 379.2 h: a single batch has no next batch" in text
+    assert "leaves *own batches* at 332.6 h: a job alone in its batch gets every GPU" in text
+    assert "shortens *two then one* from 359.5 h to 304.2 h (-15.4%)" in text
+    changed = reuse_effect(chromosomes, [379.2, 332.6, 359.5], [379.2, 300.0, 304.2])
+    assert "shortens *own batches* from 332.6 h to 300.0 h" in changed
+    with pytest.raises(InvalidInput, match="chromosomes"):
+        reuse_effect(chromosomes, [1.0], [1.0])
+
+
+def _runs(dl2_a: float, dl2_b: float, seeds: int) -> pd.DataFrame:
+    rows = []
+    for seed in range(seeds):
+        for workload, dl2 in (("A", dl2_a), ("B", dl2_b)):
+            rows.append({"workload": workload, "seed": seed, "policy": "drf", "mean_jct_s": 100.0})
+            rows.append({"workload": workload, "seed": seed, "policy": "dl2", "mean_jct_s": dl2})
+    return pd.DataFrame(rows)
+
+
+def test_learned_against_committed_compares_directions():
+    text = learned_against_committed(_runs(110, 90, 1), _runs(105, 95, 10))
+    assert "(0 of 2 workloads disagree in direction):" in text
+    assert "- A: +10.0% here (1 seed(s)), +5.0% in the committed figure (10 seed(s))" in text
+    flipped = learned_against_committed(_runs(90, 90, 1), _runs(105, 95, 10))
+    assert "(1 of 2 workloads disagree in direction; one seed can flip" in flipped
+    assert (
+        "- A: -10.0% here (1 seed(s)), +5.0% in the committed figure (10 seed(s)): **the opposite"
+        in flipped
+    )
+    with pytest.raises(InvalidInput, match="policy: 'x'"):
+        learned_against_committed(_runs(1, 1, 1), _runs(1, 1, 1), policy="x")
