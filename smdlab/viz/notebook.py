@@ -92,9 +92,10 @@ def axis_problems(fig: go.Figure) -> list[str]:
     """
     problems = []
     for key, values in sorted(axis_data(fig).items()):
-        # plotly's Layout has no .get
-        axis = fig.layout[key] if key in fig.layout else None  # noqa: SIM401
-        ticks = None if axis is None else axis.tickvals
+        if key not in fig.layout:  # plotly's Layout has no .get
+            continue
+        axis = fig.layout[key]
+        ticks = axis.tickvals
         if ticks is None or not values:
             continue
         data, at = _numeric(values), _numeric(ticks)

@@ -139,7 +139,7 @@ def learned_against_committed(
         mean = df.groupby(["policy", "workload"], sort=False)["mean_jct_s"].mean().unstack()
         if policy not in mean.index or baseline not in mean.index:
             raise InvalidInput(f"policy: {policy!r} and {baseline!r} must both have been run")
-        return mean.loc[policy] / mean.loc[baseline] - 1
+        return pd.Series(mean.loc[policy] / mean.loc[baseline] - 1)
 
     here, there = change(run), change(committed)
     seeds_here = run.groupby("workload")["seed"].nunique() if "seed" in run else None
