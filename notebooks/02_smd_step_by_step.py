@@ -82,6 +82,8 @@
 # The jobs here are small synthetic ones (random layer profiles, random NIC bandwidths per task,
 # `smdlab.testing.random_job`, seeded). Jobs whose tasks all demand the same resources make the
 # problem too easy to show a gap; notebook 3 uses the bundled real networks.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import numpy as np

@@ -42,6 +42,8 @@
 # `milp` (not run here, too slow) solves the allocation problem **exactly at each decision point**.
 # It is optimal per decision, not over the whole schedule: a later arrival can make an earlier
 # optimal decision regrettable. The JCT lower bound is the yardstick for whole schedules.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import dataclasses

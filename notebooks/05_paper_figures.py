@@ -27,6 +27,8 @@
 #
 # SMD results come from **the reconstructed SMD model** (`docs/model.md`): the paper's text was not
 # available, so the model and algorithm follow smdlab's specification of it.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 from pathlib import Path

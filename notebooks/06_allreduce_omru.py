@@ -22,6 +22,8 @@
 # places a ring when other rings already share the network. The model is written down in
 # `docs/model.md` ("All-reduce jobs"); the policies' rules and assumptions are in their
 # docstrings (`smdlab/policies/allreduce/omru.py`, `sjf_bco.py`).
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import numpy as np

@@ -22,6 +22,8 @@
 # training run, and compares the shipped learned policies with the heuristics. The environment
 # and the agent are specified in `docs/rl.md`; the measured results are in `EXPERIMENTS.md`,
 # "Learned schedulers: results".
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import tempfile

@@ -30,6 +30,8 @@
 #
 # The image networks' CPU cost per image comes from Synergy's profiles (msr-fiddle/synergy, MIT;
 # `data/pipelines/README.md`).
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import ipywidgets as widgets

@@ -22,6 +22,8 @@
 # shares a GPU like the Gavel type of the same family and nearest per-GPU batch. Specification and
 # validation: `docs/model.md`, "GPU sharing"; the simulator's sharing groups and the policies:
 # `docs/simulator.md`, "GPU sharing".
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import ipywidgets as widgets

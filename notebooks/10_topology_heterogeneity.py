@@ -22,6 +22,8 @@
 # well smdlab's layered model predicts Gavel's measured consolidation and GPU-type ratios.
 # Specifications: `docs/heterogeneity.md` (cluster shape, speeds on a type, the Gavel policies)
 # and `docs/model.md` ("Validation against Gavel").
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import pandas as pd

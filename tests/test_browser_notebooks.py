@@ -10,17 +10,20 @@ cells and then checks every Plotly figure on the page:
   least two tick labels, a category axis (up to 12 categories) labels each of its categories,
   and each end of a numeric axis's data lies within one tick interval of a tick.
 
-Then the notebook is saved: its paired ``.py`` must come out byte for byte as the repository's
-source (a run never changes a tracked file). Screenshots go to ``test-artifacts/``.
+The file browser (with ``make lab``'s setting) lists one entry per notebook. Then the notebook is
+saved: its paired ``.py`` must come out byte for byte as the repository's source (a run never
+changes a tracked file). Screenshots go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import shutil
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,6 +40,19 @@ ARTIFACTS = REPO / "test-artifacts"
 SERVER_START_S = 90
 RUN_ALL_S = 240  # the whole notebook, on a shared 2-core machine
 VIEWPORT = {"width": 1400, "height": 1000}
+
+
+def _make_variable(name: str) -> str:
+    """The value the Makefile gives ``name`` (one line, ``NAME := value`` or ``NAME ?= value``)."""
+    for line in (REPO / "Makefile").read_text().splitlines():
+        m = re.match(rf"{name}\s*[:?]?=\s*(.*)$", line)
+        if m:
+            return m.group(1).strip()
+    raise AssertionError(f"the Makefile sets no {name}")
+
+
+# `make lab`'s file-browser setting, read from the Makefile (the shell would drop the quotes).
+LAB_HIDE = [_make_variable("LAB_HIDE").replace('"', "")]
 
 if CHROMIUM is None:
     pytest.skip(
@@ -146,6 +162,7 @@ def lab(served: Path, tmp_path_factory) -> Iterator[tuple[str, str]]:
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={served}",
         "--ServerApp.port_retries=0",
+        *LAB_HIDE,
     ]
     proc = _start(cmd, served, env, log)
     try:
@@ -156,14 +173,29 @@ def lab(served: Path, tmp_path_factory) -> Iterator[tuple[str, str]]:
         _stop(proc)
 
 
+def _shutdown_kernels(base: str, token: str) -> None:
+    """Stop every kernel of the server (each test runs one notebook's kernel)."""
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{base}/api/kernels", headers=headers)
+    ) as r:
+        kernels = json.load(r)
+    for k in kernels:
+        req = urllib.request.Request(
+            f"{base}/api/kernels/{k['id']}", headers=headers, method="DELETE"
+        )
+        urllib.request.urlopen(req).close()
+
+
 @pytest.mark.parametrize("source", SOURCES)
 def test_notebook_runs_in_lab_and_every_figure_draws_right(lab, served, page, source):
     """Run All in JupyterLab: no traceback, every figure fits and agrees with its data, save is clean."""
     base, token = lab
     stem = source[:-3]
     page.set_viewport_size(VIEWPORT)
+    # ?reset: a fresh workspace, without the notebooks the earlier tests opened.
     page.goto(
-        f"{base}/lab/tree/notebooks/{stem}.ipynb?token={token}",
+        f"{base}/lab/tree/notebooks/{stem}.ipynb?reset&token={token}",
         timeout=SERVER_START_S * 1000,
     )
     page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=SERVER_START_S * 1000)
@@ -182,11 +214,20 @@ def test_notebook_runs_in_lab_and_every_figure_draws_right(lab, served, page, so
     assert not tracebacks, f"{stem} raised: {tracebacks[:2]}"
     result = page.evaluate(FIGURE_CHECK_JS)
     assert not result["problems"], "\n".join(result["problems"])
-    page.keyboard.press("Control+s")
-    page.wait_for_function(
-        "() => !document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)')"
-        ".classList.contains('jp-mod-dirty')",
-        timeout=30_000,
+    # The file browser: one entry per notebook (the .ipynb; its paired .py is hidden).
+    listed = page.locator(".jp-DirListing-itemText").all_inner_texts()
+    assert sorted(t for t in listed if t[:2].isdigit()) == sorted(
+        f"{n[:-3]}.ipynb" for n in SOURCES
     )
-    saved = (served / "notebooks" / source).read_text()
-    assert saved == (NOTEBOOKS / source).read_text(), f"saving {stem} changed its source"
+    paired = served / "notebooks" / source
+    before = paired.stat().st_mtime_ns
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save Notebook$")).click()
+    deadline = time.monotonic() + 30
+    while paired.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert paired.stat().st_mtime_ns != before, f"saving {stem} did not write its paired source"
+    assert paired.read_text() == (NOTEBOOKS / source).read_text(), (
+        f"saving {stem} changed its source"
+    )
+    _shutdown_kernels(base, token)

@@ -37,6 +37,8 @@ def test_notebook_source_reads_as_a_python3_notebook(name):
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(not c.outputs for c in code)
+    assert "(../docs/glossary.md)" in nb.cells[0].source  # every notebook links the glossary
+    assert (REPO / "docs" / "glossary.md").is_file()
 
 
 @pytest.mark.slow
