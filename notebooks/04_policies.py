@@ -47,13 +47,14 @@
 
 # %%
 import dataclasses
+import sys
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_scenario
-from smdlab.viz.notebook import show
+from smdlab.viz.notebook import number, percent, show, table
 from smdlab.viz.sim import jct_cdf_figure, job_gantt_figure, utilisation_figure
 from smdlab.viz.style import TEMPLATE, base_layout, color, policy_label
 from smdlab.workloads import load_scenario
@@ -111,20 +112,25 @@ def seed_table(per_run):
     return out.sort_values("mean JCT (h)")
 
 
-table = seed_table(per_run)
+by_policy = seed_table(per_run)
 bound_h = per_run.groupby("seed")["mean_jct_lower_bound"].first().mean() / 3600
 print(f"lower bound on the mean JCT of any schedule, averaged over seeds: {bound_h:.2f} h")
-table.style.format(
-    {**{v: "{:.2f}" for v in HOURS.values()}, "mean JCT s.e. (h)": "±{:.2f}"}
-).format("{:.0%}", subset=list(SHARES.values()))
+table(
+    by_policy.rename_axis("policy"),
+    decimals=dict.fromkeys(HOURS.values(), 2),
+    formats={
+        **dict.fromkeys(SHARES.values(), lambda v: percent(v, 0)),
+        "mean JCT s.e. (h)": lambda v: "±" + number(v, 2),
+    },
+)
 
 # %%
 fig = go.Figure(
     go.Bar(
-        x=table.index,
-        y=table["mean JCT (h)"],
-        error_y={"type": "data", "array": table["mean JCT s.e. (h)"]},
-        marker_color=[color(k) for k in range(len(table))],
+        x=by_policy.index,
+        y=by_policy["mean JCT (h)"],
+        error_y={"type": "data", "array": by_policy["mean JCT s.e. (h)"]},
+        marker_color=[color(k) for k in range(len(by_policy))],
         hovertemplate="%{x}: %{y:.2f} h<extra></extra>",
     )
 )
@@ -138,11 +144,11 @@ fig.update_layout(
 )
 fig.update_yaxes(title_text="mean JCT (h)")
 show(fig)
-best, worst = table.index[0], table.index[-1]
+best, worst = by_policy.index[0], by_policy.index[-1]
 print(
-    f"takeaway: {best} has the lowest mean JCT ({table['mean JCT (h)'].iloc[0]:.2f} h), {worst} the "
-    f"highest ({table['mean JCT (h)'].iloc[-1]:.2f} h); differences smaller than about two standard "
-    f"errors ({2 * table['mean JCT s.e. (h)'].median():.2f} h here) are not resolved by {len(SEEDS)} seeds."
+    f"takeaway: {best} has the lowest mean JCT ({by_policy['mean JCT (h)'].iloc[0]:.2f} h), {worst} the "
+    f"highest ({by_policy['mean JCT (h)'].iloc[-1]:.2f} h); differences smaller than about two standard "
+    f"errors ({2 * by_policy['mean JCT s.e. (h)'].median():.2f} h here) are not resolved by {len(SEEDS)} seeds."
 )
 
 # %% [markdown]
@@ -153,7 +159,7 @@ print(
 # bandwidth, and one of those fills first. The cell below names the most used resource per policy.
 
 # %%
-util = table[list(SHARES.values())]
+util = by_policy[list(SHARES.values())]
 binding = util.idxmax(axis=1)
 print(
     "most used resource per policy:",
@@ -198,17 +204,32 @@ show(
 from smdlab.policies.base import natural_execution, supported_executions
 from smdlab.policies.registry import list_policies, policy_class
 
-pd.DataFrame(
+
+def what_it_does(name):
+    """The first line of a policy's module docstring (its one-line description)."""
+    doc = sys.modules[policy_class(name).__module__].__doc__ or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+registered = pd.DataFrame(
     [
         {
             "policy": name,
+            "what it does": what_it_does(name),
             "natural mode": natural_execution(policy_class(name)),
             "slot (s)": getattr(policy_class(name), "slot_s", None),
             "can run in": ", ".join(supported_executions(policy_class(name))),
         }
         for name in list_policies()
     ]
-).set_index("policy").style.format({"slot (s)": "{:,.0f}"}, na_rep="-")
+).set_index("policy")
+counts = registered["natural mode"].value_counts()
+table(
+    registered,
+    formats={"slot (s)": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"},
+    summary=f"{len(registered)} registered policies; natural mode: "
+    + ", ".join(f"{n} {mode}" for mode, n in counts.items()),
+)
 
 # %% [markdown]
 # How a policy is run matters as much as what it optimises. Below, the base batch of the JCT
@@ -250,14 +271,11 @@ modes = pd.DataFrame(
         for (policy, execution), r in runs.items()
     ]
 )
-modes.style.format(
-    {
-        "mean JCT (h)": "{:.2f}",
-        "makespan (h)": "{:.2f}",
-        "GPU utilisation": "{:.0%}",
-        "mean workers": "{:.2f}",
-    }
-).hide(axis="index")
+table(
+    modes,
+    decimals={"mean JCT (h)": 2, "makespan (h)": 2, "mean workers": 2},
+    formats={"GPU utilisation": lambda v: percent(v, 0)},
+)
 
 # %% [markdown]
 # The schedule of SMD in both modes, one bar per job coloured by its number of workers: forced
@@ -295,7 +313,11 @@ ph[list(HOURS)] = ph[list(HOURS)] / 3600
 ph = ph[["jobs_completed", *HOURS, "util_gpu"]].rename(
     columns={**HOURS, "jobs_completed": "jobs completed", "util_gpu": "GPU util."}
 )
-ph.style.format({**{v: "{:.2f}" for v in HOURS.values()}, "GPU util.": "{:.0%}"})
+table(
+    ph.rename_axis("policy"),
+    decimals=dict.fromkeys(HOURS.values(), 2),
+    formats={"GPU util.": lambda v: percent(v, 0)},
+)
 
 # %%
 show(jct_cdf_figure(philly_results, title="Philly default window: JCT distribution"))

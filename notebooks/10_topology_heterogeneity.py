@@ -36,7 +36,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.sim.snapshot import placements_at
-from smdlab.viz.notebook import show
+from smdlab.viz.notebook import percent, show, table
 from smdlab.viz.racks import rack_figure
 
 # %% [markdown]
@@ -68,7 +68,7 @@ networks = ["resnet50", "lstm_lm", "bert_base", "densenet121", "vgg16"]
 ratios = pd.DataFrame(
     {t: [speed_ratio(n, t) for n in networks] for t in ("k80", "p100", "v100")}, index=networks
 )
-ratios.round(2)
+table(ratios.rename_axis("network"), decimals=dict.fromkeys(ratios.columns, 2))
 
 # %% [markdown]
 # ## The workload on the racks
@@ -120,10 +120,14 @@ summary = pd.DataFrame(
     }
 )
 print(
-    "agnostic / aware mean JCT:",
-    round(summary.loc["mean JCT (h)", "agnostic"] / summary.loc["mean JCT (h)", "aware"], 3),
+    "agnostic / aware mean JCT: "
+    f"{summary.loc['mean JCT (h)', 'agnostic'] / summary.loc['mean JCT (h)', 'aware']:.3f}"
 )
-summary.round(3)
+table(
+    summary.T.rename_axis("allocation"),
+    decimals={"mean JCT (h)": 2, "makespan (h)": 2},
+    percent_cols=[f"{t} busy" for t in ("k80", "p100", "v100")],
+)
 
 # %%
 types = [m.gpu_type for m in cluster.machines]
@@ -139,7 +143,11 @@ for label, policy in policies.items():
 where = pd.DataFrame(samples).pivot_table(
     index=["allocation", "network"], columns="type", aggfunc="size", fill_value=0
 )
-(where.div(where.sum(axis=1), axis=0) * 100).round(0)
+shares = where.div(where.sum(axis=1), axis=0)
+table(
+    shares.rename(columns=lambda t: f"on {t}"),
+    formats=dict.fromkeys([f"on {t}" for t in shares.columns], lambda v: percent(v, 0)),
+)
 
 # %% [markdown]
 # Read the last table beside the speed ratios at the top. Max-sum maximises the total samples per
@@ -158,6 +166,23 @@ where = pd.DataFrame(samples).pivot_table(
 # and the assumptions.
 
 # %%
+from IPython.display import Markdown, display
+
+from smdlab.viz.takeaways import consolidation_errors
+
 validation = run_experiment("consolidation_validation", "tiny")
 show(make_figure("consolidation_validation", validation))
-error_table(validation).round(2)
+errors = error_table(validation).rename(
+    columns={
+        "mape_pct": "MAPE (%)",
+        "measured_median": "measured (median)",
+        "predicted_median": "predicted (median)",
+    }
+)
+display(Markdown(consolidation_errors(validation)))
+table(
+    errors,
+    decimals={"MAPE (%)": 1, "measured (median)": 2, "predicted (median)": 2},
+    summary=f"MAPE per family and case over {int(errors['points'].sum())} points "
+    "(ratios: spread / consolidated, and each type / V100)",
+)

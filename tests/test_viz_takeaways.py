@@ -8,6 +8,7 @@ import pytest
 from smdlab.errors import InvalidInput
 from smdlab.viz.takeaways import (
     benchmark_note,
+    consolidation_errors,
     learned_against_committed,
     reuse_effect,
     smd_payoff,
@@ -93,3 +94,44 @@ def test_learned_against_committed_compares_directions():
     )
     with pytest.raises(InvalidInput, match="policy: 'x'"):
         learned_against_committed(_runs(1, 1, 1), _runs(1, 1, 1), policy="x")
+
+
+def _validation(measured_k80: float, spread_measured: list[float]) -> pd.DataFrame:
+    rows = [
+        {
+            "quantity": "consolidation",
+            "family": fam,
+            "gpu_type": "v100",
+            "nic_gbps": 10.0,
+            "measured": m,
+            "predicted": 0.5,
+            "error_pct": 100 * (0.5 - m) / m,
+        }
+        for fam, m in zip(["LM", "ResNet-50", "Transformer"], spread_measured, strict=True)
+    ]
+    rows.append(
+        {
+            "quantity": "gpu_type",
+            "family": "ResNet-50",
+            "gpu_type": "k80",
+            "nic_gbps": float("nan"),
+            "measured": measured_k80,
+            "predicted": 0.28,
+            "error_pct": 100 * (0.28 - measured_k80) / measured_k80,
+        }
+    )
+    return pd.DataFrame(rows)
+
+
+def test_consolidation_errors_follow_the_points():
+    text = consolidation_errors(_validation(0.14, [0.8, 1.05, 0.4]))
+    assert "Over the 3 consolidation points at 10 Gbps the MAPE is 38.3%" in text
+    assert "1 of the 3 measured spread/consolidated ratios are above 1" in text
+    assert "(LM and Transformer) the model predicts a larger loss than measured at 50%" in text
+    assert "predict 0.28 for ResNet-50; measured: 0.14" in text
+    other = consolidation_errors(_validation(0.2, [0.8, 0.9, 0.6]))
+    assert (
+        "above 1" not in other and "measured: 0.20" in other and "at 100% of their points" in other
+    )
+    with pytest.raises(InvalidInput, match="needs consolidation points at 25 Gbps"):
+        consolidation_errors(_validation(0.14, [0.8, 1.05, 0.4]), nic_gbps=25)

@@ -169,3 +169,56 @@ def learned_against_committed(
         + "):"
     )
     return "\n".join([head, *lines])
+
+
+def consolidation_errors(validation: pd.DataFrame, *, nic_gbps: float = 10.0) -> str:
+    """Why the layered model's consolidation and GPU-type errors are what they are, with numbers.
+
+    validation: ``smdlab.experiments.consolidation.consolidation_validation`` (one row per point:
+    ``quantity``, ``family``, ``gpu_type``, ``nic_gbps``, ``measured``, ``predicted``, ``error_pct``).
+    """
+    _require(
+        validation,
+        ["quantity", "family", "gpu_type", "nic_gbps", "measured", "predicted", "error_pct"],
+        "validation",
+    )
+    spread = validation[
+        (validation["quantity"] == "consolidation") & (validation["nic_gbps"] == nic_gbps)
+    ]
+    types = validation[validation["quantity"] == "gpu_type"]
+    if spread.empty or types.empty:
+        raise InvalidInput(
+            f"validation: needs consolidation points at {nic_gbps:g} Gbps and GPU-type points"
+        )
+    out = [
+        f"**Reading the errors.** Over the {len(spread)} consolidation points at {nic_gbps:g} Gbps "
+        f"the MAPE is {spread['error_pct'].abs().mean():.1f}%, over the {len(types)} GPU-type "
+        f"points {types['error_pct'].abs().mean():.1f}%."
+    ]
+    above = spread[spread["measured"] > 1]
+    if len(above):
+        out.append(
+            f"{len(above)} of the {len(spread)} measured spread/consolidated ratios are above 1 "
+            "(spread faster than consolidated), which a model of links alone cannot produce: "
+            "GPUs on one server also share its PCIe switches, CPU and input pipeline."
+        )
+    comm = spread[spread["family"] != "ResNet-50"]
+    if len(comm):
+        below = float((comm["predicted"] < comm["measured"]).mean())
+        out.append(
+            f"For the communication-heavy families ({_join(sorted(comm['family'].unique()))}) the "
+            f"model predicts a larger loss than measured at {below:.0%} of their points: with the "
+            f"assumed {nic_gbps:g} Gbps NIC, spreading costs more than it did in the measurements."
+        )
+    k80 = types[types["gpu_type"] == "k80"]
+    if len(k80):
+        by_family = k80.groupby("family")[["measured", "predicted"]].median()
+        out.append(
+            "On a K80 relative to a V100 the datasheet peaks predict "
+            + _join([f"{r.predicted:.2f} for {f}" for f, r in by_family.iterrows()])
+            + "; measured: "
+            + _join([f"{r.measured:.2f}" for _, r in by_family.iterrows()])
+            + " (medians). One achieved fraction of peak per layer kind, shared by every GPU "
+            "type, cannot follow a type that is slower on some kinds of layer than others."
+        )
+    return " ".join(out)
