@@ -177,9 +177,11 @@ fast = make_job(
 )
 show(ratio_figure(fast))
 needed = ps_needed_table(fast)
-needed[needed["workers"].isin([4, 8, 12, 16])].pivot(
-    index="workers", columns="mode", values="ps"
-).rename_axis(index="workers", columns="fewest PSs for 97% of the best speed, per mode")
+table(
+    needed[needed["workers"].isin([4, 8, 12, 16])]
+    .pivot(index="workers", columns="mode", values="ps")
+    .rename_axis(index="workers", columns="fewest PSs for 97% of the best speed, per mode")
+)
 
 # %% [markdown]
 # **The 16-worker row.** At 16 workers, `wfbp` needs as many PSs as `sequential`. Each PS

@@ -96,7 +96,7 @@ from smdlab.solve.knapsack import knapsack_exact, knapsack_lp_round
 from smdlab.solve.smd import sum_of_ratios
 from smdlab.testing import random_job
 from smdlab.viz.decomposition import ratio_table, speed_heatmap_figure, subproblem_step
-from smdlab.viz.notebook import show
+from smdlab.viz.notebook import percent, show, table
 from smdlab.viz.solution import allocation_figure, bounds_figure
 from smdlab.viz.style import BOUND_COLORS, SMD_LABEL, TEMPLATE, base_layout, color
 
@@ -116,18 +116,27 @@ print(
     f"{len(jobs)} jobs on a pooled cluster: {capacity['gpu']:.0f} GPUs, {capacity['cpu']:.1f} CPU cores, "
     f"{capacity['bw_gbps']:.0f} Gbps of NIC bandwidth"
 )
-pd.DataFrame(
-    {
-        "job": [j.name for j in jobs],
-        "samples": [j.samples for j in jobs],
-        "max workers": [j.max_workers for j in jobs],
-        "max PSs": [j.max_ps for j in jobs],
-        "worker CPU (cores)": inst.alpha[:, inst.resources.index("cpu")],
-        "worker NIC (Gbps)": inst.alpha[:, inst.resources.index("bw_gbps")],
-        "PS CPU (cores)": inst.gamma[:, inst.resources.index("cpu")],
-        "PS NIC (Gbps)": inst.gamma[:, inst.resources.index("bw_gbps")],
-    }
-).style.format(precision=1, thousands=",").hide(axis="index")
+table(
+    pd.DataFrame(
+        {
+            "job": [j.name for j in jobs],
+            "samples": [j.samples for j in jobs],
+            "max workers": [j.max_workers for j in jobs],
+            "max PSs": [j.max_ps for j in jobs],
+            "worker CPU (cores)": inst.alpha[:, inst.resources.index("cpu")],
+            "worker NIC (Gbps)": inst.alpha[:, inst.resources.index("bw_gbps")],
+            "PS CPU (cores)": inst.gamma[:, inst.resources.index("cpu")],
+            "PS NIC (Gbps)": inst.gamma[:, inst.resources.index("bw_gbps")],
+        }
+    ),
+    decimals={
+        "samples": 0,
+        "worker CPU (cores)": 1,
+        "worker NIC (Gbps)": 1,
+        "PS CPU (cores)": 1,
+        "PS NIC (Gbps)": 1,
+    },
+)
 
 # %% [markdown]
 # ## The sum of ratios at a hand-picked start
@@ -376,7 +385,6 @@ show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cl
 # %%
 from IPython.display import Markdown, display
 
-from smdlab.viz.notebook import percent, table
 from smdlab.viz.takeaways import benchmark_note, smd_payoff
 
 rows = []

@@ -17,6 +17,7 @@ changes a tracked file). Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -40,6 +41,7 @@ ARTIFACTS = REPO / "test-artifacts"
 SERVER_START_S = 90
 RUN_ALL_S = 240  # the whole notebook, on a shared 2-core machine
 VIEWPORT = {"width": 1400, "height": 1000}
+SETTLE_S = 30  # for a widget figure to take its container's width on a loaded machine
 
 
 def _make_variable(name: str) -> str:
@@ -127,21 +129,24 @@ ALL_RUN_JS = """() => {
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Path:
-    """A temporary copy of the repository's notebooks: each built from its source and paired."""
+def served(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A temporary copy of the repository's notebooks, each built from its source and paired;
+    with the text of every source as copied."""
     root = tmp_path_factory.mktemp("lab") / "root"
     (root / "notebooks").mkdir(parents=True)
-    for name in (*SOURCES, "jupytext.toml"):
-        shutil.copy(NOTEBOOKS / name, root / "notebooks" / name)
+    texts = {name: (NOTEBOOKS / name).read_text() for name in SOURCES}
+    for name, text in texts.items():
+        (root / "notebooks" / name).write_text(text)
+    shutil.copy(NOTEBOOKS / "jupytext.toml", root / "notebooks" / "jupytext.toml")
     for name in SOURCES:
         jupytext.write(jupytext.read(NOTEBOOKS / name), root / "notebooks" / f"{name[:-3]}.ipynb")
     for folder in ("figures", "benchmarks"):  # notebooks 02 and 05 read ../benchmarks, ../figures
         (root / folder).symlink_to(REPO / folder, target_is_directory=True)
-    return root
+    return root, texts
 
 
 @pytest.fixture(scope="module")
-def lab(served: Path, tmp_path_factory) -> Iterator[tuple[str, str]]:
+def lab(served: tuple[Path, dict[str, str]], tmp_path_factory) -> Iterator[tuple[str, str]]:
     """JupyterLab on ``served`` with every cell of a notebook rendered (no windowing)."""
     tmp = tmp_path_factory.mktemp("jupyter")
     env = _jupyter_env(tmp)
@@ -160,17 +165,25 @@ def lab(served: Path, tmp_path_factory) -> Iterator[tuple[str, str]]:
         "--ip=127.0.0.1",
         f"--port={port}",
         f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={served}",
+        f"--ServerApp.root_dir={served[0]}",
         "--ServerApp.port_retries=0",
         *LAB_HIDE,
     ]
-    proc = _start(cmd, served, env, log)
+    proc = _start(cmd, served[0], env, log)
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_http(f"{base}/api/status?token={token}", proc, log, SERVER_START_S)
         yield base, token
     finally:
         _stop(proc)
+
+
+def _menu(page, menu: str, item: str) -> None:
+    """Click ``item`` of the menu bar's ``menu`` (no waiting for a navigation: there is none)."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{menu}$")).click(
+        no_wait_after=True
+    )
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$")).click(no_wait_after=True)
 
 
 def _shutdown_kernels(base: str, token: str) -> None:
@@ -199,8 +212,7 @@ def test_notebook_runs_in_lab_and_every_figure_draws_right(lab, served, page, so
         timeout=SERVER_START_S * 1000,
     )
     page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=SERVER_START_S * 1000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    _menu(page, "Run", "Run All Cells")
     page.wait_for_function(ALL_RUN_JS, timeout=RUN_ALL_S * 1000)
     page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=RUN_ALL_S * 1000)
     time.sleep(1.0)  # the last figures' first paint
@@ -212,22 +224,26 @@ def test_notebook_runs_in_lab_and_every_figure_draws_right(lab, served, page, so
     )
     tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
     assert not tracebacks, f"{stem} raised: {tracebacks[:2]}"
+    # Widget figures (03, 08) take their container's width after their first paint: wait for it.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            f"() => ({FIGURE_CHECK_JS})().problems.length === 0", timeout=SETTLE_S * 1000
+        )
     result = page.evaluate(FIGURE_CHECK_JS)
+    assert result["count"] > 0
     assert not result["problems"], "\n".join(result["problems"])
     # The file browser: one entry per notebook (the .ipynb; its paired .py is hidden).
     listed = page.locator(".jp-DirListing-itemText").all_inner_texts()
     assert sorted(t for t in listed if t[:2].isdigit()) == sorted(
         f"{n[:-3]}.ipynb" for n in SOURCES
     )
-    paired = served / "notebooks" / source
+    root, texts = served
+    paired = root / "notebooks" / source
     before = paired.stat().st_mtime_ns
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Save Notebook$")).click()
+    _menu(page, "File", "Save Notebook")
     deadline = time.monotonic() + 30
     while paired.stat().st_mtime_ns == before and time.monotonic() < deadline:
         time.sleep(0.25)
     assert paired.stat().st_mtime_ns != before, f"saving {stem} did not write its paired source"
-    assert paired.read_text() == (NOTEBOOKS / source).read_text(), (
-        f"saving {stem} changed its source"
-    )
+    assert paired.read_text() == texts[source], f"saving {stem} changed its source"
     _shutdown_kernels(base, token)
