@@ -117,6 +117,31 @@ else:
 show(learning_curves_figure(learning_curves()))
 
 # %% [markdown]
+# Read the DeepRM-MM and SCHED² curves with care: both are training curves, not held-out
+# measures. The cell below reads each run's log and measures how far the curve moves from one
+# update to the next and between the phases of training. The held-out comparison is the next
+# section.
+
+# %%
+import json
+
+from IPython.display import Markdown
+
+from smdlab.paths import data_dir
+from smdlab.viz.takeaways import training_curve
+
+shipped = learning_curves()
+notes = []
+for agent in ("deeprm", "sched2"):
+    run = json.loads((data_dir() / agent / "train.json").read_text())
+    train = shipped[(shipped["agent"] == agent) & (shipped["kind"] == "train")]
+    notes.append(
+        f"- **{agent}** ({run['config']['warmup']} warm-up updates imitating a "
+        f"heuristic, then reinforcement learning): " + training_curve(train, run["config"])
+    )
+Markdown("\n".join(notes))
+
+# %% [markdown]
 # ## Learned against heuristics
 #
 # The shipped learned policies run like any other policy (`smdlab simulate --policy dl2`). Here
@@ -126,8 +151,6 @@ show(learning_curves_figure(learning_curves()))
 # wait for the next slot; the hatched bar is DRF run the same way.
 
 # %%
-from IPython.display import Markdown
-
 from smdlab.experiments.learned import learned_vs_heuristics
 from smdlab.viz.learned import learned_vs_heuristics_figure
 from smdlab.viz.notebook import percent, table

@@ -12,6 +12,7 @@ from smdlab.viz.takeaways import (
     learned_against_committed,
     reuse_effect,
     smd_payoff,
+    training_curve,
 )
 
 
@@ -135,3 +136,17 @@ def test_consolidation_errors_follow_the_points():
     )
     with pytest.raises(InvalidInput, match="needs consolidation points at 25 Gbps"):
         consolidation_errors(_validation(0.14, [0.8, 1.05, 0.4]), nic_gbps=25)
+
+
+def test_training_curve_reads_the_phases_and_the_spread():
+    curve = pd.DataFrame({"update": range(8), "mean_jct": [10, 12, 20, 20, 30, 30, 40, 40]})
+    text = training_curve(curve, {"warmup": 4, "train_seeds": 100}, window=2)
+    assert "runs from 10 s to 40 s" in text and "drawn from 100 seeds" in text
+    assert (
+        "last 2 warm-up updates 20 s, over the first 2 reinforcement-learning updates 30 s" in text
+    )
+    assert "over the last 2 40 s (+100% against the end of the warm-up)" in text
+    lower = curve.assign(mean_jct=[10, 12, 20, 20, 30, 30, 15, 15])
+    assert "(-25% against" in training_curve(lower, {"warmup": 4, "train_seeds": 100}, window=2)
+    with pytest.raises(InvalidInput, match="config: missing 'warmup'"):
+        training_curve(curve, {"train_seeds": 1})

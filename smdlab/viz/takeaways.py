@@ -222,3 +222,34 @@ def consolidation_errors(validation: pd.DataFrame, *, nic_gbps: float = 10.0) ->
             "type, cannot follow a type that is slower on some kinds of layer than others."
         )
     return " ".join(out)
+
+
+def training_curve(curve: pd.DataFrame, config: Mapping[str, float], *, window: int = 50) -> str:
+    """How a learning curve moves around the end of its warm-up, and why it is noisy, with numbers.
+
+    curve: one agent's training curve (``update``, ``mean_jct``: the mean JCT of that update's
+    training episodes); config: the run's settings (``train.json``), with ``warmup`` (updates of
+    imitation before reinforcement learning) and ``train_seeds`` (job sets episodes draw from).
+    """
+    _require(curve, ["update", "mean_jct"], "curve")
+    for key in ("warmup", "train_seeds"):
+        if key not in config:
+            raise InvalidInput(f"config: missing {key!r} (has {sorted(config)})")
+    warmup, seeds = int(config["warmup"]), int(config["train_seeds"])
+    jct = curve.sort_values("update").set_index("update")["mean_jct"].astype(float)
+    before = jct[(jct.index >= warmup - window) & (jct.index < warmup)]
+    after = jct[(jct.index >= warmup) & (jct.index < warmup + window)]
+    last = jct.iloc[-window:]
+    if before.empty or after.empty:
+        raise InvalidInput(f"curve: needs {window} updates on both sides of the warm-up ({warmup})")
+    sd = float(jct.std())
+    return (
+        f"Per-update mean JCT runs from {jct.min():,.0f} s to {jct.max():,.0f} s (standard "
+        f"deviation {sd:,.0f} s, {sd / jct.mean():.0%} of the mean): each update's episodes run "
+        f"on job sets drawn from {seeds} seeds, so the curve moves with the job sets as well as "
+        f"with the policy. Mean over the first {window} updates {jct.iloc[:window].mean():,.0f} s, "
+        f"over the last {window} warm-up updates {before.mean():,.0f} s, over "
+        f"the first {window} reinforcement-learning updates {after.mean():,.0f} s, over the last "
+        f"{window} {last.mean():,.0f} s ({last.mean() / before.mean() - 1:+.0%} against the end of "
+        "the warm-up)."
+    )
