@@ -51,6 +51,7 @@ import sys
 
 import pandas as pd
 import plotly.graph_objects as go
+from IPython.display import Markdown, display
 
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_scenario
@@ -154,16 +155,28 @@ print(
 # %% [markdown]
 # ### Which resource binds
 #
-# The offered load counts GPUs at each job's requested allocation, yet GPU utilisation stays
-# well below 1. The table above shows why: workers and PSs also reserve CPU cores and NIC
-# bandwidth, and one of those fills first. The cell below names the most used resource per policy.
+# The offered load counts GPUs at each job's requested allocation. Workers and PSs also reserve
+# CPU cores and NIC bandwidth, and one of those can fill first. The cell below names the most
+# used resource per policy and writes the takeaway from it.
 
 # %%
 util = by_policy[list(SHARES.values())]
 binding = util.idxmax(axis=1)
-print(
-    "most used resource per policy:",
-    ", ".join(f"{p}: {r} ({util.loc[p, r]:.0%})" for p, r in binding.items()),
+not_gpu = [p for p, r in binding.items() if r != "GPU util."]
+display(
+    Markdown(
+        "Most used resource per policy: "
+        + ", ".join(f"{p}: {r} ({util.loc[p, r]:.0%})" for p, r in binding.items())
+        + f". **Takeaway:** for {len(not_gpu)} of {len(binding)} policies the most used "
+        "resource is not the GPU"
+        + (
+            f", so a load of {small.workload['load']:g} in GPUs does not mean GPUs "
+            f"{small.workload['load']:.0%} busy: GPU utilisation runs "
+            f"{util['GPU util.'].min():.0%}-{util['GPU util.'].max():.0%}."
+            if not_gpu
+            else "."
+        )
+    )
 )
 seed = SEEDS[0]
 show(
@@ -174,9 +187,6 @@ show(
 )
 
 # %% [markdown]
-# Takeaway: in this scenario, the most used resource is not the GPU, so "load 1.5" in GPUs does
-# not mean 150% busy GPUs. The binding resource is the one the cell above names.
-#
 # The distribution of JCTs for one seed, and when each job ran under SMD (one bar per job,
 # coloured by its allocation):
 
@@ -347,22 +357,37 @@ demanding = dataclasses.replace(
 )
 r = run_scenario(demanding, ["fifo"])["fifo"]
 peaks = r.utilization[["gpu", "cpu", "bw_gbps"]].max()
-print(
-    "peak utilisation: "
+full_first = {
+    k: float(r.utilization.loc[r.utilization[k] >= 0.99, "time"].iloc[0])
+    if (r.utilization[k] >= 0.99).any()
+    else None
+    for k in ("gpu", "cpu", "bw_gbps")
+}
+takeaway = Markdown(
+    "Peak utilisation: "
     + ", ".join(f"{SHARES['util_' + k]} {v:.0%}" for k, v in peaks.items())
-    + f"; mean JCT {r.summary['mean_jct'] / 3600:.2f} h"
+    + f"; mean JCT {r.summary['mean_jct'] / 3600:.2f} h. "
+    + (
+        "**Takeaway:** "
+        + ", ".join(
+            f"{SHARES['util_' + k]} first reaches 99% at {t / 3600:.1f} h"
+            for k, t in sorted(full_first.items(), key=lambda kv: (kv[1] is None, kv[1] or 0))
+            if t is not None
+        )
+        + "; arriving jobs wait for whichever is full, even while other resources are free. A "
+        "non-preemptive, non-elastic policy frees nothing until running jobs finish."
+        if any(t is not None for t in full_first.values())
+        else "No resource reaches 99% of its capacity in this run."
+    )
 )
 show(
     utilisation_figure(
         r, title="Philly, 500 jobs with per-network CPU and NIC demands: utilisation under FIFO"
     )
 )
+takeaway
 
 # %% [markdown]
-# Takeaway: with CPU and NIC demands, the peaks printed above show CPU and NIC reaching their
-# capacity before the GPUs do. Arriving jobs then wait even though GPUs are free. Nothing in a
-# non-preemptive, non-elastic policy frees those resources until running jobs finish.
-#
 # The JCT-versus-parameter curves of every policy (number of jobs, cluster size, bandwidth,
 # communication/computation ratio) are in `05_paper_figures.ipynb` and in `figures/`
 # (`smdlab reproduce`, see `EXPERIMENTS.md`).
