@@ -224,7 +224,11 @@ def test_notebook_runs_in_lab_and_every_figure_draws_right(lab, served, page, so
     )
     tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
     assert not tracebacks, f"{stem} raised: {tracebacks[:2]}"
-    # Widget figures (03, 08) take their container's width after their first paint: wait for it.
+    # Widget figures (03, 08) take their container's width once shown: show each, then wait.
+    figures = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot")
+    for i in range(figures.count()):
+        with contextlib.suppress(Exception):  # a hidden figure (a flat cluster's racks)
+            figures.nth(i).scroll_into_view_if_needed(timeout=2000)
     with contextlib.suppress(Exception):
         page.wait_for_function(
             f"() => ({FIGURE_CHECK_JS})().problems.length === 0", timeout=SETTLE_S * 1000
