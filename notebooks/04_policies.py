@@ -357,12 +357,13 @@ demanding = dataclasses.replace(
 )
 r = run_scenario(demanding, ["fifo"])["fifo"]
 peaks = r.utilization[["gpu", "cpu", "bw_gbps"]].max()
+FULL = 0.95  # a resource counts as full from 95% of its capacity
 full_first = {
-    k: float(r.utilization.loc[r.utilization[k] >= 0.99, "time"].iloc[0])
-    if (r.utilization[k] >= 0.99).any()
-    else None
+    k: float(r.utilization.loc[r.utilization[k] >= FULL, "time"].iloc[0])
     for k in ("gpu", "cpu", "bw_gbps")
+    if (r.utilization[k] >= FULL).any()
 }
+never = [SHARES["util_" + k] for k in ("gpu", "cpu", "bw_gbps") if k not in full_first]
 takeaway = Markdown(
     "Peak utilisation: "
     + ", ".join(f"{SHARES['util_' + k]} {v:.0%}" for k, v in peaks.items())
@@ -370,14 +371,14 @@ takeaway = Markdown(
     + (
         "**Takeaway:** "
         + ", ".join(
-            f"{SHARES['util_' + k]} first reaches 99% at {t / 3600:.1f} h"
-            for k, t in sorted(full_first.items(), key=lambda kv: (kv[1] is None, kv[1] or 0))
-            if t is not None
+            f"{SHARES['util_' + k]} first reaches {FULL:.0%} of its capacity at {t / 3600:.1f} h"
+            for k, t in sorted(full_first.items(), key=lambda kv: kv[1])
         )
-        + "; arriving jobs wait for whichever is full, even while other resources are free. A "
+        + (f"; {' and '.join(never)} never does" if never else "")
+        + ". Arriving jobs wait for whichever resource is full, even while others are free, and a "
         "non-preemptive, non-elastic policy frees nothing until running jobs finish."
-        if any(t is not None for t in full_first.values())
-        else "No resource reaches 99% of its capacity in this run."
+        if full_first
+        else f"No resource reaches {FULL:.0%} of its capacity in this run."
     )
 )
 show(

@@ -74,25 +74,30 @@ def test_reuse_effect_says_what_reuse_did_and_why_not():
         reuse_effect(chromosomes, [1.0], [1.0])
 
 
-def _runs(dl2_a: float, dl2_b: float, seeds: int) -> pd.DataFrame:
+def _runs(dl2_a: float, dl2_b: float, seeds: int, smd_a: float = 95.0) -> pd.DataFrame:
     rows = []
     for seed in range(seeds):
-        for workload, dl2 in (("A", dl2_a), ("B", dl2_b)):
-            rows.append({"workload": workload, "seed": seed, "policy": "drf", "mean_jct_s": 100.0})
-            rows.append({"workload": workload, "seed": seed, "policy": "dl2", "mean_jct_s": dl2})
+        for workload, dl2, smd in (("A", dl2_a, smd_a), ("B", dl2_b, 95.0)):
+            for policy, jct in (("drf", 100.0), ("dl2", dl2), ("smd", smd)):
+                rows.append(
+                    {"workload": workload, "seed": seed, "policy": policy, "mean_jct_s": jct}
+                )
     return pd.DataFrame(rows)
 
 
 def test_learned_against_committed_compares_directions():
     text = learned_against_committed(_runs(110, 90, 1), _runs(105, 95, 10))
-    assert "(0 of 2 workloads disagree in direction):" in text
-    assert "- A: +10.0% here (1 seed(s)), +5.0% in the committed figure (10 seed(s))" in text
-    flipped = learned_against_committed(_runs(90, 90, 1), _runs(105, 95, 10))
-    assert "(1 of 2 workloads disagree in direction; one seed can flip" in flipped
+    assert (
+        "- A: +10.0% here (1 seed(s)), +5.0% in the committed figure (10 seed(s)): the same" in text
+    )
+    assert "Over every policy, 0 of 4 comparisons with drf point the other way in this run." in text
+    flipped = learned_against_committed(_runs(90, 90, 1, smd_a=120), _runs(105, 95, 10))
     assert (
         "- A: -10.0% here (1 seed(s)), +5.0% in the committed figure (10 seed(s)): **the opposite"
         in flipped
     )
+    assert "2 of 4 comparisons with drf point the other way in this run: dl2 on A" in flipped
+    assert "smd on A (+20.0% here, -5.0% committed)" in flipped
     with pytest.raises(InvalidInput, match="policy: 'x'"):
         learned_against_committed(_runs(1, 1, 1), _runs(1, 1, 1), policy="x")
 

@@ -8,6 +8,7 @@ finding, every number in it read from the table. A notebook displays the result 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -127,48 +128,70 @@ def reuse_effect(
 def learned_against_committed(
     run: pd.DataFrame, committed: pd.DataFrame, *, policy: str = "dl2", baseline: str = "drf"
 ) -> str:
-    """``policy``'s mean JCT relative to ``baseline`` per workload, in this run and in the committed figure.
+    """Every policy's mean JCT relative to ``baseline``, in this run against the committed figure.
 
-    run, committed: one row per (workload, seed, policy) with ``mean_jct_s``
-    (``smdlab.experiments.learned.learned_vs_heuristics``; the committed one from its CSV).
+    Lists ``policy`` per workload, then every (policy, workload) whose change against the
+    baseline has the opposite sign in the two. run, committed: one row per (workload, seed,
+    policy) with ``mean_jct_s`` (``smdlab.experiments.learned.learned_vs_heuristics``; the
+    committed one read from its CSV).
     """
     for df, name in ((run, "run"), (committed, "committed")):
         _require(df, ["workload", "policy", "mean_jct_s"], name)
 
-    def change(df: pd.DataFrame) -> pd.Series:
+    def change(df: pd.DataFrame) -> pd.DataFrame:
         mean = df.groupby(["policy", "workload"], sort=False)["mean_jct_s"].mean().unstack()
         if policy not in mean.index or baseline not in mean.index:
             raise InvalidInput(f"policy: {policy!r} and {baseline!r} must both have been run")
-        return pd.Series(mean.loc[policy] / mean.loc[baseline] - 1)
+        return mean / mean.loc[baseline] - 1
 
     here, there = change(run), change(committed)
+    workloads = [w for w in here.columns if w in there.columns]
+    if not workloads:
+        raise InvalidInput("run: no workload in common with the committed figure")
     seeds_here = run.groupby("workload")["seed"].nunique() if "seed" in run else None
     seeds_there = committed.groupby("workload")["seed"].nunique() if "seed" in committed else None
-    lines = []
-    for workload in [w for w in here.index if w in there.index]:
-        a, b = float(here[workload]), float(there[workload])
-        n_here = "" if seeds_here is None else f" ({int(seeds_here[workload])} seed(s))"
-        n_there = "" if seeds_there is None else f" ({int(seeds_there[workload])} seed(s))"
-        agree = np.sign(round(a, 3)) == np.sign(round(b, 3))
-        verdict = "the same direction" if agree else "**the opposite direction**"
+
+    def seeds(counts: pd.Series | None, workload: str) -> str:
+        return "" if counts is None else f" ({int(counts[workload])} seed(s))"
+
+    def at(df: pd.DataFrame, p: str, w: str) -> float:
+        return float(cast(float, df.loc[p, w]))
+
+    def opposite(a: float, b: float) -> bool:
+        return bool(np.sign(round(a, 3)) * np.sign(round(b, 3)) < 0)
+
+    lines = [f"Mean JCT of {policy} relative to {baseline}, this run against the committed figure:"]
+    for w in workloads:
+        a, b = at(here, policy, w), at(there, policy, w)
+        verdict = "**the opposite direction**" if opposite(a, b) else "the same direction"
         lines.append(
-            f"- {workload}: {a:+.1%} here{n_here}, {b:+.1%} in the committed figure{n_there}: "
-            f"{verdict}."
+            f"- {w}: {a:+.1%} here{seeds(seeds_here, w)}, {b:+.1%} in the committed figure"
+            f"{seeds(seeds_there, w)}: {verdict}."
         )
-    if not lines:
-        raise InvalidInput("run: no workload in common with the committed figure")
-    disagree = sum("opposite" in line for line in lines)
-    head = (
-        f"Mean JCT of {policy} relative to {baseline}, this run against the committed figure "
-        f"({disagree} of {len(lines)} workloads disagree in direction"
+    pairs = [
+        (p, w)
+        for p in here.index
+        if p != baseline and p in there.index
+        for w in workloads
+        if np.isfinite(at(here, p, w)) and np.isfinite(at(there, p, w))
+    ]
+    flipped = [(p, w) for p, w in pairs if opposite(at(here, p, w), at(there, p, w))]
+    lines.append(
+        f"\nOver every policy, {len(flipped)} of {len(pairs)} comparisons with {baseline} point the "
+        "other way in this run"
         + (
-            "; one seed can flip a comparison, the committed figure averages its seeds"
-            if disagree
-            else ""
+            ": "
+            + "; ".join(
+                f"{p} on {w} ({at(here, p, w):+.1%} here, {at(there, p, w):+.1%} committed)"
+                for p, w in flipped
+            )
+            + ". This run has fewer seeds; where they disagree, the committed figure's mean over "
+            "its seeds is the better estimate."
+            if flipped
+            else "."
         )
-        + "):"
     )
-    return "\n".join([head, *lines])
+    return "\n".join(lines)
 
 
 def consolidation_errors(validation: pd.DataFrame, *, nic_gbps: float = 10.0) -> str:
