@@ -3,6 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8888
+# Voila's own default port, so the dashboard and JupyterLab (8888) can run side by side.
+DASHBOARD_PORT ?= 8866
+# Containers often run as root, where Jupyter refuses to start without --allow-root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# The file browser lists one entry per notebook (its .ipynb; the paired .py source is hidden).
+LAB_HIDE := --ContentsManager.hide_globs="['__pycache__','*.pyc','*.pyo','.DS_Store','*~','*.py','jupytext.toml']"
 
 .PHONY: help install install-test system-deps reproduce reproduce-quick lint test test-fast lab dashboard bench notebooks clean-venv
 
@@ -13,10 +19,10 @@ help:
 	@echo "make reproduce   regenerate every figure into figures/ (creates $(VENV) if needed)"
 	@echo "make lint        ruff (lint + format check) and mypy; the gates make test enforces"
 	@echo "make test        install the project, its test extras and system packages; lint, type-check, run all tests"
-	@echo "make lab         open JupyterLab on notebooks/"
-	@echo "make dashboard   serve the explorer notebook as a Voila dashboard"
+	@echo "make lab         open JupyterLab on notebooks/ (port $(PORT))"
+	@echo "make dashboard   serve the explorer notebook as a Voila dashboard (port $(DASHBOARD_PORT))"
 	@echo "make bench       run the benchmarks; writes benchmarks/RESULTS.md"
-	@echo "make notebooks   build notebooks/*.ipynb from their jupytext sources notebooks/*.py"
+	@echo "make notebooks   build notebooks/*.ipynb (untracked) from their jupytext sources notebooks/*.py"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +32,10 @@ $(PY):
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
+
+$(VENV)/.installed-dashboard: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dashboard]'
+	touch $@ $(VENV)/.installed
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,rl]'
@@ -57,19 +67,21 @@ test: install-test system-deps lint
 test-fast: install-test
 	$(PY) -m pytest -q -m "not browser and not slow"
 
-lab: install
-	$(VENV)/bin/jupyter lab notebooks/
+lab: notebooks
+	$(VENV)/bin/jupyter lab notebooks/ --port $(PORT) $(ALLOW_ROOT) $(LAB_HIDE)
 
-dashboard: install-test
-	$(VENV)/bin/voila notebooks/03_explorer.ipynb --no-browser --port $(PORT)
+dashboard: notebooks $(VENV)/.installed-dashboard
+	$(VENV)/bin/voila notebooks/03_explorer.ipynb --no-browser --port $(DASHBOARD_PORT)
 
 # Every benchmark; each one's output becomes its section of benchmarks/RESULTS.md.
 # BENCH_FLAGS=--quick runs the smaller options (a shared machine).
 bench: install-test system-deps
 	$(PY) tools/bench_results.py --out benchmarks/RESULTS.md $(BENCH_FLAGS)
 
-# The percent-format .py files are the notebooks' source; --update keeps the ids (and any outputs)
-# of unchanged cells, so an unchanged source rebuilds its .ipynb byte for byte.
+# The percent-format .py files are the notebooks' source and the only ones tracked; the .ipynb
+# are built here and ignored by git. notebooks/jupytext.toml pairs the two, so saving a notebook
+# in JupyterLab writes its cells back to the .py (never its outputs). --update keeps the ids (and
+# any outputs) of unchanged cells, so an unchanged source rebuilds its .ipynb byte for byte.
 notebooks: install
 	$(VENV)/bin/jupytext --update --to ipynb notebooks/[0-9]*.py
 

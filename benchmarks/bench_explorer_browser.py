@@ -39,8 +39,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import jupytext
+
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "03_explorer.ipynb"
+NOTEBOOK = REPO / "notebooks" / "03_explorer.ipynb"  # built from its .py source
 TARGET_MS = 200.0
 CHROMIUM_ARGS = [
     "--headless",
@@ -252,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmpdir)
         root = tmp / "root"
         root.mkdir()
-        shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+        jupytext.write(jupytext.read(NOTEBOOK.with_suffix(".py")), root / NOTEBOOK.name)
         with _lab(root, tmp) as (base, token), sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             try:

@@ -26,13 +26,31 @@
 # This notebook shows one iteration's timeline, how overlapping communication with computation
 # changes it, how that changes the number of PSs a worker needs, and how well the model predicts
 # measured training speeds.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
+import pandas as pd
+
 from smdlab import MODES, iteration_time, make_job, speed
 from smdlab.viz.model import overlap_figure, ps_needed_table, ratio_figure, timeline_figure
+from smdlab.viz.notebook import show, table
 
 job = make_job("resnet50-demo", "resnet50", samples=1.28e6 * 90)  # 90 ImageNet epochs, V100 times
-job.profile.to_frame().head(8)
+layers = job.profile.to_frame()
+table(
+    pd.DataFrame(
+        {
+            "layer": layers["layer"],
+            "kind": layers["kind"],
+            "forward (µs per sample)": layers["forward_s"] * 1e6,
+            "backward (µs per sample)": layers["backward_s"] * 1e6,
+            "parameters (KB)": layers["param_bytes"] / 1e3,
+        }
+    ).head(8),
+    decimals={"forward (µs per sample)": 3, "backward (µs per sample)": 3, "parameters (KB)": 1},
+    summary=f"The first 8 of {len(layers)} layers of {job.profile.network}, input side first",
+)
 
 # %% [markdown]
 # ## One iteration, layer by layer
@@ -44,9 +62,72 @@ job.profile.to_frame().head(8)
 
 # %%
 W, P = 4, 2
-timeline_figure(job, W, P, "wfbp").show()
+show(timeline_figure(job, W, P, "wfbp"))
 print(
     f"iteration time on {W} workers and {P} PSs: {iteration_time(job, W, P, 'wfbp') * 1e3:.1f} ms"
+)
+
+# %% [markdown]
+# ## The equations behind the timeline
+#
+# The model (`docs/model.md`) in symbols. A job on $w$ workers and $p$ PSs with a global batch
+# of $M$ samples gives each worker $M/w$ samples. Layer $l$ has forward and backward times
+# $f_l, b_l$ per sample and $s_l$ parameter bytes; a worker's NIC share is $B_w$ and a PS's
+# $B_{ps}$ (bytes/s).
+#
+# **Push and pull.** A worker sends the $s_l$ bytes of layer $l$'s gradient through its own NIC,
+# and each PS receives $w\,s_l/p$ bytes through its NIC; the slower side sets the time of one
+# push, and a pull (the new parameters, the same size) takes as long:
+#
+# $$ c_l = s_l \max\left(\frac{1}{B_w},\; \frac{w}{p\,B_{ps}}\right) + \mathit{lat},
+# \qquad u_l = \mathit{upd}\cdot s_l\,\frac{w}{p} \quad\text{(the PS update)} $$
+#
+# **Iteration time.** With $F = \frac{M}{w}\sum_l f_l$ and $B = \frac{M}{w}\sum_l b_l$:
+#
+# $$ \tau_{\text{sequential}} = F + B + \sum_l \left(2 c_l + u_l\right) $$
+#
+# With wfbp, the backward pass of layer $l$ ends at $T_b(l)$, its push at $P(l)$ and its pull
+# at $Q(l)$; layers are pushed from the last ($L$) to the first, with $P(L+1) = Q(L+1) = 0$:
+#
+# $$ T_b(l) = F + \frac{M}{w}\sum_{j \ge l} b_j, \qquad
+# P(l) = \max\bigl(P(l+1),\, T_b(l)\bigr) + c_l, \qquad
+# Q(l) = \max\bigl(Q(l+1),\, P(l) + u_l\bigr) + c_l, \qquad
+# \tau_{\text{wfbp}} = Q(1) $$
+#
+# The cell below computes these formulas by hand with numpy and sets them beside the library's
+# `iteration_time`.
+
+# %%
+import numpy as np
+
+cs = job.global_batch / W  # samples per worker
+f, b, s = job.profile.forward_s * cs, job.profile.backward_s * cs, job.profile.param_bytes
+c = s * np.maximum(1 / job.worker_bw_bytes, W / (P * job.ps_bw_bytes)) + job.latency_s
+u = job.profile.update_s_per_byte * s * W / P
+F, B = f.sum(), b.sum()
+tau_sequential = F + B + (2 * c + u).sum()
+T_b = F + np.cumsum(b[::-1])[::-1]  # end of each layer's backward pass
+push_end = pull_end = 0.0
+for l in reversed(range(len(f))):  # the last layer's gradient is ready first
+    push_end = max(push_end, T_b[l]) + c[l]
+    pull_end = max(pull_end, push_end + u[l]) + c[l]
+by_hand = {"sequential": tau_sequential, "wfbp": pull_end}
+table(
+    pd.DataFrame(
+        {
+            "mode": list(by_hand),
+            "τ by hand (ms)": [t * 1e3 for t in by_hand.values()],
+            "τ from iteration_time (ms)": [iteration_time(job, W, P, m) * 1e3 for m in by_hand],
+            "F + B (ms)": [(F + B) * 1e3] * 2,
+            "Σ push + pull (ms)": [2 * c.sum() * 1e3] * 2,
+        }
+    ),
+    decimals={
+        "τ by hand (ms)": 3,
+        "τ from iteration_time (ms)": 3,
+        "F + B (ms)": 3,
+        "Σ push + pull (ms)": 3,
+    },
 )
 
 # %% [markdown]
@@ -68,7 +149,7 @@ print(
 # %%
 import pandas as pd
 
-overlap_figure(job, W, P, modes=MODES).show()
+show(overlap_figure(job, W, P, modes=MODES))
 pd.DataFrame(
     {
         "mode": list(MODES),
@@ -94,11 +175,13 @@ fast = make_job(
     worker_demand=fast_nic,
     ps_demand={**fast_nic, "gpu": 0},
 )
-ratio_figure(fast).show()
+show(ratio_figure(fast))
 needed = ps_needed_table(fast)
-needed[needed["workers"].isin([4, 8, 12, 16])].pivot(
-    index="workers", columns="mode", values="ps"
-).rename_axis(index="workers", columns="fewest PSs for 97% of the best speed, per mode")
+table(
+    needed[needed["workers"].isin([4, 8, 12, 16])]
+    .pivot(index="workers", columns="mode", values="ps")
+    .rename_axis(index="workers", columns="fewest PSs for 97% of the best speed, per mode")
+)
 
 # %% [markdown]
 # **The 16-worker row.** At 16 workers, `wfbp` needs as many PSs as `sequential`. Each PS
@@ -242,4 +325,4 @@ for col in (1, 2):
         row=1,
         col=col,
     )
-fig
+show(fig)

@@ -82,6 +82,8 @@
 # The jobs here are small synthetic ones (random layer profiles, random NIC bandwidths per task,
 # `smdlab.testing.random_job`, seeded). Jobs whose tasks all demand the same resources make the
 # problem too easy to show a gap; notebook 3 uses the bundled real networks.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import numpy as np
@@ -94,6 +96,7 @@ from smdlab.solve.knapsack import knapsack_exact, knapsack_lp_round
 from smdlab.solve.smd import sum_of_ratios
 from smdlab.testing import random_job
 from smdlab.viz.decomposition import ratio_table, speed_heatmap_figure, subproblem_step
+from smdlab.viz.notebook import percent, show, table
 from smdlab.viz.solution import allocation_figure, bounds_figure
 from smdlab.viz.style import BOUND_COLORS, SMD_LABEL, TEMPLATE, base_layout, color
 
@@ -113,18 +116,27 @@ print(
     f"{len(jobs)} jobs on a pooled cluster: {capacity['gpu']:.0f} GPUs, {capacity['cpu']:.1f} CPU cores, "
     f"{capacity['bw_gbps']:.0f} Gbps of NIC bandwidth"
 )
-pd.DataFrame(
-    {
-        "job": [j.name for j in jobs],
-        "samples": [j.samples for j in jobs],
-        "max workers": [j.max_workers for j in jobs],
-        "max PSs": [j.max_ps for j in jobs],
-        "worker CPU (cores)": inst.alpha[:, inst.resources.index("cpu")],
-        "worker NIC (Gbps)": inst.alpha[:, inst.resources.index("bw_gbps")],
-        "PS CPU (cores)": inst.gamma[:, inst.resources.index("cpu")],
-        "PS NIC (Gbps)": inst.gamma[:, inst.resources.index("bw_gbps")],
-    }
-).style.format(precision=1, thousands=",").hide(axis="index")
+table(
+    pd.DataFrame(
+        {
+            "job": [j.name for j in jobs],
+            "samples": [j.samples for j in jobs],
+            "max workers": [j.max_workers for j in jobs],
+            "max PSs": [j.max_ps for j in jobs],
+            "worker CPU (cores)": inst.alpha[:, inst.resources.index("cpu")],
+            "worker NIC (Gbps)": inst.alpha[:, inst.resources.index("bw_gbps")],
+            "PS CPU (cores)": inst.gamma[:, inst.resources.index("cpu")],
+            "PS NIC (Gbps)": inst.gamma[:, inst.resources.index("bw_gbps")],
+        }
+    ),
+    decimals={
+        "samples": 0,
+        "worker CPU (cores)": 1,
+        "worker NIC (Gbps)": 1,
+        "PS CPU (cores)": 1,
+        "PS NIC (Gbps)": 1,
+    },
+)
 
 # %% [markdown]
 # ## The sum of ratios at a hand-picked start
@@ -192,9 +204,11 @@ step.rename(
 
 # %%
 big = int(step["lambda"].idxmax())
-speed_heatmap_figure(
-    inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}
-).show()
+show(
+    speed_heatmap_figure(
+        inst, big, {"start": (1, 1), "after one subproblem": (int(w1[big]), int(p1[big]))}
+    )
+)
 
 # %% [markdown]
 # ## The iteration from the same start: alone, then with the local search
@@ -270,7 +284,7 @@ fig.update_layout(
 )
 fig.update_xaxes(title_text="iteration (last point: local search)", dtick=1)
 fig.update_yaxes(title_text="sum of completion times (s)")
-fig.show()
+show(fig)
 trace.style.format({"‖ψ‖": "{:.3f}", "objective (s)": "{:,.0f}", "accepted step σ": "{:.3g}"}).hide(
     axis="index"
 )
@@ -334,9 +348,11 @@ full = {
 lp_bound = full[
     "SMD, iteration + local search (default)"
 ].lower_bound  # LP relaxation, with every SMD run
-bounds_figure(
-    [full["SMD, iteration + local search (default)"], full["LP relaxation + rounding"]], exact
-).show()
+show(
+    bounds_figure(
+        [full["SMD, iteration + local search (default)"], full["LP relaxation + rounding"]], exact
+    )
+)
 pd.DataFrame(
     {
         "method": list(full),
@@ -356,18 +372,21 @@ pd.DataFrame(
 ).hide(axis="index")
 
 # %%
-allocation_figure(full["SMD, iteration + local search (default)"], jobs, cluster).show()
+show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cluster))
 
 # %% [markdown]
 # ## When SMD pays off: scale
 #
-# On a handful of jobs, HiGHS solves the exact MILP as fast as SMD runs, so SMD is not needed
-# there. SMD pays off as the instance grows. The cell below measures both methods on growing
+# Does SMD pay off as the instance grows? The cell below measures both methods on growing
 # instances (the cluster grows with them); the sizes are chosen to fit a notebook's time budget.
 # SMD runs without its LP bound (`bound=False`), as a scheduler would. Times on a shared machine
-# vary from run to run.
+# vary from run to run, and the takeaway below the table is written from this run's numbers.
 
 # %%
+from IPython.display import Markdown, display
+
+from smdlab.viz.takeaways import benchmark_note, smd_payoff
+
 rows = []
 for n in (8, 32, 128, 512, 1000):
     jb, cl = instance(n, seed=n)
@@ -382,41 +401,41 @@ for n in (8, 32, 128, 512, 1000):
             "MILP / SMD time": b.wall_time_s / a.wall_time_s,
         }
     )
-pd.DataFrame(rows).style.format(
-    {
-        "SMD above optimum": "{:.3%}",
-        "SMD (ms)": "{:,.0f}",
-        "MILP (ms)": "{:,.0f}",
-        "MILP / SMD time": "{:.1f}x",
-    }
-).hide(axis="index")
+scale = pd.DataFrame(rows)
+table(
+    scale,
+    decimals={"SMD (ms)": 0, "MILP (ms)": 0},
+    formats={"SMD above optimum": lambda g: percent(g, 3), "MILP / SMD time": "{:.1f}x".format},
+)
+
+# %%
+Markdown(smd_payoff(scale))
 
 # %% [markdown]
 # The benchmark (`benchmarks/bench_solver.py`, results in `benchmarks/RESULTS.md`, generated by
-# `make bench`) times the same comparison with repeats. The cell below reads its table from that
-# file and quotes the MILP and default-SMD rows, so the numbers are the benchmark's, not typed here.
+# `make bench`) times the MILP and the default SMD with repeats. The cell below reads its table
+# from that file, so the numbers are the benchmark's, not typed here.
 
 # %%
+import re
 from pathlib import Path
 
 results = Path("..") / "benchmarks" / "RESULTS.md"
 section = results.read_text().split("## bench_solver", 1)[1].split("\n## ", 1)[0]
-table = section[section.index("\n|") :].split("\n\n", 1)[0]  # its first table: the solver runs
-cells = [[c.strip() for c in ln.split("|")[1:-1]] for ln in table.strip().splitlines()]
+lines = section[section.index("\n|") :].split("\n\n", 1)[0]  # its first table: the solver runs
+cells = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines.strip().splitlines()]
 bench = pd.DataFrame([c for c in cells[1:] if "---" not in c[0]], columns=cells[0])
 bench = bench[bench["method"].isin(["milp", "smd/hull/objective-selection"])]
 bench = bench.pivot(index="n", columns="method", values="wall (s)").astype(float)
-bench.index = bench.index.astype(int)
+bench.index = bench.index.astype(int).rename("jobs")
 bench = bench.sort_index().rename(
     columns={"milp": "MILP wall (s)", "smd/hull/objective-selection": "SMD wall (s)"}
 )
 bench["MILP / SMD"] = bench["MILP wall (s)"] / bench["SMD wall (s)"]
-print("benchmarks/RESULTS.md:", results.read_text().splitlines()[4])
-bench.style.format({"MILP wall (s)": "{:.3f}", "SMD wall (s)": "{:.3f}", "MILP / SMD": "{:.1f}x"})
-
-# %% [markdown]
-# **Takeaway.** Read the two tables together. On a few dozen jobs the exact MILP is cheap, so use
-# it. The MILP's time depends on how hard branch-and-bound finds each instance, and it jumps
-# from one size to the next. SMD's time grows smoothly with jobs times configurations. SMD pays
-# off where the "MILP / SMD" column is well above 1. Its price is the gap to the optimum in the
-# "SMD above optimum" column.
+mode = re.search(r"Mode: (\w+)", results.read_text()).group(1)
+display(Markdown(benchmark_note(bench, mode)))
+table(
+    bench,
+    decimals={"MILP wall (s)": 3, "SMD wall (s)": 3},
+    formats={"MILP / SMD": "{:.1f}x".format},
+)

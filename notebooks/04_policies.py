@@ -42,15 +42,20 @@
 # `milp` (not run here, too slow) solves the allocation problem **exactly at each decision point**.
 # It is optimal per decision, not over the whole schedule: a later arrival can make an earlier
 # optimal decision regrettable. The JCT lower bound is the yardstick for whole schedules.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import dataclasses
+import sys
 
 import pandas as pd
 import plotly.graph_objects as go
+from IPython.display import Markdown, display
 
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_scenario
+from smdlab.viz.notebook import number, percent, show, table
 from smdlab.viz.sim import jct_cdf_figure, job_gantt_figure, utilisation_figure
 from smdlab.viz.style import TEMPLATE, base_layout, color, policy_label
 from smdlab.workloads import load_scenario
@@ -108,20 +113,25 @@ def seed_table(per_run):
     return out.sort_values("mean JCT (h)")
 
 
-table = seed_table(per_run)
+by_policy = seed_table(per_run)
 bound_h = per_run.groupby("seed")["mean_jct_lower_bound"].first().mean() / 3600
 print(f"lower bound on the mean JCT of any schedule, averaged over seeds: {bound_h:.2f} h")
-table.style.format(
-    {**{v: "{:.2f}" for v in HOURS.values()}, "mean JCT s.e. (h)": "±{:.2f}"}
-).format("{:.0%}", subset=list(SHARES.values()))
+table(
+    by_policy.rename_axis("policy"),
+    decimals=dict.fromkeys(HOURS.values(), 2),
+    formats={
+        **dict.fromkeys(SHARES.values(), lambda v: percent(v, 0)),
+        "mean JCT s.e. (h)": lambda v: "±" + number(v, 2),
+    },
+)
 
 # %%
 fig = go.Figure(
     go.Bar(
-        x=table.index,
-        y=table["mean JCT (h)"],
-        error_y={"type": "data", "array": table["mean JCT s.e. (h)"]},
-        marker_color=[color(k) for k in range(len(table))],
+        x=by_policy.index,
+        y=by_policy["mean JCT (h)"],
+        error_y={"type": "data", "array": by_policy["mean JCT s.e. (h)"]},
+        marker_color=[color(k) for k in range(len(by_policy))],
         hovertemplate="%{x}: %{y:.2f} h<extra></extra>",
     )
 )
@@ -134,48 +144,61 @@ fig.update_layout(
     )
 )
 fig.update_yaxes(title_text="mean JCT (h)")
-fig.show()
-best, worst = table.index[0], table.index[-1]
+show(fig)
+best, worst = by_policy.index[0], by_policy.index[-1]
 print(
-    f"takeaway: {best} has the lowest mean JCT ({table['mean JCT (h)'].iloc[0]:.2f} h), {worst} the "
-    f"highest ({table['mean JCT (h)'].iloc[-1]:.2f} h); differences smaller than about two standard "
-    f"errors ({2 * table['mean JCT s.e. (h)'].median():.2f} h here) are not resolved by {len(SEEDS)} seeds."
+    f"takeaway: {best} has the lowest mean JCT ({by_policy['mean JCT (h)'].iloc[0]:.2f} h), {worst} the "
+    f"highest ({by_policy['mean JCT (h)'].iloc[-1]:.2f} h); differences smaller than about two standard "
+    f"errors ({2 * by_policy['mean JCT s.e. (h)'].median():.2f} h here) are not resolved by {len(SEEDS)} seeds."
 )
 
 # %% [markdown]
 # ### Which resource binds
 #
-# The offered load counts GPUs at each job's requested allocation, yet GPU utilisation stays
-# well below 1. The table above shows why: workers and PSs also reserve CPU cores and NIC
-# bandwidth, and one of those fills first. The cell below names the most used resource per policy.
+# The offered load counts GPUs at each job's requested allocation. Workers and PSs also reserve
+# CPU cores and NIC bandwidth, and one of those can fill first. The cell below names the most
+# used resource per policy and writes the takeaway from it.
 
 # %%
-util = table[list(SHARES.values())]
+util = by_policy[list(SHARES.values())]
 binding = util.idxmax(axis=1)
-print(
-    "most used resource per policy:",
-    ", ".join(f"{p}: {r} ({util.loc[p, r]:.0%})" for p, r in binding.items()),
+not_gpu = [p for p, r in binding.items() if r != "GPU util."]
+display(
+    Markdown(
+        "Most used resource per policy: "
+        + ", ".join(f"{p}: {r} ({util.loc[p, r]:.0%})" for p, r in binding.items())
+        + f". **Takeaway:** for {len(not_gpu)} of {len(binding)} policies the most used "
+        "resource is not the GPU"
+        + (
+            f", so a load of {small.workload['load']:g} in GPUs does not mean GPUs "
+            f"{small.workload['load']:.0%} busy: GPU utilisation runs "
+            f"{util['GPU util.'].min():.0%}-{util['GPU util.'].max():.0%}."
+            if not_gpu
+            else "."
+        )
+    )
 )
 seed = SEEDS[0]
-utilisation_figure(
-    runs[seed]["smd"],
-    title=f"Default scenario (seed {seed}): utilisation under " + policy_label("smd"),
-).show()
+show(
+    utilisation_figure(
+        runs[seed]["smd"],
+        title=f"Default scenario (seed {seed}): utilisation under " + policy_label("smd"),
+    )
+)
 
 # %% [markdown]
-# Takeaway: in this scenario, the most used resource is not the GPU, so "load 1.5" in GPUs does
-# not mean 150% busy GPUs. The binding resource is the one the cell above names.
-#
 # The distribution of JCTs for one seed, and when each job ran under SMD (one bar per job,
 # coloured by its allocation):
 
 # %%
-jct_cdf_figure(runs[seed], title=f"Default scenario (seed {seed}): JCT distribution").show()
-job_gantt_figure(
-    runs[seed]["smd"],
-    max_jobs=60,
-    title=f"Default scenario (seed {seed}): schedule under " + policy_label("smd"),
-).show()
+show(jct_cdf_figure(runs[seed], title=f"Default scenario (seed {seed}): JCT distribution"))
+show(
+    job_gantt_figure(
+        runs[seed]["smd"],
+        max_jobs=60,
+        title=f"Default scenario (seed {seed}): schedule under " + policy_label("smd"),
+    )
+)
 
 # %% [markdown]
 # ## How a policy is run: execution modes
@@ -191,17 +214,32 @@ job_gantt_figure(
 from smdlab.policies.base import natural_execution, supported_executions
 from smdlab.policies.registry import list_policies, policy_class
 
-pd.DataFrame(
+
+def what_it_does(name):
+    """The first line of a policy's module docstring (its one-line description)."""
+    doc = sys.modules[policy_class(name).__module__].__doc__ or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+registered = pd.DataFrame(
     [
         {
             "policy": name,
+            "what it does": what_it_does(name),
             "natural mode": natural_execution(policy_class(name)),
             "slot (s)": getattr(policy_class(name), "slot_s", None),
             "can run in": ", ".join(supported_executions(policy_class(name))),
         }
         for name in list_policies()
     ]
-).set_index("policy").style.format({"slot (s)": "{:,.0f}"}, na_rep="-")
+).set_index("policy")
+counts = registered["natural mode"].value_counts()
+table(
+    registered,
+    formats={"slot (s)": lambda v: "-" if pd.isna(v) else f"{v:,.0f}"},
+    summary=f"{len(registered)} registered policies; natural mode: "
+    + ", ".join(f"{n} {mode}" for mode, n in counts.items()),
+)
 
 # %% [markdown]
 # How a policy is run matters as much as what it optimises. Below, the base batch of the JCT
@@ -243,14 +281,11 @@ modes = pd.DataFrame(
         for (policy, execution), r in runs.items()
     ]
 )
-modes.style.format(
-    {
-        "mean JCT (h)": "{:.2f}",
-        "makespan (h)": "{:.2f}",
-        "GPU utilisation": "{:.0%}",
-        "mean workers": "{:.2f}",
-    }
-).hide(axis="index")
+table(
+    modes,
+    decimals={"mean JCT (h)": 2, "makespan (h)": 2, "mean workers": 2},
+    formats={"GPU utilisation": lambda v: percent(v, 0)},
+)
 
 # %% [markdown]
 # The schedule of SMD in both modes, one bar per job coloured by its number of workers: forced
@@ -259,10 +294,12 @@ modes.style.format(
 # %%
 for execution in ["non_elastic", "natural"]:
     r = runs["smd", execution]
-    job_gantt_figure(
-        r,
-        title=f"Base batch under {policy_label('smd')}, {r.summary['execution']} execution",
-    ).show()
+    show(
+        job_gantt_figure(
+            r,
+            title=f"Base batch under {policy_label('smd')}, {r.summary['execution']} execution",
+        )
+    )
 
 # %% [markdown]
 # ## The Philly workload
@@ -286,10 +323,14 @@ ph[list(HOURS)] = ph[list(HOURS)] / 3600
 ph = ph[["jobs_completed", *HOURS, "util_gpu"]].rename(
     columns={**HOURS, "jobs_completed": "jobs completed", "util_gpu": "GPU util."}
 )
-ph.style.format({**{v: "{:.2f}" for v in HOURS.values()}, "GPU util.": "{:.0%}"})
+table(
+    ph.rename_axis("policy"),
+    decimals=dict.fromkeys(HOURS.values(), 2),
+    formats={"GPU util.": lambda v: percent(v, 0)},
+)
 
 # %%
-jct_cdf_figure(philly_results, title="Philly default window: JCT distribution").show()
+show(jct_cdf_figure(philly_results, title="Philly default window: JCT distribution"))
 fifo = philly_results["fifo"]
 u = fifo.utilization
 busy = float((u["gpu"] >= 0.9).mean())
@@ -299,7 +340,7 @@ print(
     f"long trace jobs pull the mean up. GPU utilisation averages {ph['GPU util.'].iloc[0]:.0%}, but "
     f"peaks at {u['gpu'].max():.0%} during arrival bursts."
 )
-utilisation_figure(fifo, title="Philly default window: utilisation under FIFO").show()
+show(utilisation_figure(fifo, title="Philly default window: utilisation under FIFO"))
 
 # %% [markdown]
 # In the GPU-only window, jobs reserve nothing but GPUs, so CPU and NIC utilisation are zero by
@@ -316,20 +357,38 @@ demanding = dataclasses.replace(
 )
 r = run_scenario(demanding, ["fifo"])["fifo"]
 peaks = r.utilization[["gpu", "cpu", "bw_gbps"]].max()
-print(
-    "peak utilisation: "
+FULL = 0.95  # a resource counts as full from 95% of its capacity
+full_first = {
+    k: float(r.utilization.loc[r.utilization[k] >= FULL, "time"].iloc[0])
+    for k in ("gpu", "cpu", "bw_gbps")
+    if (r.utilization[k] >= FULL).any()
+}
+never = [SHARES["util_" + k] for k in ("gpu", "cpu", "bw_gbps") if k not in full_first]
+takeaway = Markdown(
+    "Peak utilisation: "
     + ", ".join(f"{SHARES['util_' + k]} {v:.0%}" for k, v in peaks.items())
-    + f"; mean JCT {r.summary['mean_jct'] / 3600:.2f} h"
+    + f"; mean JCT {r.summary['mean_jct'] / 3600:.2f} h. "
+    + (
+        "**Takeaway:** "
+        + ", ".join(
+            f"{SHARES['util_' + k]} first reaches {FULL:.0%} of its capacity at {t / 3600:.1f} h"
+            for k, t in sorted(full_first.items(), key=lambda kv: kv[1])
+        )
+        + (f"; {' and '.join(never)} never does" if never else "")
+        + ". Arriving jobs wait for whichever resource is full, even while others are free, and a "
+        "non-preemptive, non-elastic policy frees nothing until running jobs finish."
+        if full_first
+        else f"No resource reaches {FULL:.0%} of its capacity in this run."
+    )
 )
-utilisation_figure(
-    r, title="Philly, 500 jobs with per-network CPU and NIC demands: utilisation under FIFO"
-).show()
+show(
+    utilisation_figure(
+        r, title="Philly, 500 jobs with per-network CPU and NIC demands: utilisation under FIFO"
+    )
+)
+takeaway
 
 # %% [markdown]
-# Takeaway: with CPU and NIC demands, the peaks printed above show CPU and NIC reaching their
-# capacity before the GPUs do. Arriving jobs then wait even though GPUs are free. Nothing in a
-# non-preemptive, non-elastic policy frees those resources until running jobs finish.
-#
 # The JCT-versus-parameter curves of every policy (number of jobs, cluster size, bandwidth,
 # communication/computation ratio) are in `05_paper_figures.ipynb` and in `figures/`
 # (`smdlab reproduce`, see `EXPERIMENTS.md`).

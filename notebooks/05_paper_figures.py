@@ -27,6 +27,8 @@
 #
 # SMD results come from **the reconstructed SMD model** (`docs/model.md`): the paper's text was not
 # available, so the model and algorithm follow smdlab's specification of it.
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 from pathlib import Path
@@ -34,23 +36,21 @@ from pathlib import Path
 import pandas as pd
 
 from smdlab.experiments import FIGURES, figure, make_figure
+from smdlab.viz.notebook import percent, show, table
 
 SOURCE = "committed"  # or "tiny" (smoke test), "quick", "full": recompute with that configuration
 FIGURES_DIR = Path("..") / "figures"
-COUNT_AXES = ("n_jobs", "machines")  # x columns that count things: integer ticks only
 
 
-def show(name):
-    """Figure ``name`` and its DataFrame: from its committed CSV, or recomputed with ``SOURCE``."""
+def draw(name):
+    """Show figure ``name`` from its committed CSV (or recomputed with ``SOURCE``); return its data."""
     if SOURCE == "committed":
         df = pd.read_csv(FIGURES_DIR / f"{name}.csv")
         fig = make_figure(name, df)
     else:
         fig, df = figure(name, SOURCE)
-    for col in COUNT_AXES:
-        if col in df.columns:
-            fig.update_xaxes(tickmode="array", tickvals=sorted(df[col].unique()))
-    return fig, df
+    show(fig)  # at the output area's width, with the builder's own axes
+    return df
 
 
 print(
@@ -60,9 +60,10 @@ print(
 )
 
 # %%
-pd.DataFrame(
+listing = pd.DataFrame(
     [(name, spec.title) for name, spec in FIGURES.items()], columns=["figure", "what it shows"]
 )
+table(listing, summary=f"The {len(listing)} figures of the reproduction, in the order drawn below")
 
 # %% [markdown]
 # ## JCT versus the number of jobs
@@ -73,8 +74,7 @@ pd.DataFrame(
 # seeds.
 
 # %%
-fig, df = show("jct_vs_jobs")
-fig.show()
+df = draw("jct_vs_jobs")
 print(
     f"{df['seed'].nunique()} seeds per point; policies: {', '.join(sorted(df['policy'].unique()))}"
 )
@@ -85,8 +85,7 @@ print(
 # The same batch on clusters of different numbers of servers.
 
 # %%
-fig, df = show("jct_vs_cluster")
-fig.show()
+df = draw("jct_vs_cluster")
 
 # %% [markdown]
 # ## JCT versus bandwidth
@@ -95,8 +94,7 @@ fig.show()
 # the same tasks fit while communication gets faster or slower.
 
 # %%
-fig, df = show("jct_vs_bandwidth")
-fig.show()
+df = draw("jct_vs_bandwidth")
 mean = df.groupby(["bw_gbps", "policy"])["mean_jct_s"].mean().unstack()
 versus = pd.DataFrame(
     {
@@ -105,7 +103,10 @@ versus = pd.DataFrame(
         "SMD rank (of policies)": mean.rank(axis=1)["smd"].astype(int),
     }
 )
-versus.rename_axis("bandwidth per task (Gbps)").style.format({"SMD / best mean JCT": "{:.2f}x"})
+table(
+    versus.rename_axis("bandwidth per task (Gbps)"),
+    formats={"SMD / best mean JCT": lambda r: f"{r:.2f}x"},
+)
 
 # %% [markdown]
 # **Where SMD wins and where it loses.** The table compares SMD (reconstructed model) with the
@@ -135,11 +136,13 @@ print(
 # `comm_comp_ratio` gives the resulting median ratio of push time to compute time at 1 worker and 1 PS.
 
 # %%
-fig, df = show("jct_vs_comm_ratio")
-fig.show()
-df.groupby("comm_scale")["comm_comp_ratio"].first().to_frame(
-    "median push / compute time at (1, 1)"
-).rename_axis("bytes scale").style.format("{:.2f}")
+df = draw("jct_vs_comm_ratio")
+table(
+    df.groupby("comm_scale")["comm_comp_ratio"]
+    .first()
+    .to_frame("median push / compute time at (1, 1)")
+    .rename_axis("bytes scale")
+)
 
 # %% [markdown]
 # ## Beyond GPUs: JCT versus CPU cores per GPU (Synergy)
@@ -149,11 +152,13 @@ df.groupby("comm_scale")["comm_comp_ratio"].first().to_frame(
 # and memory; Synergy-TUNE gives each job what it needs where that fits (`docs/multiresource.md`).
 
 # %%
-fig, df = show("jct_vs_cpu_per_gpu")
-fig.show()
-(df.groupby(["cpu_per_gpu", "policy"])["mean_jct_s"].mean().unstack() / 3600).rename_axis(
-    index="CPU cores per GPU", columns="mean JCT (h), per policy"
-).style.format("{:.2f}")
+df = draw("jct_vs_cpu_per_gpu")
+table(
+    (df.groupby(["cpu_per_gpu", "policy"])["mean_jct_s"].mean().unstack() / 3600).rename_axis(
+        index="CPU cores per GPU", columns="mean JCT (h), per policy"
+    ),
+    decimals=dict.fromkeys(df["policy"].unique(), 2),
+)
 
 # %% [markdown]
 # ## Beyond GPUs: Muri's interleaving versus load
@@ -162,8 +167,7 @@ fig.show()
 # that interleave their storage, CPU, GPU and network stages on one GPU set.
 
 # %%
-fig, df = show("muri_jct_vs_load")
-fig.show()
+df = draw("muri_jct_vs_load")
 
 # %% [markdown]
 # ## The default Philly window: FIFO, SJF, SRTF and Tiresias
@@ -173,8 +177,7 @@ fig.show()
 # its p95, the JCT CDF, and the GPU utilisation, each policy in its natural mode.
 
 # %%
-fig, df = show("philly_window")
-fig.show()
+df = draw("philly_window")
 
 # %% [markdown]
 # ## Optimality gap versus instance size
@@ -185,11 +188,12 @@ fig.show()
 # gap over instances.
 
 # %%
-fig, df = show("optimality_gap")
-fig.show()
-df.pivot_table(index="n_jobs", columns="variant", values="gap_to_milp", aggfunc="max").rename_axis(
-    index="jobs", columns="largest gap to the exact optimum, per method"
-).style.format("{:.3%}", na_rep="-")
+df = draw("optimality_gap")
+gaps = df.pivot_table(index="n_jobs", columns="variant", values="gap_to_milp", aggfunc="max")
+table(
+    gaps.rename_axis(index="jobs", columns="largest gap to the exact optimum, per method"),
+    formats=dict.fromkeys(gaps.columns, lambda g: percent(g, 3)),
+)
 
 # %% [markdown]
 # ## Model validation
@@ -199,8 +203,7 @@ df.pivot_table(index="n_jobs", columns="variant", values="gap_to_milp", aggfunc=
 # five-coefficient speed model fitted to the same points.
 
 # %%
-fig, df = show("model_validation")
-fig.show()
+df = draw("model_validation")
 
 # %% [markdown]
 # ## All-reduce epoch models against OMRU's measurements
@@ -210,8 +213,7 @@ fig.show()
 # model on our bundled profiles for the networks we have.
 
 # %%
-fig, df = show("allreduce_validation")
-fig.show()
+df = draw("allreduce_validation")
 
 # %% [markdown]
 # ## Makespan vs machines (OMRU reproduction)
@@ -221,8 +223,7 @@ fig.show()
 # standard recipe); 16 and 32-GPU points use the fitted model beyond the 8 measured GPUs.
 
 # %%
-fig, df = show("makespan_vs_nodes")
-fig.show()
+df = draw("makespan_vs_nodes")
 
 # %% [markdown]
 # ## Heterogeneity gain (Gavel-style allocation)
@@ -232,8 +233,7 @@ fig.show()
 # type follow Gavel's measured throughput ratios; the bars carry agnostic / aware mean JCT.
 
 # %%
-fig, df = show("heterogeneity_gain")
-fig.show()
+df = draw("heterogeneity_gain")
 
 # %% [markdown]
 # ## Consolidation and GPU types: the layered model against Gavel's measurements
@@ -244,8 +244,7 @@ fig.show()
 # fitted; `docs/model.md` has the error table and the assumptions.
 
 # %%
-fig, df = show("consolidation_validation")
-fig.show()
+df = draw("consolidation_validation")
 
 # %% [markdown]
 # ## Learned schedulers against heuristics
@@ -256,8 +255,7 @@ fig.show()
 # does (docs/rl.md).
 
 # %%
-fig, df = show("learned_vs_heuristics")
-fig.show()
+df = draw("learned_vs_heuristics")
 
 # %% [markdown]
 # ## Learning curves
@@ -266,8 +264,7 @@ fig.show()
 # training episodes and of greedy runs on validation seeds, against training updates.
 
 # %%
-fig, df = show("learning_curves")
-fig.show()
+df = draw("learning_curves")
 
 # %% [markdown]
 # ## DeepRM in its own environment: slowdown against load
@@ -289,8 +286,7 @@ fig.show()
 # uplinks); the right panel is the data sent across rack uplinks.
 
 # %%
-fig, df = show("jct_vs_oversubscription")
-fig.show()
+df = draw("jct_vs_oversubscription")
 
 # %% [markdown]
 # ## GPU sharing: the co-location model on held-out pairs
@@ -300,8 +296,7 @@ fig.show()
 # "GPU sharing"; notebook 09 explores single pairs).
 
 # %%
-fig, df = show("sharing_validation")
-fig.show()
+df = draw("sharing_validation")
 
 # %% [markdown]
 # ## GPU sharing: JCT against the sharing degree
@@ -310,8 +305,7 @@ fig.show()
 # Tiresias, on an oversubscribed online workload. A shared GPU counts once in the utilisation.
 
 # %%
-fig, df = show("jct_vs_sharing_degree")
-fig.show()
+df = draw("jct_vs_sharing_degree")
 
 # %% [markdown]
 # ## The committed figures

@@ -22,6 +22,8 @@
 # places a ring when other rings already share the network. The model is written down in
 # `docs/model.md` ("All-reduce jobs"); the policies' rules and assumptions are in their
 # docstrings (`smdlab/policies/allreduce/omru.py`, `sjf_bco.py`).
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import numpy as np
@@ -30,6 +32,7 @@ import pandas as pd
 from smdlab import iteration_time, make_job
 from smdlab.model.allreduce import allreduce_iteration_time
 from smdlab.viz.model import timeline_figure
+from smdlab.viz.notebook import show, table
 
 ps_job = make_job("ps", "resnet50", samples=1.28e6, max_workers=16, max_ps=16)
 ring_job = make_job("ring", "resnet50", samples=1.28e6, max_workers=16, arch="allreduce")
@@ -52,14 +55,14 @@ for w in (1, 2, 4, 8, 9, 12, 16):
             "all-reduce job (ms)": iteration_time(ring_job, w, 0) * 1e3,
         }
     )
-pd.DataFrame(rows).style.hide(axis="index").format(precision=1)
+table(pd.DataFrame(rows), decimals={"PS job, p = w (ms)": 1, "all-reduce job (ms)": 1})
 
 # %% [markdown]
 # One iteration of the ring on 8 GPUs: the green bars are the buckets' all-reduces, each
 # starting once the backward pass has produced its last gradient (hover for its size).
 
 # %%
-timeline_figure(ring_job, 8, 0, "wfbp").show()
+show(timeline_figure(ring_job, 8, 0, "wfbp"))
 
 # %% [markdown]
 # ## OMRU's genetic algorithm, step by step
@@ -77,31 +80,49 @@ from smdlab.workloads.omru import omru_jobs
 
 jobs = omru_jobs("omru-action")
 G = 8  # two machines of 4 GPUs
-table = epoch_table(jobs, [j.samples for j in jobs], G, "wfbp")
-pd.DataFrame(
-    {
-        "epochs": table.epochs,
-        **{f"epoch at {g} GPUs (h)": table.epoch_time[:, g] / 3600 for g in (1, 4, 8)},
-    },
-    index=pd.Index(list(table.names), name="job"),
-).style.format(precision=2).format({"epochs": "{:.0f}"})
+epochs = epoch_table(jobs, [j.samples for j in jobs], G, "wfbp")
+table(
+    pd.DataFrame(
+        {
+            "epochs": epochs.epochs,
+            **{f"epoch at {g} GPUs (h)": epochs.epoch_time[:, g] / 3600 for g in (1, 4, 8)},
+        },
+        index=pd.Index(list(epochs.names), name="job"),
+    ),
+    decimals={"epochs": 0, **{f"epoch at {g} GPUs (h)": 2 for g in (1, 4, 8)}},
+)
 
 # %% [markdown]
-# Two chromosomes by hand: every job in one batch, and every job in its own batch. GPU reuse
-# (a job of the next batch pre-trains on GPUs a finished job leaves idle) shortens the second.
+# Three chromosomes by hand: every job in one batch, every job in its own batch, and three jobs
+# then two. GPU reuse lets a job of the next batch pre-train on the GPUs that a finished job of
+# the current batch leaves idle. The sentences above the table are written from its numbers.
 
 # %%
-by_hand = np.array([[0, 0, 0, 0, 0], [0, 1, 2, 3, 4]])
-pd.DataFrame(
-    {
-        f"makespan, {'with' if reuse else 'without'} GPU reuse (h)": evaluate(
-            by_hand, table, reuse=reuse
-        ).makespan
-        / 3600
-        for reuse in (False, True)
-    },
-    index=pd.Index(["every job in one batch", "every job in its own batch"], name="chromosome"),
-).style.format(precision=1)
+from IPython.display import Markdown, display
+
+from smdlab.viz.takeaways import reuse_effect
+
+by_hand = {
+    "every job in one batch": [0, 0, 0, 0, 0],
+    "every job in its own batch": [0, 1, 2, 3, 4],
+    "three jobs, then two": [0, 0, 0, 1, 1],
+}
+genes_by_hand = np.array(list(by_hand.values()))
+without, with_reuse = (
+    evaluate(genes_by_hand, epochs, reuse=reuse).makespan / 3600 for reuse in (False, True)
+)
+display(Markdown(reuse_effect(by_hand, without, with_reuse)))
+table(
+    pd.DataFrame(
+        {
+            "batch of each job": [str(g) for g in by_hand.values()],
+            "makespan without GPU reuse (h)": without,
+            "makespan with GPU reuse (h)": with_reuse,
+        },
+        index=pd.Index(list(by_hand), name="chromosome"),
+    ),
+    decimals={"makespan without GPU reuse (h)": 1, "makespan with GPU reuse (h)": 1},
+)
 
 # %% [markdown]
 # The GA: population 50, roulette selection on 1/makespan, one-point crossover, one mutated
@@ -109,12 +130,15 @@ pd.DataFrame(
 # every time. The best makespan never rises (elitism).
 
 # %%
-genes, best, history = ga(table, population=50, generations=300, seed=0)
+genes, best, history = ga(epochs, population=50, generations=300, seed=0)
 print(f"best chromosome (batch of each job): {genes.tolist()}, makespan {best / 3600:.1f} h")
 steps = [0, 10, 50, 100, 299]
-pd.DataFrame(
-    {"best makespan (h)": history[steps] / 3600}, index=pd.Index(steps, name="generation")
-).style.format(precision=1)
+table(
+    pd.DataFrame(
+        {"best makespan (h)": history[steps] / 3600}, index=pd.Index(steps, name="generation")
+    ),
+    decimals={"best makespan (h)": 1},
+)
 
 # %% [markdown]
 # The best plan as a Gantt chart: coloured bars are each job's run in its batch (with its GPUs),
@@ -123,8 +147,8 @@ pd.DataFrame(
 # %%
 from smdlab.viz.allreduce import plan_gantt_figure
 
-plan = plan_from_genes(genes, table)
-plan_gantt_figure(plan, table).show()
+plan = plan_from_genes(genes, epochs)
+show(plan_gantt_figure(plan, epochs))
 
 # %% [markdown]
 # The same plan run in the simulator (the reusing jobs restart on their own GPUs at the barrier),
@@ -144,7 +168,11 @@ for name in ("seqex", "parallel", "optimus_like", "omru_noreuse", "omru"):
         "makespan (h)": s["makespan"] / 3600,
         "GPU utilisation": s["utilization"]["gpu"],
     }
-pd.DataFrame(summary).T.style.format({"makespan (h)": "{:.1f}", "GPU utilisation": "{:.1%}"})
+table(
+    pd.DataFrame(summary).T.rename_axis("policy"),
+    decimals={"makespan (h)": 1},
+    percent_cols=["GPU utilisation"],
+)
 
 # %% [markdown]
 # ## SJF-BCO: spreading a ring against contention
@@ -168,11 +196,14 @@ alpha = np.array([job.worker_demand.get(r, 0.0) for r in four.resources])
 tasks, tau = balanced_tasks(job, 4, alpha, free, crossing, "wfbp")
 where = ", ".join(f"machine {m}: {w} workers" for m, w, _ in tasks)
 print(f"SJF-BCO places the ring on {where}: {tau * 1e3:.0f} ms per iteration")
-pd.DataFrame(
-    {
-        "sharing rings on the busiest NIC": [1, 2, 3, 4],
-        "iteration over 2 machines (ms)": [
-            allreduce_iteration_time(job, 4, machines=2, sharing=k) * 1e3 for k in (1, 2, 3, 4)
-        ],
-    }
-).style.hide(axis="index").format(precision=1)
+table(
+    pd.DataFrame(
+        {
+            "sharing rings on the busiest NIC": [1, 2, 3, 4],
+            "iteration over 2 machines (ms)": [
+                allreduce_iteration_time(job, 4, machines=2, sharing=k) * 1e3 for k in (1, 2, 3, 4)
+            ],
+        }
+    ),
+    decimals={"iteration over 2 machines (ms)": 1},
+)

@@ -22,6 +22,8 @@
 # training run, and compares the shipped learned policies with the heuristics. The environment
 # and the agent are specified in `docs/rl.md`; the measured results are in `EXPERIMENTS.md`,
 # "Learned schedulers: results".
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import tempfile
@@ -30,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from smdlab.rl import make_env
+from smdlab.viz.notebook import show
 
 env = make_env()
 obs, info = env.reset(seed=0, options={"workload_seed": 1000})
@@ -102,7 +105,7 @@ if HAVE_TORCH:
     summary = train_dl2(out, config)
     print(f"{summary['steps']} updates in {summary['seconds']:.1f} s")
     curve = pd.read_csv(out / "curve.csv").assign(agent="dl2")
-    learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)").show()
+    show(learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)"))
 else:
     print("PyTorch is not installed (pip install -e '.[rl]'): the short run is skipped")
 
@@ -111,7 +114,32 @@ else:
 # `smdlab reproduce --only learning_curves`:
 
 # %%
-learning_curves_figure(learning_curves()).show()
+show(learning_curves_figure(learning_curves()))
+
+# %% [markdown]
+# Read the DeepRM-MM and SCHED² curves with care: both are training curves, not held-out
+# measures. The cell below reads each run's log and measures how far the curve moves from one
+# update to the next and between the phases of training. The held-out comparison is the next
+# section.
+
+# %%
+import json
+
+from IPython.display import Markdown
+
+from smdlab.paths import data_dir
+from smdlab.viz.takeaways import training_curve
+
+shipped = learning_curves()
+notes = []
+for agent in ("deeprm", "sched2"):
+    run = json.loads((data_dir() / agent / "train.json").read_text())
+    train = shipped[(shipped["agent"] == agent) & (shipped["kind"] == "train")]
+    notes.append(
+        f"- **{agent}** ({run['config']['warmup']} warm-up updates imitating a "
+        f"heuristic, then reinforcement learning): " + training_curve(train, run["config"])
+    )
+Markdown("\n".join(notes))
 
 # %% [markdown]
 # ## Learned against heuristics
@@ -125,17 +153,23 @@ learning_curves_figure(learning_curves()).show()
 # %%
 from smdlab.experiments.learned import learned_vs_heuristics
 from smdlab.viz.learned import learned_vs_heuristics_figure
+from smdlab.viz.notebook import percent, table
+from smdlab.viz.takeaways import learned_against_committed
 
 df = learned_vs_heuristics("tiny")
-learned_vs_heuristics_figure(df).show()
-table = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
-(table / table.loc["drf"] - 1).style.format("{:+.1%}")
+show(learned_vs_heuristics_figure(df))
+jct = df.pivot_table(index="policy", columns="workload", values="mean_jct_s", sort=False)
+change = (jct / jct.loc["drf"] - 1).rename_axis(columns="mean JCT vs DRF, per workload")
+table(change, formats=dict.fromkeys(change.columns, lambda c: ("+" if c > 0 else "") + percent(c)))
 
 # %% [markdown]
-# The figure in `figures/learned_vs_heuristics.png` and the numbers in `EXPERIMENTS.md` use the
-# held-out seeds 1000-1009. To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
-# `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.
+# One seed is a small sample: the cell below sets this run beside the committed figure
+# (`figures/learned_vs_heuristics.csv`, held-out seeds 1000-1009), workload by workload.
 
 # %%
-ratio = (table.loc["dl2"] / table.loc["drf"] - 1).round(3)
-print("mean JCT of DL2 relative to DRF here:", ratio.to_dict())
+committed = pd.read_csv(Path("..") / "figures" / "learned_vs_heuristics.csv")
+Markdown(learned_against_committed(df, committed))
+
+# %% [markdown]
+# To train your own agent: `smdlab train dl2 --steps N --out DIR`, then
+# `smdlab simulate --policy dl2 ...` with `get_policy("dl2", weights="DIR/weights.npz")`.

@@ -30,6 +30,8 @@
 #
 # The image networks' CPU cost per image comes from Synergy's profiles (msr-fiddle/synergy, MIT;
 # `data/pipelines/README.md`).
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import ipywidgets as widgets
@@ -39,6 +41,7 @@ import smdlab
 from smdlab.model.pipeline import data_stage_times
 from smdlab.model.timing import saturation_cpu
 from smdlab.viz.model import timeline_spec
+from smdlab.viz.notebook import percent, table
 from smdlab.widgets.live import figure_widget, sync_figure
 
 job = smdlab.make_job("demo", "googlenet", 1e6, pipeline=True)
@@ -106,8 +109,10 @@ for cores in (1, 2, 4, 8, 12, 16, 24):
             "speed / layered model": smdlab.speed(job, 1, 1, cpu=cores) / smdlab.speed(plain, 1, 1),
         }
     )
-pd.DataFrame(rows).style.hide(axis="index").format(precision=1).format(
-    {"speed / layered model": "{:.0%}"}
+table(
+    pd.DataFrame(rows),
+    decimals={"preprocessing (ms)": 1, "storage read (ms)": 1, "iteration τ (ms)": 1},
+    formats={"speed / layered model": lambda v: percent(v, 0)},
 )
 
 # %% [markdown]
@@ -130,14 +135,20 @@ for mem in (job.pipeline.process_mem_gb, 20, 50, 100, 150):
             * smdlab.iteration_time(job, 1, 1, cpu=64, mem_gb=mem),
         }
     )
-pd.DataFrame(mem_rows).style.hide(axis="index").format(precision=1).format(
-    {"dataset in page cache": "{:.0%}"}
+table(
+    pd.DataFrame(mem_rows),
+    decimals={
+        "memory per worker (GB)": 1,
+        "storage read (ms)": 1,
+        "iteration τ at 64 cores (ms)": 1,
+    },
+    formats={"dataset in page cache": lambda v: percent(v, 0)},
 )
 
 # %% [markdown]
 # ## Why schedulers care
 #
-# A cluster with 8 cores per GPU that gives every worker the same share ("GPU-proportional")
+# A cluster with few cores per GPU (the cell prints how many) that gives every worker the same share ("GPU-proportional")
 # starves GoogLeNet and MobileNetV2 and wastes cores on the text models, which need two. Synergy
 # (`synergy_tune`) gives each job its best-case demand where it fits; Muri (`muri_s`, `muri_l`)
 # interleaves jobs whose stages use different resources on one GPU set. See
@@ -149,10 +160,12 @@ from smdlab.workloads.synthetic import synthetic
 
 cluster = smdlab.Cluster.homogeneous(2, gpu=8, cpu=32, mem_gb=256)
 jobs = synthetic(16, cluster, seed=3, load=1.0, gpu_mix={1: 0.6, 2: 0.4})
+machine = cluster.machines[0]
+print(f"{machine.capacity['cpu'] / machine.capacity['gpu']:g} CPU cores per GPU, {len(jobs)} jobs")
 pd.DataFrame(
     {
         p: [smdlab.simulate(jobs, cluster, p, record_history=False).summary["mean_jct"] / 3600]
         for p in ("gpu_proportional", "synergy_tune")
     },
     index=["mean JCT (h)"],
-).style.format(precision=2)
+).pipe(table, decimals={"gpu_proportional": 2, "synergy_tune": 2})

@@ -22,6 +22,8 @@
 # shares a GPU like the Gavel type of the same family and nearest per-GPU batch. Specification and
 # validation: `docs/model.md`, "GPU sharing"; the simulator's sharing groups and the policies:
 # `docs/simulator.md`, "GPU sharing".
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import ipywidgets as widgets
@@ -38,6 +40,7 @@ from smdlab.model.colocation import (
     shared_rate_factors,
 )
 from smdlab.model.profiles import list_profiles
+from smdlab.viz.notebook import show, table
 from smdlab.viz.sharing import sharing_degree_figure
 
 model = default_colocation_model()
@@ -52,9 +55,21 @@ print(f"fitted on every measured pair: {len(model.jobs)} job types, GPU types {m
 
 # %%
 ev = evaluate_colocation(seed=0)
-ev[ev["split"] == "holdout"][
-    ["model", "mape_pct", "fit_accuracy", "fit_accuracy_single_gpu", "fitting_pairs"]
-].round(3)
+held_out = ev[ev["split"] == "holdout"]
+table(
+    held_out[["model", "mape_pct", "fit_accuracy", "fit_accuracy_single_gpu", "fitting_pairs"]]
+    .rename(
+        columns={
+            "mape_pct": "MAPE (%)",
+            "fit_accuracy": "memory call right",
+            "fit_accuracy_single_gpu": "memory call right, one GPU",
+            "fitting_pairs": "held-out pairs that fit",
+        }
+    )
+    .reset_index(drop=True),
+    decimals={"MAPE (%)": 1},
+    percent_cols=["memory call right", "memory call right, one GPU"],
+)
 
 # %% [markdown]
 # ## Pick two networks and a GPU type
@@ -128,24 +143,80 @@ _ = widgets.interact(
 pair_table("resnet50", 128, "bert_base", 32, "p100")
 
 # %% [markdown]
+# ## Does sharing pay?
+#
+# Whether sharing pays depends on how much work two jobs do together on one GPU. The cell below
+# measures it on Gavel's pairs (both jobs at scale factor 1, on one GPU, pairs that fit) and
+# sets it beside the committed full-size `jct_vs_sharing_degree` figure (notebook 05).
+
+# %%
+from pathlib import Path
+
+from IPython.display import Markdown
+
+pairs = MEASURED[
+    (MEASURED.scale_factor_a == 1)
+    & (MEASURED.scale_factor_b == 1)
+    & (MEASURED.placement == "consolidated")
+]
+
+
+def together(row) -> float:
+    """The two jobs' co-located rates as fractions of their solo rates, added (NaN: no solo rate)."""
+    try:
+        a = row.steps_per_s_a / SOLO.loc[(row.gpu_type, "consolidated", row.job_a, 1)]
+        b = row.steps_per_s_b / SOLO.loc[(row.gpu_type, "consolidated", row.job_b, 1)]
+    except KeyError:
+        return float("nan")
+    return float(a + b)
+
+
+combined = pairs.assign(combined=[together(r) for r in pairs.itertuples()])
+combined = combined[combined["combined"] > 0]  # pairs that fit in the GPU's memory
+median = combined.groupby("gpu_type")["combined"].median()
+overall = float(combined["combined"].median())
+full = pd.read_csv(Path("..") / "figures" / "jct_vs_sharing_degree.csv")
+jct = full.groupby(["label", "sharing_degree"])["mean_jct_s"].mean().unstack() / 3600
+alone = float(jct.loc["no sharing", 1])
+sharing = [p for p in jct.index if p not in ("no sharing", "tiresias")]
+best = {p: float(jct.loc[p, [d for d in jct.columns if d > 1]].min()) for p in sharing}
+slower = [p for p, h in best.items() if h > alone]
+Markdown(
+    f"In Gavel's {len(combined)} measured pairs that fit, two jobs on one GPU together do "
+    f"{overall:.2f} times the work of one job alone (median; "
+    + ", ".join(f"{g.upper()} {m:.2f}" for g, m in median.items())
+    + f"). A shared GPU adds about {overall - 1:.0%} of work, while each of its jobs runs at about "
+    f"{overall / 2:.0%} of its solo speed, so a job that shares finishes later unless it would "
+    f"otherwise have waited. In the committed figure ({full['seed'].nunique()} seeds), no sharing "
+    f"has a mean JCT of {alone:.2f} h; at its best sharing degree (2-4) "
+    + ", ".join(f"{p} has {h:.2f} h ({h / alone - 1:+.0%})" for p, h in best.items())
+    + f": {len(slower)} of {len(best)} sharing policies are slower than no sharing at every degree."
+)
+
+# %% [markdown]
 # ## Sharing policies on a small workload
 #
 # A short run of the `jct_vs_sharing_degree` experiment, smaller than its `tiny` size allows for
 # a curve (one seed, 24 online jobs at load 2.0 on 2 machines of 8 GPUs, a GPU holding 1 to 3
-# jobs): Gandiva (packing, time-slicing, migration), Horus
-# (lowest predicted combined utilisation), SJF-BSBF (best sharing benefit, with gradient
-# accumulation), SJF-FFS (pack when possible), Tiresias and no sharing. The full-size figure is
-# `figures/jct_vs_sharing_degree.png` (notebook 05). `gpu_sharing` is the mean number of jobs per
-# busy GPU; utilisation counts a shared GPU once. Whether sharing pays depends on the partners:
-# in Gavel's single-GPU pairs the two jobs' fractions of solo speed add up to a median of 1.05 on
-# K80, 1.13 on P100 and 1.36 on V100, so a packed GPU does only a little more work than a lone
-# job, and each shared job runs slower. At full size (notebook 05) sharing lengthens the mean JCT
-# of most policies at this load; this small run is one seed and says little either way.
+# jobs): Gandiva (packing, time-slicing, migration), Horus (lowest predicted combined
+# utilisation), SJF-BSBF (best sharing benefit, with gradient accumulation), SJF-FFS (pack when
+# possible), Tiresias and no sharing. One seed says little either way; the full-size figure is
+# `figures/jct_vs_sharing_degree.png` (notebook 05). "jobs per busy GPU" is the mean number of
+# jobs on a busy GPU; utilisation counts a shared GPU once.
 
 # %%
 small = get_config("tiny").replace(online_jobs=24, sharing_degree_values=(1, 2, 3))
 runs = jct_vs_sharing_degree(small)
-runs[["sharing_degree", "label", "mean_jct_s", "makespan_s", "util_gpu", "gpu_sharing"]].round(3)
+summary = runs.pivot_table(
+    index="label", columns="sharing_degree", values=["mean_jct_s", "gpu_sharing"], sort=False
+)
+short = pd.DataFrame(
+    {
+        **{f"mean JCT at {d} per GPU (h)": summary["mean_jct_s"][d] / 3600 for d in (1, 2, 3)},
+        **{f"jobs per busy GPU at {d}": summary["gpu_sharing"][d] for d in (2, 3)},
+    }
+).rename_axis("policy")
+table(short, decimals=dict.fromkeys(short.columns, 2))
 
 # %%
-sharing_degree_figure(runs).show()
+show(sharing_degree_figure(runs))

@@ -22,6 +22,8 @@
 # well smdlab's layered model predicts Gavel's measured consolidation and GPU-type ratios.
 # Specifications: `docs/heterogeneity.md` (cluster shape, speeds on a type, the Gavel policies)
 # and `docs/model.md` ("Validation against Gavel").
+#
+# Terms and abbreviations: [docs/glossary.md](../docs/glossary.md).
 
 # %%
 import pandas as pd
@@ -34,6 +36,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.policies.registry import get_policy
 from smdlab.sim import simulate
 from smdlab.sim.snapshot import placements_at
+from smdlab.viz.notebook import percent, show, table
 from smdlab.viz.racks import rack_figure
 
 # %% [markdown]
@@ -65,7 +68,7 @@ networks = ["resnet50", "lstm_lm", "bert_base", "densenet121", "vgg16"]
 ratios = pd.DataFrame(
     {t: [speed_ratio(n, t) for n in networks] for t in ("k80", "p100", "v100")}, index=networks
 )
-ratios.round(2)
+table(ratios.rename_axis("network"), decimals=dict.fromkeys(ratios.columns, 2))
 
 # %% [markdown]
 # ## The workload on the racks
@@ -79,7 +82,7 @@ ratios.round(2)
 # %%
 jobs = hetero_jobs(24, seed=0)
 (snap,) = placements_at(jobs, cluster, "fifo", [3600.0])
-rack_figure(snap, title="FIFO, t = 1 h: each job's workers on the GPUs they hold").show()
+show(rack_figure(snap, title="FIFO, t = 1 h: each job's workers on the GPUs they hold"))
 
 # %% [markdown]
 # ## Heterogeneity-aware against agnostic allocation
@@ -96,7 +99,7 @@ policies = {
 }
 for label, policy in policies.items():
     (snap,) = placements_at(jobs, cluster, policy, [3600.0])
-    rack_figure(snap, title=f"Gavel max-sum, {label}, t = 1 h").show()
+    show(rack_figure(snap, title=f"Gavel max-sum, {label}, t = 1 h"))
 
 # %% [markdown]
 # What did it cost, and where did each network run? First the mean JCT, makespan and time-weighted
@@ -117,10 +120,14 @@ summary = pd.DataFrame(
     }
 )
 print(
-    "agnostic / aware mean JCT:",
-    round(summary.loc["mean JCT (h)", "agnostic"] / summary.loc["mean JCT (h)", "aware"], 3),
+    "agnostic / aware mean JCT: "
+    f"{summary.loc['mean JCT (h)', 'agnostic'] / summary.loc['mean JCT (h)', 'aware']:.3f}"
 )
-summary.round(3)
+table(
+    summary.T.rename_axis("allocation"),
+    decimals={"mean JCT (h)": 2, "makespan (h)": 2},
+    percent_cols=[f"{t} busy" for t in ("k80", "p100", "v100")],
+)
 
 # %%
 types = [m.gpu_type for m in cluster.machines]
@@ -136,7 +143,11 @@ for label, policy in policies.items():
 where = pd.DataFrame(samples).pivot_table(
     index=["allocation", "network"], columns="type", aggfunc="size", fill_value=0
 )
-(where.div(where.sum(axis=1), axis=0) * 100).round(0)
+shares = where.div(where.sum(axis=1), axis=0)
+table(
+    shares.rename(columns=lambda t: f"on {t}"),
+    formats=dict.fromkeys([f"on {t}" for t in shares.columns], lambda v: percent(v, 0)),
+)
 
 # %% [markdown]
 # Read the last table beside the speed ratios at the top. Max-sum maximises the total samples per
@@ -155,6 +166,23 @@ where = pd.DataFrame(samples).pivot_table(
 # and the assumptions.
 
 # %%
+from IPython.display import Markdown, display
+
+from smdlab.viz.takeaways import consolidation_errors
+
 validation = run_experiment("consolidation_validation", "tiny")
-make_figure("consolidation_validation", validation).show()
-error_table(validation).round(2)
+show(make_figure("consolidation_validation", validation))
+errors = error_table(validation).rename(
+    columns={
+        "mape_pct": "MAPE (%)",
+        "measured_median": "measured (median)",
+        "predicted_median": "predicted (median)",
+    }
+)
+display(Markdown(consolidation_errors(validation)))
+table(
+    errors,
+    decimals={"MAPE (%)": 1, "measured (median)": 2, "predicted (median)": 2},
+    summary=f"MAPE per family and case over {int(errors['points'].sum())} points "
+    "(ratios: spread / consolidated, and each type / V100)",
+)

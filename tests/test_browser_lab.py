@@ -11,38 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _browser import CHROMIUM, _free_port, _jupyter_env, _start, _stop, _wait_http
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
+# Built from its .py source into a temporary folder by the notebook_copy fixture.
 EXPLORER = REPO / "notebooks" / "03_explorer.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = shutil.which("chromium")
-# Flags from docs/toolchain notes: headless Debian chromium as root, no network side traffic.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SERVER_START_S = 90
 RUN_ALL_S = 150
 CHANGE_S = 30
@@ -63,79 +47,16 @@ if CHROMIUM is None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _jupyter_env(tmp: Path) -> dict[str, str]:
-    """Environment with every Jupyter folder inside ``tmp``, and JupyterLab's news/update pop-ups off."""
-    env = dict(os.environ)
-    for var, sub in (
-        ("JUPYTER_CONFIG_DIR", "config"),
-        ("JUPYTER_DATA_DIR", "data"),
-        ("JUPYTER_RUNTIME_DIR", "runtime"),
-        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
-    ):
-        (tmp / sub).mkdir(parents=True, exist_ok=True)
-        env[var] = str(tmp / sub)
-    notif = tmp / "settings" / "@jupyterlab" / "apputils-extension"
-    notif.mkdir(parents=True, exist_ok=True)
-    settings = {"fetchNews": "false", "checkForUpdates": False}
-    (notif / "notification.jupyterlab-settings").write_text(json.dumps(settings))
-    env.pop("JUPYTER_TOKEN", None)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"server exited with {proc.returncode}; log:\n{log.read_text()[-3000:]}"
-            )
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(
-        f"server not ready at {url} after {timeout} s; log:\n{log.read_text()[-3000:]}"
-    )
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the server we started and everything in its process group (its kernels)."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):  # kernels left behind by a slow shutdown
-        os.killpg(proc.pid, signal.SIGKILL)
-    if proc.poll() is None:
-        proc.wait(timeout=10)
-
-
-def _start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
-    with open(log, "wb") as fh:
-        return subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
 @pytest.fixture
 def notebook_copy(tmp_path: Path) -> Path:
-    """The explorer notebook copied into a fresh served folder."""
-    assert EXPLORER.exists(), f"{EXPLORER} is missing"
+    """The explorer notebook built from its source into a fresh served folder."""
+    import jupytext
+
     root = tmp_path / "root"
     root.mkdir()
-    return Path(shutil.copy(EXPLORER, root / EXPLORER.name))
+    out = root / EXPLORER.name
+    jupytext.write(jupytext.read(EXPLORER.with_suffix(".py")), out)
+    return out
 
 
 @pytest.fixture
@@ -187,23 +108,6 @@ def voila_server(tmp_path: Path, notebook_copy: Path) -> Iterator[str]:
         yield base
     finally:
         _stop(proc)
-
-
-@pytest.fixture
-def page():
-    """A fresh page in headless Debian chromium (closed, with its browser, afterwards)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            pg.on("pageerror", lambda exc: errors.append(str(exc)))
-            pg.js_errors = errors  # type: ignore[attr-defined]
-            yield pg
-        finally:
-            browser.close()
 
 
 def _plot_state(pg) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
+import jupytext
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -15,9 +15,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 def test_paper_notebook_makes_every_figure_through_the_reproduce_functions():
     from smdlab.experiments import list_figures
 
-    nb = nbformat.read(NOTEBOOKS / "05_paper_figures.ipynb", as_version=4)
+    nb = jupytext.read(NOTEBOOKS / "05_paper_figures.py")
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "from smdlab.experiments import" in source
     assert "figure(name, SOURCE)" in source  # recomputing goes through the reproduce functions
     for name in list_figures():
-        assert f'show("{name}")' in source, name
+        assert f'draw("{name}")' in source, name

@@ -1,53 +1,48 @@
-"""Every notebook in notebooks/ runs top to bottom on a fresh python3 kernel and agrees with its source.
+"""Every notebook in notebooks/ runs top to bottom on a fresh python3 kernel from its source.
 
-The source of each notebook is its jupytext percent-format ``.py`` file; ``make notebooks`` builds
-the ``.ipynb`` from it. The ``.ipynb`` files are stored without outputs.
+The source of each notebook is its jupytext percent-format ``.py`` file, the only file of it that
+git tracks; ``make notebooks`` builds the ``.ipynb`` beside it (ignored by git), and
+``notebooks/jupytext.toml`` pairs the two, so saving in JupyterLab writes cells (never outputs)
+back to the ``.py``.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import jupytext
-import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-OURS = tuple(f"{p.stem}.ipynb" for p in sorted(NOTEBOOKS.glob("[0-9]*.py")))  # the sources
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+OURS = tuple(p.name for p in sorted(NOTEBOOKS.glob("[0-9]*.py")))  # the sources
 CELL_TIMEOUT_S = 120  # no cell may run longer than two minutes
 BUDGET_S = 120  # nor any whole notebook: each runs in under 2 minutes
 
 
-def _cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
-    """What a notebook says: each cell's type and source (ids, outputs and counts ignored)."""
-    return [(c.cell_type, c.source) for c in nb.cells]
-
-
-def test_every_notebook_has_a_text_source():
-    assert len(OURS) >= 5 and set(OURS) == set(ALL)
+def test_every_notebook_is_a_paired_text_source_and_its_ipynb_is_ignored():
+    assert len(OURS) >= 5
+    config = tomllib.loads((NOTEBOOKS / "jupytext.toml").read_text())
+    assert config["formats"] == "ipynb,py:percent"
+    assert "notebooks/*.ipynb" in (REPO / ".gitignore").read_text().splitlines()
 
 
 @pytest.mark.parametrize("name", OURS)
-def test_notebook_agrees_with_its_source(name):
-    built = jupytext.read(NOTEBOOKS / name.replace(".ipynb", ".py"))
-    stored = nbformat.read(NOTEBOOKS / name, as_version=4)
-    assert _cells(stored) == _cells(built), f"{name} is stale: run make notebooks"
-    assert stored.metadata.kernelspec.name == built.metadata.kernelspec.name
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_notebook_is_stored_without_outputs(name):
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(not c.outputs and c.execution_count is None for c in code)
+def test_notebook_source_reads_as_a_python3_notebook(name):
+    nb = jupytext.read(NOTEBOOKS / name)
     assert nb.metadata.kernelspec.name == "python3"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(not c.outputs for c in code)
+    assert "(../docs/glossary.md)" in nb.cells[0].source  # every notebook links the glossary
+    assert (REPO / "docs" / "glossary.md").is_file()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", OURS)
 def test_notebook_runs_top_to_bottom(name):
     from jupyter_client.kernelspec import KernelSpecManager
     from nbclient import NotebookClient
@@ -58,7 +53,7 @@ def test_notebook_runs_top_to_bottom(name):
         argv[0] in ("python", "python3", sys.executable)
         or Path(argv[0]).resolve() == Path(sys.executable).resolve()
     )
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nb = jupytext.read(NOTEBOOKS / name)
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,

@@ -5,6 +5,9 @@
 - sim: ``jct_cdf_figure``, ``policy_summary_figure``, ``utilisation_figure``, ``job_gantt_figure``.
 - decomposition: the SMD subproblem taken apart (``ratio_table``, ``subproblem_step``, ``speed_heatmap_figure``).
 - experiments: figures of the numerical experiments (``smdlab reproduce``).
+- notebook: how the notebooks show figures and tables (``show``: at the output area's width,
+  axes checked against their data; ``table``: the one table style).
+- takeaways: the notebooks' takeaways, written from the values their cells computed.
 SMD results are labelled "SMD (reconstructed model)" (``smdlab.viz.style.SMD_LABEL``).
 """
 
