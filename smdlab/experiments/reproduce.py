@@ -36,7 +36,6 @@ DEFAULT_FORMATS = ("png", "svg", "csv")
 # printed digit. No fixed number of digits can exclude it: a value that lies on a rounding
 # boundary prints either way (docs/reliability.md, section 5).
 CSV_FLOAT_FORMAT = "%.6g"
-NOTEBOOK = "notebooks/05_paper_figures.ipynb"
 
 
 @dataclass(frozen=True)
