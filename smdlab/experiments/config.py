@@ -31,6 +31,12 @@ JCT_POLICIES: tuple[str, ...] = (
     "milp",
 )
 
+# Gavel's continuous-arrival traces of the rate sweep (seed 0, 300 jobs; data/traces/README.md).
+GAVEL_SWEEP_TRACES: tuple[str, ...] = tuple(
+    f"seed0_rate{r}_300jobs"
+    for r in ("0.5", "1.0", "1.5", "2.0", "2.5", "3.0", "4.0", "5.0", "6.0")
+)
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:
@@ -75,6 +81,9 @@ class ExperimentConfig:
         seeds of the training workload: one per seed in ``seeds``).
     sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
     sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
+    gavel_traces: the Gavel traces of ``gavel_rate_sweep`` (stems of ``data/traces/gavel/*.trace``
+        listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
+        seed, cluster, measurement window and Gavel's own window averages).
     """
 
     name: str
@@ -111,6 +120,7 @@ class ExperimentConfig:
     learned_philly_jobs: int = 60
     sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
     sharing_load: float = 2.0
+    gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -125,6 +135,7 @@ class ExperimentConfig:
             "cpu_per_gpu_values",
             "muri_load_values",
             "sharing_degree_values",
+            "gavel_traces",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -133,6 +144,7 @@ class ExperimentConfig:
             self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
+        object.__setattr__(self, "gavel_traces", tuple(self.gavel_traces))
         check_choice("demands", self.demands, ("per_network", "uniform"))
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
@@ -165,6 +177,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=16,
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
+        gavel_traces=("seed0_rate0.5_300jobs", "seed0_rate2.0_300jobs", "seed0_rate6.0_300jobs"),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -188,6 +201,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=4,
         learned_philly_jobs=20,
         sharing_degree_values=(1, 2),
+        gavel_traces=("seed3_rate0.4_60jobs",),
     ),
 }
 
