@@ -177,7 +177,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=16,
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
-        gavel_traces=("seed0_rate0.5_300jobs", "seed0_rate2.0_300jobs", "seed0_rate6.0_300jobs"),
+        gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
