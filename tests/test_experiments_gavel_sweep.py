@@ -13,14 +13,12 @@ from smdlab.experiments.gavel_sweep import (
     AGNOSTIC,
     AWARE,
     COLUMNS,
-    GAVEL,
-    PAPER_GAIN,
-    SMDLAB,
     gavel_dir,
     gavel_rate_sweep,
     gavel_reference,
 )
 from smdlab.solve.gavel_lp import ecos_available
+from smdlab.viz.gavel_sweep import GAVEL, PAPER_GAIN, SMDLAB
 
 
 @pytest.fixture(scope="module")

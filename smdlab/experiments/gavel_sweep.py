@@ -9,7 +9,8 @@ trace's measurement window) is computed here. Gavel's own simulator's window ave
 traces are read from ``data/traces/gavel/reference/rate_sweep.csv`` (a reference run of
 stanford-futuredata/gavel c4fa400, MIT licence, Copyright (c) 2020 Stanford Future Data Systems;
 provenance in ``data/traces/README.md``), never recomputed. Gavel's paper (Narayanan et al.,
-OSDI 2020) reports the aware policy cutting average JCT by up to 3.5x (``PAPER_GAIN``).
+OSDI 2020) reports the aware policy cutting average JCT by up to 3.5x (the figure's line,
+``smdlab.viz.gavel_sweep.PAPER_GAIN``).
 
 LPs are solved with ECOS when cvxpy and ECOS are installed (Gavel's solver; every job then matches
 Gavel's), else with HiGHS; the CSV's ``solver`` column says which.
@@ -26,13 +27,10 @@ import pandas as pd
 from smdlab.errors import InvalidInput
 from smdlab.experiments.config import ExperimentConfig, get_config
 from smdlab.paths import data_dir
+from smdlab.viz.gavel_sweep import GAVEL, SMDLAB
 
 AGNOSTIC = "max_min_fairness"  # Gavel's LAS, blind to GPU types
 AWARE = "max_min_fairness_perf"  # Gavel's heterogeneity-aware LAS
-SMDLAB = "smdlab (Gavel mode)"
-GAVEL = "Gavel's simulator (reference data)"
-# Gavel's paper, abstract: average JCT up to 3.5x lower than heterogeneity-agnostic policies.
-PAPER_GAIN = 3.5
 REFERENCE_COLUMNS = (
     "trace",
     "rate_jobs_per_h",
