@@ -31,6 +31,12 @@ JCT_POLICIES: tuple[str, ...] = (
     "milp",
 )
 
+# Gavel's continuous-arrival traces of the rate sweep (seed 0, 300 jobs; data/traces/README.md).
+GAVEL_SWEEP_TRACES: tuple[str, ...] = tuple(
+    f"seed0_rate{r}_300jobs"
+    for r in ("0.5", "1.0", "1.5", "2.0", "2.5", "3.0", "4.0", "5.0", "6.0")
+)
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:
@@ -77,6 +83,9 @@ class ExperimentConfig:
     sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
     deeprm_loads: offered loads of ``deeprm_slowdown_vs_load`` (DeepRM's own environment).
     deeprm_jobsets: held-out jobsets per load there (workload seeds from 1,000 up).
+    gavel_traces: the Gavel traces of ``gavel_rate_sweep`` (stems of ``data/traces/gavel/*.trace``
+        listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
+        seed, cluster, measurement window and Gavel's own window averages).
     """
 
     name: str
@@ -115,6 +124,7 @@ class ExperimentConfig:
     sharing_load: float = 2.0
     deeprm_loads: tuple[float, ...] = (0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7)
     deeprm_jobsets: int = 50
+    gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -130,6 +140,7 @@ class ExperimentConfig:
             "muri_load_values",
             "sharing_degree_values",
             "deeprm_loads",
+            "gavel_traces",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -138,6 +149,7 @@ class ExperimentConfig:
             self, "gpu_mix", tuple((int(k), float(v)) for k, v in dict(self.gpu_mix).items())
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
+        object.__setattr__(self, "gavel_traces", tuple(self.gavel_traces))
         check_choice("demands", self.demands, ("per_network", "uniform"))
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
@@ -171,6 +183,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
         deeprm_jobsets=10,
+        gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -196,6 +209,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         sharing_degree_values=(1, 2),
         deeprm_loads=(0.7, 1.3),
         deeprm_jobsets=2,
+        gavel_traces=("seed3_rate0.4_60jobs",),
     ),
 }
 
