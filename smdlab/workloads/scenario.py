@@ -73,7 +73,7 @@ from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
 WorkloadKind = Literal[
-    "synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri", "synergy"
+    "synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri", "synergy", "chronus"
 ]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
@@ -83,6 +83,7 @@ INPUT_READERS: dict[str, str] = {
     "gavel": "smdlab.workloads.gavel:load_gavel",
     "muri": "smdlab.workloads.muri:load_muri",
     "synergy": "smdlab.workloads.synergy:read_synergy",
+    "chronus": "smdlab.workloads.chronus:load_chronus",
 }
 _TOP_KEYS = (
     "name",
@@ -148,6 +149,7 @@ _WL_KEYS = {
     "gavel": ("kind", "path", "jobs"),
     "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
     "synergy": ("kind", "path", "jobs"),
+    "chronus": ("kind", "path", "jobs", "start", "rate_scale"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
