@@ -60,6 +60,8 @@ _BUILTIN: dict[str, str] = {
     "gavel_fifo_perf": "smdlab.policies.heterogeneity.gavel_own:GavelFifoPerf",
     "hetero_placement": "smdlab.policies.heterogeneity.hetero_placement:HeteroPlacement",
     "liquid": "smdlab.policies.heterogeneity.liquid:Liquid",
+    "edf": "smdlab.policies.deadline.edf:EDF",
+    "lsf": "smdlab.policies.deadline.lsf:LSF",
 }
 _EXTRA: dict[str, Any] = {}
 
