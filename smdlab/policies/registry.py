@@ -62,6 +62,7 @@ _BUILTIN: dict[str, str] = {
     "liquid": "smdlab.policies.heterogeneity.liquid:Liquid",
     "edf": "smdlab.policies.deadline.edf:EDF",
     "lsf": "smdlab.policies.deadline.lsf:LSF",
+    "chronus": "smdlab.policies.deadline.chronus:Chronus",
 }
 _EXTRA: dict[str, Any] = {}
 
