@@ -380,7 +380,9 @@ class _Simulator(Engine):
                 )
                 if self.queued and not self.running and k >= n_arr:
                     idle_points += 1
-                    if self.delta is None or idle_points > 2:
+                    # A policy that asked for a later decision point (wake_at) may wait for it
+                    # as a slotted one waits for its next slot.
+                    if (self.delta is None and next_wake == math.inf) or idle_points > 2:
                         raise Stalled(
                             f"policy {self.policy_name!r} started no job on an idle cluster at t={t:g} while "
                             f"{len(self.queued)} jobs wait (first: {next(iter(self.queued))!r}) and no arrival "

@@ -140,8 +140,10 @@ class Chronus(Policy):
     """Chronus' lease scheduler (module docstring; docs/deadlines.md)."""
 
     name = "chronus"
-    execution: Execution = "preemptive"
-    executions = ("non_elastic", "preemptive")
+    # Elastic only so that the simulator asks it at every lease boundary, also when no job waits
+    # (it releases every running job there); it never resizes a running job.
+    execution: Execution = "elastic"
+    executions = ("non_elastic", "preemptive", "elastic")
 
     def __init__(
         self, lease_s: float = 1200.0, time_limit: float = 5.0, solver: str = "milp",
@@ -198,8 +200,8 @@ class Chronus(Policy):
         minute = math.floor(t / 60.0 + 1e-9)
         wake = (minute + 1) * 60.0
         on_minute = abs(t - minute * 60.0) < 1e-6
-        idle = not state.running
-        if (not on_minute and not idle) or minute == self.last_minute:
+        idle = False  # the artifact waits for its 5-minute marks even on an idle cluster
+        if not on_minute or minute == self.last_minute:
             return Decision(wake_at=wake if minute % 2 == 0 else wake + 60.0)
         self.last_minute = minute
         step = _Step(state, np.array(state.free, dtype=float), {r.job.name: r for r in state.running})
@@ -234,7 +236,10 @@ class Chronus(Policy):
             if plan is None:
                 plan = self.plans[name] = self._plan(e, state)
                 plan.prio = -99  # not admitted yet
-            plan.progress = (e.job.samples - e.remaining) / plan.speed / 60.0
+            if plan.gpus > 0:  # minutes held, restart pauses included (the artifact's progress)
+                plan.progress = e.attained_service / plan.gpus / 60.0
+            else:
+                plan.progress = (e.job.samples - e.remaining) / plan.speed / 60.0
         for name in [n for n in self.plans if n not in seen]:
             self.observe_finished(self.plans.pop(name), state)
         minute = state.time / 60.0
@@ -243,7 +248,7 @@ class Chronus(Policy):
             if plan.prio == -99:
                 continue
             at_lease = abs(minute / lease_min - round(minute / lease_min)) < 1e-9
-            if plan.progress >= plan.est and (at_lease or not plan.occupy) and plan.prio != BEST:
+            if plan.progress >= plan.est and (at_lease or not plan.occupy):
                 plan.prio, plan.cache, plan.fake_force, plan.mip = UNACCEPTED, None, True, False
             elif plan.prio == ACCEPTED and not (plan.occupy or plan.force):
                 self._shrink(plan)
@@ -325,7 +330,7 @@ class Chronus(Policy):
             for name, (vid, cols) in fresh.items():
                 self.plans[name].cache = (vid, {k + c for c in cols})
             for p in self.plans.values():
-                if p.prio == ACCEPTED and p.mip and p.still > 0 and p.cache is None:
+                if p.prio == ACCEPTED and p.cache is None:
                     p.prio = UNACCEPTED
         if rows:
             self.lease_solves.append((step.state.time, status, len(rows), time.perf_counter() - t0))
@@ -345,7 +350,7 @@ class Chronus(Policy):
         base = math.floor(minute / lease_min + 1e-9) + 1
         total = self._total(step.state)
         new = sorted(
-            (p for p in self.plans.values() if p.prio == -99 and (p.submit <= minute + 1e-9 or not step.state.running)),
+            (p for p in self.plans.values() if p.prio == -99 and p.submit <= minute + 1e-9),
             key=lambda p: p.submit,
         )
         if not new:
@@ -381,12 +386,12 @@ class Chronus(Policy):
                         right = mid
                     else:
                         left = mid + 1
-                if lease_min * (right + base) - p.submit <= p.deadlines[-1] + 1e-9:
-                    ok = True
-                    mine[-1] = _lease.Row(last.job, last.vid, last.res, last.req, right, last.value)
-                else:
+                mine[-1] = _lease.Row(last.job, last.vid, last.res, last.req, right, last.value)
+                if lease_min * (right + base) - p.submit > p.deadlines[-1] + 1e-9:
+                    # Rejected; its rows stay for the rest of this batch (the artifact's phantom).
                     p.prio = UNACCEPTED
                     self.unaccepted_count += 1
+                    rows += mine
                     continue
             p.deadline = lease_min * (mine[-1].maxl + base) - p.submit
             rows += mine
@@ -405,7 +410,7 @@ class Chronus(Policy):
 
     @staticmethod
     def _best_key(p: JobPlan) -> tuple:
-        return (p.fake_force, min(p.prio, UNACCEPTED), p.emergence, -p.submit)
+        return (p.fake_force, min(p.prio, UNACCEPTED), p.emergence, -p.submit, p.prio)
 
     def _flush_pending(self, step: _Step, minute: int) -> None:
         lease_min = self.lease_s / 60.0
