@@ -75,7 +75,11 @@ def chronus_parity(
     if not set(names) <= set(ours.index):
         raise InvalidInput(f"{reference}: job ids not in {trace}")
     table = pd.DataFrame(
-        {"job_id": names, "end_time": ref["end_time"], "ours_end": ours.loc[names, "finish"].to_numpy() / 60.0}
+        {
+            "job_id": names,
+            "end_time": ref["end_time"],
+            "ours_end": ours["finish"].reindex(names.to_numpy()).to_numpy() / 60.0,
+        }
     )
     table["diff"] = table["ours_end"] - table["end_time"]
     s = res.summary

@@ -15,6 +15,7 @@ Copyright (c) 2021 S-Lab System Group):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,9 +50,9 @@ class SLO:
             check_positive(f"deadlines_s[{i}]", x)
         for i, x in enumerate(v):
             check_positive(f"values[{i}]", x)
-        if any(b <= a for a, b in zip(d, d[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(d)):
             raise InvalidInput(f"deadlines_s must be strictly increasing, got {list(d)}")
-        if any(b >= a for a, b in zip(v, v[1:], strict=False)):
+        if any(b >= a for a, b in itertools.pairwise(v)):
             raise InvalidInput(f"values must be strictly decreasing, got {list(v)}")
         check_choice("kind", self.kind, SLO_KINDS)
         object.__setattr__(self, "deadlines_s", d)
@@ -101,9 +102,7 @@ def make_slo(
     vals = values if values is not None else [1.0] * len(deadlines_s)
     slo = SLO(tuple(deadlines_s), tuple(vals), job_type)
     if job_type == "strict" and len(slo.deadlines_s) != 1:
-        raise InvalidInput(
-            f"a strict job has exactly one deadline, got {len(slo.deadlines_s)}"
-        )
+        raise InvalidInput(f"a strict job has exactly one deadline, got {len(slo.deadlines_s)}")
     return slo
 
 

@@ -63,6 +63,7 @@ _BUILTIN: dict[str, str] = {
     "edf": "smdlab.policies.deadline.edf:EDF",
     "lsf": "smdlab.policies.deadline.lsf:LSF",
     "chronus": "smdlab.policies.deadline.chronus:Chronus",
+    "unisched": "smdlab.policies.deadline.unisched:UniSched",
 }
 _EXTRA: dict[str, Any] = {}
 

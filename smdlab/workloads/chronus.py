@@ -23,10 +23,12 @@ Rows are taken in submit order (stable); ``start`` skips that many, ``first`` ke
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import warnings
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,16 +85,17 @@ def _options(text: object, field: str, where: str) -> tuple[float, ...]:
 _CACHE: dict[tuple[str, str, str], SLO] = {}
 
 
-def _slo(row: dict[str, object], where: str) -> SLO | None:
+def _slo(row: Mapping[Any, Any], where: str) -> SLO | None:
     kind = str(row["job_type"]).strip()
     if kind not in JOB_TYPES:
         raise InvalidInput(f"{where}: job_type must be one of {', '.join(JOB_TYPES)}, got {kind!r}")
     flag = str(row.get("best_effort", "")).strip()
-    if flag not in ("", "nan"):
-        if flag not in ("0", "1", "0.0", "1.0") or (float(flag) == 1) != (kind == "best"):
-            raise InvalidInput(
-                f"{where}: best_effort must be 1 exactly for job_type 'best' (else 0), got {flag!r}"
-            )
+    if flag not in ("", "nan") and (
+        flag not in ("0", "1", "0.0", "1.0") or (float(flag) == 1) != (kind == "best")
+    ):
+        raise InvalidInput(
+            f"{where}: best_effort must be 1 exactly for job_type 'best' (else 0), got {flag!r}"
+        )
     if kind == "best":
         return None
     key = (kind, str(row["expect_time_list"]), str(row["expect_value_list"]))
@@ -109,7 +112,7 @@ def _slo(row: dict[str, object], where: str) -> SLO | None:
         raise InvalidInput(
             f"{where}: expect_time_list must hold deadlines > 0 minutes, got {row['expect_time_list']!r}"
         )
-    if any(b >= a for a, b in zip(values, values[1:], strict=False)):
+    if any(b >= a for a, b in itertools.pairwise(values)):
         raise InvalidInput(
             f"{where}: expect_value_list must be strictly decreasing, got {row['expect_value_list']!r}"
         )

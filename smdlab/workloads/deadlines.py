@@ -88,8 +88,6 @@ def with_deadlines(
         else:
             s = lo
         d = s * isolated_duration(job, mode)
-        slo = SLO(
-            (d, *(d * f for f in factors)), (value, *values), "soft" if factors else "strict"
-        )
+        slo = SLO((d, *(d * f for f in factors)), (value, *values), "soft" if factors else "strict")
         out.append(job.replace(slo=slo))
     return out

@@ -431,7 +431,11 @@ def load_csv(path: str | os.PathLike, **options) -> list[Job]:
 
     if all(c in header for c in CHRONUS_COLUMNS):
         allowed = {"first", "start", "rate_scale", "mode", "device", "cluster"}
-        extra = sorted(k for k, v in options.items() if k not in allowed | {"seed"} and v is not None)
+        # a scenario's job-shape keys carried over to any file: the trace fixes the job shape
+        carried = {"seed", "demands", "task_bw_gbps", "cap_factor"}
+        extra = sorted(
+            k for k, v in options.items() if k not in allowed | carried and v is not None
+        )
         if extra:
             raise InvalidInput(
                 f"{p}: option(s) {', '.join(extra)} do not apply to a Chronus-format trace"

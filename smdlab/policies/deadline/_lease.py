@@ -124,7 +124,7 @@ def milp_selection(
     if sum(max(r.res for r in rs) for rs in by_job.values()) <= cols.min():
         # Every job fits every lease at once: no lease binds, and the MILP's optimum is each
         # job's most valuable option it has leases for, holding lease 0 iff the sign is +1.
-        out = {}
+        out: dict[str, tuple[int, list[int]]] = {}
         for name, rs in by_job.items():
             best = max((r for r in rs if r.req <= r.maxl), key=lambda r: (r.value, -r.vid))
             first = 0 if use_now > 0 else best.maxl - best.req
@@ -193,9 +193,9 @@ def milp_selection(
     )  # fmt: skip
     if res.x is None:
         return None, res.status
-    out: dict[str, tuple[int, list[int]]] = {}
+    chosen: dict[str, tuple[int, list[int]]] = {}
     for k, r in enumerate(rows):
         if res.x[nx + k] > 0.5:
             x = res.x[int(starts[k]) : int(starts[k + 1])]
-            out[r.job] = (r.vid, [int(i) for i in np.flatnonzero(x > 0.5)])
-    return out, res.status
+            chosen[r.job] = (r.vid, [int(i) for i in np.flatnonzero(x > 0.5)])
+    return chosen, res.status

@@ -104,7 +104,11 @@ class _Step:
 
     def release(self, name: str) -> None:
         r = self.running[name]
-        self.free += usage(r.placement.tasks, *task_vectors(r.job, self.state.cluster.resources), self.free.shape[0])
+        self.free += usage(
+            r.placement.tasks,
+            *task_vectors(r.job, self.state.cluster.resources),
+            self.free.shape[0],
+        )
         self.released.add(name)
 
     def is_running(self, name: str) -> bool:
@@ -177,12 +181,16 @@ class Chronus(Policy):
         w, p = request(job)
         wv, pv = task_vectors(job, state.cluster.resources)
         res = state.cluster.resources
-        g = int(round(float((w * wv + p * pv)[res.index("gpu")]))) if "gpu" in res else 1
+        g = round(float((w * wv + p * pv)[res.index("gpu")])) if "gpu" in res else 1
+        # a request larger than the cluster runs on what fits (bundles), as in every policy here
+        g = min(g, int(self._total(state)))
         d = self.duration_min(job, state)
         restart = (job.restart_s if job.restart_s is not None else state.restart_s) / 60.0
         lease = self.lease_s / 60.0
         est = int(d * (1 + restart / lease) * PADDING)
-        plan = JobPlan(job, g, job.arrival / 60.0, d, max(est, 1), BEST if job.slo is None else ACCEPTED)
+        plan = JobPlan(
+            job, g, job.arrival / 60.0, d, max(est, 1), BEST if job.slo is None else ACCEPTED
+        )
         plan.speed = float(job_speeds(job, state.mode)[w - 1, p - 1])
         if job.slo is not None:
             plan.deadlines = tuple(x / 60.0 for x in job.slo.deadlines_s)
@@ -204,7 +212,9 @@ class Chronus(Policy):
         if not on_minute or minute == self.last_minute:
             return Decision(wake_at=wake if minute % 2 == 0 else wake + 60.0)
         self.last_minute = minute
-        step = _Step(state, np.array(state.free, dtype=float), {r.job.name: r for r in state.running})
+        step = _Step(
+            state, np.array(state.free, dtype=float), {r.job.name: r for r in state.running}
+        )
         self._sync(state, step)
         lease_min = self.lease_s / 60.0
         at_lease = on_minute and (minute % lease_min) < 1e-9
@@ -216,7 +226,9 @@ class Chronus(Policy):
         if minute % 2 == 1 or idle:
             self._fill(step)
         preempt = tuple(sorted(step.released)) if state.preemptive else ()
-        return Decision(tuple(step.starts.values()), preempt, wake_at=self._next_minute(step, minute))
+        return Decision(
+            tuple(step.starts.values()), preempt, wake_at=self._next_minute(step, minute)
+        )
 
     def _next_minute(self, step: _Step, minute: int) -> float:
         """The next minute anything can change: a 5-minute mark, or an odd minute that can fill."""
@@ -227,11 +239,13 @@ class Chronus(Policy):
 
     def _sync(self, state: ClusterState, step: _Step) -> None:
         """New jobs get a plan; progress is read; finished jobs are forgotten; overdue jobs forced."""
-        seen = set()
         lease_min = self.lease_s / 60.0
-        for e in (*state.running, *state.queued):
+        entries: list[QueuedJob | RunningJob] = [*state.running, *state.queued]
+        seen = {e.job.name for e in entries}
+        for name in [n for n in self.plans if n not in seen]:  # finished since: learn first
+            self.observe_finished(self.plans.pop(name), state)
+        for e in entries:
             name = e.job.name
-            seen.add(name)
             plan = self.plans.get(name)
             if plan is None:
                 plan = self.plans[name] = self._plan(e, state)
@@ -240,8 +254,6 @@ class Chronus(Policy):
                 plan.progress = e.attained_service / plan.gpus / 60.0
             else:
                 plan.progress = (e.job.samples - e.remaining) / plan.speed / 60.0
-        for name in [n for n in self.plans if n not in seen]:
-            self.observe_finished(self.plans.pop(name), state)
         minute = state.time / 60.0
         for name in step.running:
             plan = self.plans[name]
@@ -259,7 +271,7 @@ class Chronus(Policy):
         still = math.ceil((plan.est - plan.progress) / lease_min)
         if still < plan.still:
             if plan.cache is not None:
-                vid, leases = plan.cache
+                leases = plan.cache[1]
                 for idx in sorted(leases)[: plan.still - still]:
                     leases.discard(idx)
             plan.still = still
@@ -280,7 +292,14 @@ class Chronus(Policy):
 
     def _cached_free(self, base: int, total: float) -> list[float]:
         """GPUs per lease from ``base`` left by the cached plans of accepted jobs."""
-        width = max([max(p.cache[1]) - base + 1 for p in self.plans.values() if p.cache and p.cache[1] and p.prio == ACCEPTED and p.mip] + [0])
+        width = max(
+            [
+                max(p.cache[1]) - base + 1
+                for p in self.plans.values()
+                if p.cache and p.cache[1] and p.prio == ACCEPTED and p.mip
+            ]
+            + [0]
+        )
         free = [total] * width
         for p in self.plans.values():
             if p.cache is None or p.prio != ACCEPTED or not p.mip or p.still <= 0:
@@ -316,7 +335,10 @@ class Chronus(Policy):
             start = {
                 n: (p.cache[0], sorted(i - k for i in p.cache[1]))
                 for n, p in self.plans.items()
-                if p.cache is not None and p.prio == ACCEPTED and p.mip and len(p.cache[1]) == p.still
+                if p.cache is not None
+                and p.prio == ACCEPTED
+                and p.mip
+                and len(p.cache[1]) == p.still
             }
             chosen, status = _lease.milp_selection(
                 rows, [], total, use_now=sign, time_limit=self.time_limit, backend=self.backend,
@@ -326,7 +348,9 @@ class Chronus(Policy):
                 for name, (vid, cols) in chosen.items():
                     self.plans[name].cache = (vid, {k + c for c in cols})
         if chosen is None and rows:  # the greedy fall-back: cached plans kept
-            fresh = _lease.greedy_selection(self._rows(k, False), self._cached_free(k, total), total)
+            fresh = _lease.greedy_selection(
+                self._rows(k, False), self._cached_free(k, total), total
+            )
             for name, (vid, cols) in fresh.items():
                 self.plans[name].cache = (vid, {k + c for c in cols})
             for p in self.plans.values():
@@ -334,7 +358,11 @@ class Chronus(Policy):
                     p.prio = UNACCEPTED
         if rows:
             self.lease_solves.append((step.state.time, status, len(rows), time.perf_counter() - t0))
-        run = [p for p in self.plans.values() if p.prio == ACCEPTED and p.cache is not None and k in p.cache[1] and p.prio != -99]
+        run = [
+            p
+            for p in self.plans.values()
+            if p.prio == ACCEPTED and p.cache is not None and k in p.cache[1] and p.prio != -99
+        ]
         guarantee = 0.0
         for p in sorted(run, key=lambda p: -p.gpus):
             if step.run(p.job):
@@ -358,7 +386,9 @@ class Chronus(Policy):
         cached = self._cached_free(base, total)
         rows = self._rows(base, False)
         if not _lease.packable(rows, cached, total):  # re-plan the uncached jobs first
-            fresh, _ = _lease.milp_selection(rows, cached, total, time_limit=self.time_limit, backend=self.backend)
+            fresh, _ = _lease.milp_selection(
+                rows, cached, total, time_limit=self.time_limit, backend=self.backend
+            )
             if fresh is None:
                 fresh = _lease.greedy_selection(rows, cached, total)
             for name, (vid, cols) in fresh.items():
@@ -371,7 +401,14 @@ class Chronus(Policy):
                 continue
             p.prio = ACCEPTED
             mine = [
-                _lease.Row(p.job.name, vid, gpu_bin(p.gpus), p.still, math.floor((d + p.submit) / lease_min + 1e-9) - base, v)
+                _lease.Row(
+                    p.job.name,
+                    vid,
+                    gpu_bin(p.gpus),
+                    p.still,
+                    math.floor((d + p.submit) / lease_min + 1e-9) - base,
+                    v,
+                )
                 for vid, (d, v) in enumerate(zip(p.deadlines, p.values, strict=True))
             ]
             ok = mine[-1].req <= mine[-1].maxl and _lease.packable(rows + mine, cached, total)
@@ -381,7 +418,10 @@ class Chronus(Policy):
                 right = max([r.maxl for r in rows + mine] + [len(cached)]) + p.still + 1
                 while left < right:
                     mid = (left + right) // 2
-                    trial = [*mine[:-1], _lease.Row(last.job, last.vid, last.res, last.req, mid, last.value)]
+                    trial = [
+                        *mine[:-1],
+                        _lease.Row(last.job, last.vid, last.res, last.req, mid, last.value),
+                    ]
                     if _lease.packable(rows + trial, cached, total):
                         right = mid
                     else:
@@ -401,7 +441,11 @@ class Chronus(Policy):
         return [p for n, p in self.plans.items() if p.prio != -99 and not step.is_running(n)]
 
     def _emergence(self, p: JobPlan, minute: float) -> None:
-        if p.prio != BEST and p.prio != LOWEST and p.deadline + p.submit < minute + p.duration - p.progress:
+        if (
+            p.prio != BEST
+            and p.prio != LOWEST
+            and p.deadline + p.submit < minute + p.duration - p.progress
+        ):
             p.prio = LOWEST
         if p.prio in (BEST, UNACCEPTED):
             p.emergence = -(p.est - p.progress) * p.gpus
@@ -433,7 +477,11 @@ class Chronus(Policy):
         forced = [p for p in waiting if p.force]
         need = sum(p.gpus for p in forced)
         if need > step.gpus_free() and step.state.preemptive:
-            victims = [self.plans[n] for n in step.running if step.is_running(n) and not (self.plans[n].occupy or self.plans[n].force)]
+            victims = [
+                self.plans[n]
+                for n in step.running
+                if step.is_running(n) and not (self.plans[n].occupy or self.plans[n].force)
+            ]
             for p in victims:
                 self._emergence(p, minute)
             for p in sorted(victims, key=self._best_key):

@@ -117,7 +117,10 @@ class SRTF(Policy):
         """The entry's rank (lower first; ties by arrival, then name): its remaining time or progress."""
         if self.key == "progress":
             return entry.remaining / entry.job.samples
-        return entry.remaining * self._need_of(entry.job, tuple(state.cluster.resources), state.mode)[2]
+        return (
+            entry.remaining
+            * self._need_of(entry.job, tuple(state.cluster.resources), state.mode)[2]
+        )
 
     def decide(self, state: ClusterState) -> Decision:
         """Keep or start jobs in order of remaining time while they fit; preempt running ones that do not."""
