@@ -206,11 +206,12 @@ class Chronus(Policy):
         """Act at whole minutes as the artifact's loop does; ask to be woken at the next one."""
         t = state.time
         minute = math.floor(t / 60.0 + 1e-9)
-        wake = (minute + 1) * 60.0
         on_minute = abs(t - minute * 60.0) < 1e-6
         idle = False  # the artifact waits for its 5-minute marks even on an idle cluster
         if not on_minute or minute == self.last_minute:
-            return Decision(wake_at=wake if minute % 2 == 0 else wake + 60.0)
+            odd = minute + 1 if minute % 2 == 0 else minute + 2
+            mark = (minute // ARRIVAL_STEP_MIN + 1) * ARRIVAL_STEP_MIN
+            return Decision(wake_at=min(odd, mark) * 60.0)
         self.last_minute = minute
         step = _Step(
             state, np.array(state.free, dtype=float), {r.job.name: r for r in state.running}
