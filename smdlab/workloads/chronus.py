@@ -28,6 +28,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,6 +129,33 @@ def _slo(row: Mapping[Any, Any], where: str) -> SLO | None:
     return slo
 
 
+def _read_path(path: object) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"path must be a file path, got {path!r}")
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInput(f"workload file not found: {str(p)!r}")
+    return p
+
+
+def _read(p: Path) -> pd.DataFrame:
+    """The trace as text columns, checked for the required columns and at least one row."""
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise InvalidInput(f"{p}: the workload is empty (no header, no rows)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        raise InvalidInput(f"{p}: not a readable CSV file ({exc})") from None
+    missing = [c for c in CHRONUS_COLUMNS if c not in df.columns]
+    if missing:
+        raise InvalidInput(
+            f"{p}: missing column(s) {', '.join(missing)}; the file has {', '.join(map(str, df.columns))}"
+        )
+    if df.empty:
+        raise InvalidInput(f"{p}: the workload is empty (a header but no rows)")
+    return df
+
+
 def load_chronus(
     path: str | os.PathLike,
     *,
@@ -143,11 +171,8 @@ def load_chronus(
     cluster: unused (the reader's signature); a job larger than the cluster is the simulator's
     to skip. rate_scale: divide arrival times by this (2 = twice the arrival rate).
     """
-    from smdlab.workloads.trace import _as_path, _read_csv, _require
-
-    p = _as_path(path)
-    df = _read_csv(p)
-    _require(df, CHRONUS_COLUMNS, p)
+    p = _read_path(path)
+    df = _read(p)
     rate_scale = check_positive("rate_scale", rate_scale)
     gpus = pd.to_numeric(df["num_gpu"], errors="coerce").to_numpy(dtype=float)
     submit = pd.to_numeric(df["submit_time"], errors="coerce").to_numpy(dtype=float)
