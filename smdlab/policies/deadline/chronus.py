@@ -25,7 +25,9 @@ jobs wait):
 - A running job past its estimate becomes unaccepted and forced (it runs first).
 Placement: a gang job on its request or not at all (``toolkit.gang_placement``: one machine
 when it fits, else spread; GPU-only jobs fit when the free GPUs add up, as the artifact's local
-search placement, whose speed factor is 1). Execution: ``preemptive``.
+search placement, whose speed factor is 1). Execution: ``elastic``, only so that the simulator
+asks it at every lease boundary also when no job waits; it never resizes a running job (it
+preempts and starts, as a preemptive policy does).
 """
 
 from __future__ import annotations

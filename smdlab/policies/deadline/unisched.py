@@ -6,7 +6,8 @@ code were not available to us: what is built here follows its abstract (an Estim
 duration and a Selector that picks jobs and resources, for SLO and best-effort jobs); every rule
 below is ours, documented as such in docs/deadlines.md.
 
-- Selector: ``Chronus`` (admission, lease MILP, demotion, spot fill), unchanged.
+- Selector: ``Chronus`` (admission, lease MILP, demotion, spot fill), unchanged; execution
+  ``elastic`` as Chronus (asked at every lease boundary; never resizes a running job).
 - Estimator (ours): a job's duration is not read from the job; it is the mean duration of the
   finished jobs with the same network and GPU count, else the same network, else all finished
   jobs, else ``prior_min`` (default 60 min, the median duration of the Chronus Philly traces).
