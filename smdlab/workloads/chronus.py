@@ -83,10 +83,7 @@ def _options(text: object, field: str, where: str) -> tuple[float, ...]:
     return values
 
 
-_CACHE: dict[tuple[str, str, str], SLO] = {}
-
-
-def _slo(row: Mapping[Any, Any], where: str) -> SLO | None:
+def _slo(row: Mapping[Any, Any], where: str, seen: dict[tuple[str, str, str], SLO]) -> SLO | None:
     kind = str(row["job_type"]).strip()
     if kind not in JOB_TYPES:
         raise InvalidInput(f"{where}: job_type must be one of {', '.join(JOB_TYPES)}, got {kind!r}")
@@ -100,8 +97,8 @@ def _slo(row: Mapping[Any, Any], where: str) -> SLO | None:
     if kind == "best":
         return None
     key = (kind, str(row["expect_time_list"]), str(row["expect_value_list"]))
-    if key in _CACHE:  # traces repeat a few option lists many times
-        return _CACHE[key]
+    if key in seen:  # a trace repeats its option lists many times: build each SLO once
+        return seen[key]
     deadlines = _options(row["expect_time_list"], "expect_time_list", where)
     values = _options(row["expect_value_list"], "expect_value_list", where)
     if len(deadlines) != len(values):
@@ -125,7 +122,7 @@ def _slo(row: Mapping[Any, Any], where: str) -> SLO | None:
         slo = SLO(tuple(60.0 * d for d in deadlines), values, kind)
     except InvalidInput as exc:
         raise InvalidInput(f"{where}: {exc}") from None
-    _CACHE[key] = slo
+    seen[key] = slo
     return slo
 
 
@@ -213,8 +210,9 @@ def load_chronus(
     cols = ["job_type", "expect_time_list", "expect_value_list"]
     cols += ["best_effort"] if "best_effort" in df.columns else []
     rows = df[cols].iloc[order].to_dict("records")
+    seen: dict[tuple[str, str, str], SLO] = {}
     slos = [
-        _slo(r, f"{p}: line {i + 2} (job_id {names[k]!r})")
+        _slo(r, f"{p}: line {i + 2} (job_id {names[k]!r})", seen)
         for k, (i, r) in enumerate(zip(order, rows, strict=True))
     ]
     known = set(list_profiles())
