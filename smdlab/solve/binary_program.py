@@ -48,7 +48,6 @@ def _highs(c, a, lo, hi, time_limit, start, gap) -> BinaryResult:
     )  # fmt: skip
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", 1)
     if gap is not None:
         h.setOptionValue("mip_rel_gap", float(gap))
     if start is not None:
