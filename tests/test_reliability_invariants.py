@@ -13,6 +13,10 @@
 - Lower bound <= optimum <= any heuristic: LP <= MILP = brute force <= SMD (each knapsack rule)
   and LP rounding, on tiny random instances.
 - Determinism for a seed: the same workload seed gives the identical per-job table and history.
+- Each test above also runs on an SLO workload (``workload="slo"``: deadlines drawn for about half
+  the jobs, ``smdlab.workloads.deadlines``), where the deadline columns agree with the finish
+  times and the value-weighted miss rate never exceeds the hard one. The determinism test runs the
+  deadline-aware policies (EDF, LSF, Chronus) in place of FIFO, SRTF and Tiresias there.
 - Iteration time monotone as specified: tests/test_model_timing.py (test_nonincreasing_in_ps,
   test_monotone_in_sizes_and_bandwidths, test_mode_ordering) and tests/test_model_prefetch.py;
   not repeated here.
@@ -37,6 +41,7 @@ from smdlab.sim.policy_check import audit_decision
 from smdlab.solve import place, solve
 from smdlab.solve.placement import first_fit
 from smdlab.workloads import synthetic
+from smdlab.workloads.deadlines import with_deadlines
 
 RES = ("gpu", "cpu", "mem_gb", "bw_gbps")
 TOL = 1e-9
@@ -90,7 +95,7 @@ class World:
 
 
 @st.composite
-def worlds(draw, policy: str) -> World:
+def worlds(draw, policy: str, slo: bool = False) -> World:
     tiny = policy == "milp"
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
@@ -98,6 +103,8 @@ def worlds(draw, policy: str) -> World:
     together = draw(st.booleans())  # a batch arriving at once, or a spread of arrivals
     arrivals = np.zeros(n) if together else np.sort(rng.uniform(0, 200, n))
     jobs = tuple(_job(rng, f"j{i}", 2 if tiny else 4, float(a)) for i, a in enumerate(arrivals))
+    if slo:  # an SLO workload: about half the jobs get deadlines (1 to 3 times their duration)
+        jobs = tuple(with_deadlines(jobs, slack=(1.0, 3.0), fraction=0.5, seed=seed % 2**31))
     return World(
         _cluster(rng, draw(st.integers(1, 3))),
         jobs,
@@ -167,11 +174,12 @@ OPTIONS = {
 }
 
 
+@pytest.mark.parametrize("workload", ["plain", "slo"])
 @pytest.mark.parametrize("policy", list_policies())
 @settings(max_examples=40)
 @given(data=st.data())
-def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
-    world = data.draw(worlds(policy))
+def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, workload, data):
+    world = data.draw(worlds(policy, slo=workload == "slo"))
     cap = np.array([[m.capacity[r] for r in RES] for m in world.cluster.machines])
     auditor = Auditor(get_policy(world.policy, **OPTIONS.get(policy, {})), world.cluster)
     try:
@@ -216,6 +224,15 @@ def test_capacity_never_exceeded_and_every_fitting_job_completes(policy, data):
         if any(len(set(pl)) > 1 for pl in _machines_used(auditor))
         else "one machine per job"
     )
+    if workload == "slo" and res.summary.get("slo_jobs"):  # SLO jobs that were not skipped
+        done = df[df["status"] == "completed"]
+        met = done["deadline_met"].dropna()
+        assert set(met) <= {0.0, 1.0}
+        assert ((done["lateness"] <= 1e-6) == (done["deadline_met"] == 1))[
+            done["job_class"] == "slo"
+        ].all()
+        assert 0.0 <= res.summary["hard_miss_rate"] <= 1.0
+        assert res.summary["weighted_miss_rate"] <= res.summary["hard_miss_rate"] + 1e-12
     util = res.utilization[list(RES)].to_numpy(dtype=float)
     assert np.all(np.nan_to_num(util) <= 1 + 1e-9) and np.all(np.nan_to_num(util) >= -1e-9)
     if res.summary["jobs_completed"]:
@@ -272,18 +289,23 @@ def test_lower_bound_le_optimum_le_every_heuristic(inst):
 
 
 # ---- determinism --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("workload", ["plain", "slo"])
 @settings(max_examples=16)
 @given(
     st.integers(0, 2**31 - 1),
     st.sampled_from(["fifo", "srtf", "drf", "tetris", "optimus", "tiresias", "smd"]),
 )
-def test_same_seed_same_per_job_table(seed, policy):
+def test_same_seed_same_per_job_table(workload, seed, policy):
     cluster = Cluster.homogeneous(2)
     runs = []
+    if workload == "slo":
+        policy = {"fifo": "edf", "srtf": "lsf", "tiresias": "chronus"}.get(policy, policy)
     for _ in range(2):
         jobs = synthetic(
             10, cluster, load=1.2, seed=seed, networks=["resnet50", "alexnet", "lstm_lm"]
         )
+        if workload == "slo":
+            jobs = with_deadlines(jobs, fraction=0.5, seed=seed)
         runs.append(simulate(jobs, cluster, policy))
     pd.testing.assert_frame_equal(runs[0].jobs, runs[1].jobs, check_exact=True)
     pd.testing.assert_frame_equal(runs[0].history, runs[1].history, check_exact=True)

@@ -14,6 +14,7 @@ from smdlab.model.demands import task_demands
 from smdlab.model.input_pipeline import InputPipeline, bundled_pipeline
 from smdlab.model.measured_speed import MeasuredThroughput
 from smdlab.model.profiles import LayerProfile
+from smdlab.model.slo import SLO, check_slo
 
 BatchMode = Literal["global", "per_worker"]
 BATCH_MODES: tuple[BatchMode, ...] = get_args(BatchMode)
@@ -75,6 +76,7 @@ _SCHEDULING_ONLY = (
     "requested_workers",
     "restart_s",
     "measured",
+    "slo",
 )
 
 
@@ -92,6 +94,8 @@ def _check_scheduling_field(name: str, value, max_workers: int):
         return None if value is None else check_positive("restart_s", value, allow_zero=True)
     if name == "measured":
         return check_bool("measured", value)
+    if name == "slo":
+        return check_slo(value)
     if value is None:  # requested_workers
         return None
     return check_int("requested_workers", value, 1, max_workers)
@@ -143,6 +147,7 @@ class Job:
         and ``mem_gb``, with no PS and no communication; None: the layered model.
     measured: whether the run's summary counts the job (an input may measure only some of its
         jobs, the others only load the cluster); the per-job tables keep every job.
+    slo: the job's deadline options (``smdlab.model.slo.SLO``): an SLO job; None: best-effort.
     """
 
     name: str
@@ -171,6 +176,7 @@ class Job:
     iteration_s: float | None = None
     throughput: MeasuredThroughput | None = None
     measured: bool = True
+    slo: SLO | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, LayerProfile):
@@ -196,6 +202,7 @@ class Job:
         object.__setattr__(self, "name", str(self.name))
         object.__setattr__(self, "samples", check_positive("samples", self.samples))
         object.__setattr__(self, "global_batch", check_int("global_batch", self.global_batch, 1))
+        object.__setattr__(self, "slo", check_slo(self.slo))
         for flag in ("gang", "gpu_only", "measured"):
             object.__setattr__(self, flag, check_bool(flag, getattr(self, flag)))
         if self.gpu_only and self.arch != "ps":
@@ -312,6 +319,11 @@ class Job:
             found = compute()
             object.__setattr__(self, attr, found)  # the job is immutable: its keys never change
         return found
+
+    @property
+    def job_class(self) -> str:
+        """``slo`` (the job has deadline options) or ``best_effort``."""
+        return "best_effort" if self.slo is None else "slo"
 
     @property
     def gang_allocation(self) -> tuple[int, int]:

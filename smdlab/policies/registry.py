@@ -63,6 +63,10 @@ _BUILTIN: dict[str, str] = {
     ),
     "hetero_placement": "smdlab.policies.heterogeneity.hetero_placement:HeteroPlacement",
     "liquid": "smdlab.policies.heterogeneity.liquid:Liquid",
+    "edf": "smdlab.policies.deadline.edf:EDF",
+    "lsf": "smdlab.policies.deadline.lsf:LSF",
+    "chronus": "smdlab.policies.deadline.chronus:Chronus",
+    "unisched": "smdlab.policies.deadline.unisched:UniSched",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -4,6 +4,8 @@ from smdlab.sim.policy_check import check_policy
 from smdlab.sim.result import (
     HISTORY_COLUMNS,
     JOB_COLUMNS,
+    SLO_JOB_COLUMNS,
+    SLO_SUMMARY_KEYS,
     SUMMARY_KEYS,
     TIMING_KEYS,
     SimResult,
@@ -14,6 +16,8 @@ from smdlab.sim.simulator import UNFIT, CapacityExceeded, InvalidDecision, Stall
 __all__ = [
     "HISTORY_COLUMNS",
     "JOB_COLUMNS",
+    "SLO_JOB_COLUMNS",
+    "SLO_SUMMARY_KEYS",
     "SUMMARY_KEYS",
     "TIMING_KEYS",
     "UNFIT",

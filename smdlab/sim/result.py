@@ -60,6 +60,18 @@ SUMMARY_KEYS = (
     "sim_wall_s",
     "gpu_sharing",
 )
+# Per-job columns and summary entries a run adds when any of its jobs has an SLO (``Job.slo``);
+# a run without SLO jobs keeps exactly the columns and keys above.
+SLO_JOB_COLUMNS = ("job_class", "deadline", "deadline_met", "value", "max_value", "lateness")
+SLO_SUMMARY_KEYS = (
+    "slo_jobs",
+    "best_effort_jobs",
+    "hard_miss_rate",
+    "weighted_miss_rate",
+    "value_earned",
+    "best_effort_mean_jct",
+    "slo_goodput",
+)
 # Summary entries that are wall-clock measurements: they differ between two runs of the same input.
 TIMING_KEYS = (
     "scheduler_time_s",
@@ -182,6 +194,9 @@ def build_result(sim, wall: float) -> SimResult:
             )
         )
     job_df = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    has_slo = any(j.slo is not None for j in jobs)
+    if has_slo:
+        add_slo_columns(job_df, jobs)
     history = pd.DataFrame(log.history, columns=list(HISTORY_COLUMNS))
     resources = list(sim.resources)
     util = pd.DataFrame(log.util_rows, columns=["time", *resources, "running", "queued"])
@@ -195,6 +210,8 @@ def build_result(sim, wall: float) -> SimResult:
     summary = summarize(job_df if measured.all() else job_df[measured], util, decisions, resources)
     if not measured.all():
         summary["jobs_measured"] = int(measured.sum())
+    if has_slo:
+        summary.update(slo_summary(job_df if measured.all() else job_df[measured]))
     _add_type_utilization(sim, util, job_df, summary)
     if sim.rack_of is not None:  # racked clusters only: flat summaries unchanged
         summary["cross_rack_gb"] = float(log.cross_rack_bytes) / 1e9
@@ -249,4 +266,66 @@ def summarize(
         "preemptions": int(jobs["preemptions"].sum()),
         "resizes": int(jobs["resizes"].sum()),
         "restarts": int(jobs["restarts"].sum()) if "restarts" in jobs else 0,
+    }
+
+
+def add_slo_columns(job_df: pd.DataFrame, jobs) -> None:
+    """Add ``SLO_JOB_COLUMNS`` to a per-job table (``smdlab.model.slo``; NaN for best-effort jobs).
+
+    deadline: absolute time of the first deadline; deadline_met: finished by it; value: what the
+    job earned (0 unless completed in time); lateness: finish - deadline (negative: early).
+    """
+    finish = job_df["finish"].to_numpy(dtype=float)
+    done = (job_df["status"] == "completed").to_numpy()
+    cls, deadline, met, value, top, late = [], [], [], [], [], []
+    for k, j in enumerate(jobs):
+        cls.append(j.job_class)
+        if j.slo is None:
+            deadline.append(math.nan)
+            met.append(math.nan)
+            value.append(math.nan)
+            top.append(math.nan)
+            late.append(math.nan)
+            continue
+        d = j.arrival + j.slo.first_deadline_s
+        f = finish[k] if done[k] else math.inf
+        deadline.append(d)
+        earned = j.slo.earned(j.arrival, f)
+        met.append(float(earned == j.slo.max_value))
+        value.append(earned)
+        top.append(j.slo.max_value)
+        late.append(f - d if done[k] else math.nan)
+    job_df["job_class"] = cls
+    job_df["deadline"] = deadline
+    job_df["deadline_met"] = met
+    job_df["value"] = value
+    job_df["max_value"] = top
+    job_df["lateness"] = late
+
+
+def slo_summary(jobs: pd.DataFrame) -> dict[str, Any]:
+    """``SLO_SUMMARY_KEYS`` of a per-job table with SLO columns (skipped jobs left out).
+
+    hard_miss_rate: fraction of SLO jobs that missed their first deadline (unfinished ones miss);
+    weighted_miss_rate: mean of 1 - value / first option's value over SLO jobs (Chronus' metric);
+    value_earned: total value; best_effort_mean_jct: mean JCT of completed best-effort jobs;
+    slo_goodput: of the worker-seconds SLO jobs ran (run time x mean workers), the fraction spent
+        on jobs that earned a value.
+    """
+    live = jobs[jobs["status"] != "skipped"]
+    slo = live[live["job_class"] == "slo"]
+    best = live[(live["job_class"] == "best_effort") & (live["status"] == "completed")]
+    n = len(slo)
+    met = slo["deadline_met"].to_numpy(dtype=float)
+    frac = (slo["value"] / slo["max_value"]).to_numpy(dtype=float)
+    run = (slo["run_time"] * slo["mean_workers"]).fillna(0.0).to_numpy(dtype=float)
+    earned_any = slo["value"].to_numpy(dtype=float) > 0
+    return {
+        "slo_jobs": n,
+        "best_effort_jobs": int((live["job_class"] == "best_effort").sum()),
+        "hard_miss_rate": float(1.0 - met.mean()) if n else math.nan,
+        "weighted_miss_rate": float(1.0 - frac.mean()) if n else math.nan,
+        "value_earned": float(slo["value"].sum()),
+        "best_effort_mean_jct": float(best["jct"].mean()) if len(best) else math.nan,
+        "slo_goodput": float(run[earned_any].sum() / run.sum()) if run.sum() > 0 else math.nan,
     }

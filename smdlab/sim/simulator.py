@@ -69,6 +69,11 @@ __all__ = [
 ]
 
 
+# Idle decision points (nothing runs, jobs wait, no arrival pending) a policy that asks for a
+# later decision point may spend before the run is declared stalled.
+IDLE_WAKE_LIMIT = 20
+
+
 def _policy_from(policy: Policy | str) -> Policy:
     if isinstance(policy, str):
         from smdlab.policies.registry import get_policy
@@ -380,7 +385,11 @@ class _Simulator(Engine):
                 )
                 if self.queued and not self.running and k >= n_arr:
                     idle_points += 1
-                    if self.delta is None or idle_points > 2:
+                    # A policy that asked for a later decision point (wake_at) may wait for it
+                    # (a few idle points, e.g. to its next 5-minute mark), as a slotted one waits
+                    # for its next slot.
+                    limit = 2 if next_wake == math.inf else IDLE_WAKE_LIMIT
+                    if (self.delta is None and next_wake == math.inf) or idle_points > limit:
                         raise Stalled(
                             f"policy {self.policy_name!r} started no job on an idle cluster at t={t:g} while "
                             f"{len(self.queued)} jobs wait (first: {next(iter(self.queued))!r}) and no arrival "

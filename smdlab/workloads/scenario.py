@@ -27,12 +27,17 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     #            moved up to the next multiple, as DL2's simulator; default 0, none)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
+    # chronus:   path, start (jobs to skip, in submit order), rate_scale (workloads.chronus)
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
     #            max_workers; every job arrives at 0 (offline batch; compare makespans)
     cap_factor = 1.0
     device = "v100"
     demands = "per_network"  # per_network | uniform (per-task demands, workloads.base)
     task_bw_gbps = 10  # NIC bandwidth each worker and PS reserves
+
+    [workload.deadlines]  # any kind: SLOs drawn for its jobs (workloads.deadlines)
+    slack = [1.5, 3.0]  # deadline = slack x isolated duration; distribution, fraction, value,
+    # soft_factors, soft_values
 
     [simulation]
     mode = "wfbp"  # timing-model overlap mode
@@ -75,7 +80,7 @@ from smdlab.workloads.base import DEMAND_RULES, seconds_pair
 from smdlab.workloads.synthetic import LENGTH_RULES, MAX_JOBS
 
 WorkloadKind = Literal[
-    "synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri", "synergy"
+    "synthetic", "philly", "csv", "omru-image", "omru-action", "gavel", "muri", "synergy", "chronus"
 ]
 WORKLOAD_KINDS: tuple[WorkloadKind, ...] = get_args(WorkloadKind)
 # Workloads read from another simulator's input file (``--workload KIND:PATH``): kind ->
@@ -85,6 +90,7 @@ INPUT_READERS: dict[str, str] = {
     "gavel": "smdlab.workloads.gavel:load_gavel",
     "muri": "smdlab.workloads.muri:load_muri",
     "synergy": "smdlab.workloads.synergy:read_synergy",
+    "chronus": "smdlab.workloads.chronus:load_chronus",
 }
 _TOP_KEYS = (
     "name",
@@ -152,7 +158,11 @@ _WL_KEYS = {
     "gavel": ("kind", "path", "jobs"),
     "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
     "synergy": ("kind", "path", "jobs"),
+    "chronus": ("kind", "path", "jobs", "start", "rate_scale"),
 }
+# Keys of ``[workload.deadlines]`` (any workload kind): SLOs drawn for its jobs
+# (``smdlab.workloads.deadlines.with_deadlines``, seeded by the scenario's seed).
+_DEADLINE_KEYS = ("slack", "distribution", "fraction", "value", "soft_factors", "soft_values")
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
     "networks": "names",
@@ -308,12 +318,22 @@ class Scenario:
         )
 
     def build_jobs(self, cluster: Cluster | None = None) -> list[Job]:
-        """The scenario's jobs (seeded by ``seed``)."""
+        """The scenario's jobs (seeded by ``seed``), with SLOs drawn if ``[workload.deadlines]``."""
+        deadlines = self.workload.get("deadlines")
+        if deadlines is None:
+            return self._build_jobs(cluster)
+        from smdlab.workloads.deadlines import with_deadlines
+
+        jobs = self._build_jobs(cluster)
+        return with_deadlines(jobs, seed=self.seed, mode=self.simulation["mode"], **deadlines)
+
+    def _build_jobs(self, cluster: Cluster | None = None) -> list[Job]:
         from smdlab.workloads.synthetic import synthetic
         from smdlab.workloads.trace import load_csv, load_philly
 
         cluster = cluster or self.build_cluster()
         w = dict(self.workload)
+        w.pop("deadlines", None)
         kind = w.pop("kind")
         if kind in ("omru-image", "omru-action"):
             from smdlab.workloads.omru import omru_jobs
@@ -429,7 +449,9 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInput(f"workload must be a table, got {w!r}")
     out = dict(w)
     kind = check_choice("workload.kind", out.setdefault("kind", "synthetic"), WORKLOAD_KINDS)
-    _unknown(f"workload (kind {kind!r})", out, _WL_KEYS[kind])
+    _unknown(f"workload (kind {kind!r})", out, (*_WL_KEYS[kind], "deadlines"))
+    if out.get("deadlines") is not None:
+        out["deadlines"] = _check_deadlines(out["deadlines"])
     if out.get("jobs") is not None:
         out["jobs"] = check_int("workload.jobs", out["jobs"], 1, MAX_JOBS)
     if out.get("load") is not None:
@@ -452,6 +474,21 @@ def _check_workload(w: Mapping[str, Any]) -> dict[str, Any]:
     for key, allowed in choices.items():
         if out.get(key) is not None:
             check_choice(f"workload.{key}", out[key], allowed)
+    return out
+
+
+def _check_deadlines(d: Any) -> dict[str, Any]:
+    """A ``[workload.deadlines]`` table (``smdlab.workloads.deadlines.with_deadlines`` options)."""
+    if not isinstance(d, Mapping):
+        raise InvalidInput(f"workload.deadlines must be a table of deadline options, got {d!r}")
+    _unknown("workload.deadlines", d, _DEADLINE_KEYS)
+    out = dict(d)
+    if isinstance(out.get("slack"), list):
+        out["slack"] = tuple(out["slack"])
+    from smdlab.workloads.deadlines import SLACK_DISTRIBUTIONS
+
+    if "distribution" in out:
+        check_choice("workload.deadlines.distribution", out["distribution"], SLACK_DISTRIBUTIONS)
     return out
 
 

@@ -427,6 +427,20 @@ def load_csv(path: str | os.PathLike, **options) -> list[Job]:
         header = pd.read_csv(p, nrows=0).columns
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError):
         header = _read_csv(p).columns  # raises the precise error
+    from smdlab.workloads.chronus import CHRONUS_COLUMNS, load_chronus
+
+    if all(c in header for c in CHRONUS_COLUMNS):
+        allowed = {"first", "start", "rate_scale", "mode", "device", "cluster"}
+        # a scenario's job-shape keys carried over to any file: the trace fixes the job shape
+        carried = {"seed", "demands", "task_bw_gbps", "cap_factor"}
+        extra = sorted(
+            k for k, v in options.items() if k not in allowed | carried and v is not None
+        )
+        if extra:
+            raise InvalidInput(
+                f"{p}: option(s) {', '.join(extra)} do not apply to a Chronus-format trace"
+            )
+        return load_chronus(p, **{k: v for k, v in options.items() if k in allowed})
     if all(c in header for c in TRACE_COLUMNS):
         return load_philly(p, **options)
     if all(c in header for c in JOB_TABLE_COLUMNS):
@@ -456,6 +470,7 @@ def load_csv(path: str | os.PathLike, **options) -> list[Job]:
             )
         return load_job_table(p, **{k: v for k, v in options.items() if k in allowed})
     raise InvalidInput(
-        f"{p}: columns must include either {', '.join(TRACE_COLUMNS)} (a trace) or "
-        f"{', '.join(JOB_TABLE_COLUMNS)} (a job table); the file has {', '.join(map(str, header))}"
+        f"{p}: columns must include either {', '.join(TRACE_COLUMNS)} (a trace), "
+        f"{', '.join(JOB_TABLE_COLUMNS)} (a job table) or {', '.join(CHRONUS_COLUMNS)} "
+        f"(a Chronus trace); the file has {', '.join(map(str, header))}"
     )

@@ -113,6 +113,15 @@ class SRTF(Policy):
         self._need[id(job)] = (job, vec, gpus, inv, mode, resources)
         return vec, gpus, inv
 
+    def rank(self, entry: QueuedJob | RunningJob, state: ClusterState) -> float:
+        """The entry's rank (lower first; ties by arrival, then name): its remaining time or progress."""
+        if self.key == "progress":
+            return entry.remaining / entry.job.samples
+        return (
+            entry.remaining
+            * self._need_of(entry.job, tuple(state.cluster.resources), state.mode)[2]
+        )
+
     def decide(self, state: ClusterState) -> Decision:
         """Keep or start jobs in order of remaining time while they fit; preempt running ones that do not."""
         mode = state.mode
@@ -121,7 +130,11 @@ class SRTF(Policy):
         need = self._need_of
         preemptive = self.preemptive and state.preemptive
 
+        custom = type(self).rank is not SRTF.rank  # a subclass's own order (e.g. EDF)
+
         def rank(e: QueuedJob | RunningJob) -> float:
+            if custom:
+                return self.rank(e, state)
             if self.key == "progress":  # a division, so that jobs at equal progress tie exactly
                 return e.remaining / e.job.samples
             return e.remaining * need(e.job, resources, mode)[2]

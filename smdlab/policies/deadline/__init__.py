@@ -1,0 +1,1 @@
+"""Deadline-aware policies: EDF, least slack first, Chronus' lease scheduler and UniSched's selector."""
