@@ -73,6 +73,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
+from smdlab.solve.blossom import max_weight_matching
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
@@ -479,7 +480,7 @@ class Muri(Policy):
     def _match_round(packs: list[list[str]], jobs: dict[str, Job]) -> list[tuple[list[str], ...]]:
         """One matching round of one size: matched pairs (at the larger index) and singles."""
         zero = (0.0, 0.0, 0.0)
-        keys = tuple(tuple(sorted(jobs[m].stage_times_s or zero for m in p)) for p in packs)
+        keys = tuple(tuple(jobs[m].stage_times_s or zero for m in p) for p in packs)
         mate: dict[int, int] = {}
         for a, b in _matched_pairs(keys):
             mate[a], mate[b] = b, a
@@ -537,23 +538,25 @@ def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
 
 @memoize(MURI_MATCHINGS)
 def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tuple[int, int], ...]:
-    """Maximum-weight matching of packings given by their sorted stage rows, in list order.
+    """Maximum-weight matching of packings given by their stage rows (in packing order).
 
-    Every pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
-    utilisation (sum of stage times / (4 x its packing time)). The result depends on the rows
-    alone, so equal candidate lists (frequent from one event to the next) share it.
+    Every ordered pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
+    utilisation, sum of the stage times (summed in Muri's order: the first packing's jobs, then
+    the second's) / (4 x its packing time). Matched by ``smdlab.solve.blossom`` in Muri's
+    simulator's tie order. The result depends on the rows alone, so equal candidate lists
+    (frequent from one event to the next) share it.
     """
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(keys)))
-    for u in range(len(keys)):
-        for v in range(u + 1, len(keys)):
-            if len(keys[u]) + len(keys[v]) > MAX_GROUP:
+    n = len(keys)
+    work = [[sum(row) for row in k] for k in keys]
+    weights = [[0.0] * n for _ in range(n)]
+    for u in range(n):
+        for v in range(n):
+            if u == v or len(keys[u]) + len(keys[v]) > MAX_GROUP:
                 continue
-            both = tuple(sorted(keys[u] + keys[v]))
-            w = sum(map(sum, both)) / (_packing_time_of(both) * len(STAGES))
-            if w > 0:
-                graph.add_edge(u, v, weight=w)
-    return tuple((int(a), int(b)) for a, b in nx.max_weight_matching(graph))
+            tt = _packing_time_of(tuple(sorted(keys[u] + keys[v])))
+            weights[u][v] = sum(work[u] + work[v]) / (tt * len(STAGES))
+    mate = max_weight_matching(weights)
+    return tuple((u, v) for u, v in enumerate(mate) if u < v)
 
 
 @memoize(MURI_PACKINGS)
