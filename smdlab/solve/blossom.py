@@ -322,9 +322,9 @@ class _Matcher:
             q.clear()
             for x in range(1, self.nx + 1):
                 s = slack[x]
-                if st[x] == x and s != 0 and st[s] != x and self._dist(edge[s][x]) <= 0:
-                    if self._on_tight(edge[s][x]):
-                        return True
+                tight = st[x] == x and s != 0 and st[s] != x and self._dist(edge[s][x]) <= 0
+                if tight and self._on_tight(edge[s][x]):
+                    return True
             for b in range(n + 1, self.nx + 1):
                 if st[b] == b and S[b] == 1 and lab[b] <= 0:
                     self._expand_blossom(b)
