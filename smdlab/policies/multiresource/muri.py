@@ -470,8 +470,14 @@ class Muri(Policy):
         return self._decision_authors(kept, placed, state)
 
     def _sort_val_authors(self, e: Entry, g: int, mode: str) -> float:
-        """Muri-S: remaining solo GPU-time at the request; Muri-L: attained GPU-seconds."""
+        """Muri-S: remaining solo GPU-time at the request; Muri-L: attained GPU-seconds.
+
+        Muri-S keys a job that has never run by the duration its trace states (``duration_s``)
+        times its GPUs, as Muri's simulator does until the job's first progress update.
+        """
         if self.variant == "s":
+            if e.job.duration_s is not None and isinstance(e, QueuedJob) and e.attained_service <= 0:
+                return e.job.duration_s * g
             w, p = e.job.gang_allocation
             return e.remaining / float(job_speeds(e.job, mode)[w - 1, p - 1]) * g
         return e.attained_service
