@@ -476,7 +476,11 @@ class Muri(Policy):
         times its GPUs, as Muri's simulator does until the job's first progress update.
         """
         if self.variant == "s":
-            if e.job.duration_s is not None and isinstance(e, QueuedJob) and e.attained_service <= 0:
+            if (
+                e.job.duration_s is not None
+                and isinstance(e, QueuedJob)
+                and e.attained_service <= 0
+            ):
                 return e.job.duration_s * g
             w, p = e.job.gang_allocation
             return e.remaining / float(job_speeds(e.job, mode)[w - 1, p - 1]) * g
