@@ -31,11 +31,13 @@ time: ``group_iteration_time`` (Muri's measured overhead per group size, with it
 ``multi_resource_blossom_same_sim_jobs`` and matching.py ``Blossom_Same``; docs/multiresource.md,
 "Muri's simulator, job by job"), for GPU-only gang jobs (``Job.gpu_only``, e.g. Muri's traces):
 decisions at every arrival and completion, no slot; Muri-S orders by remaining GPU-time at the
-request, Muri-L by attained GPU-seconds, ties in the previous decision's order (larger requests
-first) with new arrivals last; a candidate slot is a real first fit on the machines (a job of
-more GPUs than a machine takes whole free machines); up to 4 matching rounds, every pair of at
-most 4 jobs an edge weighted by its utilisation, merged in index order while the candidates
-exceed the cluster; autopack afterwards (a packing slower than its members taking turns is
+request (a job that has never run: its trace duration, ``Job.duration_s``, times its GPUs),
+Muri-L by attained GPU-seconds, ties in the previous decision's order (larger requests first)
+with new arrivals last; a candidate slot is a real first fit on the machines (a job of more GPUs
+than a machine takes whole free machines); up to 4 matching rounds, every pair of at most 4 jobs
+an edge weighted by its utilisation, matched by ``smdlab.solve.blossom`` (its simulator's own
+tie order among equal-weight matchings), merged in index order while the candidates exceed the
+cluster; autopack afterwards (a packing slower than its members taking turns is
 split); packings kept in priority order if their first job fits, then placed first fit in
 descending request order, every decision from an empty cluster.
 """
