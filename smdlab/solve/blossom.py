@@ -288,13 +288,24 @@ class _Matcher:
                     continue
                 row = edge[u]
                 for v in range(1, n + 1):
-                    e = row[v]
-                    if e[2] > 0 and st[u] != st[v]:
-                        if lab[e[0]] + lab[e[1]] - e[2] * 2.0 <= 0:
-                            if self._on_tight(e):
-                                return True
-                        else:
-                            self._update_slack(u, st[v])
+                    e = row[v]  # between vertices: (u, v, w), never rewritten
+                    w = e[2]
+                    if w <= 0:
+                        continue
+                    x = st[v]
+                    if st[u] == x:
+                        continue
+                    if lab[u] + lab[v] - w * 2.0 <= 0:
+                        if self._on_tight(e):
+                            return True
+                        continue
+                    s = slack[x]  # _update_slack(u, x), inlined: the hottest loop
+                    if s == 0:
+                        slack[x] = u
+                    else:
+                        a, b = edge[u][x], edge[s][x]
+                        if lab[a[0]] + lab[a[1]] - a[2] * 2.0 < lab[b[0]] + lab[b[1]] - b[2] * 2.0:
+                            slack[x] = u
             d = math.inf
             for b in range(n + 1, self.nx + 1):
                 if st[b] == b and S[b] == 1:

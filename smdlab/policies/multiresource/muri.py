@@ -561,12 +561,18 @@ def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tup
     n = len(keys)
     work = [[sum(row) for row in k] for k in keys]
     weights = [[0.0] * n for _ in range(n)]
+    times: dict[tuple, float] = {}  # packing time per merged packing (few distinct profiles)
     for u in range(n):
-        for v in range(n):
-            if u == v or len(keys[u]) + len(keys[v]) > MAX_GROUP:
+        for v in range(u + 1, n):
+            if len(keys[u]) + len(keys[v]) > MAX_GROUP:
                 continue
-            tt = _packing_time_of(tuple(sorted(keys[u] + keys[v])))
-            weights[u][v] = sum(work[u] + work[v]) / (tt * len(STAGES))
+            both = tuple(sorted(keys[u] + keys[v]))
+            tt = times.get(both)
+            if tt is None:
+                tt = times[both] = _packing_time_of(both)
+            denom = tt * len(STAGES)
+            weights[u][v] = sum(work[u] + work[v]) / denom
+            weights[v][u] = sum(work[v] + work[u]) / denom
     mate = max_weight_matching(weights)
     return tuple((u, v) for u, v in enumerate(mate) if u < v)
 
