@@ -184,12 +184,12 @@ class _Matcher:
         self.nx = b
         self.flower.append([lca])
         self.match.append(self.match[lca])
-        for row in self.edge:
-            row.append((0, 0, 0.0))
+        for erow in self.edge:
+            erow.append((0, 0, 0.0))
         self.edge.append([(0, 0, 0.0)] * (b + 1))
         st.append(b)
-        for row in self.flower_from:
-            row.append(0)
+        for frow in self.flower_from:
+            frow.append(0)
         self.flower_from.append([0] * (b + 1))
         for arr in (self.S, self.slack, self.pa, self.vis):
             arr.append(0)
@@ -273,7 +273,7 @@ class _Matcher:
         n, st, lab, edge = self.n, self.st, self.lab, self.edge
         self.S = S = [-1] * (self.nx + 1)
         self.slack = slack = [0] * (self.nx + 1)
-        self.q = q = deque()
+        self.q = q = deque[int]()
         for x in range(1, self.nx + 1):
             if st[x] == x and self.match[x] <= 0:
                 self.pa[x] = 0
@@ -303,8 +303,11 @@ class _Matcher:
                     if s == 0:
                         slack[x] = u
                     else:
-                        a, b = edge[u][x], edge[s][x]
-                        if lab[a[0]] + lab[a[1]] - a[2] * 2.0 < lab[b[0]] + lab[b[1]] - b[2] * 2.0:
+                        ea, eb = edge[u][x], edge[s][x]
+                        if (
+                            lab[ea[0]] + lab[ea[1]] - ea[2] * 2.0
+                            < lab[eb[0]] + lab[eb[1]] - eb[2] * 2.0
+                        ):
                             slack[x] = u
             d = math.inf
             for b in range(n + 1, self.nx + 1):
@@ -317,12 +320,12 @@ class _Matcher:
                     elif S[x] == 0:
                         d = min(d, self._dist(edge[slack[x]][x]) / 2.0)
             for u in range(1, n + 1):
-                s = S[st[u]]
-                if s == 0:
+                side = S[st[u]]
+                if side == 0:
                     if lab[u] <= d or math.isclose(lab[u], d, rel_tol=REL_TOL):
                         return False
                     lab[u] -= d
-                elif s == 1:
+                elif side == 1:
                     lab[u] += d
             for b in range(n + 1, self.nx + 1):
                 if st[b] == b:
