@@ -142,6 +142,8 @@ class Job:
         network: a Muri trace's ``resource_time``); None: derived from the layered model
         (``smdlab.model.interleave``). iteration_s: the measured solo iteration time at the
         request that the job's work is calibrated to; None: the layered model's.
+    duration_s: the duration a trace states for the job at its request (a Muri trace's
+        ``duration``; Muri-S's key before the job first runs in Muri's simulator); None: none.
     throughput: the measured-throughput job model (``smdlab.model.measured_speed``): the
         iteration time is read from a profiled (CPU, memory) table at the worker demand's ``cpu``
         and ``mem_gb``, with no PS and no communication; None: the layered model.
@@ -174,6 +176,7 @@ class Job:
     restart_s: float | None = None
     stage_times_s: tuple[float, ...] | None = None
     iteration_s: float | None = None
+    duration_s: float | None = None
     throughput: MeasuredThroughput | None = None
     measured: bool = True
     slo: SLO | None = None
@@ -249,6 +252,10 @@ class Job:
             object.__setattr__(self, "stage_times_s", stages)
         if self.iteration_s is not None:
             object.__setattr__(self, "iteration_s", check_positive("iteration_s", self.iteration_s))
+        if self.duration_s is not None:
+            object.__setattr__(
+                self, "duration_s", check_positive("duration_s", self.duration_s, allow_zero=True)
+            )
         if self.requested_workers is not None:
             object.__setattr__(
                 self,

@@ -329,6 +329,7 @@ class _Simulator(Engine):
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
             completed_now = False
+            left_groups: list[str] = []  # groups a member left, regrouped after the charge
             while self.heap and self.heap[0][0] <= limit:
                 _, i, version = heapq.heappop(self.heap)
                 name = self.jobs[i].name
@@ -346,9 +347,13 @@ class _Simulator(Engine):
                 if bar is not None:
                     bar.update()
                 if r.group is not None:
-                    self.groups.regroup(r.group, t)
+                    left_groups.append(r.group)
+            # The interval up to t is charged at the group sizes that ran in it (Muri's
+            # simulator charges a packing its members' overheads as last scheduled).
             if self.restart_rule == "every_event" and self.running:
                 self.charge_event(t, self.groups.members)
+            for gid in dict.fromkeys(left_groups):
+                self.groups.regroup(gid, t)
             # Arrivals.
             while k < n_arr and arrivals[k] <= t:
                 i = order[k]

@@ -271,6 +271,7 @@ def load_muri(
             restart_s=r.restart_s,
             stage_times_s=r.stages_s,
             iteration_s=trace_iteration_s(r, job_model, solo_scale),
+            duration_s=r.duration_s,
         )
         for j, r in zip(jobs, rows, strict=True)
     ]

@@ -31,11 +31,13 @@ time: ``group_iteration_time`` (Muri's measured overhead per group size, with it
 ``multi_resource_blossom_same_sim_jobs`` and matching.py ``Blossom_Same``; docs/multiresource.md,
 "Muri's simulator, job by job"), for GPU-only gang jobs (``Job.gpu_only``, e.g. Muri's traces):
 decisions at every arrival and completion, no slot; Muri-S orders by remaining GPU-time at the
-request, Muri-L by attained GPU-seconds, ties in the previous decision's order (larger requests
-first) with new arrivals last; a candidate slot is a real first fit on the machines (a job of
-more GPUs than a machine takes whole free machines); up to 4 matching rounds, every pair of at
-most 4 jobs an edge weighted by its utilisation, merged in index order while the candidates
-exceed the cluster; autopack afterwards (a packing slower than its members taking turns is
+request (a job that has never run: its trace duration, ``Job.duration_s``, times its GPUs),
+Muri-L by attained GPU-seconds, ties in the previous decision's order (larger requests first)
+with new arrivals last; a candidate slot is a real first fit on the machines (a job of more GPUs
+than a machine takes whole free machines); up to 4 matching rounds, every pair of at most 4 jobs
+an edge weighted by its utilisation, matched by ``smdlab.solve.blossom`` (its simulator's own
+tie order among equal-weight matchings), merged in index order while the candidates exceed the
+cluster; autopack afterwards (a packing slower than its members taking turns is
 split); packings kept in priority order if their first job fits, then placed first fit in
 descending request order, every decision from an empty cluster.
 """
@@ -73,6 +75,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
+from smdlab.solve.blossom import max_weight_matching
 from smdlab.solve.instance import job_speeds, task_vectors
 from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usage
 
@@ -469,8 +472,18 @@ class Muri(Policy):
         return self._decision_authors(kept, placed, state)
 
     def _sort_val_authors(self, e: Entry, g: int, mode: str) -> float:
-        """Muri-S: remaining solo GPU-time at the request; Muri-L: attained GPU-seconds."""
+        """Muri-S: remaining solo GPU-time at the request; Muri-L: attained GPU-seconds.
+
+        Muri-S keys a job that has never run by the duration its trace states (``duration_s``)
+        times its GPUs, as Muri's simulator does until the job's first progress update.
+        """
         if self.variant == "s":
+            if (
+                e.job.duration_s is not None
+                and isinstance(e, QueuedJob)
+                and e.attained_service <= 0
+            ):
+                return e.job.duration_s * g
             w, p = e.job.gang_allocation
             return e.remaining / float(job_speeds(e.job, mode)[w - 1, p - 1]) * g
         return e.attained_service
@@ -479,7 +492,7 @@ class Muri(Policy):
     def _match_round(packs: list[list[str]], jobs: dict[str, Job]) -> list[tuple[list[str], ...]]:
         """One matching round of one size: matched pairs (at the larger index) and singles."""
         zero = (0.0, 0.0, 0.0)
-        keys = tuple(tuple(sorted(jobs[m].stage_times_s or zero for m in p)) for p in packs)
+        keys = tuple(tuple(jobs[m].stage_times_s or zero for m in p) for p in packs)
         mate: dict[int, int] = {}
         for a, b in _matched_pairs(keys):
             mate[a], mate[b] = b, a
@@ -537,23 +550,31 @@ def _packing_time(names: Sequence[str], jobs: dict[str, Job]) -> float:
 
 @memoize(MURI_MATCHINGS)
 def _matched_pairs(keys: tuple[tuple[tuple[float, ...], ...], ...]) -> tuple[tuple[int, int], ...]:
-    """Maximum-weight matching of packings given by their sorted stage rows, in list order.
+    """Maximum-weight matching of packings given by their stage rows (in packing order).
 
-    Every pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
-    utilisation (sum of stage times / (4 x its packing time)). The result depends on the rows
-    alone, so equal candidate lists (frequent from one event to the next) share it.
+    Every ordered pair of at most ``MAX_GROUP`` jobs is an edge weighted by the merged packing's
+    utilisation, sum of the stage times (summed in Muri's order: the first packing's jobs, then
+    the second's) / (4 x its packing time). Matched by ``smdlab.solve.blossom`` in Muri's
+    simulator's tie order. The result depends on the rows alone, so equal candidate lists
+    (frequent from one event to the next) share it.
     """
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(keys)))
-    for u in range(len(keys)):
-        for v in range(u + 1, len(keys)):
+    n = len(keys)
+    work = [[sum(row) for row in k] for k in keys]
+    weights = [[0.0] * n for _ in range(n)]
+    times: dict[tuple, float] = {}  # packing time per merged packing (few distinct profiles)
+    for u in range(n):
+        for v in range(u + 1, n):
             if len(keys[u]) + len(keys[v]) > MAX_GROUP:
                 continue
             both = tuple(sorted(keys[u] + keys[v]))
-            w = sum(map(sum, both)) / (_packing_time_of(both) * len(STAGES))
-            if w > 0:
-                graph.add_edge(u, v, weight=w)
-    return tuple((int(a), int(b)) for a, b in nx.max_weight_matching(graph))
+            tt = times.get(both)
+            if tt is None:
+                tt = times[both] = _packing_time_of(both)
+            denom = tt * len(STAGES)
+            weights[u][v] = sum(work[u] + work[v]) / denom
+            weights[v][u] = sum(work[v] + work[u]) / denom
+    mate = max_weight_matching(weights)
+    return tuple((u, v) for u, v in enumerate(mate) if u < v)
 
 
 @memoize(MURI_PACKINGS)
