@@ -32,6 +32,10 @@ JCT_POLICIES: tuple[str, ...] = (
 )
 
 
+# Inputs of multiresource_ablation (smdlab.experiments.ablation.INPUTS).
+ABLATION_INPUTS = ("authors", "subset", "small")
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Sizes of every experiment.
@@ -75,6 +79,9 @@ class ExperimentConfig:
         seeds of the training workload: one per seed in ``seeds``).
     sharing_degree_values: most jobs a GPU may hold, the points of ``jct_vs_sharing_degree``.
     sharing_load: offered load of that experiment's online workload (``online_jobs`` jobs).
+    ablation_inputs: inputs of ``multiresource_ablation`` (``ABLATION_INPUTS``): ``authors``
+        (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3), ``subset`` or ``small``
+        (the authors' 4 x 8-GPU Synergy fixture and trace3's first rows; seconds).
     """
 
     name: str
@@ -111,6 +118,7 @@ class ExperimentConfig:
     learned_philly_jobs: int = 60
     sharing_degree_values: tuple[int, ...] = (1, 2, 3, 4)
     sharing_load: float = 2.0
+    ablation_inputs: str = "authors"
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -134,6 +142,7 @@ class ExperimentConfig:
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
         check_choice("demands", self.demands, ("per_network", "uniform"))
+        check_choice("ablation_inputs", self.ablation_inputs, ABLATION_INPUTS)
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
             self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
@@ -165,6 +174,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=16,
         learned_philly_jobs=40,
         sharing_degree_values=(1, 2, 4),
+        ablation_inputs="subset",
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -188,6 +198,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         philly_machines=4,
         learned_philly_jobs=20,
         sharing_degree_values=(1, 2),
+        ablation_inputs="small",
     ),
 }
 

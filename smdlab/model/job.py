@@ -140,7 +140,8 @@ class Job:
         request that the job's work is calibrated to; None: the layered model's.
     throughput: the measured-throughput job model (``smdlab.model.measured_speed``): the
         iteration time is read from a profiled (CPU, memory) table at the worker demand's ``cpu``
-        and ``mem_gb``, with no PS and no communication; None: the layered model.
+        and ``mem_gb``, with no communication term (with arch ``ps`` its PSs reserve their
+        demand and change no iteration time); None: the layered model.
     measured: whether the run's summary counts the job (an input may measure only some of its
         jobs, the others only load the cluster); the per-job tables keep every job.
     """
@@ -254,9 +255,9 @@ class Job:
                     "throughput must be a MeasuredThroughput or None, "
                     f"got {type(self.throughput).__name__}"
                 )
-            if self.arch != "allreduce" or self.pipeline is not None:
+            if self.pipeline is not None:
                 raise InvalidInput(
-                    "a job with a measured throughput has arch 'allreduce' (no PS) and no pipeline"
+                    "a job with a measured throughput has no pipeline (its table is the data stage)"
                 )
         if self.pipeline is not None:
             if not isinstance(self.pipeline, InputPipeline):

@@ -146,8 +146,19 @@ _WL_KEYS = {
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
     "gavel": ("kind", "path", "jobs"),
-    "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
-    "synergy": ("kind", "path", "jobs"),
+    "muri": (
+        "kind",
+        "path",
+        "jobs",
+        "job_model",
+        "solo_scale",
+        "load",
+        "load_resource",
+        "ps_demand",
+        "stages",
+        "restart_overheads",
+    ),
+    "synergy": ("kind", "path", "jobs", "load", "load_resource", "ps_demand", "profiles"),
 }
 # The shape of each optional workload key (its value range is checked where the jobs are built).
 _WL_SHAPES = {
@@ -173,6 +184,10 @@ _WL_SHAPES = {
     "arch_mix": "number",
     "arrival_slot_s": "number",
     "pipeline": "flag",
+    "ps_demand": "text",
+    "stages": "text",
+    "profiles": "text",
+    "restart_overheads": "flag",
 }
 
 
