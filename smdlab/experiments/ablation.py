@@ -20,10 +20,12 @@ their ratio (the gain). Every step is a scenario option, none a special case:
 - ``cluster``: ``cluster.machines`` = the configuration's (same servers; the load stays).
 
 Inputs (``ExperimentConfig.ablation_inputs``, ``INPUTS``): ``authors`` runs the Figure-8 jobs at
-9 jobs/h (``data/traces/synergy/jobs_seed42_load9.csv``) and all of Muri's trace3; ``subset``
-and ``small`` run the authors' 4 x 8-GPU Synergy fixture and the first rows of trace3, so that
-they run in seconds; their headline ratios are not the published ones (the ``input`` column
-says which input a row ran).
+9 jobs/h (``data/traces/synergy/jobs_seed42_load9.csv``) and all of Muri's trace3. ``subset``
+(``--quick``) and ``small`` (tests) run in seconds: the measured jobs of the authors' 4 x
+8-GPU Synergy fixture that take at most 4 h at the proportional share
+(``jobs_seed7_load2.25_short.csv``; ``small``: its first 10) and the first 120 (24) rows of
+trace3. Their ratios show the data's shape, not the published gains (the ``input`` column says
+which input a row ran).
 """
 
 from __future__ import annotations
@@ -96,8 +98,8 @@ class AblationInputs:
 
 INPUTS: Mapping[str, AblationInputs] = {
     "authors": AblationInputs("traces/synergy/jobs_seed42_load9.csv", 16, None, None),
-    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25.csv", 4, 100, 120),
-    "small": AblationInputs("traces/synergy/jobs_seed7_load2.25.csv", 4, 60, 24),
+    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, 120),
+    "small": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, 10, 24),
 }
 
 
