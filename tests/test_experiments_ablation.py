@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -111,9 +112,9 @@ def test_muri_s_authors_rules_place_ps_jobs_beside_their_workers(muri_cluster):
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"ps_demand": "some"}, "workload.ps_demand"),
-        ({"stages": "paper"}, "workload.stages"),
-        ({"load": 0}, "workload.load"),
+        ({"ps_demand": "some"}, r"workload\.ps_demand"),
+        ({"stages": "paper"}, r"workload\.stages"),
+        ({"load": 0}, r"workload\.load"),
     ],
 )
 def test_bad_muri_options_name_the_field(muri_cluster, kwargs, field):
@@ -122,9 +123,9 @@ def test_bad_muri_options_name_the_field(muri_cluster, kwargs, field):
 
 
 def test_bad_synergy_options_name_the_field(synergy_cluster):
-    with pytest.raises(InvalidInput, match="workload.profiles"):
+    with pytest.raises(InvalidInput, match=r"workload\.profiles"):
         read_synergy(SYNERGY, cluster=synergy_cluster, first=4, profiles="theirs")
-    with pytest.raises(InvalidInput, match="workload.ps_demand"):
+    with pytest.raises(InvalidInput, match=r"workload\.ps_demand"):
         read_synergy(SYNERGY, cluster=synergy_cluster, first=4, ps_demand="all")
 
 
@@ -133,7 +134,7 @@ def test_steps_are_cumulative_scenario_options():
         steps = ablation_steps(system, "tiny")
         assert [s["step"] for s in steps] == list(STEPS)
         assert steps[0]["changes"] == {"workload": {}, "simulation": {}, "cluster": {}}
-        for before, after in zip(steps, steps[1:]):
+        for before, after in itertools.pairwise(steps):
             for section, values in before["changes"].items():
                 assert values.items() <= after["changes"][section].items()
     syn = {s["step"]: s for s in ablation_steps("synergy", "tiny")}

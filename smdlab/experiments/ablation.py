@@ -23,7 +23,7 @@ Inputs (``ExperimentConfig.ablation_inputs``, ``INPUTS``): ``authors`` runs the 
 9 jobs/h (``data/traces/synergy/jobs_seed42_load9.csv``) and all of Muri's trace3. ``subset``
 (``--quick``) and ``small`` (tests) run in seconds: the measured jobs of the authors' 4 x
 8-GPU Synergy fixture that take at most 4 h at the proportional share
-(``jobs_seed7_load2.25_short.csv``; ``small``: its first 10) and the first 120 (24) rows of
+(``jobs_seed7_load2.25_short.csv``; ``small``: its first 10) and the first 60 (24) rows of
 trace3. Their ratios show the data's shape, not the published gains (the ``input`` column says
 which input a row ran).
 """
@@ -31,7 +31,8 @@ which input a row ran).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +99,7 @@ class AblationInputs:
 
 INPUTS: Mapping[str, AblationInputs] = {
     "authors": AblationInputs("traces/synergy/jobs_seed42_load9.csv", 16, None, None),
-    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, 120),
+    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, 60),
     "small": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, 10, 24),
 }
 
@@ -221,14 +222,24 @@ def _input_text(system: str, inputs: AblationInputs) -> str:
 
 
 def multiresource_ablation(
-    config: str | ExperimentConfig = "quick", *, workers: int = 1
+    config: str | ExperimentConfig = "quick",
+    *,
+    workers: int = 1,
+    systems: Sequence[str] = SYSTEMS,
+    log: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Gain ratio of Synergy's and Muri's policy pairs after each cumulative step (module docstring)."""
+    """Gain ratio of Synergy's and Muri's policy pairs after each cumulative step (module docstring).
+
+    systems: which of ``SYSTEMS`` to run (their rows come in ``SYSTEMS`` order). log: called with
+    one line per finished run (sequential runs only, ``workers == 1``).
+    """
     cfg = get_config(config)
     inputs = INPUTS[cfg.ablation_inputs]
+    wanted = [check_choice("system", s, SYSTEMS) for s in systems]
     plan = []  # (system, step index, step dict, pair)
     tasks: dict[tuple[str, str, str, str], None] = {}
-    for system, pairs in (("synergy", SYNERGY_PAIRS), ("muri", MURI_PAIRS)):
+    all_pairs = (("synergy", SYNERGY_PAIRS), ("muri", MURI_PAIRS))
+    for system, pairs in [(s, p) for s, p in all_pairs if s in wanted]:
         for i, step in enumerate(ablation_steps(system, cfg)):
             key = json.dumps(step["changes"], sort_keys=True)
             for pair in pairs:
@@ -236,11 +247,23 @@ def multiresource_ablation(
                 for p in pair:
                     tasks.setdefault((system, cfg.ablation_inputs, key, p), None)
     keys = list(tasks)
-    results = dict(zip(keys, run_tasks(_run, keys, workers), strict=True))
+    if log is not None and workers == 1:
+
+        def run(task: tuple[str, str, str, str]) -> tuple[float, int, int]:
+            t0 = time.perf_counter()
+            out = _run(task)
+            log(
+                f"{task[0]} {task[2]} {task[3]}: mean JCT {out[0]:.6g} s ({time.perf_counter() - t0:.0f} s)"
+            )
+            return out
+
+        results = {k: run(k) for k in keys}
+    else:
+        results = dict(zip(keys, run_tasks(_run, keys, workers), strict=True))
     rows = []
     for system, i, step, (base, policy), key in plan:
         b = results[(system, cfg.ablation_inputs, key, base)]
-        p = results[(system, cfg.ablation_inputs, key, policy)]
+        q = results[(system, cfg.ablation_inputs, key, policy)]
         rows.append(
             {
                 "system": system,
@@ -251,10 +274,10 @@ def multiresource_ablation(
                 "baseline": base,
                 "policy": policy,
                 "mean_jct_baseline_s": b[0],
-                "mean_jct_policy_s": p[0],
-                "ratio": b[0] / p[0],
-                "jobs_measured": p[1],
-                "machines": p[2],
+                "mean_jct_policy_s": q[0],
+                "ratio": b[0] / q[0],
+                "jobs_measured": q[1],
+                "machines": q[2],
                 "input": _input_text(system, inputs),
             }
         )

@@ -29,7 +29,8 @@ def ablation_figure(df: pd.DataFrame) -> go.Figure:
     k = 0
     for col, system in enumerate(systems, start=1):
         part = df[df["system"] == system].sort_values("step_index")
-        for (base, policy), rows in part.groupby(["baseline", "policy"], sort=False):
+        for key, rows in part.groupby(["baseline", "policy"], sort=False):
+            base, policy = str(key[0]), str(key[1])
             name = PAIR_LABELS.get((base, policy), f"{base} / {policy}")
             fig.add_trace(
                 go.Scatter(
