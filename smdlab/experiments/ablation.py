@@ -23,7 +23,7 @@ Inputs (``ExperimentConfig.ablation_inputs``, ``INPUTS``): ``authors`` runs the 
 9 jobs/h (``data/traces/synergy/jobs_seed42_load9.csv``) and all of Muri's trace3. ``subset``
 (``--quick``) and ``small`` (tests) run in seconds: the measured jobs of the authors' 4 x
 8-GPU Synergy fixture that take at most 4 h at the proportional share
-(``jobs_seed7_load2.25_short.csv``; ``small``: its first 10) and the first 60 (24) rows of
+(``jobs_seed7_load2.25_short.csv``; ``small``: its first 10) and the first 40 (24) rows of
 trace3. Their ratios show the data's shape, not the published gains (the ``input`` column says
 which input a row ran).
 """
@@ -49,6 +49,9 @@ __all__ = [
     "STEPS",
     "SYNERGY_PAIRS",
     "AblationInputs",
+    "ablation_frame",
+    "ablation_plan",
+    "ablation_run",
     "ablation_steps",
     "multiresource_ablation",
     "world_gpu_load",
@@ -99,7 +102,7 @@ class AblationInputs:
 
 INPUTS: Mapping[str, AblationInputs] = {
     "authors": AblationInputs("traces/synergy/jobs_seed42_load9.csv", 16, None, None),
-    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, 60),
+    "subset": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, 40),
     "small": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, 10, 24),
 }
 
@@ -192,7 +195,7 @@ def _scenario(system: str, inputs: AblationInputs, changes: Mapping[str, Mapping
     )
 
 
-def _run(task: tuple[str, str, str, str]) -> tuple[float, int, int]:
+def ablation_run(task: tuple[str, str, str, str]) -> tuple[float, int, int]:
     """(mean JCT of the measured jobs, measured jobs, machines) of one policy in one configuration."""
     from smdlab.sim.runner import run_policies, simulation_options
 
@@ -221,45 +224,40 @@ def _input_text(system: str, inputs: AblationInputs) -> str:
     return f"muri/trace3.csv ({n} jobs)"
 
 
-def multiresource_ablation(
-    config: str | ExperimentConfig = "quick",
-    *,
-    workers: int = 1,
-    systems: Sequence[str] = SYSTEMS,
-    log: Callable[[str], None] | None = None,
-) -> pd.DataFrame:
-    """Gain ratio of Synergy's and Muri's policy pairs after each cumulative step (module docstring).
+Task = tuple[str, str, str, str]  # (system, inputs name, cumulative changes as JSON, policy)
 
-    systems: which of ``SYSTEMS`` to run (their rows come in ``SYSTEMS`` order). log: called with
-    one line per finished run (sequential runs only, ``workers == 1``).
+
+def ablation_plan(
+    config: str | ExperimentConfig = "quick", systems: Sequence[str] = SYSTEMS
+) -> tuple[list[tuple[str, int, dict[str, Any], tuple[str, str], str]], list[Task]]:
+    """The figure's rows to fill (system, step index, step, pair, changes) and the runs they need.
+
+    Each run (``ablation_run``) is one policy in one cumulative configuration; a configuration
+    that a step leaves unchanged is run once.
     """
     cfg = get_config(config)
-    inputs = INPUTS[cfg.ablation_inputs]
     wanted = [check_choice("system", s, SYSTEMS) for s in systems]
-    plan = []  # (system, step index, step dict, pair)
-    tasks: dict[tuple[str, str, str, str], None] = {}
+    plan = []
+    tasks: dict[Task, None] = {}
     all_pairs = (("synergy", SYNERGY_PAIRS), ("muri", MURI_PAIRS))
     for system, pairs in [(s, p) for s, p in all_pairs if s in wanted]:
         for i, step in enumerate(ablation_steps(system, cfg)):
             key = json.dumps(step["changes"], sort_keys=True)
             for pair in pairs:
                 plan.append((system, i, step, pair, key))
-                for p in pair:
-                    tasks.setdefault((system, cfg.ablation_inputs, key, p), None)
-    keys = list(tasks)
-    if log is not None and workers == 1:
+                for name in pair:
+                    tasks.setdefault((system, cfg.ablation_inputs, key, name), None)
+    return plan, list(tasks)
 
-        def run(task: tuple[str, str, str, str]) -> tuple[float, int, int]:
-            t0 = time.perf_counter()
-            out = _run(task)
-            log(
-                f"{task[0]} {task[2]} {task[3]}: mean JCT {out[0]:.6g} s ({time.perf_counter() - t0:.0f} s)"
-            )
-            return out
 
-        results = {k: run(k) for k in keys}
-    else:
-        results = dict(zip(keys, run_tasks(_run, keys, workers), strict=True))
+def ablation_frame(
+    config: str | ExperimentConfig,
+    plan: Sequence[tuple[str, int, dict[str, Any], tuple[str, str], str]],
+    results: Mapping[Task, tuple[float, int, int]],
+) -> pd.DataFrame:
+    """The figure's tidy frame from ``ablation_plan``'s rows and each run's result."""
+    cfg = get_config(config)
+    inputs = INPUTS[cfg.ablation_inputs]
     rows = []
     for system, i, step, (base, policy), key in plan:
         b = results[(system, cfg.ablation_inputs, key, base)]
@@ -284,3 +282,33 @@ def multiresource_ablation(
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs.update(experiment="multiresource_ablation", config=cfg.name)
     return df
+
+
+def multiresource_ablation(
+    config: str | ExperimentConfig = "quick",
+    *,
+    workers: int = 1,
+    systems: Sequence[str] = SYSTEMS,
+    log: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """Gain ratio of Synergy's and Muri's policy pairs after each cumulative step (module docstring).
+
+    systems: which of ``SYSTEMS`` to run (their rows come in ``SYSTEMS`` order). log: called with
+    one line per finished run (sequential runs only, ``workers == 1``).
+    """
+    cfg = get_config(config)
+    plan, keys = ablation_plan(cfg, systems)
+    if log is not None and workers == 1:
+
+        def run(task: Task) -> tuple[float, int, int]:
+            t0 = time.perf_counter()
+            out = ablation_run(task)
+            log(
+                f"{task[0]} {task[2]} {task[3]}: mean JCT {out[0]:.6g} s ({time.perf_counter() - t0:.0f} s)"
+            )
+            return out
+
+        results = {k: run(k) for k in keys}
+    else:
+        results = dict(zip(keys, run_tasks(ablation_run, keys, workers), strict=True))
+    return ablation_frame(cfg, plan, results)
