@@ -27,6 +27,9 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     #            moved up to the next multiple, as DL2's simulator; default 0, none)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
+    # muri:      path, jobs, job_model, solo_scale, load, load_resource, ps_demand, stages,
+    #            restart_overheads (workloads.muri)
+    # synergy:   path, jobs, load, load_resource, ps_demand, profiles (workloads.synergy)
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
     #            max_workers; every job arrives at 0 (offline batch; compare makespans)
     cap_factor = 1.0
