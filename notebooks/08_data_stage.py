@@ -165,17 +165,20 @@ pd.DataFrame(
 # 2.3x, Tiresias / Muri-L about 3.9x). The figure `multiresource_ablation` then changes one
 # scenario option at a time towards smdlab's default world and measures the gain after each
 # step (`docs/multiresource.md`, "Where the gains go"). Here it is drawn from its committed CSV
-# (`figures/multiresource_ablation.csv`, made by `smdlab reproduce`); `SOURCE = "tiny"` recomputes
-# it on the small inputs instead (a few minutes: the tiny inputs only show the data's shape).
+# (`figures/multiresource_ablation.csv`, made by `smdlab reproduce`), or, where that file is not
+# there, recomputed on the test inputs (`SOURCE = "tiny"`: seconds; they only show the data's
+# shape, not the published gains).
 
 # %%
 from pathlib import Path
 
 from smdlab.experiments import figure, make_figure
 
-SOURCE = "committed"  # or "tiny", "quick", "full": recompute with that configuration
+COMMITTED = Path("..") / "figures" / "multiresource_ablation.csv"
+# "committed" draws the CSV of `smdlab reproduce`; "tiny", "quick", "full" recompute it.
+SOURCE = "committed" if COMMITTED.exists() else "tiny"
 if SOURCE == "committed":
-    ablation = pd.read_csv(Path("..") / "figures" / "multiresource_ablation.csv")
+    ablation = pd.read_csv(COMMITTED)
     fig = make_figure("multiresource_ablation", ablation)
 else:
     fig, ablation = figure("multiresource_ablation", SOURCE)
