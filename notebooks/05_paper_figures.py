@@ -170,6 +170,21 @@ table(
 df = draw("muri_jct_vs_load")
 
 # %% [markdown]
+# ## Beyond GPUs: from the authors' settings to smdlab's, one change at a time
+#
+# Synergy's and Muri's published gains reproduced in their authors' settings (Synergy's Figure-8
+# jobs at 9 jobs/h, Muri's trace3), then one scenario option at a time towards smdlab's world:
+# load, PS jobs, prefetching, smdlab's profiles, the restart cost, the cluster size
+# (`smdlab.experiments.ablation`; `docs/multiresource.md`, "Where the gains go").
+
+# %%
+fig, df = show("multiresource_ablation")
+fig.show()
+df.pivot_table(
+    index=["system", "step_index", "label"], columns="policy", values="ratio"
+).style.format("{:.3f}")
+
+# %% [markdown]
 # ## The default Philly window: FIFO, SJF, SRTF and Tiresias
 #
 # The window of `data/scenarios/philly.toml` (2,000 trace jobs from index 60,000, GPU-only gangs,

@@ -38,6 +38,10 @@ GAVEL_SWEEP_TRACES: tuple[str, ...] = tuple(
 )
 
 
+# Inputs of multiresource_ablation (smdlab.experiments.ablation.INPUTS).
+ABLATION_INPUTS = ("authors", "trace3", "subset", "small")
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """Sizes of every experiment.
@@ -86,6 +90,10 @@ class ExperimentConfig:
     gavel_traces: the Gavel traces of ``gavel_rate_sweep`` (stems of ``data/traces/gavel/*.trace``
         listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
         seed, cluster, measurement window and Gavel's own window averages).
+    ablation_inputs: inputs of ``multiresource_ablation`` (``ABLATION_INPUTS``): ``authors``
+        (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
+        whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
+        (that fixture and trace3's first rows; seconds).
     """
 
     name: str
@@ -125,6 +133,7 @@ class ExperimentConfig:
     deeprm_loads: tuple[float, ...] = (0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7)
     deeprm_jobsets: int = 50
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
+    ablation_inputs: str = "trace3"
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -151,6 +160,7 @@ class ExperimentConfig:
         object.__setattr__(self, "seeds", tuple(self.seeds))
         object.__setattr__(self, "gavel_traces", tuple(self.gavel_traces))
         check_choice("demands", self.demands, ("per_network", "uniform"))
+        check_choice("ablation_inputs", self.ablation_inputs, ABLATION_INPUTS)
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
         object.__setattr__(
             self, "restart_s", check_positive("restart_s", self.restart_s, allow_zero=True)
@@ -184,6 +194,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         sharing_degree_values=(1, 2, 4),
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
+        ablation_inputs="subset",
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -210,6 +221,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_loads=(0.7, 1.3),
         deeprm_jobsets=2,
         gavel_traces=("seed3_rate0.4_60jobs",),
+        ablation_inputs="small",
     ),
 }
 

@@ -227,6 +227,18 @@ def _draw_oversubscription(df: pd.DataFrame):
     return oversubscription_figure(df)
 
 
+def _ablation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.ablation import multiresource_ablation
+
+    return multiresource_ablation(cfg, workers=workers)
+
+
+def _draw_ablation(df: pd.DataFrame):
+    from smdlab.viz.ablation import ablation_figure
+
+    return ablation_figure(df)
+
+
 def _sharing_validation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.sharing import sharing_validation
 
@@ -301,6 +313,12 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT of Muri-S, Muri-L, SRTF, Tiresias and SMD vs offered load",
             _multiresource("muri_jct_vs_load"),
             _draw_multiresource("load", "offered load"),
+        ),
+        FigureSpec(
+            "multiresource_ablation",
+            "Synergy's and Muri's gain ratios from the authors' settings to smdlab's, one change at a time",
+            _ablation,
+            _draw_ablation,
         ),
         FigureSpec(
             "philly_window",

@@ -146,7 +146,8 @@ class Job:
         ``duration``; Muri-S's key before the job first runs in Muri's simulator); None: none.
     throughput: the measured-throughput job model (``smdlab.model.measured_speed``): the
         iteration time is read from a profiled (CPU, memory) table at the worker demand's ``cpu``
-        and ``mem_gb``, with no PS and no communication; None: the layered model.
+        and ``mem_gb``, with no communication term (with arch ``ps`` its PSs reserve their
+        demand and change no iteration time); None: the layered model.
     measured: whether the run's summary counts the job (an input may measure only some of its
         jobs, the others only load the cluster); the per-job tables keep every job.
     slo: the job's deadline options (``smdlab.model.slo.SLO``): an SLO job; None: best-effort.
@@ -268,9 +269,9 @@ class Job:
                     "throughput must be a MeasuredThroughput or None, "
                     f"got {type(self.throughput).__name__}"
                 )
-            if self.arch != "allreduce" or self.pipeline is not None:
+            if self.pipeline is not None:
                 raise InvalidInput(
-                    "a job with a measured throughput has arch 'allreduce' (no PS) and no pipeline"
+                    "a job with a measured throughput has no pipeline (its table is the data stage)"
                 )
         if self.pipeline is not None:
             if not isinstance(self.pipeline, InputPipeline):

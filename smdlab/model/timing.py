@@ -333,7 +333,7 @@ def _measured_table(job: Job) -> np.ndarray:
     tau = measured_iteration_time(
         job.throughput, job.worker_demand.get("cpu", 0.0), job.worker_demand.get("mem_gb", 0.0)
     )
-    table = np.full((job.max_workers, 1), tau)
+    table = np.full((job.max_workers, job.ps_slots), tau)  # PSs change nothing here
     table.setflags(write=False)
     return table
 

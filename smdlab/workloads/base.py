@@ -356,3 +356,29 @@ def offered_load(
         rho = rate * demand.mean(axis=0) / _capacity(cluster)
         return {r: float(v) for r, v in zip(cluster.resources, rho)}
     return load_from_rate(rate, demand, cluster, resource)
+
+
+def scaled_to_load(
+    jobs: Sequence[Job],
+    cluster: Cluster,
+    load: float,
+    *,
+    resource: str | None = None,
+    mode: str = "wfbp",
+) -> list[Job]:
+    """``jobs`` with arrival times scaled so that their offered load on ``cluster`` is ``load``.
+
+    Every arrival is multiplied by one factor (the natural load over ``load``), so the jobs, their
+    order and their relative spacing stay; only the arrival rate changes. resource: the load of
+    that resource (None: the bottleneck's, as ``offered_load``).
+    """
+    load = check_positive("workload.load", load)
+    natural = offered_load(jobs, cluster, mode=mode, resource=resource)
+    assert isinstance(natural, float)
+    if not natural > 0:
+        raise InvalidInput(
+            f"workload.load needs jobs that offer a load on {resource or 'some resource'}, "
+            f"got {natural!r}"
+        )
+    factor = natural / load
+    return [j.replace(arrival=j.arrival * factor) for j in jobs]

@@ -19,6 +19,24 @@ The job model (``job_model``): ``measured`` (default; Muri's simulator, with ``s
 
 Restart overheads: ``restart_overhead_s(model, num_gpu)`` is Muri's per-model table
 (``RESTART_OVERHEAD_S``, seconds; Rivendile/Muri simulator/run_sim.py ``overhead_dict``).
+
+Options that move a run from Muri's world towards smdlab's, one at a time (all off by default;
+``smdlab.experiments.ablation`` measures each):
+
+- ``load``: arrivals scaled (``workloads.base.scaled_to_load``) so that the offered load on the
+  cluster is ``load`` (of ``load_resource``, default the bottleneck).
+- ``ps_demand = "per_network"``: the jobs are gang PS jobs, not GPU-only ones: each worker
+  brings one PS that reserves the CPU cores and memory smdlab's demand rule gives the PS of the
+  job's network (``MURI_NETWORKS``, ``smdlab.model.demands.task_demands``); workers and PSs
+  reserve ``PS_JOB_BW_GBPS`` of bandwidth (Muri's cluster never binds on the network). The
+  work is calibrated as before, so a job alone still runs its trace's duration.
+- ``stages = "smdlab"``: each job's stage times are smdlab's model of its network at its
+  request (``smdlab_stage_times``: data stage = storage read + CPU preprocessing of the bundled
+  input pipeline, GPU = forward + backward, network = the rest of the layered iteration, with
+  the PS when there is one), scaled so that its solo iteration under ``job_model`` is the
+  trace's; ``"trace"`` (default): the trace's ``resource_time_0..2``.
+- ``restart_overheads = false``: jobs carry no restart overhead of their own and pay the
+  simulation's ``restart_s``; true (default): Muri's per-model table.
 """
 
 from __future__ import annotations
@@ -33,11 +51,17 @@ from types import MappingProxyType
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.interleave import JOB_MODELS, solo_iteration_time
 from smdlab.model.job import Job
-from smdlab.workloads.base import calibrated_jobs, network_demands, resolve_networks
+from smdlab.workloads.base import (
+    Network,
+    calibrated_jobs,
+    network_demands,
+    resolve_networks,
+    scaled_to_load,
+)
 
 __all__ = [
     "COLUMNS",
@@ -48,7 +72,12 @@ __all__ = [
     "load_muri",
     "read_muri_trace",
     "restart_overhead_s",
+    "smdlab_stage_times",
 ]
+
+PS_DEMANDS = ("none", "per_network")
+STAGE_SOURCES = ("trace", "smdlab")
+PS_JOB_BW_GBPS = 0.001  # bandwidth a worker or PS of a PS job reserves (never binds)
 
 COLUMNS = (
     "job_id",
@@ -233,6 +262,44 @@ def trace_iteration_s(row: MuriTraceJob, job_model: str, solo_scale: float) -> f
     return solo_iteration_time(row.stages_s, job_model, row.iteration_s, solo_scale)
 
 
+def smdlab_stage_times(
+    net: Network, workers: int, ps: bool, mode: str = "wfbp"
+) -> tuple[float, ...]:
+    """smdlab's (data, GPU, network) seconds per iteration of one worker of ``net`` at ``workers``.
+
+    The network's per-network demands and bundled input pipeline; data = storage read + CPU
+    preprocessing (Muri's data-loading stage holds both), with one PS per worker if ``ps``.
+    """
+    from smdlab.model.demands import task_demands
+    from smdlab.model.input_pipeline import bundled_pipeline
+    from smdlab.model.interleave import stage_times
+
+    wd, pd_ = task_demands(net.profile)
+    probe = Job(
+        f"probe:{net.name}",
+        net.profile,
+        1.0,
+        net.global_batch,
+        wd,
+        pd_ if ps else {},
+        max_workers=workers,
+        max_ps=workers if ps else 0,
+        arch="ps" if ps else "allreduce",
+        pipeline=bundled_pipeline(net.profile),
+    )
+    st = stage_times(probe, workers, workers if ps else 0, mode)
+    return (st["storage"] + st["cpu"], st["gpu"], st["network"])
+
+
+def _rescaled(
+    stages: tuple[float, ...], like: tuple[float, ...], job_model: str
+) -> tuple[float, ...]:
+    """``stages`` scaled so that their solo iteration under ``job_model`` equals ``like``'s."""
+    rule = "sequential" if job_model == "measured" else job_model
+    k = solo_iteration_time(like, rule) / solo_iteration_time(stages, rule)
+    return tuple(x * k for x in stages)
+
+
 def load_muri(
     path: str | os.PathLike,
     *,
@@ -241,13 +308,24 @@ def load_muri(
     job_model: str = "measured",
     solo_scale: float = MURI_SOLO_SCALE,
     mode: str = "wfbp",
+    load: float | None = None,
+    load_resource: str | None = None,
+    ps_demand: str = "none",
+    stages: str = "trace",
+    restart_overheads: bool = True,
 ) -> list[Job]:
     """Jobs of a Muri trace CSV (module docstring): GPU-only gangs named by ``job_id``.
 
-    cluster: checks that no job asks more GPUs than it has. first: only the first N rows.
+    cluster: checks that no job asks more GPUs than it has (and sets ``load``). first: only the
+    first N rows. The other options: the module docstring.
     """
     job_model = check_choice("workload.job_model", job_model, JOB_MODELS)
     solo_scale = check_positive("workload.solo_scale", solo_scale)
+    ps_demand = check_choice("workload.ps_demand", ps_demand, PS_DEMANDS)
+    stages = check_choice("workload.stages", stages, STAGE_SOURCES)
+    restart_overheads = check_bool("workload.restart_overheads", restart_overheads)
+    if load is not None and cluster is None:
+        raise InvalidInput("workload.load needs a cluster (the offered load is relative to it)")
     max_gpus = None
     if cluster is not None and "gpu" in cluster.resources:
         max_gpus = round(float(cluster.capacity["gpu"]))
@@ -255,6 +333,28 @@ def load_muri(
     names = sorted({MURI_NETWORKS[r.model] for r in rows})
     nets = resolve_networks(names)
     index = {n: k for k, n in enumerate(names)}
+    ps = ps_demand != "none"
+    if ps:
+        demands = []
+        for _, pd_ in network_demands(nets, "per_network"):
+            bw = {"bw_gbps": PS_JOB_BW_GBPS}
+            demands.append(({"gpu": 1.0, **bw}, {"cpu": pd_["cpu"], "mem_gb": pd_["mem_gb"], **bw}))
+    else:
+        demands = network_demands(nets, "gpu_only")
+    stage_of = {}
+    for r in rows:
+        key = (r.model, r.num_gpu)
+        if key not in stage_of:
+            net = nets[index[MURI_NETWORKS[r.model]]]
+            stage_of[key] = (
+                smdlab_stage_times(net, r.num_gpu, ps, mode) if stages == "smdlab" else None
+            )
+    st = [
+        r.stages_s
+        if stage_of[(r.model, r.num_gpu)] is None
+        else _rescaled(stage_of[(r.model, r.num_gpu)], r.stages_s, job_model)  # type: ignore[arg-type]
+        for r in rows
+    ]
     jobs = calibrated_jobs(
         [r.job_id for r in rows],
         np.array([r.submit_s for r in rows]),
@@ -263,15 +363,20 @@ def load_muri(
         np.array([index[MURI_NETWORKS[r.model]] for r in rows]),
         nets,
         mode=mode,
-        demands=network_demands(nets, "gpu_only"),
-        gpu_only=True,
+        demands=demands,
+        gpu_only=not ps,
+        gang=True,
     )
-    return [
+    out = [
         j.replace(
-            restart_s=r.restart_s,
-            stage_times_s=r.stages_s,
+            restart_s=r.restart_s if restart_overheads else None,
+            stage_times_s=s,
             iteration_s=trace_iteration_s(r, job_model, solo_scale),
             duration_s=r.duration_s,
         )
-        for j, r in zip(jobs, rows, strict=True)
+        for j, r, s in zip(jobs, rows, st, strict=True)
     ]
+    if load is not None:
+        assert cluster is not None
+        out = scaled_to_load(out, cluster, load, resource=load_resource, mode=mode)
+    return out

@@ -27,6 +27,9 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     #            moved up to the next multiple, as DL2's simulator; default 0, none)
     # philly:    path, start (index or date-time), window_s, vc, rate_scale, networks, mix
     # csv:       path (a trace or a job table); relative paths are relative to this file
+    # muri:      path, jobs, job_model, solo_scale, load, load_resource, ps_demand, stages,
+    #            restart_overheads (workloads.muri)
+    # synergy:   path, jobs, load, load_resource, ps_demand, profiles (workloads.synergy)
     # chronus:   path, start (jobs to skip, in submit order), rate_scale (workloads.chronus)
     # omru-image, omru-action: epochs (a table network = epochs; default: workloads.omru),
     #            max_workers; every job arrives at 0 (offline batch; compare makespans)
@@ -156,8 +159,19 @@ _WL_KEYS = {
     "omru-image": ("kind", "epochs", "max_workers"),
     "omru-action": ("kind", "epochs", "max_workers"),
     "gavel": ("kind", "path", "jobs"),
-    "muri": ("kind", "path", "jobs", "job_model", "solo_scale"),
-    "synergy": ("kind", "path", "jobs"),
+    "muri": (
+        "kind",
+        "path",
+        "jobs",
+        "job_model",
+        "solo_scale",
+        "load",
+        "load_resource",
+        "ps_demand",
+        "stages",
+        "restart_overheads",
+    ),
+    "synergy": ("kind", "path", "jobs", "load", "load_resource", "ps_demand", "profiles"),
     "chronus": ("kind", "path", "jobs", "start", "rate_scale"),
 }
 # Keys of ``[workload.deadlines]`` (any workload kind): SLOs drawn for its jobs
@@ -187,6 +201,10 @@ _WL_SHAPES = {
     "arch_mix": "number",
     "arrival_slot_s": "number",
     "pipeline": "flag",
+    "ps_demand": "text",
+    "stages": "text",
+    "profiles": "text",
+    "restart_overheads": "flag",
 }
 
 

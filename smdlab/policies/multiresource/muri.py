@@ -39,7 +39,9 @@ an edge weighted by its utilisation, matched by ``smdlab.solve.blossom`` (its si
 tie order among equal-weight matchings), merged in index order while the candidates exceed the
 cluster; autopack afterwards (a packing slower than its members taking turns is
 split); packings kept in priority order if their first job fits, then placed first fit in
-descending request order, every decision from an empty cluster.
+descending request order, every decision from an empty cluster. Gang PS jobs (one PS per
+worker, e.g. a Muri trace read with ``ps_demand``) run too: the first fit counts GPUs, and each
+machine's PSs sit beside its workers.
 """
 
 from __future__ import annotations
@@ -467,7 +469,11 @@ class Muri(Policy):
                 continue
             fit = _first_fit(free, gpus[n], cap)
             if fit is not None:
-                placed[i] = tuple((m, k, 1 if j == 0 else 0) for j, (m, k) in enumerate(fit))
+                # A GPU-only job's one nominal PS goes first; a PS job's PSs sit by their workers.
+                beside = not every[n].job.gpu_only
+                placed[i] = tuple(
+                    (m, k, k if beside else (1 if j == 0 else 0)) for j, (m, k) in enumerate(fit)
+                )
         self.last_groups = [kept[i] for i in sorted(placed)]
         return self._decision_authors(kept, placed, state)
 
