@@ -178,8 +178,7 @@ df = draw("muri_jct_vs_load")
 # (`smdlab.experiments.ablation`; `docs/multiresource.md`, "Where the gains go").
 
 # %%
-fig, df = show("multiresource_ablation")
-fig.show()
+df = draw("multiresource_ablation")
 df.pivot_table(
     index=["system", "step_index", "label"], columns="policy", values="ratio"
 ).style.format("{:.3f}")
@@ -289,8 +288,7 @@ df = draw("learning_curves")
 # Packer, Tetris* and random on held-out jobsets at each offered load (docs/rl.md).
 
 # %%
-fig, df = show("deeprm_slowdown_vs_load")
-fig.show()
+df = draw("deeprm_slowdown_vs_load")
 
 # %% [markdown]
 # ## Rack uplinks: JCT and cross-rack traffic as the uplinks shrink
@@ -330,8 +328,7 @@ df = draw("jct_vs_sharing_degree")
 # shipped reference data, not recomputed) and the paper's "up to 3.5x" (its own setting).
 
 # %%
-fig, df = show("gavel_rate_sweep")
-fig.show()
+df = draw("gavel_rate_sweep")
 
 # %% [markdown]
 # ## The committed figures
