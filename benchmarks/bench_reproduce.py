@@ -95,13 +95,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-quick", action="store_true", help="only the export comparison")
     ap.add_argument(
-        "--figures", type=int, default=4, help="figures in the export comparison (default 4)"
+        "--figures",
+        type=int,
+        default=4,
+        help="figures in the export comparison (default 4; 0 skips it)",
     )
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     if not args.skip_quick:
         _quick()
-    _export(args.figures)
+    if args.figures > 0:
+        _export(args.figures)
 
 
 if __name__ == "__main__":
