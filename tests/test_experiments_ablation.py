@@ -13,7 +13,8 @@ from smdlab.experiments.ablation import STEPS, AblationInputs, ablation_steps
 from smdlab.model.cluster import Cluster
 from smdlab.model.demands import task_demands
 from smdlab.model.interleave import solo_iteration_time
-from smdlab.model.measured_speed import REFERENCE_SHARE, layered_throughput, synergy_throughputs
+from smdlab.model.measured_speed import REFERENCE_SHARE, synergy_throughputs
+from smdlab.model.modelled_throughput import layered_throughput
 from smdlab.model.profiles import LayerProfile
 from smdlab.model.timing import speed_table
 from smdlab.paths import data_dir

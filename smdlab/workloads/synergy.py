@@ -22,7 +22,7 @@ Options that move a run from Synergy's world towards smdlab's, one at a time (al
   ``"none"`` (default): no PS. Under the measured job model a PS changes no iteration time; it
   takes its CPU and memory out of the same machines (and out of the GPU-proportional share).
 - ``profiles = "smdlab"``: each model's table is smdlab's model of its network on the same grid
-  (``smdlab.model.measured_speed.layered_throughput``: the layered model with the network's
+  (``smdlab.model.modelled_throughput.layered_throughput``: the layered model with the network's
   bundled input pipeline, with the PS when there is one); ``"synergy"`` (default): the
   authors' measured tables.
 """
@@ -38,11 +38,8 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.model.measured_speed import (
-    MeasuredThroughput,
-    layered_throughput,
-    synergy_throughputs,
-)
+from smdlab.model.measured_speed import MeasuredThroughput, synergy_throughputs
+from smdlab.model.modelled_throughput import layered_throughput
 from smdlab.model.profiles import LayerProfile
 from smdlab.workloads.base import scaled_to_load
 
