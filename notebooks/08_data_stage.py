@@ -41,7 +41,7 @@ import smdlab
 from smdlab.model.pipeline import data_stage_times
 from smdlab.model.timing import saturation_cpu
 from smdlab.viz.model import timeline_spec
-from smdlab.viz.notebook import percent, table
+from smdlab.viz.notebook import percent, show, table
 from smdlab.widgets.live import figure_widget, sync_figure
 
 job = smdlab.make_job("demo", "googlenet", 1e6, pipeline=True)
@@ -195,7 +195,7 @@ if SOURCE == "committed":
     fig = make_figure("multiresource_ablation", ablation)
 else:
     fig, ablation = figure("multiresource_ablation", SOURCE)
-fig.show()
+show(fig)  # at the output area's width
 ends = ablation.sort_values("step_index").groupby(["system", "baseline", "policy"])["ratio"]
 walk = "; ".join(
     f"{system} {base} / {pol}: {first:.2f}x to {last:.2f}x"
