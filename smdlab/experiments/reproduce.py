@@ -677,8 +677,9 @@ def reproduce(
     record = _read_record(folder)
     trees = input_trees()  # hashed once per run
     computed: list[float] = []
+    digests = {name: inputs_hash(name, cfg, trees) for name in names}
     for k, name in enumerate(names, start=1):
-        digest = inputs_hash(name, cfg, trees)
+        digest = digests[name]
         todo[name] = (
             [f"{name}.{f}" for f in fmts]
             if recompute
@@ -699,7 +700,7 @@ def reproduce(
             record[name] = digest  # after the CSV: a record never vouches for a file not written
             write_files(out, {INPUTS: _record_text(record)}, force=force)
         computed.append(time.perf_counter() - t0)
-        left = sum(1 for n in names[k:] if recompute or record.get(n) != inputs_hash(n, cfg, trees))
+        left = sum(1 for n in names[k:] if recompute or record.get(n) != digests[n])
         eta = f"; about {left * sum(computed) / len(computed):.0f} s left" if left else ""
         say(f"[{k}/{len(names)}] {name}: {len(df)} rows in {computed[-1]:.1f} s{eta}")
     draw = [n for n in names if any(not f.endswith(".csv") for f in todo[n])]

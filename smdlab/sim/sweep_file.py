@@ -129,13 +129,10 @@ def _differences(old: Any, new: Any, where: str) -> list[str]:
     return [] if old == new else [f"{where} ({old!r} in the file, {new!r} now)"]
 
 
-def _read_rows(path: Path) -> tuple[list[dict[str, str]], bool]:
-    """The complete rows of a streamed CSV, and whether a torn last line was dropped."""
+def _read_rows(path: Path) -> list[dict[str, str]]:
+    """The complete rows of a streamed CSV (a torn last line, from a run killed mid-append, dropped)."""
     text = path.read_text(encoding="utf-8")
-    torn = bool(text) and not text.endswith("\n")
-    if torn:
-        text = text[: text.rfind("\n") + 1]
-    return list(csv.DictReader(io.StringIO(text))), torn
+    return list(csv.DictReader(io.StringIO(text[: text.rfind("\n") + 1])))
 
 
 class SweepFiles:
@@ -207,13 +204,13 @@ class SweepFiles:
                 + "; ".join(diff[:3] or ["its record's hash differs"])
                 + (f"; and {len(diff) - 3} more" if len(diff) > 3 else "")
             )
-        rows, _ = _read_rows(out)
+        rows = _read_rows(out)
         if rows and not set(GRID_COLUMNS) <= set(rows[0]):
             raise InvalidInput(f"--resume: {str(out)!r} is not a sweep's output (no grid columns)")
         self.rows = {cell_key([r[c] for c in GRID_COLUMNS]): r for r in rows}
         t = sidecar(out, "timings.csv")
         if t.is_file():
-            for r in _read_rows(t)[0]:
+            for r in _read_rows(t):
                 k = cell_key([r.get(c, "") for c in GRID_COLUMNS])
                 if k in self.rows:
                     self.timings[k] = r
