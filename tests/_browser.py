@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium")
@@ -91,3 +94,32 @@ def _start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subproc
         return subprocess.Popen(
             cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+
+@contextlib.contextmanager
+def jupyter_lab(
+    root: Path, env: dict[str, str], log: Path, start_s: float, *extra: str
+) -> Iterator[tuple[str, str]]:
+    """JupyterLab serving ``root`` on loopback with a random token: yields (base URL, token)."""
+    port, token = _free_port(), secrets.token_hex(16)
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.port_retries=0",
+        *extra,
+    ]
+    proc = _start(cmd, root, env, log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(f"{base}/api/status?token={token}", proc, log, start_s)
+        yield base, token
+    finally:
+        _stop(proc)

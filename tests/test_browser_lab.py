@@ -12,14 +12,21 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import secrets
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, _free_port, _jupyter_env, _start, _stop, _wait_http
+from _browser import (
+    CHROMIUM,
+    _free_port,
+    _jupyter_env,
+    _start,
+    _stop,
+    _wait_http,
+    jupyter_lab,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -62,28 +69,10 @@ def notebook_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def lab_server(tmp_path: Path, notebook_copy: Path) -> Iterator[tuple[str, str]]:
     """A JupyterLab server on loopback with a random token: yields (base URL, token)."""
-    port, token = _free_port(), secrets.token_hex(16)
+    env = _jupyter_env(tmp_path / "jupyter")
     log = tmp_path / "jupyterlab.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        "--allow-root",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={notebook_copy.parent}",
-        "--ServerApp.port_retries=0",
-    ]
-    proc = _start(cmd, notebook_copy.parent, _jupyter_env(tmp_path / "jupyter"), log)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/api/status?token={token}", proc, log, SERVER_START_S)
-        yield base, token
-    finally:
-        _stop(proc)
+    with jupyter_lab(notebook_copy.parent, env, log, SERVER_START_S) as served:
+        yield served
 
 
 @pytest.fixture

@@ -20,9 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import secrets
 import shutil
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -30,7 +28,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
-from _browser import CHROMIUM, _free_port, _jupyter_env, _start, _stop, _wait_http
+from _browser import CHROMIUM, _jupyter_env, jupyter_lab
 
 pytestmark = pytest.mark.browser
 
@@ -153,29 +151,8 @@ def lab(served: tuple[Path, dict[str, str]], tmp_path_factory) -> Iterator[tuple
     tracker = tmp / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True, exist_ok=True)
     (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    port, token = _free_port(), secrets.token_hex(16)
-    log = tmp / "jupyterlab.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        "--allow-root",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={served[0]}",
-        "--ServerApp.port_retries=0",
-        *LAB_HIDE,
-    ]
-    proc = _start(cmd, served[0], env, log)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/api/status?token={token}", proc, log, SERVER_START_S)
-        yield base, token
-    finally:
-        _stop(proc)
+    with jupyter_lab(served[0], env, tmp / "jupyterlab.log", SERVER_START_S, *LAB_HIDE) as lab:
+        yield lab
 
 
 def _menu(page, menu: str, item: str) -> None:
