@@ -201,6 +201,18 @@ def run_sweep(
 
 
 def _run_dask(base, cells, scheduler, workers, collect, fail, registered) -> None:
+    # Each failure reaches the user once, through ``fail``; Dask's own log lines (a gather
+    # refused while a stopped sweep tears down, say) would only repeat or garble it.
+    log = logging.getLogger("distributed")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        _run_dask_quietly(base, cells, scheduler, workers, collect, fail, registered)
+    finally:
+        log.setLevel(level)
+
+
+def _run_dask_quietly(base, cells, scheduler, workers, collect, fail, registered) -> None:
     from dask.distributed import Client, LocalCluster, as_completed
 
     if scheduler:
@@ -217,7 +229,7 @@ def _run_dask(base, cells, scheduler, workers, collect, fail, registered) -> Non
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
     futures = {}
