@@ -80,8 +80,10 @@ def slo_vs_load_figure(df: pd.DataFrame) -> go.Figure:
         **base_layout(
             f"Deadlines vs load: Chronus' Philly MIX2 trace, {jobs} jobs per window, "
             f"mean of {windows} window(s)",
-            height=480,
+            height=500,
+            width=1100,
         )
     )
-    fig.update_layout(margin={"t": 130})  # the legend above the panel titles
+    # the legend above the panel titles, not on them
+    fig.update_layout(margin={"t": 110}, legend={"y": 1.1})
     return fig
