@@ -371,3 +371,24 @@ def test_a_bad_slo_sweep_setting_is_one_line(field, value):
     with pytest.raises(InvalidInput, match=field) as exc:
         get_config("tiny").replace(**{field: value})
     assert "\n" not in str(exc.value)
+
+
+def test_slo_takeaway_follows_its_table():
+    from smdlab.viz.takeaways import slo_tradeoff
+
+    rows = [  # load, policy, hard miss, best-effort JCT (s)
+        (1.0, "fifo", 0.0, 3600.0), (1.0, "edf", 0.0, 3600.0), (1.0, "chronus", 0.0, 3600.0),
+        (2.0, "fifo", 0.4, 7200.0), (2.0, "edf", 0.1, 14400.0), (2.0, "chronus", 0.2, 3600.0),
+    ]  # fmt: skip
+    df = pd.DataFrame(rows, columns=["load", "policy", "hard_miss_rate", "best_effort_mean_jct_s"])
+    df["label"] = df["policy"]
+    text = slo_tradeoff(df)
+    assert "Up to offered load 1 every policy meets every first deadline" in text
+    assert "EDF misses the fewest first deadlines (10.0%)" in text
+    assert "Chronus gives best-effort jobs the shortest mean JCT (1.00 h)" in text
+    assert "EDF 0.50x and 4.00x" in text and "FIFO 2.00x and 2.00x" in text
+    df.loc[(df["load"] == 2.0) & (df["policy"] == "chronus"), "hard_miss_rate"] = 0.05
+    assert "Chronus misses the fewest first deadlines (5.0%)" in slo_tradeoff(df)
+    assert "one policy wins both" in slo_tradeoff(df)
+    with pytest.raises(InvalidInput, match="reference"):
+        slo_tradeoff(df, reference="smd_slo")

@@ -74,6 +74,7 @@ def slo_window(start: int, n_jobs: int) -> list[Job]:
 
 def _point(task) -> list[dict]:
     from smdlab.sim import simulate
+    from smdlab.viz.deadlines import SLO_LABELS
     from smdlab.viz.style import policy_label
 
     cfg, load, window, policies = task
@@ -87,7 +88,7 @@ def _point(task) -> list[dict]:
                 "load": load,
                 "window": window,
                 "policy": policy,
-                "label": policy_label(policy),
+                "label": SLO_LABELS.get(policy, policy_label(policy)),
                 "jobs": s["jobs"],
                 "slo_jobs": s["slo_jobs"],
                 "best_effort_jobs": s["best_effort_jobs"],
