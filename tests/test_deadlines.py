@@ -392,3 +392,31 @@ def test_slo_takeaway_follows_its_table():
     assert "one policy wins both" in slo_tradeoff(df)
     with pytest.raises(InvalidInput, match="reference"):
         slo_tradeoff(df, reference="smd_slo")
+
+
+def test_drift_by_starts_fits_the_end_time_differences():
+    from smdlab.experiments.chronus_parity import drift_by_starts
+
+    # diff = 2 + 0.5 resume + 4 fill starts, fill starts = preempt + 1 - resume
+    resume = np.array([1, 2, 3, 1, 2, 4])
+    fill = np.array([0, 1, 0, 2, 2, 1])
+    table = pd.DataFrame(
+        {"resume": resume, "preempt": resume + fill - 1, "diff": 2 + 0.5 * resume + 4 * fill}
+    )
+    out = drift_by_starts({"jobs_table": table})
+    assert out["const"] == pytest.approx(2) and out["per_resume"] == pytest.approx(0.5)
+    assert out["per_fill"] == pytest.approx(4) and out["later"] == 1.0
+    with pytest.raises(InvalidInput, match="resume and preempt"):
+        drift_by_starts({"jobs_table": table.drop(columns="preempt")})
+
+
+def test_parity_restart_scale_zero_removes_the_restart_pauses():
+    from smdlab.experiments.chronus_parity import chronus_parity
+
+    trace = DATA / "inputs" / "m1_single.csv"
+    ref = DATA / "micro" / "m1_single_1x1_greedy.csv"
+    paid = chronus_parity(trace, ref, nodes=1, gpus_per_node=1, solver="greedy")
+    free = chronus_parity(trace, ref, nodes=1, gpus_per_node=1, solver="greedy", restart_scale=0.0)
+    assert free["jobs_table"]["ours_end"].iloc[0] < paid["jobs_table"]["ours_end"].iloc[0]
+    with pytest.raises(InvalidInput, match="restart_scale"):
+        chronus_parity(trace, ref, nodes=1, solver="greedy", restart_scale=-1.0)

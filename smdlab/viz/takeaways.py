@@ -294,8 +294,8 @@ def slo_tradeoff(df: pd.DataFrame, *, reference: str = "chronus") -> str:
     label = {p: SLO_LABELS.get(p, lab) for p, lab in zip(df["policy"], df["label"], strict=False)}
     out = ["**Takeaway.**"]
     missed = means["hard_miss_rate"].groupby(level="load").max()
-    clean = [float(v) for v, m in missed.items() if m == 0]
-    first = [float(v) for v, m in missed.items() if m > 0]
+    clean = [float(cast(float, v)) for v, m in missed.items() if m == 0]
+    first = [float(cast(float, v)) for v, m in missed.items() if m > 0]
     if not first:
         out.append("No policy misses a first deadline at any load here.")
         return " ".join(out)

@@ -15,7 +15,9 @@ deadline window the job needs, so a job with much value and little slack weighs 
 value-density weight). ``kappa`` (default 1: a Chronus job worth 10 with no slack weighs 11
 best-effort jobs) is ours. The weight is fixed, not re-read at every decision: SMD re-solves
 every running job at every decision and restarts those whose allocation changes, and weights
-that drift with the clock reorder the jobs and restart them (measured in EXPERIMENTS.md).
+that drift with the clock reorder the jobs and restart them (``fixed=False`` re-reads them at
+every decision, from the remaining time and the first option still reachable; measured in
+EXPERIMENTS.md).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from smdlab.errors import check_positive
+from smdlab.errors import check_bool, check_positive
 from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState, Decision, QueuedJob, RunningJob
 from smdlab.policies.ps.smd import SMD
@@ -54,26 +56,35 @@ class SMDSLO(SMD):
 
     name = "smd_slo"
 
-    def __init__(self, kappa: float = DEFAULT_KAPPA, **options: Any) -> None:
+    def __init__(self, kappa: float = DEFAULT_KAPPA, fixed: bool = True, **options: Any) -> None:
         self.kappa = check_positive("kappa", kappa, allow_zero=True)
+        self.fixed = check_bool("fixed", fixed)
         super().__init__(**options)
         self.weights: dict[str, float] = {}
 
     def reset(self) -> None:
         """Forget the weights of earlier runs."""
         super().reset()
-        self.weights: dict[str, float] = {}
+        self.weights = {}
 
-    def _weighted(self, entry, state: ClusterState):
+    def _weight(self, entry: QueuedJob | RunningJob, state: ClusterState) -> float:
         job = entry.job
+        if not self.fixed:  # re-read now: the first option still reachable, the time left
+            return slo_weight(job, remaining_time(entry, state.mode), state.time, self.kappa)
         w = self.weights.get(job.name)
         if w is None:
-            w = self.weights[job.name] = slo_weight(
+            w = slo_weight(
                 job,
                 remaining_time(QueuedJob(job, job.samples), state.mode),
                 job.arrival,
                 self.kappa,
             )
+            self.weights[job.name] = w
+        return w
+
+    def _weighted(self, entry, state: ClusterState):
+        job = entry.job
+        w = self._weight(entry, state)
         return (
             entry
             if w == 1.0
