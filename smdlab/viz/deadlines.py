@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from smdlab.errors import InvalidInput
-from smdlab.viz.style import PALETTE, SMD_LABEL, base_layout
+from smdlab.viz.style import PALETTE, SMD_LABEL, add_panel_lines, base_layout
 
 SLO_LABELS: dict[str, str] = {
     "fifo": "FIFO",
@@ -52,25 +52,11 @@ def slo_vs_load_figure(df: pd.DataFrame) -> go.Figure:
         part = means[means["policy"] == policy].set_index("load").reindex(loads)
         colour = PALETTE[k % len(PALETTE)]
         dash = "dot" if policy == "fifo" else "solid"
-        for col, (column, _, scale) in enumerate(SLO_PANELS, start=1):
-            fig.add_trace(
-                go.Scatter(
-                    x=np.asarray(loads),
-                    y=part[column].to_numpy() * scale,
-                    mode="lines+markers",
-                    name=SLO_LABELS.get(str(policy), str(policy)),
-                    legendgroup=str(policy),
-                    showlegend=col == 1,
-                    line={
-                        "color": colour,
-                        "dash": dash,
-                        "width": 2.5 if policy == "chronus" else 1.5,
-                    },
-                    marker={"color": colour},
-                ),
-                row=1,
-                col=col,
-            )
+        add_panel_lines(
+            fig, np.asarray(loads), [part[c].to_numpy() * scale for c, _, scale in SLO_PANELS],
+            name=SLO_LABELS.get(str(policy), str(policy)), group=str(policy), colour=colour,
+            dash=dash, width=2.5 if policy == "chronus" else 1.5,
+        )  # fmt: skip
     for col in range(1, len(SLO_PANELS) + 1):
         fig.update_xaxes(title_text="offered load", row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
