@@ -331,6 +331,16 @@ df = draw("jct_vs_sharing_degree")
 df = draw("gavel_rate_sweep")
 
 # %% [markdown]
+# ## Deadlines: misses and best-effort JCT against offered load
+#
+# Hard and value-weighted deadline miss rates and best-effort mean JCT of FIFO, EDF, LSF, Chronus,
+# UniSched-inspired and SMD with deadlines on windows of Chronus' Philly MIX2 trace, its arrivals
+# scaled to each offered load. Notebook 11 shows one lease decision of Chronus.
+
+# %%
+df = draw("slo_vs_load")
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

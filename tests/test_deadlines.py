@@ -294,3 +294,129 @@ def test_chronus_runs_any_workload_and_reports_its_lease_solves():
     assert 0.0 <= res.summary["hard_miss_rate"] <= 1.0
     df = pd.DataFrame(pol.lease_solves, columns=["t", "status", "rows", "s"])
     assert (df["rows"] > 0).all()
+
+
+# ---- SMD with deadlines --------------------------------------------------------------------------
+def test_slo_weight_is_value_times_the_share_of_the_deadline_window_needed(tmp_path):
+    from smdlab.policies.deadline.smd_slo import SMDSLO, slo_weight
+
+    jobs = load_chronus(_trace(tmp_path, [
+        "s,u,1,0,1,alexnet,20,5,40-80,10-4,0,soft",
+        "b,u,1,0,1,alexnet,20,5,5,10,1,best",
+    ]))  # fmt: skip
+    s, b = jobs
+    assert slo_weight(s, 1200.0, 0.0) == pytest.approx(1 + 10 * 1200 / 2400)
+    assert slo_weight(s, 1200.0, 1800.0, kappa=2.0) == pytest.approx(1 + 2 * 4 * 1200 / 3000)
+    assert slo_weight(s, 1200.0, 4000.0) == 1.0  # no option left: as best-effort
+    assert slo_weight(b, 1200.0, 0.0) == 1.0
+    with pytest.raises(InvalidInput, match="kappa"):
+        SMDSLO(kappa=-1.0)
+
+
+def test_smd_with_deadlines_runs_the_slo_job_first_where_smd_misses_it(tmp_path):
+    p = _trace(tmp_path, [
+        "best,u,1,5,1,alexnet,10,5,5,10,1,best",
+        "slo,u,1,5,1,alexnet,20,5,25,10,0,strict",
+    ])  # fmt: skip
+    smd = simulate(load_chronus(p), _gpu_cluster(1), "smd").jobs.set_index("job")
+    ours = simulate(load_chronus(p), _gpu_cluster(1), "smd_slo").jobs.set_index("job")
+    assert smd.loc["slo", "deadline_met"] == 0 and ours.loc["slo", "deadline_met"] == 1
+    assert ours.loc["slo", "finish"] < ours.loc["best", "finish"]
+
+
+# ---- the slo_vs_load figure -----------------------------------------------------------------------
+def test_at_load_scales_arrivals_to_the_offered_load():
+    from smdlab.experiments.deadlines import at_load, slo_cluster, slo_window
+    from smdlab.workloads.base import offered_load
+
+    cluster = slo_cluster(2)
+    jobs = slo_window(0, 30)
+    for load in (0.5, 3.0):
+        scaled = at_load(jobs, cluster, load)
+        assert offered_load(scaled, cluster) == pytest.approx(load)
+        assert scaled[0].arrival == jobs[0].arrival
+        assert [j.slo for j in scaled] == [j.slo for j in jobs]
+    with pytest.raises(InvalidInput, match="load"):
+        at_load(jobs, cluster, 0.0)
+
+
+def test_slo_vs_load_tiny_and_its_figure_from_the_csv():
+    import io
+
+    from smdlab.experiments import csv_bytes, get_config, make_figure, run_experiment
+    from smdlab.experiments.deadlines import SLO_COLUMNS
+    from smdlab.viz.deadlines import SLO_PANELS
+
+    cfg = get_config("tiny")
+    df = run_experiment("slo_vs_load", cfg)
+    assert list(df.columns) == list(SLO_COLUMNS)
+    assert len(df) == len(cfg.slo_load_values) * len(cfg.slo_windows) * len(cfg.slo_policies)
+    assert (df["jobs_completed"] == df["jobs"]).all()
+    assert df["hard_miss_rate"].between(0, 1).all()
+    assert (df["weighted_miss_rate"] <= df["hard_miss_rate"] + 1e-12).all()
+    back = pd.read_csv(io.BytesIO(csv_bytes(df)))
+    fig = make_figure("slo_vs_load", back)
+    assert len(fig.data) == len(SLO_PANELS) * len(cfg.slo_policies)
+    hard = {t.name: t.y[0] for t in fig.data if t.xaxis == "x"}
+    fifo = df.loc[df["policy"] == "fifo", "hard_miss_rate"].iloc[0]
+    assert hard["FIFO"] == pytest.approx(fifo, rel=1e-5)  # the CSV keeps 6 digits
+
+
+@pytest.mark.parametrize(
+    "field, value", [("slo_load_values", (0.0,)), ("slo_jobs", 1), ("slo_windows", (-1,))]
+)
+def test_a_bad_slo_sweep_setting_is_one_line(field, value):
+    from smdlab.experiments import get_config
+
+    with pytest.raises(InvalidInput, match=field) as exc:
+        get_config("tiny").replace(**{field: value})
+    assert "\n" not in str(exc.value)
+
+
+def test_slo_takeaway_follows_its_table():
+    from smdlab.viz.takeaways import slo_tradeoff
+
+    rows = [  # load, policy, hard miss, best-effort JCT (s)
+        (1.0, "fifo", 0.0, 3600.0), (1.0, "edf", 0.0, 3600.0), (1.0, "chronus", 0.0, 3600.0),
+        (2.0, "fifo", 0.4, 7200.0), (2.0, "edf", 0.1, 14400.0), (2.0, "chronus", 0.2, 3600.0),
+    ]  # fmt: skip
+    df = pd.DataFrame(rows, columns=["load", "policy", "hard_miss_rate", "best_effort_mean_jct_s"])
+    df["label"] = df["policy"]
+    text = slo_tradeoff(df)
+    assert "Up to offered load 1 every policy meets every first deadline" in text
+    assert "EDF misses the fewest first deadlines (10.0%)" in text
+    assert "Chronus gives best-effort jobs the shortest mean JCT (1.00 h)" in text
+    assert "EDF 0.50x and 4.00x" in text and "FIFO 2.00x and 2.00x" in text
+    df.loc[(df["load"] == 2.0) & (df["policy"] == "chronus"), "hard_miss_rate"] = 0.05
+    assert "Chronus misses the fewest first deadlines (5.0%)" in slo_tradeoff(df)
+    assert "one policy wins both" in slo_tradeoff(df)
+    with pytest.raises(InvalidInput, match="reference"):
+        slo_tradeoff(df, reference="smd_slo")
+
+
+def test_drift_by_starts_fits_the_end_time_differences():
+    from smdlab.experiments.chronus_parity import drift_by_starts
+
+    # diff = 2 + 0.5 resume + 4 fill starts, fill starts = preempt + 1 - resume
+    resume = np.array([1, 2, 3, 1, 2, 4])
+    fill = np.array([0, 1, 0, 2, 2, 1])
+    table = pd.DataFrame(
+        {"resume": resume, "preempt": resume + fill - 1, "diff": 2 + 0.5 * resume + 4 * fill}
+    )
+    out = drift_by_starts({"jobs_table": table})
+    assert out["const"] == pytest.approx(2) and out["per_resume"] == pytest.approx(0.5)
+    assert out["per_fill"] == pytest.approx(4) and out["later"] == 1.0
+    with pytest.raises(InvalidInput, match="resume and preempt"):
+        drift_by_starts({"jobs_table": table.drop(columns="preempt")})
+
+
+def test_parity_restart_scale_zero_removes_the_restart_pauses():
+    from smdlab.experiments.chronus_parity import chronus_parity
+
+    trace = DATA / "inputs" / "m1_single.csv"
+    ref = DATA / "micro" / "m1_single_1x1_greedy.csv"
+    paid = chronus_parity(trace, ref, nodes=1, gpus_per_node=1, solver="greedy")
+    free = chronus_parity(trace, ref, nodes=1, gpus_per_node=1, solver="greedy", restart_scale=0.0)
+    assert free["jobs_table"]["ours_end"].iloc[0] < paid["jobs_table"]["ours_end"].iloc[0]
+    with pytest.raises(InvalidInput, match="restart_scale"):
+        chronus_parity(trace, ref, nodes=1, solver="greedy", restart_scale=-1.0)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from smdlab.errors import InvalidInput, check_choice, check_int
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.model.cluster import Cluster
 from smdlab.sim import simulate
 from smdlab.workloads.chronus import load_chronus
@@ -45,13 +45,16 @@ def chronus_parity(
     nodes: int,
     gpus_per_node: int = 8,
     solver: str = "milp",
+    restart_scale: float = 1.0,
 ) -> dict[str, Any]:
     """Run ``chronus`` on ``trace`` and compare with the artifact's per-job ``reference`` output.
 
     Returns the three metrics of both runs, the share of jobs whose end times agree within one
     lease (20 min) and within one minute, and the per-job table (``jobs``: job_id, end_time,
-    ours_end, diff, minutes).
+    ours_end, diff, minutes). restart_scale: multiply every job's restart cost (1: the artifact's
+    30 (1 + log2 g) s; 0: restarts cost nothing, an ablation of the overhead rule).
     """
+    restart_scale = check_positive("restart_scale", restart_scale, allow_zero=True)
     nodes = check_int("nodes", nodes, 1)
     gpus_per_node = check_int("gpus_per_node", gpus_per_node, 1)
     check_choice("solver", solver, ("milp", "greedy"))
@@ -67,6 +70,8 @@ def chronus_parity(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the num_gpu 0 rows: the artifact skips them too
         jobs = load_chronus(trace)
+    if restart_scale != 1.0:
+        jobs = [j.replace(restart_s=(j.restart_s or 0.0) * restart_scale) for j in jobs]
     cluster = Cluster.homogeneous(nodes, gpu=gpus_per_node, cpu=128, mem_gb=256, bw_gbps=100)
     policy = Chronus(solver=solver)
     res = simulate(jobs, cluster, policy, record_history=False)
@@ -81,6 +86,9 @@ def chronus_parity(
             "ours_end": ours["finish"].reindex(names.to_numpy()).to_numpy() / 60.0,
         }
     )
+    for col in ("resume", "preempt"):  # how each job started in the artifact (drift_by_starts)
+        if col in ref.columns:
+            table[col] = ref[col].to_numpy()
     table["diff"] = table["ours_end"] - table["end_time"]
     s = res.summary
     mine = {
@@ -99,6 +107,33 @@ def chronus_parity(
         "lease_solves": len(policy.lease_solves),
         "lease_solve_max_s": max((x[3] for x in policy.lease_solves), default=0.0),
         "jobs_table": table,
+    }
+
+
+def drift_by_starts(result: dict[str, Any]) -> dict[str, float]:
+    """How smdlab's end times drift from the artifact's with the ways each job started there.
+
+    Least squares of diff (smdlab end - artifact end, minutes) on two counts from the artifact's
+    output: ``resume`` (starts at a lease boundary or a 5-minute pass, each charged a resume
+    overhead there) and fill starts (``preempt`` + 1 - ``resume``: odd-minute fills, charged
+    nothing and credited progress from the job's last check; docs/deadlines.md). Returns
+    ``const``, ``per_resume`` and ``per_fill`` (minutes), and ``later`` (share of jobs ending later
+    in smdlab).
+    """
+    table = result["jobs_table"]
+    if not {"resume", "preempt"} <= set(table.columns):
+        raise InvalidInput("the reference output has no resume and preempt columns")
+    resume = table["resume"].to_numpy(dtype=float)
+    fill = np.clip(table["preempt"].to_numpy(dtype=float) + 1 - resume, 0, None)
+    y = table["diff"].to_numpy(dtype=float)
+    ok = np.isfinite(resume) & np.isfinite(fill) & np.isfinite(y)
+    x = np.c_[np.ones(int(ok.sum())), resume[ok], fill[ok]]
+    coef = np.linalg.lstsq(x, y[ok], rcond=None)[0]
+    return {
+        "const": float(coef[0]),
+        "per_resume": float(coef[1]),
+        "per_fill": float(coef[2]),
+        "later": float(np.mean(y[ok] > 0)),
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.policies.base import DEFAULT_RESTART_S, EXECUTIONS
 
 # Fewer very large jobs than the synthetic default (which goes up to 32 GPUs), so that a batch of
@@ -30,6 +30,10 @@ JCT_POLICIES: tuple[str, ...] = (
     "smd",
     "milp",
 )
+
+# The policies of slo_vs_load: the deadline-aware ones, FIFO as the deadline-blind reference, and
+# SMD with deadlines (smdlab.experiments.deadlines).
+SLO_POLICIES: tuple[str, ...] = ("fifo", "edf", "lsf", "chronus", "unisched", "smd_slo")
 
 # Gavel's continuous-arrival traces of the rate sweep (seed 0, 300 jobs; data/traces/README.md).
 GAVEL_SWEEP_TRACES: tuple[str, ...] = tuple(
@@ -94,6 +98,10 @@ class ExperimentConfig:
         (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
         whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
         (that fixture and trace3's first rows; seconds).
+    slo_load_values: offered loads of ``slo_vs_load`` (Chronus' MIX2 trace, its own deadlines).
+    slo_jobs, slo_machines: jobs per window and machines of 8 GPUs there.
+    slo_windows: first job (index in submit order) of each window there.
+    slo_policies: policies compared there (``SLO_POLICIES``).
     """
 
     name: str
@@ -134,6 +142,11 @@ class ExperimentConfig:
     deeprm_jobsets: int = 50
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
     ablation_inputs: str = "trace3"
+    slo_load_values: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+    slo_jobs: int = 200
+    slo_machines: int = 8
+    slo_windows: tuple[int, ...] = (0, 5000)
+    slo_policies: tuple[str, ...] = SLO_POLICIES
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -150,6 +163,9 @@ class ExperimentConfig:
             "sharing_degree_values",
             "deeprm_loads",
             "gavel_traces",
+            "slo_load_values",
+            "slo_windows",
+            "slo_policies",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -159,6 +175,14 @@ class ExperimentConfig:
         )
         object.__setattr__(self, "seeds", tuple(self.seeds))
         object.__setattr__(self, "gavel_traces", tuple(self.gavel_traces))
+        for fname in ("slo_load_values", "slo_windows", "slo_policies"):
+            object.__setattr__(self, fname, tuple(getattr(self, fname)))
+        for v in self.slo_load_values:
+            check_positive("slo_load_values", v)
+        for w in self.slo_windows:
+            check_int("slo_windows", w, 0)
+        check_int("slo_jobs", self.slo_jobs, 2)
+        check_int("slo_machines", self.slo_machines, 1)
         check_choice("demands", self.demands, ("per_network", "uniform"))
         check_choice("ablation_inputs", self.ablation_inputs, ABLATION_INPUTS)
         check_choice("execution", self.execution, ("natural", *EXECUTIONS))
@@ -195,6 +219,10 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
+        slo_load_values=(1.0, 2.0, 4.0),
+        slo_jobs=100,
+        slo_machines=4,
+        slo_windows=(0,),
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -222,6 +250,11 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=2,
         gavel_traces=("seed3_rate0.4_60jobs",),
         ablation_inputs="small",
+        slo_load_values=(2.0,),
+        slo_jobs=24,
+        slo_machines=1,
+        slo_windows=(0,),
+        slo_policies=("fifo", "edf", "chronus"),
     ),
 }
 

@@ -275,6 +275,18 @@ def _draw_gavel_sweep(df: pd.DataFrame):
     return gavel_rate_sweep_figure(df)
 
 
+def _slo(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.deadlines import slo_vs_load
+
+    return slo_vs_load(cfg, workers=workers)
+
+
+def _draw_slo(df: pd.DataFrame):
+    from smdlab.viz.deadlines import slo_vs_load_figure
+
+    return slo_vs_load_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -403,6 +415,12 @@ FIGURES: dict[str, FigureSpec] = {
             "Gavel's heterogeneity-aware/agnostic average-JCT ratio vs arrival rate on Gavel traces: smdlab's Gavel mode beside Gavel's simulator (reference data) and the paper's 3.5x",
             _gavel_sweep,
             _draw_gavel_sweep,
+        ),
+        FigureSpec(
+            "slo_vs_load",
+            "hard and value-weighted deadline miss rates and best-effort mean JCT of FIFO, EDF, LSF, Chronus, UniSched-inspired and SMD with deadlines vs offered load on Chronus' Philly MIX2 trace",
+            _slo,
+            _draw_slo,
         ),
     )
 }

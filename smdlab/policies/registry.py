@@ -67,6 +67,7 @@ _BUILTIN: dict[str, str] = {
     "lsf": "smdlab.policies.deadline.lsf:LSF",
     "chronus": "smdlab.policies.deadline.chronus:Chronus",
     "unisched": "smdlab.policies.deadline.unisched:UniSched",
+    "smd_slo": "smdlab.policies.deadline.smd_slo:SMDSLO",
 }
 _EXTRA: dict[str, Any] = {}
 

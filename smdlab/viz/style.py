@@ -104,6 +104,25 @@ def base_layout(title: str, template: str | None = TEMPLATE, **extra) -> dict:
     return out
 
 
+def add_panel_lines(
+    fig: Any, x: Any, ys: list[Any], *, name: str, group: str, colour: str,
+    dash: str = "solid", width: float | None = None,
+) -> None:  # fmt: skip
+    """One series as a line in each panel of a one-row figure (``ys[k]`` in column k + 1), in the legend once."""
+    import plotly.graph_objects as go
+
+    line = {"color": colour, "dash": dash} | ({"width": width} if width is not None else {})
+    for col, y in enumerate(ys, start=1):
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=y, mode="lines+markers", name=name, legendgroup=group,
+                showlegend=col == 1, line=line, marker={"color": colour},
+            ),
+            row=1,
+            col=col,
+        )  # fmt: skip
+
+
 def identity_line(lo: float, hi: float) -> Any:
     """The dotted y = x reference line of a predicted-against-measured panel, from lo to hi."""
     import plotly.graph_objects as go

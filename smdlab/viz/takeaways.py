@@ -276,3 +276,52 @@ def training_curve(curve: pd.DataFrame, config: Mapping[str, float], *, window: 
         f"{window} {last.mean():,.0f} s ({last.mean() / before.mean() - 1:+.0%} against the end of "
         "the warm-up)."
     )
+
+
+def slo_tradeoff(df: pd.DataFrame, *, reference: str = "chronus") -> str:
+    """Where deadline misses start, which policy misses least and which serves best-effort jobs best.
+
+    df: the ``slo_vs_load`` table (one row per load, window and policy; columns ``load``,
+    ``policy``, ``label``, ``hard_miss_rate``, ``best_effort_mean_jct_s``); means over windows.
+    reference: the policy the others are compared with at the highest load.
+    """
+    _require(df, ["load", "policy", "label", "hard_miss_rate", "best_effort_mean_jct_s"], "df")
+    if reference not in set(df["policy"]):
+        raise InvalidInput(f"reference: {reference!r} is not a policy of df")
+    from smdlab.viz.deadlines import SLO_LABELS
+
+    means = df.groupby(["load", "policy"])[["hard_miss_rate", "best_effort_mean_jct_s"]].mean()
+    label = {p: SLO_LABELS.get(p, lab) for p, lab in zip(df["policy"], df["label"], strict=False)}
+    out = ["**Takeaway.**"]
+    missed = means["hard_miss_rate"].groupby(level="load").max()
+    clean = [float(cast(float, v)) for v, m in missed.items() if m == 0]
+    first = [float(cast(float, v)) for v, m in missed.items() if m > 0]
+    if not first:
+        out.append("No policy misses a first deadline at any load here.")
+        return " ".join(out)
+    if clean:
+        out.append(
+            f"Up to offered load {max(clean):g} every policy meets every first deadline; misses "
+            f"start by load {min(first):g}."
+        )
+    top = float(max(means.index.get_level_values("load")))
+    at = means.xs(top, level="load")
+    miss, be = at["hard_miss_rate"], at["best_effort_mean_jct_s"] / 3600
+    low, fast = str(miss.idxmin()), str(be.idxmin())
+    out.append(
+        f"At load {top:g}, {label[low]} misses the fewest first deadlines ({miss[low]:.1%}) and "
+        f"{label[fast]} gives best-effort jobs the shortest mean JCT ({be[fast]:.2f} h)"
+        + ("." if low != fast else ": one policy wins both.")
+    )
+    ref_miss, ref_be = float(miss[reference]), float(be[reference])
+    parts = []
+    for p in at.index:
+        if p == reference:
+            continue
+        m = f"{miss[p] / ref_miss:.2f}x" if ref_miss > 0 else f"{miss[p]:.1%} (against none)"
+        parts.append(f"{label[p]} {m} and {be[p] / ref_be:.2f}x")
+    out.append(
+        f"Against {label[reference]} ({ref_miss:.1%} missed, best-effort JCT {ref_be:.2f} h), "
+        f"the others' hard miss rate and best-effort JCT: {_join(parts)}."
+    )
+    return " ".join(out)
