@@ -67,6 +67,9 @@ _BUILTIN: dict[str, str] = {
     "lsf": "smdlab.policies.deadline.lsf:LSF",
     "chronus": "smdlab.policies.deadline.chronus:Chronus",
     "unisched": "smdlab.policies.deadline.unisched:UniSched",
+    "cba": "smdlab.policies.storage.cba:CBA",
+    "autocba": "smdlab.policies.storage.autocba:AutoCBA",
+    "silod": "smdlab.policies.storage.silod:SiloD",
 }
 _EXTRA: dict[str, Any] = {}
 

@@ -244,27 +244,20 @@ def _greedy_for_cache(p: AutoCBAProblem, cached: np.ndarray) -> tuple[np.ndarray
             left -= delta
         else:
             blocked[j] = True  # later hull steps of this job build on this one
-    # Fill: any single upgrade that still fits, best value gain first.
-    improved = True
-    while improved:
-        improved = False
-        best = None
-        for j in range(n):
-            cur = int(choice[j])
-            cu = float(p.value[j][cur]) if cur >= 0 else 0.0
-            for o in range(len(uses[j])):
-                gain = float(p.value[j][o]) - cu
-                if gain <= 1e-12:
-                    continue
-                delta = uses[j][o] - (uses[j][cur] if cur >= 0 else 0.0)
-                if np.all(delta <= left + 1e-9 * np.maximum(1.0, np.abs(left))):
-                    if best is None or gain > best[0]:
-                        best = (gain, j, o, delta)
-        if best is not None:
-            _, j, o, delta = best
-            choice[j] = o
-            left -= delta
-            improved = True
+    # Fill: one pass, largest possible gain first, each job to its best option that still fits.
+    gains = [float(np.max(p.value[j])) - (float(p.value[j][c]) if c >= 0 else 0.0) for j, c in enumerate(choice)]
+    for j in np.argsort(-np.array(gains), kind="stable"):
+        cur = int(choice[j])
+        held = uses[j][cur] if cur >= 0 else 0.0
+        cu = float(p.value[j][cur]) if cur >= 0 else 0.0
+        for o in np.argsort(-p.value[j], kind="stable"):
+            if float(p.value[j][o]) <= cu + 1e-12:
+                break
+            delta = uses[j][o] - held
+            if np.all(delta <= left + 1e-9 * np.maximum(1.0, np.abs(left))):
+                choice[j] = o
+                left -= delta
+                break
     welfare = sum(float(p.value[j][o]) for j, o in enumerate(choice) if o >= 0)
     return choice, welfare
 
