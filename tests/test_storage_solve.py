@@ -23,7 +23,9 @@ def _brute_split(d, a, cap, pool, pc, pb):
     """Minimum cost over every vertex of the split's LP (at most two variables off their bounds)."""
     n = len(d)
     best = math.inf
-    for free in itertools.chain.from_iterable(itertools.combinations(range(n), r) for r in (0, 1, 2)):
+    for free in itertools.chain.from_iterable(
+        itertools.combinations(range(n), r) for r in (0, 1, 2)
+    ):
         rest = [k for k in range(n) if k not in free]
         for corner in itertools.product((0, 1), repeat=len(rest)):
             c = np.zeros(n)
@@ -125,7 +127,9 @@ def test_autocba_exact_program_matches_enumeration(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_autocba_within_one_percent_of_exact(seed):
     rng = np.random.default_rng(100 + seed)
-    p = _problem(rng, int(rng.integers(5, 25)), int(rng.integers(1, 4)), float(rng.uniform(0.2, 0.8)))
+    p = _problem(
+        rng, int(rng.integers(5, 25)), int(rng.integers(1, 4)), float(rng.uniform(0.2, 0.8))
+    )
     exact = autocba_exact(p)
     got = autocba_solve(p)
     assert got.welfare >= exact.welfare * 0.99 - 1e-12

@@ -168,7 +168,9 @@ class Storage:
             object.__setattr__(self, "machine_cache_gb", per)
             object.__setattr__(self, "cache_gb", float(sum(per)))
         for what in ("cache_gb", "remote_gbps"):
-            value = check_positive(f"storage {what}", getattr(self, what), allow_zero=True, allow_inf=True)
+            value = check_positive(
+                f"storage {what}", getattr(self, what), allow_zero=True, allow_inf=True
+            )
             object.__setattr__(self, what, value)
         for what in ("cache_price", "remote_price"):
             object.__setattr__(
@@ -203,7 +205,9 @@ class Storage:
             )
         for job in alloc.remote_gbps:
             if job not in running:
-                raise InvalidInput(f"storage allocation gives bandwidth to job {job!r}, which does not run")
+                raise InvalidInput(
+                    f"storage allocation gives bandwidth to job {job!r}, which does not run"
+                )
         bw = sum(alloc.remote_gbps.values())
         if bw > self.remote_gbps * (1 + 1e-7) + 1e-7:
             raise InvalidInput(
@@ -214,9 +218,7 @@ class Storage:
 def cost_rate(storage: Storage, alloc: StorageAllocation) -> float:
     """IO cost per hour of ``alloc``: cache GB times its price plus remote GB/s times its price."""
     cache = sum(alloc.cache_gb.values()) * storage.cache_price if storage.cache_price else 0.0
-    remote = (
-        sum(alloc.remote_gbps.values()) * storage.remote_price if storage.remote_price else 0.0
-    )
+    remote = sum(alloc.remote_gbps.values()) * storage.remote_price if storage.remote_price else 0.0
     return cache + remote
 
 

@@ -51,7 +51,9 @@ class StorageRun:
         names = {j.name for j in jobs}
         for name in storage.job_dataset:
             if name not in names:
-                raise InvalidInput(f"storage job_dataset names job {name!r}, which is not in the workload")
+                raise InvalidInput(
+                    f"storage job_dataset names job {name!r}, which is not in the workload"
+                )
         self.storage = storage
         self.reset()
 
@@ -93,7 +95,9 @@ class StorageRun:
                 if d is None:
                     continue
                 self.last_read[d.name] = t
-                self.remote_gb += remote_need_gbps(d, r.speed, self.alloc.cache_gb.get(d.name, 0.0)) * busy
+                self.remote_gb += (
+                    remote_need_gbps(d, r.speed, self.alloc.cache_gb.get(d.name, 0.0)) * busy
+                )
                 if r.speed < self.compute.get(name, r.speed) * (1 - 1e-12):
                     self.io_bound_s += busy
         self.t_last = t
@@ -121,7 +125,7 @@ class StorageRun:
         else:
             jobs = {n: JobIO(self.compute[n], r.gpus) for n, r in running.items()}
             self.alloc = allocate(self.storage, self.storage.allocator, jobs, self.last_read)
-        for name, r in running.items():
+        for name in running:
             d = self.storage.dataset_of(name)
             if d is not None:
                 self.last_read[d.name] = t
@@ -132,7 +136,9 @@ class StorageRun:
             if d is None:
                 continue
             compute = self.compute[name]
-            cap = io_speed(d, self.alloc.cache_gb.get(d.name, 0.0), self.alloc.remote_gbps.get(name, 0.0))
+            cap = io_speed(
+                d, self.alloc.cache_gb.get(d.name, 0.0), self.alloc.remote_gbps.get(name, 0.0)
+            )
             speed = min(compute, cap)
             if speed != r.speed:
                 sim.beyond_bound = True  # speeds are no longer the tables' (docs/bound.md)

@@ -65,7 +65,11 @@ class CacheSplit:
 
 
 def split_cost(
-    cache_gb: np.ndarray, sizes: np.ndarray, demand: np.ndarray, cache_price: float, remote_price: float
+    cache_gb: np.ndarray,
+    sizes: np.ndarray,
+    demand: np.ndarray,
+    cache_price: float,
+    remote_price: float,
 ) -> tuple[float, float]:
     """(cost per hour, remote GB/s needed) of caching ``cache_gb`` of datasets with ``demand``."""
     need = float(np.sum(demand * (1.0 - cache_gb / sizes)))
@@ -73,8 +77,8 @@ def split_cost(
 
 
 def cba_split(
-    sizes: Sequence[float],
-    demand: Sequence[float],
+    sizes: Sequence[float] | np.ndarray,
+    demand: Sequence[float] | np.ndarray,
     cache_capacity: float,
     remote_pool: float,
     cache_price: float,
@@ -145,6 +149,7 @@ class AutoCBAProblem:
     gpu_cap: float
     cache_cap: float
     pool_cap: float
+    at_least_one: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,9 +164,13 @@ class AutoCBASolution:
     seconds: float = 0.0
 
 
-def _evaluate(p: AutoCBAProblem, choice: np.ndarray, cached: np.ndarray) -> tuple[float, float, bool]:
+def _evaluate(
+    p: AutoCBAProblem, choice: np.ndarray, cached: np.ndarray
+) -> tuple[float, float, bool]:
     """(welfare, cost per hour, feasible) of a choice and cache set."""
     welfare = cost = gpus = pool = 0.0
+    if p.at_least_one and not np.any(choice >= 0):
+        return -math.inf, math.inf, False
     for j, o in enumerate(choice):
         if o < 0:
             if p.required[j]:
@@ -203,10 +212,23 @@ def _greedy_for_cache(p: AutoCBAProblem, cached: np.ndarray) -> tuple[np.ndarray
         cost = p.gpu_price * p.gpus[j] + p.remote_price * remote
         uses.append(np.stack([cost, p.gpus[j].astype(float), remote], axis=1))
     choice = np.full(n, -1, dtype=np.int64)
-    for j in np.flatnonzero(p.required):
-        o = int(np.argmin(uses[j][:, 0]))
-        choice[j] = o
-        left -= uses[j][o]
+    for jr in np.flatnonzero(p.required):
+        o = int(np.argmin(uses[jr][:, 0]))
+        choice[jr] = o
+        left -= uses[jr][o]
+    if p.at_least_one and not p.required.any() and n:
+        # the cheapest single start that fits, the rest as usual
+        fits = [
+            (float(uses[j][o][0]), j, o)
+            for j in range(n)
+            for o in range(len(uses[j]))
+            if np.all(uses[j][o] <= left + 1e-9 * np.maximum(1.0, np.abs(left)))
+        ]
+        if not fits:
+            return None
+        _, j0, o0 = min(fits)
+        choice[j0] = o0
+        left -= uses[j0][o0]
     if np.any(left < -1e-9 * np.maximum(1.0, np.abs(left))):
         return None
     scale = 1.0 / np.maximum(np.where(np.isfinite(left), left, 0.0), 1e-12)
@@ -245,7 +267,10 @@ def _greedy_for_cache(p: AutoCBAProblem, cached: np.ndarray) -> tuple[np.ndarray
         else:
             blocked[j] = True  # later hull steps of this job build on this one
     # Fill: one pass, largest possible gain first, each job to its best option that still fits.
-    gains = [float(np.max(p.value[j])) - (float(p.value[j][c]) if c >= 0 else 0.0) for j, c in enumerate(choice)]
+    gains = [
+        float(np.max(p.value[j])) - (float(p.value[j][c]) if c >= 0 else 0.0)
+        for j, c in enumerate(choice)
+    ]
     for j in np.argsort(-np.array(gains), kind="stable"):
         cur = int(choice[j])
         held = uses[j][cur] if cur >= 0 else 0.0
@@ -276,8 +301,10 @@ def autocba_greedy(p: AutoCBAProblem) -> AutoCBASolution:
             if float(np.sum(p.sizes[trial])) > p.cache_cap * (1 + 1e-9) + 1e-9:
                 continue
             got = _greedy_for_cache(p, trial)
-            if got is not None and (best is None or got[1] > best[1] + 1e-12) and (
-                step is None or got[1] > step[1][1]
+            if (
+                got is not None
+                and (best is None or got[1] > best[1] + 1e-12)
+                and (step is None or got[1] > step[1][1])
             ):
                 step = (trial, got)
         if step is None:
@@ -347,6 +374,14 @@ def _program(p: AutoCBAProblem, objective: str = "welfare"):
         lo.append(1.0 if p.required[j] else -math.inf)
         hi.append(1.0)
         row += 1
+    if p.at_least_one:
+        for c in range(len(cols)):
+            rows_i.append(row)
+            rows_j.append(c)
+            data.append(1.0)
+        lo.append(1.0)
+        hi.append(math.inf)
+        row += 1
     a = sp.csr_matrix((data, (rows_i, rows_j)), shape=(row, m))
     hi_arr = np.array(hi, dtype=float)
     return cols, (value if objective == "welfare" else -cost), a, np.array(lo), hi_arr, cost
@@ -364,7 +399,7 @@ def _decode(p: AutoCBAProblem, cols, x: np.ndarray) -> tuple[np.ndarray, np.ndar
 def minimum_cost(p: AutoCBAProblem) -> float:
     """The cheapest cost per hour at which every required job gets an option (the 0/1 program)."""
     relaxed = AutoCBAProblem(**{**p.__dict__, "budget": math.inf})
-    cols, c, a, lo, hi, _ = _program(relaxed, objective="cost")
+    _, c, a, lo, hi, _ = _program(relaxed, objective="cost")
     res = solve_binary(c, a, lo, np.where(np.isfinite(hi), hi, 1e30))
     if res.x is None:
         return math.inf
@@ -374,7 +409,7 @@ def minimum_cost(p: AutoCBAProblem) -> float:
 def _below_minimum(p: AutoCBAProblem) -> str:
     low = minimum_cost(p)
     if math.isinf(low):
-        return "autocba: the running jobs fit no allocation within the GPU, cache and pool limits"
+        return "autocba: no allocation of the jobs fits the GPU, cache and pool limits"
     return (
         f"autocba budget must be at least the cheapest feasible allocation, {low:.6g} per hour; "
         f"got {p.budget:g}"
@@ -392,11 +427,19 @@ def autocba_exact(
         choice, cached = start
         x0 = np.zeros(a.shape[1])
         for i, (j, o, via_cache) in enumerate(cols):
-            if choice[j] == o and bool(via_cache) == bool(p.dataset[j] >= 0 and cached[p.dataset[j]]):
+            if choice[j] == o and bool(via_cache) == bool(
+                p.dataset[j] >= 0 and cached[p.dataset[j]]
+            ):
                 x0[i] = 1.0
         x0[len(cols) :] = cached
     res = solve_binary(
-        c, a, lo, np.where(np.isfinite(hi), hi, 1e30), time_limit=time_limit, start=x0, mip_gap=mip_gap
+        c,
+        a,
+        lo,
+        np.where(np.isfinite(hi), hi, 1e30),
+        time_limit=time_limit,
+        start=x0,
+        mip_gap=mip_gap,
     )
     if res.x is None:
         if res.status == "infeasible":
@@ -404,7 +447,9 @@ def autocba_exact(
         raise InvalidInput("autocba: the solver found no allocation within its time limit")
     choice, cached = _decode(p, cols, res.x)
     welfare, cost, _ = _evaluate(p, choice, cached)
-    return AutoCBASolution(choice, cached, welfare, cost, f"milp_{res.status}", time.perf_counter() - t0)
+    return AutoCBASolution(
+        choice, cached, welfare, cost, f"milp_{res.status}", time.perf_counter() - t0
+    )
 
 
 def autocba_solve(

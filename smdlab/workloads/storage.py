@@ -48,7 +48,7 @@ def _draw(name: str, seed: int, mix: Mapping[str, float]) -> str:
         acc += p / total
         if u < acc:
             return k
-    return next(reversed(mix))
+    return list(mix)[-1]
 
 
 def job_datasets(

@@ -26,7 +26,9 @@ def running_after(state: ClusterState, decision: Decision) -> dict[str, JobIO]:
     jobs = {q.job.name: q.job for q in state.queued} | {r.job.name: r.job for r in state.running}
     for a in decision.allocations:
         job = jobs[a.job]
-        out[a.job] = JobIO(view.speed_of(job, a.workers, a.ps, a.placement), _gpus(job, a.workers, a.ps))
+        out[a.job] = JobIO(
+            view.speed_of(job, a.workers, a.ps, a.placement), _gpus(job, a.workers, a.ps)
+        )
     return out
 
 

@@ -56,7 +56,9 @@ def fair_bandwidth(pool: float, needs: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def _needs(storage: Storage, jobs: Mapping[str, JobIO], cache: Mapping[str, float]) -> dict[str, float]:
+def _needs(
+    storage: Storage, jobs: Mapping[str, JobIO], cache: Mapping[str, float]
+) -> dict[str, float]:
     out = {}
     for name, io in jobs.items():
         d = storage.dataset_of(name)
@@ -65,8 +67,12 @@ def _needs(storage: Storage, jobs: Mapping[str, JobIO], cache: Mapping[str, floa
     return out
 
 
-def _with_bandwidth(storage: Storage, jobs: Mapping[str, JobIO], cache: dict[str, float]) -> StorageAllocation:
-    return StorageAllocation(cache, fair_bandwidth(storage.remote_gbps, _needs(storage, jobs, cache)))
+def _with_bandwidth(
+    storage: Storage, jobs: Mapping[str, JobIO], cache: dict[str, float]
+) -> StorageAllocation:
+    return StorageAllocation(
+        cache, fair_bandwidth(storage.remote_gbps, _needs(storage, jobs, cache))
+    )
 
 
 def _capacity(storage: Storage, datasets: Mapping[str, float]) -> float:
@@ -121,7 +127,9 @@ def proportional_cache(storage: Storage, jobs: Mapping[str, JobIO]) -> dict[str,
     return {k: v for k, v in out.items() if v > 0}
 
 
-def _demand(storage: Storage, jobs: Mapping[str, JobIO]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _demand(
+    storage: Storage, jobs: Mapping[str, JobIO]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Datasets read now, their sizes and their remote need (GB/s) with nothing cached."""
     need: dict[str, float] = {}
     for name, io in jobs.items():
@@ -140,7 +148,9 @@ def cba_allocation(storage: Storage, jobs: Mapping[str, JobIO]) -> StorageAlloca
     if not names:
         return StorageAllocation()
     cap = _capacity(storage, dict(zip(names, sizes)))
-    split = cba_split(sizes, demand, cap, storage.remote_gbps, storage.cache_price, storage.remote_price)
+    split = cba_split(
+        sizes, demand, cap, storage.remote_gbps, storage.cache_price, storage.remote_price
+    )
     cache = {k: float(c) for k, c in zip(names, split.cache_gb) if c > 0}
     return _with_bandwidth(storage, jobs, cache)
 

@@ -19,13 +19,12 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.model.job import Job
 from smdlab.model.placement_speed import table_speed
-from smdlab.model.storage import remote_need_gbps
-from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.model.storage import StorageAllocation, remote_need_gbps
+from smdlab.policies.base import ClusterState, Decision, Policy, QueuedJob, RunningJob
 from smdlab.policies.storage._common import reference_speed, running_after, utility_kind
 from smdlab.policies.storage.allocators import fair_bandwidth
 from smdlab.policies.toolkit import Target, assemble
 from smdlab.solve.storage import UTILITIES, AutoCBAProblem, autocba_solve, utility
-from smdlab.model.storage import StorageAllocation
 
 __all__ = ["AutoCBA"]
 
@@ -69,11 +68,12 @@ class AutoCBA(Policy):
         entries = []
         gpus, value, remote, dataset, required = [], [], [], [], []
         elastic = state.execution == "elastic"
-        for entry in (*state.running, *state.queued):
+        pending: list[RunningJob | QueuedJob] = [*state.running, *state.queued]
+        for entry in pending:
             job = entry.job
-            running = entry in state.running
-            if running and not elastic:
-                opts = [(entry.workers, entry.ps)]  # type: ignore[union-attr]
+            running = isinstance(entry, RunningJob)
+            if isinstance(entry, RunningJob) and not elastic:
+                opts = [(entry.workers, entry.ps)]
             else:
                 opts = gpu_options(job)
             speeds = np.array(
@@ -95,7 +95,12 @@ class AutoCBA(Policy):
                 k = names.index(d.name)
             entries.append((job, opts, running))
             gpus.append(
-                np.array([w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0) for w, p in opts])
+                np.array(
+                    [
+                        w * job.worker_demand.get("gpu", 0.0) + p * job.ps_demand.get("gpu", 0.0)
+                        for w, p in opts
+                    ]
+                )
             )
             value.append(job.weight * np.asarray(utility(kind, speeds / ref)))
             remote.append(
@@ -114,6 +119,7 @@ class AutoCBA(Policy):
             0.0 if storage is None else storage.cache_price,
             0.0 if storage is None else storage.remote_price,
             self.budget, gpu_cap, cache_cap, math.inf if storage is None else storage.remote_gbps,
+            not state.running and bool(state.queued),
         )  # fmt: skip
         return problem, [(e, names) for e in entries]
 
