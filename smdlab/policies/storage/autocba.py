@@ -8,6 +8,7 @@ sqrt or log, or ``mixed``: one of them per job) subject to the budget per hour (
 ``gpu_price``, cache and remote bandwidth at the storage's prices), the cluster's GPUs, the
 cache and the remote pool (``smdlab.solve.storage.autocba_solve``: greedy, refined by the 0/1
 program on small decisions). Placement is consolidated, shrinking a job that does not fit.
+Execution: non-elastic by default (a running job keeps its allocation), or elastic.
 """
 
 from __future__ import annotations

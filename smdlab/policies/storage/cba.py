@@ -4,13 +4,14 @@ GPUs come from ``base`` (FIFO by default); for the jobs that then run, CBA split
 the closed form of docs/storage.md (``smdlab.solve.storage.cba_split``): cache a dataset exactly
 when a GB of it saves more remote bandwidth cost than it costs to hold, or when the remote pool
 needs it, greedy by remote GB/s saved per GB; each job then gets exactly the remote bandwidth it
-needs at its compute speed. Re-split at every arrival and completion.
+needs at its compute speed. Re-split at every arrival and completion. Execution: the base's
+(FIFO: non-elastic, the default; SRTF: preemptive).
 """
 
 from __future__ import annotations
 
 from smdlab.errors import check_choice
-from smdlab.policies.base import ClusterState, Decision, Policy
+from smdlab.policies.base import ClusterState, Decision, Execution, Policy
 from smdlab.policies.storage._common import with_storage
 
 __all__ = ["CBA"]
@@ -28,6 +29,8 @@ class CBA(Policy):
     """The GPU allocation of ``base`` with CBA's cost-minimising cache and remote IO."""
 
     name = "cba"
+    execution: Execution = "non_elastic"
+    executions: tuple[Execution, ...] = ("non_elastic", "preemptive")
     decide_on_completion = True
     rule = "cba"
 

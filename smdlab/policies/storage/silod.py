@@ -4,7 +4,8 @@ GPUs come from ``base`` (FIFO or SRTF, as SiloD extends existing schedulers); th
 then goes to the datasets whose GB saves the most remote IO at the running jobs' compute speeds
 (remote GB/s needed over dataset size, largest first), and the remote pool is shared max-min
 fair up to each job's need: the allocation that maximises the jobs' IO-bound speeds, with no
-regard to prices (docs/storage.md).
+regard to prices (docs/storage.md). Execution: the base's (FIFO: non-elastic, the default;
+SRTF: preemptive).
 """
 
 from __future__ import annotations
