@@ -70,6 +70,7 @@ _BUILTIN: dict[str, str] = {
     "cba": "smdlab.policies.storage.cba:CBA",
     "autocba": "smdlab.policies.storage.autocba:AutoCBA",
     "silod": "smdlab.policies.storage.silod:SiloD",
+    "cache_baseline": "smdlab.policies.storage.baselines:CacheBaseline",
 }
 _EXTRA: dict[str, Any] = {}
 

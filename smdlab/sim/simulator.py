@@ -25,7 +25,7 @@ import heapq
 import math
 import time
 from collections.abc import Generator, Sequence
-from typing import Never
+from typing import TYPE_CHECKING, Never
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive, reject_former
 from smdlab.execution import (
@@ -57,6 +57,9 @@ from smdlab.sim.result import SimResult, build_result
 from smdlab.sim.running import RunningView
 from smdlab.sim.storage import StorageRun
 from smdlab.solve.placement import rack_layout, set_rack_layout
+
+if TYPE_CHECKING:
+    from smdlab.workloads.storage import StorageSpec
 
 __all__ = [
     "EXECUTION_CHOICES",
@@ -142,7 +145,7 @@ def simulate(
     progress: bool = False,
     sharing_degree: int | None = None,
     restart_rule: str = "on_restart",
-    storage: Storage | None = None,
+    storage: Storage | StorageSpec | None = None,
     **former: Never,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
@@ -165,7 +168,8 @@ def simulate(
     Tiresias' do). A job's ``restart_s``, where set, replaces ``restart_s`` for it.
     storage: datasets, cache, remote pool and prices (``smdlab.model.storage.Storage``): each
     job's speed is capped by its IO-bound speed, and the summary gains the storage entries
-    (``smdlab.sim.storage``, docs/storage.md); None: no storage (every sample arrives free).
+    (``smdlab.sim.storage``, docs/storage.md); a ``StorageSpec`` (a scenario's ``[storage]``
+    table) is bound to ``jobs`` first; None: no storage (every sample arrives free).
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -204,7 +208,7 @@ def simulate_steps(
     unfit: str = "skip",
     record_history: bool = True,
     restart_rule: str = "on_restart",
-    storage: Storage | None = None,
+    storage: Storage | StorageSpec | None = None,
 ) -> Generator[ClusterState, Decision, SimResult]:
     """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
     each decision point, applies the Decision sent back, and returns the SimResult at the end.
@@ -267,6 +271,8 @@ class _Simulator(Engine):
             restart_rule,
         )
         if storage is not None:
+            if not isinstance(storage, Storage) and callable(getattr(storage, "bind", None)):
+                storage = storage.bind(jobs)  # a scenario's [storage] table (StorageSpec)
             self.storage_run = StorageRun(storage, jobs)
 
     def _state(self) -> ClusterState:

@@ -105,6 +105,7 @@ _TOP_KEYS = (
     "policy_options",
     "description",
     "variants",
+    "storage",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
 _SIM_KEYS = (
@@ -258,6 +259,7 @@ class Scenario:
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
     base_dir: Path | None = None
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
+    storage: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -276,6 +278,8 @@ class Scenario:
             self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()})
         )
         object.__setattr__(self, "variants", _frozen(check_variants(self.variants)))
+        if self.storage is not None:
+            object.__setattr__(self, "storage", _frozen(_check_storage(self.storage)))
 
     def with_changes(
         self,
@@ -324,6 +328,7 @@ class Scenario:
             "policy_options": plain(self.policy_options),
             "base_dir": self.base_dir,
             "variants": plain(self.variants),
+            "storage": None if self.storage is None else plain(self.storage),
         }
 
     def build_cluster(self) -> Cluster:
@@ -546,6 +551,17 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
             check_positive(f"{field}[{i}]", v, allow_zero=True, allow_inf=True)
 
 
+def _check_storage(s: Any) -> dict[str, Any]:
+    """The ``[storage]`` table, checked (``smdlab.workloads.storage.StorageSpec``'s fields)."""
+    from smdlab.workloads.storage import StorageSpec
+
+    if not isinstance(s, Mapping):
+        raise InvalidInput(f"storage must be a table, got {s!r}")
+    _unknown("storage", s, tuple(StorageSpec.__dataclass_fields__))
+    StorageSpec(**s)
+    return dict(s)
+
+
 def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(s, Mapping):
         raise InvalidInput(f"simulation must be a table, got {s!r}")
@@ -607,6 +623,7 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
             "simulation",
             "policy_options",
             "variants",
+            "storage",
         )
         if k in data
     }

@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_positive
 from smdlab.model.job import Job
 from smdlab.model.storage import Dataset, Storage, bundled_datasets
 
-__all__ = ["DATASET_MIXES", "NETWORK_TASKS", "job_datasets", "storage_for"]
+__all__ = ["DATASET_MIXES", "NETWORK_TASKS", "StorageSpec", "job_datasets", "storage_for"]
 
 _VISION = ("alexnet", "densenet121", "googlenet", "inception_v3", "mobilenet_v2", "resnet152")
 NETWORK_TASKS: Mapping[str, str] = MappingProxyType(
@@ -95,3 +96,34 @@ def storage_for(
         remote_price=remote_price,
         allocator=allocator,
     )
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """A scenario's ``[storage]`` table: storage for whatever jobs the scenario builds.
+
+    ``simulate`` binds it to its jobs (``bind``): each job reads a dataset of its network's task
+    (``job_datasets`` with ``dataset_seed``), with the bundled datasets.
+    """
+
+    cache_gb: float = 0.0
+    remote_gbps: float = math.inf
+    cache_price: float = 0.0
+    remote_price: float = 0.0
+    allocator: str = "lru"
+    dataset_seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.bind(())  # check every value now, naming the field
+
+    def bind(self, jobs: Sequence[Job]) -> Storage:
+        """The Storage of this spec for ``jobs``."""
+        return storage_for(
+            jobs,
+            cache_gb=self.cache_gb,
+            remote_gbps=self.remote_gbps,
+            cache_price=self.cache_price,
+            remote_price=self.remote_price,
+            allocator=self.allocator,
+            seed=self.dataset_seed,
+        )
