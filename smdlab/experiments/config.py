@@ -90,6 +90,12 @@ class ExperimentConfig:
     gavel_traces: the Gavel traces of ``gavel_rate_sweep`` (stems of ``data/traces/gavel/*.trace``
         listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
         seed, cluster, measurement window and Gavel's own window averages).
+    storage_cache_values: cluster cache sizes (GB), the points of ``io_cost_vs_cache``.
+    storage_jobs, storage_load: jobs and offered load of its synthetic online workload.
+    storage_remote_gbps: its remote-storage bandwidth pool (GB/s).
+    storage_cache_price, storage_remote_price: its prices, per GB-hour of cache and per
+        (GB/s)-hour of remote bandwidth (illustrative cost units).
+    storage_budget: AutoCBA's budget per hour there (GPUs at 1 per GPU-hour).
     ablation_inputs: inputs of ``multiresource_ablation`` (``ABLATION_INPUTS``): ``authors``
         (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
         whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
@@ -134,6 +140,13 @@ class ExperimentConfig:
     deeprm_jobsets: int = 50
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
     ablation_inputs: str = "trace3"
+    storage_cache_values: tuple[float, ...] = (0.0, 50.0, 100.0, 200.0, 400.0, 800.0)
+    storage_jobs: int = 40
+    storage_load: float = 1.5
+    storage_remote_gbps: float = 1.0
+    storage_cache_price: float = 0.01
+    storage_remote_price: float = 2.0
+    storage_budget: float = 40.0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -150,6 +163,7 @@ class ExperimentConfig:
             "sharing_degree_values",
             "deeprm_loads",
             "gavel_traces",
+            "storage_cache_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -195,6 +209,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
+        storage_cache_values=(0.0, 100.0, 400.0),
+        storage_jobs=24,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -222,6 +238,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=2,
         gavel_traces=("seed3_rate0.4_60jobs",),
         ablation_inputs="small",
+        storage_cache_values=(0.0, 200.0),
+        storage_jobs=8,
     ),
 }
 

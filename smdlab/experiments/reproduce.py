@@ -275,6 +275,18 @@ def _draw_gavel_sweep(df: pd.DataFrame):
     return gavel_rate_sweep_figure(df)
 
 
+def _storage(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.storage import io_cost_vs_cache
+
+    return io_cost_vs_cache(cfg)
+
+
+def _draw_storage(df: pd.DataFrame):
+    from smdlab.viz.storage import io_cost_vs_cache_figure
+
+    return io_cost_vs_cache_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -403,6 +415,12 @@ FIGURES: dict[str, FigureSpec] = {
             "Gavel's heterogeneity-aware/agnostic average-JCT ratio vs arrival rate on Gavel traces: smdlab's Gavel mode beside Gavel's simulator (reference data) and the paper's 3.5x",
             _gavel_sweep,
             _draw_gavel_sweep,
+        ),
+        FigureSpec(
+            "io_cost_vs_cache",
+            "IO cost, welfare and mean JCT of CBA, AutoCBA, SiloD and FIFO with no cache, LRU and GPU-proportional caches vs cluster cache size",
+            _storage,
+            _draw_storage,
         ),
     )
 }

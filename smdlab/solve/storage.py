@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -398,7 +398,7 @@ def _decode(p: AutoCBAProblem, cols, x: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def minimum_cost(p: AutoCBAProblem) -> float:
     """The cheapest cost per hour at which every required job gets an option (the 0/1 program)."""
-    relaxed = AutoCBAProblem(**{**p.__dict__, "budget": math.inf})
+    relaxed = replace(p, budget=math.inf)
     _, c, a, lo, hi, _ = _program(relaxed, objective="cost")
     res = solve_binary(c, a, lo, np.where(np.isfinite(hi), hi, 1e30))
     if res.x is None:
@@ -456,16 +456,28 @@ def autocba_solve(
     p: AutoCBAProblem, *, refine_jobs: int = 40, mip_gap: float = 0.01, time_limit: float = 0.5
 ) -> AutoCBASolution:
     """The greedy, refined by the 0/1 program (warm-started, ``mip_gap``) when at most
-    ``refine_jobs`` jobs decide; the better of the two."""
+    ``refine_jobs`` jobs decide; the better of the two. When the greedy finds nothing, the
+    program alone; when nothing fits the remote pool, the same without the pool (the jobs then
+    share it and run IO-bound). Raises InvalidInput naming the minimum when the budget is short."""
     t0 = time.perf_counter()
-    greedy = autocba_greedy(p)
-    best = greedy
-    if len(p.gpus) <= refine_jobs:
-        exact = autocba_exact(
-            p, mip_gap=mip_gap, time_limit=time_limit, start=(greedy.choice, greedy.cached)
-        )
-        if exact.welfare > greedy.welfare + 1e-12:
-            best = exact
-    return AutoCBASolution(
-        best.choice, best.cached, best.welfare, best.cost, best.method, time.perf_counter() - t0
-    )
+    try:
+        best = autocba_greedy(p)
+        if len(p.gpus) <= refine_jobs:
+            exact = autocba_exact(
+                p, mip_gap=mip_gap, time_limit=time_limit, start=(best.choice, best.cached)
+            )
+            if exact.welfare > best.welfare + 1e-12:
+                best = exact
+    except InvalidInput:
+        try:
+            best = autocba_exact(p, mip_gap=mip_gap, time_limit=max(time_limit, 2.0))
+        except InvalidInput:
+            if math.isinf(p.pool_cap):
+                raise
+            best = autocba_solve(
+                replace(p, pool_cap=math.inf),
+                refine_jobs=refine_jobs,
+                mip_gap=mip_gap,
+                time_limit=time_limit,
+            )
+    return replace(best, seconds=time.perf_counter() - t0)

@@ -8,7 +8,10 @@ sqrt or log, or ``mixed``: one of them per job) subject to the budget per hour (
 ``gpu_price``, cache and remote bandwidth at the storage's prices), the cluster's GPUs, the
 cache and the remote pool (``smdlab.solve.storage.autocba_solve``: greedy, refined by the 0/1
 program on small decisions). Placement is consolidated, shrinking a job that does not fit.
-Execution: non-elastic by default (a running job keeps its allocation), or elastic.
+Execution: elastic by default (autoscaling: every event re-chooses the running jobs' GPU
+options too; a running job is never stopped), or non-elastic (a running job keeps its
+allocation). The remote pool binds only with ``pool_bound`` (default off: a job may start on
+what the pool has left and share it, IO-bound, as the baselines' jobs do).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import math
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_choice, check_positive
+from smdlab.errors import InvalidInput, check_bool, check_choice, check_positive
 from smdlab.model.job import Job
 from smdlab.model.placement_speed import table_speed
 from smdlab.model.storage import StorageAllocation, remote_need_gbps
@@ -43,7 +46,7 @@ class AutoCBA(Policy):
     """Welfare-maximising GPUs, cache and remote IO within a budget per hour."""
 
     name = "autocba"
-    execution = "non_elastic"
+    execution = "elastic"
     executions = ("non_elastic", "elastic")
     decide_on_completion = True
 
@@ -53,11 +56,13 @@ class AutoCBA(Policy):
         gpu_price: float = 1.0,
         utility: str = "mixed",
         refine_jobs: int = 40,
+        pool_bound: bool = False,
     ) -> None:
         self.budget = math.inf if budget is None else check_positive("budget", budget)
         self.gpu_price = check_positive("gpu_price", gpu_price, allow_zero=True)
         self.utility = check_choice("utility", utility, (*UTILITIES, "mixed"))
         self.refine_jobs = int(refine_jobs)
+        self.pool_bound = check_bool("pool_bound", pool_bound)
         self.last_seconds = 0.0  # solver seconds of the last decision
 
     def problem(self, state: ClusterState) -> tuple[AutoCBAProblem, list]:
@@ -119,7 +124,7 @@ class AutoCBA(Policy):
             np.array(required, dtype=bool), np.array(sizes, dtype=float), self.gpu_price,
             0.0 if storage is None else storage.cache_price,
             0.0 if storage is None else storage.remote_price,
-            self.budget, gpu_cap, cache_cap, math.inf if storage is None else storage.remote_gbps,
+            self.budget, gpu_cap, cache_cap, math.inf if storage is None or not self.pool_bound else storage.remote_gbps,
             not state.running and bool(state.queued),
         )  # fmt: skip
         return problem, [(e, names) for e in entries]
