@@ -205,3 +205,39 @@ def test_autocba_budget_below_the_cheapest_allocation(small):
 def test_machine_caches_add_up():
     st = Storage({}, machine_cache_gb=(10.0, 20.0))
     assert st.cache_gb == 30.0
+
+
+def test_scenarios_at_three_cache_sizes_load_and_run_tiny():
+    from smdlab.paths import data_dir
+    from smdlab.sim.runner import run_scenario
+    from smdlab.workloads.scenario import load_scenario
+
+    costs = []
+    for gb in (0, 100, 400):
+        sc = load_scenario(data_dir() / "scenarios" / f"storage_cache_{gb}gb.toml")
+        assert sc.storage is not None and sc.storage["cache_gb"] == gb
+        small = sc.with_changes(workload={"jobs": 6}, policies=("fifo_lru", "cba"))
+        res = run_scenario(small)
+        costs.append({k: r.summary["io_cost"] for k, r in res.items()})
+        assert all(r.summary["jobs_completed"] == 6 for r in res.values())
+    for c in costs:
+        assert c["cba"] <= c["fifo_lru"] * (1 + 1e-12) + 1e-12
+
+
+def test_scenario_storage_table_bad_key_and_value():
+    from smdlab.workloads.scenario import Scenario
+
+    with pytest.raises(InvalidInput, match="storage"):
+        Scenario(storage={"cache": 1.0})
+    with pytest.raises(InvalidInput, match="storage cache_gb must be >= 0"):
+        Scenario(storage={"cache_gb": -5})
+
+
+def test_io_cost_vs_cache_is_registered_and_computes_tiny():
+    from smdlab.experiments.reproduce import FIGURES, make_figure, run_experiment
+
+    assert "io_cost_vs_cache" in FIGURES
+    df = run_experiment("io_cost_vs_cache", "tiny")
+    assert set(df["policy"]) == {"no_cache", "lru", "proportional", "silod", "cba", "autocba"}
+    assert (df["io_cost"] >= 0).all() and (df["welfare"] > 0).all()
+    make_figure("io_cost_vs_cache", df)
