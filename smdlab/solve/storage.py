@@ -288,28 +288,27 @@ def _greedy_for_cache(p: AutoCBAProblem, cached: np.ndarray) -> tuple[np.ndarray
 
 
 def autocba_greedy(p: AutoCBAProblem) -> AutoCBASolution:
-    """Greedy AutoCBA: add cached datasets one at a time while welfare grows, greedy jobs for each."""
+    """Greedy AutoCBA: datasets in order of the remote cost their caching saves per GB (at each
+    job's largest option), each kept if the greedy jobs' welfare grows with it cached."""
     t0 = time.perf_counter()
     k = len(p.sizes)
+    saved = np.zeros(k)
+    for j, d in enumerate(p.dataset):
+        if d >= 0:
+            saved[d] += p.remote_price * float(np.max(p.remote[j]))
+    order = np.argsort(-(saved - p.cache_price * p.sizes) / p.sizes, kind="stable")
     cached = np.zeros(k, dtype=bool)
     best = _greedy_for_cache(p, cached)
-    while True:
-        step = None
-        for i in np.flatnonzero(~cached):
-            trial = cached.copy()
-            trial[i] = True
-            if float(np.sum(p.sizes[trial])) > p.cache_cap * (1 + 1e-9) + 1e-9:
-                continue
-            got = _greedy_for_cache(p, trial)
-            if (
-                got is not None
-                and (best is None or got[1] > best[1] + 1e-12)
-                and (step is None or got[1] > step[1][1])
-            ):
-                step = (trial, got)
-        if step is None:
-            break
-        cached, best = step
+    for i in order:
+        if saved[i] <= 0:
+            continue
+        trial = cached.copy()
+        trial[i] = True
+        if float(np.sum(p.sizes[trial])) > p.cache_cap * (1 + 1e-9) + 1e-9:
+            continue
+        got = _greedy_for_cache(p, trial)
+        if got is not None and (best is None or got[1] > best[1] + 1e-12):
+            cached, best = trial, got
     if best is None:
         raise InvalidInput(_below_minimum(p))
     choice = best[0]
