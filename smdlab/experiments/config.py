@@ -91,6 +91,7 @@ class ExperimentConfig:
         listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
         seed, cluster, measurement window and Gavel's own window averages).
     storage_cache_values: cluster cache sizes (GB), the points of ``io_cost_vs_cache``.
+    storage_seeds: workload seeds of ``io_cost_vs_cache``.
     storage_jobs, storage_load: jobs and offered load of its synthetic online workload.
     storage_remote_gbps: its remote-storage bandwidth pool (GB/s).
     storage_cache_price, storage_remote_price: its prices, per GB-hour of cache and per
@@ -141,6 +142,7 @@ class ExperimentConfig:
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
     ablation_inputs: str = "trace3"
     storage_cache_values: tuple[float, ...] = (0.0, 50.0, 100.0, 200.0, 400.0, 800.0)
+    storage_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     storage_jobs: int = 40
     storage_load: float = 1.5
     storage_remote_gbps: float = 1.0
@@ -164,6 +166,7 @@ class ExperimentConfig:
             "deeprm_loads",
             "gavel_traces",
             "storage_cache_values",
+            "storage_seeds",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -210,6 +213,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
         storage_cache_values=(0.0, 100.0, 400.0),
+        storage_seeds=(0, 1),
         storage_jobs=24,
     ),
     "tiny": ExperimentConfig(
@@ -239,6 +243,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         gavel_traces=("seed3_rate0.4_60jobs",),
         ablation_inputs="small",
         storage_cache_values=(0.0, 200.0),
+        storage_seeds=(0,),
         storage_jobs=8,
     ),
 }

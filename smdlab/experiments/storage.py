@@ -4,7 +4,7 @@
 cluster) reading the bundled datasets by task (``smdlab.workloads.storage``), a remote pool of
 ``storage_remote_gbps`` GB/s and the prices ``storage_cache_price`` (per GB-hour) and
 ``storage_remote_price`` (per GB/s-hour); for each cache size of ``storage_cache_values``:
-FIFO's GPUs with each baseline cache rule (none, LRU, GPU-proportional), CBA and SiloD on FIFO,
+one workload per seed of ``storage_seeds``; FIFO's GPUs with each baseline cache rule (none, LRU, GPU-proportional), CBA and SiloD on FIFO,
 and AutoCBA within ``storage_budget`` per hour (GPUs at 1 per GPU-hour). One simulation per
 (cache size, seed, policy). Welfare is ``run_welfare``.
 """
@@ -63,7 +63,7 @@ def io_cost_vs_cache(config: str | ExperimentConfig = "quick") -> pd.DataFrame:
     cfg = get_config(config)
     cluster = Cluster.homogeneous(cfg.machines, gpu=cfg.gpus_per_machine)
     rows = []
-    for seed in cfg.seeds:
+    for seed in cfg.storage_seeds:
         jobs = synthetic(cfg.storage_jobs, cluster, load=cfg.storage_load, seed=seed)
         for cache in cfg.storage_cache_values:
             storage = storage_for(
