@@ -3,10 +3,10 @@
 ``io_cost_vs_cache``: synthetic online jobs (``storage_jobs`` at load ``storage_load`` on the base
 cluster) reading the bundled datasets by task (``smdlab.workloads.storage``), a remote pool of
 ``storage_remote_gbps`` GB/s and the prices ``storage_cache_price`` (per GB-hour) and
-``storage_remote_price`` (per GB/s-hour); for each cache size of ``storage_cache_values``:
-one workload per seed of ``storage_seeds``; FIFO's GPUs with each baseline cache rule (none, LRU, GPU-proportional), CBA and SiloD on FIFO,
-and AutoCBA within ``storage_budget`` per hour (GPUs at 1 per GPU-hour). One simulation per
-(cache size, seed, policy). Welfare is ``run_welfare``.
+``storage_remote_price`` (per GB/s-hour); one workload per seed of ``storage_seeds``; for each
+cache size of ``storage_cache_values``: FIFO's GPUs with each baseline cache rule (none, LRU,
+GPU-proportional), CBA and SiloD on FIFO, and AutoCBA within ``storage_budget`` per hour (GPUs
+at 1 per GPU-hour). One simulation per (cache size, seed, policy). Welfare is ``run_welfare``.
 """
 
 from __future__ import annotations

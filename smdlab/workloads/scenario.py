@@ -55,6 +55,13 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
 
     [policy_options.NAME]  # keyword options of policy NAME
 
+    [storage]  # optional: datasets, cache and remote IO (docs/storage.md, workloads.storage)
+    cache_gb = 100  # cluster cache (inf: every dataset fits)
+    remote_gbps = 1.0  # remote-storage bandwidth pool (inf: free bandwidth)
+    cache_price = 0.01  # per GB-hour; remote_price per (GB/s)-hour
+    allocator = "lru"  # none | lru | proportional: for policies that allocate no storage
+    dataset_seed = 0  # seeds each job's dataset draw from its network's task
+
     [variants.NAME]  # a named variant: usable wherever a policy name is (policies, --policy)
     policy = "synergy_tune"  # the registered policy it runs
     base = "srtf"  # and that policy's keyword options
