@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from smdlab.viz.style import PALETTE, base_layout
+from smdlab.viz.style import PALETTE, add_panel_lines, base_layout
 
 STORAGE_LABELS = {
     "no_cache": "FIFO, no cache",
@@ -31,25 +31,9 @@ def io_cost_vs_cache_figure(df: pd.DataFrame) -> go.Figure:
     )
     means = df.groupby(["policy", "cache_gb"], sort=False)[[p[0] for p in panels]].mean()
     caches = sorted(df["cache_gb"].unique())
-    for k, policy in enumerate(p for p in STORAGE_LABELS if p in set(df["policy"])):
-        colour = PALETTE[k % len(PALETTE)]
-        g = means.loc[policy].reindex(caches)
-        dash = "solid" if policy in ("cba", "autocba", "silod") else "dot"
-        for col, (column, _, scale) in enumerate(panels, start=1):
-            fig.add_trace(
-                go.Scatter(
-                    x=np.asarray(caches),
-                    y=g[column].to_numpy() * scale,
-                    mode="lines+markers",
-                    name=STORAGE_LABELS[policy],
-                    legendgroup=policy,
-                    showlegend=col == 1,
-                    line={"color": colour, "dash": dash},
-                    marker={"color": colour},
-                ),
-                row=1,
-                col=col,
-            )
+    add_panel_lines(
+        fig, means, STORAGE_LABELS, panels, caches, dashed=("no_cache", "lru", "proportional")
+    )
     for col in (1, 2, 3):
         fig.update_xaxes(title_text="cluster cache (GB)", row=1, col=col)
     fig.update_layout(

@@ -116,3 +116,37 @@ def identity_line(lo: float, hi: float) -> Any:
         line={"color": "#9D9D9D", "dash": "dot"},
         hoverinfo="skip",
     )
+
+
+def add_panel_lines(
+    fig: Any,
+    means: Any,
+    labels: dict[str, str],
+    panels: list[tuple[str, str, float]],
+    xs: list,
+    dashed: tuple[str, ...] = (),
+) -> None:
+    """One line per policy of ``labels`` (in that order) in each panel (column, title, scale) of a
+    one-row subplot figure; ``means`` is indexed by (policy, x); ``dashed`` policies dotted."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    present = set(means.index.get_level_values(0))
+    for k, policy in enumerate(p for p in labels if p in present):
+        colour = PALETTE[k % len(PALETTE)]
+        g = means.loc[policy].reindex(xs)
+        for col, (column, _, scale) in enumerate(panels, start=1):
+            fig.add_trace(
+                go.Scatter(
+                    x=np.asarray(xs),
+                    y=g[column].to_numpy() * scale,
+                    mode="lines+markers",
+                    name=labels[policy],
+                    legendgroup=policy,
+                    showlegend=col == 1,
+                    line={"color": colour, "dash": "dot" if policy in dashed else "solid"},
+                    marker={"color": colour},
+                ),
+                row=1,
+                col=col,
+            )
