@@ -241,3 +241,17 @@ def test_io_cost_vs_cache_is_registered_and_computes_tiny():
     assert set(df["policy"]) == {"no_cache", "lru", "proportional", "silod", "cba", "autocba"}
     assert (df["io_cost"] >= 0).all() and (df["welfare"] > 0).all()
     make_figure("io_cost_vs_cache", df)
+
+
+def test_dataset_mix_follows_the_network_task_on_philly_and_synthetic(small):
+    from smdlab.workloads.storage import DATASET_MIXES, NETWORK_TASKS
+    from smdlab.workloads.trace import load_philly
+
+    for jobs in (load_philly(first=60), small[1]):
+        got = job_datasets(jobs, seed=2)
+        for j in jobs:
+            assert got[j.name] in DATASET_MIXES[NETWORK_TASKS[j.profile.network]]
+        # a job keeps its dataset whatever else the workload holds
+        assert job_datasets(jobs[:5], seed=2) == {j.name: got[j.name] for j in jobs[:5]}
+    with pytest.raises(InvalidInput, match="dataset mix 'vision' names unknown dataset 'mnist'"):
+        job_datasets(small[1], mixes={"vision": {"mnist": 1.0}})
