@@ -42,7 +42,7 @@ def io_cost_vs_cache_figure(df: pd.DataFrame) -> go.Figure:
             height=520,
         )
     )
-    fig.update_layout(margin={"t": 130})
+    fig.update_layout(margin={"t": 160})  # two legend rows above the panel titles
     return fig
 
 
