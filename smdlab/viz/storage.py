@@ -9,12 +9,12 @@ from plotly.subplots import make_subplots
 
 from smdlab.viz.style import PALETTE, add_panel_lines, base_layout
 
-STORAGE_LABELS = {
-    "no_cache": "FIFO, no cache",
-    "lru": "FIFO, LRU cache",
-    "proportional": "FIFO, cache by GPUs",
-    "silod": "SiloD (FIFO)",
-    "cba": "CBA (FIFO)",
+STORAGE_LABELS = {  # short: the legend fits one row above the panels
+    "no_cache": "no cache",
+    "lru": "LRU",
+    "proportional": "by GPUs",
+    "silod": "SiloD",
+    "cba": "CBA",
     "autocba": "AutoCBA",
 }
 
@@ -38,11 +38,12 @@ def io_cost_vs_cache_figure(df: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="cluster cache (GB)", row=1, col=col)
     fig.update_layout(
         **base_layout(
-            f"Storage: IO cost, welfare and mean JCT vs cache size, mean of {df['seed'].nunique()} seed(s)",
+            f"Storage vs cache size (baselines, SiloD, CBA: FIFO's GPUs), mean of "
+            f"{df['seed'].nunique()} seed(s)",
             height=520,
         )
     )
-    fig.update_layout(margin={"t": 160})  # two legend rows above the panel titles
+    fig.update_layout(margin={"t": 130}, legend={"y": 1.16})  # the legend above the panel titles
     return fig
 
 
