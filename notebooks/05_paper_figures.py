@@ -341,6 +341,15 @@ df = draw("gavel_rate_sweep")
 df = draw("slo_vs_load")
 
 # %% [markdown]
+# ## Storage: IO cost, welfare and mean JCT vs cache size
+#
+# CBA, AutoCBA and SiloD against FIFO with no cache, an LRU cache and a cache split by GPUs, as
+# the cluster cache grows (docs/storage.md; notebook 13 shows the IO bound itself).
+
+# %%
+df = draw("io_cost_vs_cache")
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

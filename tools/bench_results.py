@@ -33,6 +33,7 @@ OPTIONS: dict[str, tuple[list[str], list[str]]] = {
     "bench_bound.py": ([], ["--quick"]),
     "bench_trace.py": (["--markdown"], ["--markdown", "--jobs", "20000", "--step", "5000"]),
     "bench_rl.py": ([], ["--steps", "4000"]),
+    "bench_storage.py": ([], ["--repeat", "1", "--exact-limit", "10"]),
 }
 
 

@@ -94,6 +94,13 @@ class ExperimentConfig:
     gavel_traces: the Gavel traces of ``gavel_rate_sweep`` (stems of ``data/traces/gavel/*.trace``
         listed in ``data/traces/gavel/reference/rate_sweep.csv``, which gives each one's rate,
         seed, cluster, measurement window and Gavel's own window averages).
+    storage_cache_values: cluster cache sizes (GB), the points of ``io_cost_vs_cache``.
+    storage_seeds: workload seeds of ``io_cost_vs_cache``.
+    storage_jobs, storage_load: jobs and offered load of its synthetic online workload.
+    storage_remote_gbps: its remote-storage bandwidth pool (GB/s).
+    storage_cache_price, storage_remote_price: its prices, per GB-hour of cache and per
+        (GB/s)-hour of remote bandwidth (illustrative cost units).
+    storage_budget: AutoCBA's budget per hour there (GPUs at 1 per GPU-hour).
     ablation_inputs: inputs of ``multiresource_ablation`` (``ABLATION_INPUTS``): ``authors``
         (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
         whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
@@ -147,6 +154,14 @@ class ExperimentConfig:
     slo_machines: int = 8
     slo_windows: tuple[int, ...] = (0, 5000)
     slo_policies: tuple[str, ...] = SLO_POLICIES
+    storage_cache_values: tuple[float, ...] = (0.0, 50.0, 100.0, 200.0, 400.0, 800.0)
+    storage_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    storage_jobs: int = 40
+    storage_load: float = 1.5
+    storage_remote_gbps: float = 1.0
+    storage_cache_price: float = 0.01
+    storage_remote_price: float = 2.0
+    storage_budget: float = 40.0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -166,6 +181,8 @@ class ExperimentConfig:
             "slo_load_values",
             "slo_windows",
             "slo_policies",
+            "storage_cache_values",
+            "storage_seeds",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -223,6 +240,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         slo_jobs=100,
         slo_machines=4,
         slo_windows=(0,),
+        storage_cache_values=(0.0, 100.0, 400.0),
+        storage_seeds=(0, 1),
+        storage_jobs=24,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -255,6 +275,9 @@ CONFIGS: dict[str, ExperimentConfig] = {
         slo_machines=1,
         slo_windows=(0,),
         slo_policies=("fifo", "edf", "chronus"),
+        storage_cache_values=(0.0, 200.0),
+        storage_seeds=(0,),
+        storage_jobs=8,
     ),
 }
 

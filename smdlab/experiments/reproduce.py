@@ -287,6 +287,18 @@ def _draw_slo(df: pd.DataFrame):
     return slo_vs_load_figure(df)
 
 
+def _storage(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.storage import io_cost_vs_cache
+
+    return io_cost_vs_cache(cfg)
+
+
+def _draw_storage(df: pd.DataFrame):
+    from smdlab.viz.storage import io_cost_vs_cache_figure
+
+    return io_cost_vs_cache_figure(df)
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in (
@@ -421,6 +433,12 @@ FIGURES: dict[str, FigureSpec] = {
             "hard and value-weighted deadline miss rates and best-effort mean JCT of FIFO, EDF, LSF, Chronus, UniSched-inspired and SMD with deadlines vs offered load on Chronus' Philly MIX2 trace",
             _slo,
             _draw_slo,
+        ),
+        FigureSpec(
+            "io_cost_vs_cache",
+            "IO cost, welfare and mean JCT of CBA, AutoCBA, SiloD and FIFO with no cache, LRU and GPU-proportional caches vs cluster cache size",
+            _storage,
+            _draw_storage,
         ),
     )
 }

@@ -36,6 +36,7 @@ from smdlab.execution import (
 )
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.storage import StorageAllocation, StorageView
 from smdlab.solve.placement import Placement  # the one Placement class (re-exported for policies)
 
 __all__ = [
@@ -266,6 +267,8 @@ class ClusterState:
     restart_s: seconds a running job makes no progress after its allocation or placement changes,
         and a preempted job after it resumes (checkpoint-restart cost).
     sharing_degree: most jobs a ``space`` sharing group may co-locate on a GPU (1: no sharing).
+    storage: the run's storage (``smdlab.model.storage.StorageView``: datasets, cache, remote
+        pool, the allocation in force, compute speeds); None: a run without storage.
     """
 
     time: float
@@ -278,6 +281,7 @@ class ClusterState:
     slot_s: float | None = None
     restart_s: float = 0.0
     sharing_degree: int = 1
+    storage: StorageView | None = None
 
     def __post_init__(self) -> None:
         if self.execution not in EXECUTIONS:
@@ -343,12 +347,17 @@ class Decision:
     wake_at: simulation time (s) of one extra decision point the policy asks for, on top of
     arrivals, completions and the periodic points of ``slot_s``; ignored unless later than the
     decision's time. Each decision's ``wake_at`` replaces the previous request (None cancels it).
+    storage: in a run with storage, the cache per dataset and remote bandwidth per job to hold
+    from this decision on (``smdlab.model.storage.StorageAllocation``, docs/storage.md); None:
+    the run's default cache rule (``Storage.allocator``), or the policy's last allocation if it
+    ever gave one. Ignored in a run without storage.
     """
 
     allocations: tuple[Allocation, ...] = ()
     preempt: tuple[str, ...] = ()
     note: str = field(default="", compare=False)
     wake_at: float | None = None
+    storage: StorageAllocation | None = None
 
 
 @runtime_checkable

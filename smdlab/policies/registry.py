@@ -68,6 +68,10 @@ _BUILTIN: dict[str, str] = {
     "chronus": "smdlab.policies.deadline.chronus:Chronus",
     "unisched": "smdlab.policies.deadline.unisched:UniSched",
     "smd_slo": "smdlab.policies.deadline.smd_slo:SMDSLO",
+    "cba": "smdlab.policies.storage.cba:CBA",
+    "autocba": "smdlab.policies.storage.autocba:AutoCBA",
+    "silod": "smdlab.policies.storage.silod:SiloD",
+    "cache_baseline": "smdlab.policies.storage.baselines:CacheBaseline",
 }
 _EXTRA: dict[str, Any] = {}
 

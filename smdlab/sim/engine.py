@@ -24,6 +24,7 @@ from smdlab.policies.base import Placement, QueuedJob
 from smdlab.sim.errors import InvalidDecision
 from smdlab.sim.records import Recorder
 from smdlab.sim.running import Run
+from smdlab.sim.storage import StorageRun
 from smdlab.solve.instance import task_vectors
 from smdlab.solve.placement import capacity_matrix, rack_array
 
@@ -86,6 +87,7 @@ class Engine:
         self.lease_s: float | None = None  # set for a lease_rounds policy: its slot
         self.cluster = cluster
         self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
+        self.storage_run: StorageRun | None = None  # storage in the run (smdlab.sim.storage)
         self.resources = cluster.resources
         self.capacity = capacity_matrix(cluster)
         self.free = self.capacity.copy()
@@ -128,6 +130,8 @@ class Engine:
         self.skipped: list[str] = []
         self.t = 0.0
         self.log.reset()
+        if self.storage_run is not None:
+            self.storage_run.reset()
 
     def alloc_job(self, a) -> Job:
         """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
@@ -183,6 +187,8 @@ class Engine:
             )
             if self.lease_s is not None:  # leases count whole iterations (lease_rounds)
                 speed = lease_speed(job, workers, speed, self.lease_s)
+        if self.storage_run is not None:  # compute-bound; the storage update caps it
+            self.storage_run.compute[job.name] = speed
         self.version += 1
         gpu_i = self.gpu_index
         gpus = 0.0 if gpu_i is None else workers * wv[gpu_i] + ps * pv[gpu_i]

@@ -220,6 +220,8 @@ def build_result(sim, wall: float) -> SimResult:
     summary["restart_s"] = float(sim.restart_s)
     summary["sim_wall_s"] = wall
     summary["gpu_sharing"] = log.gpu_sharing()
+    if getattr(sim, "storage_run", None) is not None:  # runs with storage only
+        summary.update(sim.storage_run.summary())
     from smdlab.sim.bound import run_bound
 
     summary["mean_jct_lower_bound"] = run_bound(sim, job_df)

@@ -80,7 +80,15 @@ def simulation_options(scenario: Scenario) -> dict[str, Any]:
         "unfit": s["unfit"],
         "sharing_degree": s.get("sharing_degree"),
         "restart_rule": s.get("restart_rule", "on_restart"),
+        **({} if scenario.storage is None else {"storage": _storage_spec(scenario.storage)}),
     }
+
+
+def _storage_spec(table: Mapping[str, Any]) -> Any:
+    """The scenario's ``[storage]`` table as the spec ``simulate`` binds to its jobs."""
+    from smdlab.workloads.storage import StorageSpec
+
+    return StorageSpec(**table)
 
 
 def run_scenario(scenario: Scenario, policies: Sequence[str] | None = None) -> dict[str, SimResult]:

@@ -25,7 +25,7 @@ import heapq
 import math
 import time
 from collections.abc import Generator, Sequence
-from typing import Never
+from typing import TYPE_CHECKING, Never
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive, reject_former
 from smdlab.execution import (
@@ -37,6 +37,7 @@ from smdlab.execution import (
 )
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
+from smdlab.model.storage import Storage
 from smdlab.model.timing import MODES
 from smdlab.policies.base import (
     ClusterState,
@@ -54,7 +55,11 @@ from smdlab.sim.errors import CapacityExceeded, InvalidDecision, Stalled
 from smdlab.sim.groups import SharingGroups
 from smdlab.sim.result import SimResult, build_result
 from smdlab.sim.running import RunningView
+from smdlab.sim.storage import StorageRun
 from smdlab.solve.placement import rack_layout, set_rack_layout
+
+if TYPE_CHECKING:
+    from smdlab.workloads.storage import StorageSpec
 
 __all__ = [
     "EXECUTION_CHOICES",
@@ -140,6 +145,7 @@ def simulate(
     progress: bool = False,
     sharing_degree: int | None = None,
     restart_rule: str = "on_restart",
+    storage: Storage | StorageSpec | None = None,
     **former: Never,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
@@ -160,6 +166,10 @@ def simulate(
     is paid (``smdlab.execution.RestartRule``): ``on_restart`` (after a resume or re-allocation)
     or ``every_event`` (at every event, by every running job, as the simulators derived from
     Tiresias' do). A job's ``restart_s``, where set, replaces ``restart_s`` for it.
+    storage: datasets, cache, remote pool and prices (``smdlab.model.storage.Storage``): each
+    job's speed is capped by its IO-bound speed, and the summary gains the storage entries
+    (``smdlab.sim.storage``, docs/storage.md); a ``StorageSpec`` (a scenario's ``[storage]``
+    table) is bound to ``jobs`` first; None: no storage (every sample arrives free).
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -177,6 +187,7 @@ def simulate(
         unfit,
         record_history,
         restart_rule,
+        storage,
     )
     sim.progress = bool(progress)
     if sharing_degree is None:
@@ -197,6 +208,7 @@ def simulate_steps(
     unfit: str = "skip",
     record_history: bool = True,
     restart_rule: str = "on_restart",
+    storage: Storage | StorageSpec | None = None,
 ) -> Generator[ClusterState, Decision, SimResult]:
     """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
     each decision point, applies the Decision sent back, and returns the SimResult at the end.
@@ -214,6 +226,7 @@ def simulate_steps(
         unfit,
         record_history,
         restart_rule,
+        storage,
     )
     return sim.steps()
 
@@ -234,6 +247,7 @@ class _Simulator(Engine):
         unfit,
         record_history,
         restart_rule="on_restart",
+        storage=None,
     ):
         jobs = check_jobs(cluster, jobs)
         mode = check_choice("mode", mode, MODES)
@@ -256,6 +270,10 @@ class _Simulator(Engine):
             policy if isinstance(policy, str) else self.settings.name,
             restart_rule,
         )
+        if storage is not None:
+            if not isinstance(storage, Storage) and callable(getattr(storage, "bind", None)):
+                storage = storage.bind(jobs)  # a scenario's [storage] table (StorageSpec)
+            self.storage_run = StorageRun(storage, jobs)
 
     def _state(self) -> ClusterState:
         t = self.t
@@ -276,6 +294,7 @@ class _Simulator(Engine):
             self.delta,
             self.restart_s,
             self.sharing_degree,
+            None if self.storage_run is None else self.storage_run.view(self),
         )
 
     def run(self) -> SimResult:
@@ -325,6 +344,8 @@ class _Simulator(Engine):
             if t == math.inf:
                 break
             self._integrate_sharing(t)
+            if self.storage_run is not None:
+                self.storage_run.advance(self, t)
             self.t = t
             # Completions (every job whose finish is t, up to rounding).
             limit = t + 1e-12 * max(1.0, abs(t))
@@ -372,6 +393,7 @@ class _Simulator(Engine):
             on_completion = completed_now and bool(self.running) and self.decide_on_completion
             # Leases (lease_rounds) end at every slot: the policy re-decides them, queue or not.
             lease_end = lease and bool(self.running) and t == t_tick
+            given = None  # the decision's storage allocation, if any
             if self.queued or (self.elastic and self.running) or on_completion or lease_end:
                 state = self._state()
                 t0 = time.perf_counter()
@@ -384,6 +406,7 @@ class _Simulator(Engine):
                 spent = time.perf_counter() - t0
                 started, preempted, resized = apply_decision(self, self.groups, decision)
                 wake = getattr(decision, "wake_at", None)
+                given = getattr(decision, "storage", None)
                 next_wake = wake if wake is not None and wake > t else math.inf
                 log.decisions.append(
                     (t, spent, started, preempted, resized, len(self.queued), len(self.running))
@@ -402,6 +425,8 @@ class _Simulator(Engine):
                         )
                 else:
                     idle_points = 0
+            if self.storage_run is not None:
+                self.storage_run.update(self, t, given)
             used = self.pooled_capacity - self.free.sum(axis=0)
             log.util_row(t, used, (len(self.running), len(self.queued)), self.free)
         if bar is not None:

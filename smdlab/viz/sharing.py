@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from smdlab.viz.style import PALETTE, add_panel_lines, base_layout, identity_line
+from smdlab.viz.style import PALETTE, add_policy_lines, base_layout, identity_line
 
 MODEL_LABELS = {"factorised": "factorised model", "log_additive": "log-additive baseline"}
 GPU_COLORS = {"k80": PALETTE[0], "p100": PALETTE[1], "v100": PALETTE[2]}
@@ -78,16 +77,8 @@ def sharing_degree_figure(df: pd.DataFrame) -> go.Figure:
         rows=1, cols=3, subplot_titles=[p[1] for p in panels], horizontal_spacing=0.08
     )
     means = df.groupby(["policy", "sharing_degree"], sort=False)[[p[0] for p in panels]].mean()
-    policies = [p for p in SHARING_LABELS if p in set(df["policy"])]
     degrees = sorted(df["sharing_degree"].unique())
-    for k, policy in enumerate(policies):
-        colour = PALETTE[k % len(PALETTE)]
-        g = means.loc[policy].reindex(degrees)
-        dash = "dot" if policy in ("no_sharing", "tiresias") else "solid"
-        add_panel_lines(
-            fig, np.asarray(degrees), [g[column].to_numpy() * scale for column, _, scale in panels],
-            name=SHARING_LABELS[policy], group=policy, colour=colour, dash=dash,
-        )  # fmt: skip
+    add_policy_lines(fig, means, SHARING_LABELS, panels, degrees, dashed=("no_sharing", "tiresias"))
     for col in (1, 2, 3):
         fig.update_xaxes(title_text="most jobs per GPU", tickvals=degrees, row=1, col=col)
     fig.update_yaxes(range=[0, 1.05], row=1, col=3)

@@ -135,3 +135,25 @@ def identity_line(lo: float, hi: float) -> Any:
         line={"color": "#9D9D9D", "dash": "dot"},
         hoverinfo="skip",
     )
+
+
+def add_policy_lines(
+    fig: Any,
+    means: Any,
+    labels: dict[str, str],
+    panels: list[tuple[str, str, float]],
+    xs: list,
+    dashed: tuple[str, ...] = (),
+) -> None:
+    """One line per policy of ``labels`` (in that order) in each panel (column, title, scale) of a
+    one-row subplot figure; ``means`` is indexed by (policy, x); ``dashed`` policies dotted."""
+    import numpy as np
+
+    present = set(means.index.get_level_values(0))
+    for k, policy in enumerate(p for p in labels if p in present):
+        g = means.loc[policy].reindex(xs)
+        add_panel_lines(
+            fig, np.asarray(xs), [g[column].to_numpy() * scale for column, _, scale in panels],
+            name=labels[policy], group=policy, colour=PALETTE[k % len(PALETTE)],
+            dash="dot" if policy in dashed else "solid",
+        )  # fmt: skip

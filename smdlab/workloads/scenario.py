@@ -55,6 +55,13 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
 
     [policy_options.NAME]  # keyword options of policy NAME
 
+    [storage]  # optional: datasets, cache and remote IO (docs/storage.md, workloads.storage)
+    cache_gb = 100  # cluster cache (inf: every dataset fits)
+    remote_gbps = 1.0  # remote-storage bandwidth pool (inf: free bandwidth)
+    cache_price = 0.01  # per GB-hour; remote_price per (GB/s)-hour
+    allocator = "lru"  # none | lru | proportional: for policies that allocate no storage
+    dataset_seed = 0  # seeds each job's dataset draw from its network's task
+
     [variants.NAME]  # a named variant: usable wherever a policy name is (policies, --policy)
     policy = "synergy_tune"  # the registered policy it runs
     base = "srtf"  # and that policy's keyword options
@@ -105,6 +112,7 @@ _TOP_KEYS = (
     "policy_options",
     "description",
     "variants",
+    "storage",
 )
 _CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
 _SIM_KEYS = (
@@ -258,6 +266,7 @@ class Scenario:
     policy_options: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
     base_dir: Path | None = None
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
+    storage: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", str(self.name))
@@ -276,6 +285,8 @@ class Scenario:
             self, "policy_options", _frozen({k: _frozen(v) for k, v in opts.items()})
         )
         object.__setattr__(self, "variants", _frozen(check_variants(self.variants)))
+        if self.storage is not None:
+            object.__setattr__(self, "storage", _frozen(_check_storage(self.storage)))
 
     def with_changes(
         self,
@@ -324,6 +335,7 @@ class Scenario:
             "policy_options": plain(self.policy_options),
             "base_dir": self.base_dir,
             "variants": plain(self.variants),
+            "storage": None if self.storage is None else plain(self.storage),
         }
 
     def build_cluster(self) -> Cluster:
@@ -546,6 +558,17 @@ def _check_shape(field: str, value: Any, shape: str) -> None:
             check_positive(f"{field}[{i}]", v, allow_zero=True, allow_inf=True)
 
 
+def _check_storage(s: Any) -> dict[str, Any]:
+    """The ``[storage]`` table, checked (``smdlab.workloads.storage.StorageSpec``'s fields)."""
+    from smdlab.workloads.storage import StorageSpec
+
+    if not isinstance(s, Mapping):
+        raise InvalidInput(f"storage must be a table, got {s!r}")
+    _unknown("storage", s, tuple(StorageSpec.__dataclass_fields__))
+    StorageSpec(**s)
+    return dict(s)
+
+
 def _check_simulation(s: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(s, Mapping):
         raise InvalidInput(f"simulation must be a table, got {s!r}")
@@ -607,6 +630,7 @@ def load_scenario(path: str | os.PathLike | None = None) -> Scenario:
             "simulation",
             "policy_options",
             "variants",
+            "storage",
         )
         if k in data
     }

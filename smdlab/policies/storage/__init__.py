@@ -1,0 +1,1 @@
+"""Storage-aware policies: CBA, AutoCBA and SiloD (docs/storage.md), and the cache rules."""
