@@ -402,6 +402,8 @@ class _Simulator(Engine):
                         )
                 else:
                     idle_points = 0
+            if self.network is not None:  # shares change only when the running jobs do
+                self.network.update(t)
             used = self.pooled_capacity - self.free.sum(axis=0)
             log.util_row(t, used, (len(self.running), len(self.queued)), self.free)
         if bar is not None:
