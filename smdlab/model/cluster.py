@@ -118,7 +118,10 @@ class FabricSpec:
             )
         object.__setattr__(self, "levels", check_int("fabric levels", self.levels, 1, MAX_LEVELS))
         if self.core_gbps is not None:
-            object.__setattr__(self, "core_gbps", check_positive("fabric core_gbps", self.core_gbps))
+            object.__setattr__(
+                self, "core_gbps", check_positive("fabric core_gbps", self.core_gbps)
+            )
+
 
 # Keys of one machine group (``Cluster.groups``, the ``[[racks]]`` tables of a cluster file).
 GROUP_KEYS: tuple[str, ...] = (
@@ -345,8 +348,12 @@ class Cluster:
     def with_fabric(self, fabric: FabricSpec | None) -> Cluster:
         """Copy with the flow-level fabric set (None: off)."""
         return Cluster(
-            self.machines, self.resources, self.pooled_capacity if not self.machines else None,
-            self.topology, self.domains, fabric,
+            self.machines,
+            self.resources,
+            self.pooled_capacity if not self.machines else None,
+            self.topology,
+            self.domains,
+            fabric,
         )
 
     def scaled_bandwidth(self, bw_gbps: float) -> Cluster:

@@ -194,7 +194,9 @@ def levels_from_scores(scores: np.ndarray, levels: int = MAX_LEVELS) -> np.ndarr
     return (rank * min(n_levels, k) // k).astype(np.int64)
 
 
-def water_fill(demand: np.ndarray, capacity: np.ndarray, levels: np.ndarray | None = None) -> np.ndarray:
+def water_fill(
+    demand: np.ndarray, capacity: np.ndarray, levels: np.ndarray | None = None
+) -> np.ndarray:
     """Fraction x in [0, 1] of its demand each job gets (module docstring).
 
     demand: bytes/s per job and link (jobs x links). capacity: bytes/s per link. levels: priority

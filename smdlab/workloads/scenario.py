@@ -451,7 +451,11 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidInput(
                 f"cluster.{flat[0]} cannot be combined with cluster.racks (set it per rack)"
             )
-        Cluster.groups(c["racks"], c.get("domains", []), c.get("fabric"))  # raises on bad input
+        cluster = Cluster.groups(c["racks"], c.get("domains", []), c.get("fabric"))  # raises
+        if cluster.fabric is not None:
+            from smdlab.policies.network import check_communication
+
+            check_communication(cluster.fabric.communication)
         return {k: c[k] for k in ("racks", "domains", "fabric") if k in c}
     if "domains" in c:
         raise InvalidInput("cluster.domains needs cluster.racks (racks name their domain)")
