@@ -94,6 +94,8 @@ class ExperimentConfig:
         (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
         whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
         (that fixture and trace3's first rows; seconds).
+    contention_values: rack oversubscription ratios of ``jct_vs_contention`` (the fabric).
+    contention_jobs: jobs of its online workload.
     """
 
     name: str
@@ -134,6 +136,8 @@ class ExperimentConfig:
     deeprm_jobsets: int = 50
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
     ablation_inputs: str = "trace3"
+    contention_values: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
+    contention_jobs: int = 60
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -150,6 +154,7 @@ class ExperimentConfig:
             "sharing_degree_values",
             "deeprm_loads",
             "gavel_traces",
+            "contention_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -195,6 +200,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
+        contention_values=(1.0, 4.0, 16.0),
+        contention_jobs=40,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -222,6 +229,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=2,
         gavel_traces=("seed3_rate0.4_60jobs",),
         ablation_inputs="small",
+        contention_values=(1.0, 8.0),
+        contention_jobs=12,
     ),
 }
 
