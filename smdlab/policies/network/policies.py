@@ -59,7 +59,8 @@ class LeastContentionFirst(CommunicationPolicy):
     def scores(self, state: FabricState) -> np.ndarray:
         """Contention count, ties broken by total volume."""
         uses = state.volume > 0
-        shared = (uses.astype(np.int64) @ uses.T.astype(np.int64)) > 0
+        f = uses.astype(np.float64)  # float: the product runs on BLAS
+        shared = (f @ f.T) > 0
         contention = shared.sum(axis=1) - uses.any(axis=1)  # others, not itself
         vol = state.volume.sum(axis=1)
         return contention + vol / (1.0 + vol.max(initial=0.0))  # volume in [0, 1): ties only
