@@ -215,8 +215,17 @@ def water_fill(
     a = np.zeros_like(d)
     a[talks] = d[talks] / peak[talks, None]
     residual = np.asarray(capacity, dtype=float).copy()
-    for level in np.unique(lv[talks]):
-        active = np.flatnonzero(talks & (lv == level))
+    idx = np.flatnonzero(talks)
+    idx = idx[np.argsort(lv[idx], kind="stable")]
+    bounds = np.flatnonzero(np.diff(lv[idx])) + 1
+    for active in np.split(idx, bounds):  # the levels in order, each its jobs
+        if active.size == 1:  # one job: it takes what its links have left, up to its demand
+            j = int(active[0])
+            on = a[j] > _TOL
+            rate = min(peak[j], float((np.maximum(residual[on], 0.0) / a[j, on]).min()))
+            x[j] = rate / peak[j]
+            residual -= a[j] * rate
+            continue
         while active.size:
             w = a[active].sum(axis=0)
             on = w > _TOL
