@@ -39,13 +39,18 @@ class Fair(CommunicationPolicy):
 
 
 class SmallestCoflowFirst(CommunicationPolicy):
-    """SCF: the smallest per-iteration volume (bytes over all shared links) first."""
+    """SCF: the shortest coflow first, its length being its largest per-link volume per iteration.
+
+    As in coflow/coflowsim's and Sincronia's SCF (both order by length; by total size is their
+    LCF and TCF); ties by total volume.
+    """
 
     name = "scf"
 
     def scores(self, state: FabricState) -> np.ndarray:
-        """Total bytes per iteration on shared links."""
-        return state.volume.sum(axis=1)
+        """Largest bytes per iteration on one shared link, ties broken by total bytes."""
+        vol = state.volume.sum(axis=1)
+        return state.volume.max(axis=1, initial=0.0) + vol / (1.0 + vol.max(initial=0.0)) * 1e-6
 
 
 class LeastContentionFirst(CommunicationPolicy):
