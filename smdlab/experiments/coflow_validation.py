@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -50,7 +51,7 @@ class Coflow:
 
 def read_trace(path: str | os.PathLike[str]) -> tuple[int, list[Coflow]]:
     """(ports, coflows) of a trace in Sincronia's format."""
-    words = open(path).read().split()
+    words = Path(path).read_text().split()
     try:
         nums = [int(w) for w in words]
     except ValueError:
@@ -61,7 +62,9 @@ def read_trace(path: str | os.PathLike[str]) -> tuple[int, list[Coflow]]:
     for _ in range(n):
         cid, _arrival, nf = nums[k], nums[k + 1], nums[k + 2]
         k += 5
-        flows = tuple((nums[k + 3 * i], nums[k + 3 * i + 1], nums[k + 3 * i + 2]) for i in range(nf))
+        flows = tuple(
+            (nums[k + 3 * i], nums[k + 3 * i + 1], nums[k + 3 * i + 2]) for i in range(nf)
+        )
         k += 3 * nf
         out.append(Coflow(cid, flows))
     return ports, out
@@ -98,10 +101,12 @@ def scf_order(coflows: list[Coflow]) -> list[int]:
 
 def read_output(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Sincronia's output log: coflow id, oracle time, position in the order, start, completion."""
-    rows = [line.split() for line in open(path).read().splitlines()]
+    rows = [line.split() for line in Path(path).read_text().splitlines()]
     rows = [r for r in rows if len(r) == 5]  # the last line is the average
     df = pd.DataFrame(rows, columns=["coflow", "oracle", "order", "start", "completion"])
-    return df.astype({"coflow": int, "oracle": float, "order": int, "start": float, "completion": float})
+    return df.astype(
+        {"coflow": int, "oracle": float, "order": int, "start": float, "completion": float}
+    )
 
 
 def replay(ports: int, coflows: list[Coflow], order: list[int]) -> dict[int, float]:

@@ -42,14 +42,22 @@ def fabric_cluster(ratio: float, communication: str = "fair") -> Cluster:
 def gpu_compute_utilisation(result: SimResult, jobs: Sequence[Job]) -> float:
     """Share of the GPU-seconds ``jobs`` held in ``result`` that their GPUs spent computing."""
     by_name = {j.name: j for j in jobs}
+    h = result.history
     busy = held = 0.0
-    for row in result.history.itertuples(index=False):
-        job = by_name[row.job]
-        gpus = row.workers * job.worker_demand.get("gpu", 0.0)
-        held += (row.end - row.start) * gpus
-        if row.samples > 0:
-            iters = row.samples / job.samples_per_iteration(row.workers)
-            busy += iters * compute_seconds(job, row.workers) * gpus
+    for name, start, end, workers, samples in zip(
+        h["job"].tolist(),
+        h["start"].tolist(),
+        h["end"].tolist(),
+        h["workers"].tolist(),
+        h["samples"].tolist(),
+        strict=True,
+    ):
+        job = by_name[name]
+        gpus = workers * job.worker_demand.get("gpu", 0.0)
+        held += (end - start) * gpus
+        if samples > 0:
+            iters = samples / job.samples_per_iteration(workers)
+            busy += iters * compute_seconds(job, workers) * gpus
     return busy / held if held > 0 else float("nan")
 
 

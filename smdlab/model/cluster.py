@@ -310,13 +310,7 @@ class Cluster:
         machines: list[Machine] = []
         racks: list[Rack] = []
         for i, g in enumerate(groups):
-            if not isinstance(g, Mapping):
-                raise InvalidInput(f"racks[{i}] must be a table, got {g!r}")
-            unknown = [k for k in g if k not in GROUP_KEYS]
-            if unknown:
-                raise InvalidInput(
-                    f"racks[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(GROUP_KEYS)}"
-                )
+            _check_table(f"racks[{i}]", g, GROUP_KEYS)
             if "machines" not in g:
                 raise InvalidInput(f"racks[{i}].machines is required (machines in this rack, >= 1)")
             name = g.get("name", f"r{i}")
@@ -413,13 +407,7 @@ def _domain_tables(tables: Sequence[Mapping[str, object]]) -> tuple[Domain, ...]
         raise InvalidInput(f"domains must be a list of tables, got {tables!r}")
     out = []
     for i, d in enumerate(tables):
-        if not isinstance(d, Mapping):
-            raise InvalidInput(f"domains[{i}] must be a table, got {d!r}")
-        unknown = [k for k in d if k not in DOMAIN_KEYS]
-        if unknown:
-            raise InvalidInput(
-                f"domains[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(DOMAIN_KEYS)}"
-            )
+        _check_table(f"domains[{i}]", d, DOMAIN_KEYS)
         if "name" not in d:
             raise InvalidInput(f"domains[{i}].name is required (a non-empty string)")
         out.append(
@@ -432,17 +420,20 @@ def _domain_tables(tables: Sequence[Mapping[str, object]]) -> tuple[Domain, ...]
     return _check_domains(out)
 
 
+def _check_table(field: str, table: object, keys: Sequence[str]) -> None:
+    """InvalidInput unless ``table`` is a mapping whose keys are all among ``keys``."""
+    if not isinstance(table, Mapping):
+        raise InvalidInput(f"{field} must be a table, got {table!r}")
+    unknown = [k for k in table if k not in keys]
+    if unknown:
+        raise InvalidInput(f"{field} has unknown key {unknown[0]!r}; allowed: {', '.join(keys)}")
+
+
 def _fabric_table(table: Mapping[str, object] | None) -> FabricSpec | None:
     """The ``[fabric]`` table of a cluster file as a FabricSpec (None: no fabric)."""
     if table is None:
         return None
-    if not isinstance(table, Mapping):
-        raise InvalidInput(f"fabric must be a table, got {table!r}")
-    unknown = [k for k in table if k not in FABRIC_KEYS]
-    if unknown:
-        raise InvalidInput(
-            f"fabric has unknown key {unknown[0]!r}; allowed: {', '.join(FABRIC_KEYS)}"
-        )
+    _check_table("fabric", table, FABRIC_KEYS)
     core = table.get("core_gbps")
     return FabricSpec(
         table.get("communication", "fair"),  # type: ignore[arg-type]  # FabricSpec checks it

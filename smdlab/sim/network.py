@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,13 +26,16 @@ from smdlab.model.fabric import (
 from smdlab.policies.network import get_communication_policy
 from smdlab.sim.running import Run, remaining
 
+if TYPE_CHECKING:
+    from smdlab.sim.engine import Engine
+
 __all__ = ["Network"]
 
 
 class Network:
     """The fabric of one run: its links, its communication policy and each job's volumes."""
 
-    def __init__(self, engine, spec: FabricSpec) -> None:
+    def __init__(self, engine: Engine, spec: FabricSpec) -> None:
         self.engine = engine
         self.spec = spec
         self.links = Links.of(engine.cluster)
