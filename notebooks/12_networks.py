@@ -27,6 +27,7 @@
 # %%
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from smdlab.experiments import make_figure, run_experiment
 from smdlab.experiments.contention import against_fair
@@ -105,6 +106,25 @@ for label, levels in orders.items():
     )
 walk_df = pd.DataFrame(walk).set_index("service")
 table(walk_df, decimals=dict.fromkeys(walk_df.columns, 3))
+
+# %%
+picture = go.Figure()
+for job, color in (("A", "#1f77b4"), ("B", "#d62728")):
+    i = "AB".index(job)
+    picture.add_bar(
+        x=walk_df.index,
+        y=walk_df[f"x_{job}"] * gpu_rate[i],
+        name=f"job {job}",
+        marker_color=color,
+    )
+picture.update_layout(
+    barmode="stack",
+    title="Two jobs, one 12 Gbps link: GPUs computing under each service order",
+    yaxis_title="GPUs computing (of 32)",
+    template="plotly_white",
+    height=380,
+)
+show(picture)
 
 # %%
 best = walk_df["GPUs computing (of 32)"].idxmax()
