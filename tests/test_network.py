@@ -224,3 +224,12 @@ def test_cluster_file_and_cli(tmp_path, capsys):
         assert main(["simulate", "--scenario", str(sc), "--cluster-file", str(f)]) == 2
         err = without_workload_line(capsys.readouterr().err).strip().splitlines()
         assert len(err) == 1 and message in err[0]
+
+
+def test_gavels_mode_refuses_a_fabric():
+    from types import SimpleNamespace
+
+    from smdlab.sim.gavel_engine import check_gavel_engine
+
+    with pytest.raises(InvalidInput, match="has no network model; drop the cluster's"):
+        check_gavel_engine(SimpleNamespace(workload={"kind": "gavel"}), _racked(10))
