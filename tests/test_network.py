@@ -233,3 +233,14 @@ def test_gavels_mode_refuses_a_fabric():
 
     with pytest.raises(InvalidInput, match="has no network model; drop the cluster's"):
         check_gavel_engine(SimpleNamespace(workload={"kind": "gavel"}), _racked(10))
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "optimus"])
+def test_preemptive_and_elastic_runs_on_a_binding_fabric_finish_every_job(policy):
+    base = Cluster.racks(racks=4, machines_per_rack=2, uplink_gbps=10)
+    jobs = synthetic(16, base, seed=5)
+    r = simulate(jobs, base.with_fabric(FabricSpec("crux")), policy)
+    done = r.jobs[r.jobs["status"] == "completed"]
+    assert len(done) == len(jobs)
+    assert np.allclose(done["samples_done"], done["samples"])
+    assert (r.history["speed"] >= 0).all()

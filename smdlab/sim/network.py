@@ -42,7 +42,7 @@ class Network:
         self.policy = get_communication_policy(spec.communication)
         self.fair = spec.communication == "fair"
         self._volumes: dict[tuple, dict[int, float]] = {}
-        self._seen: dict[str, tuple[int, float]] = {}
+        self._seen: dict[str, tuple[Run, float]] = {}
         self.updates = 0
 
     def reset(self) -> None:
@@ -61,10 +61,14 @@ class Network:
     def update(self, t: float) -> None:
         """Recompute every running job's share at ``t`` when the running jobs changed."""
         running = self.engine.running
-        seen = {name: (id(r), r.base) for name, r in running.items()}
-        if seen == self._seen:
+        seen = self._seen
+        if len(seen) == len(running) and all(
+            (old := seen.get(name)) is not None and old[0] is r and old[1] == r.base
+            for name, r in running.items()
+        ):
             return
-        self._seen = seen
+        # the runs themselves are kept (not their ids, which a new run could reuse)
+        self._seen = {name: (r, r.base) for name, r in running.items()}
         self.updates += 1
         runs = [r for r in running.values() if r.base > 0 and self.volumes(r)]
         x = self.shares(runs, t) if runs else np.ones(0)
