@@ -244,3 +244,17 @@ def test_preemptive_and_elastic_runs_on_a_binding_fabric_finish_every_job(policy
     assert len(done) == len(jobs)
     assert np.allclose(done["samples_done"], done["samples"])
     assert (r.history["speed"] >= 0).all()
+
+
+def test_lcof_counts_the_other_jobs_on_a_jobs_links():
+    from smdlab.model.fabric import FabricState
+    from smdlab.policies.network import get_communication_policy
+
+    rng = np.random.default_rng(0)
+    vol = np.where(rng.random((30, 12)) < 0.2, rng.random((30, 12)), 0.0)
+    ones = np.ones(30)
+    state = FabricState((), vol, np.ones(12), ones, ones, ones, ones)
+    uses = (vol > 0).astype(float)
+    others = ((uses @ uses.T) > 0).sum(axis=1) - (vol > 0).any(axis=1)
+    scores = get_communication_policy("lcof").scores(state)
+    assert np.array_equal(np.floor(scores), others)

@@ -63,10 +63,11 @@ class LeastContentionFirst(CommunicationPolicy):
 
     def scores(self, state: FabricState) -> np.ndarray:
         """Contention count, ties broken by total volume."""
-        uses = state.volume > 0
-        f = uses.astype(np.float64)  # float: the product runs on BLAS
-        shared = (f @ f.T) > 0
-        contention = shared.sum(axis=1) - uses.any(axis=1)  # others, not itself
+        from scipy.sparse import csr_matrix
+
+        uses = csr_matrix((state.volume > 0).astype(np.float64))  # a job uses few links
+        shared = uses @ uses.T  # nonzero where two jobs share a link
+        contention = np.diff(shared.indptr) - (state.volume > 0).any(axis=1)  # others only
         vol = state.volume.sum(axis=1)
         return contention + vol / (1.0 + vol.max(initial=0.0))  # volume in [0, 1): ties only
 
