@@ -302,6 +302,17 @@ df = draw("deeprm_slowdown_vs_load")
 df = draw("jct_vs_oversubscription")
 
 # %% [markdown]
+# ## Shared networks: communication policies as the uplinks shrink
+#
+# The flow-level fabric (`docs/network.md`): jobs that share a rack uplink slow each other down,
+# and a communication policy (fair, SCF, LCoF, Crux, inspired by JCS) sets who is served first.
+# FIFO allocates GPUs in every run; mean JCT and the share of held GPU time spent computing
+# (notebook 12 walks through two jobs on one link).
+
+# %%
+df = draw("jct_vs_contention")
+
+# %% [markdown]
 # ## GPU sharing: the co-location model on held-out pairs
 #
 # Each job's co-located steps per second as the factorised model and the log-additive baseline

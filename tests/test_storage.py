@@ -255,3 +255,12 @@ def test_dataset_mix_follows_the_network_task_on_philly_and_synthetic(small):
         assert job_datasets(jobs[:5], seed=2) == {j.name: got[j.name] for j in jobs[:5]}
     with pytest.raises(InvalidInput, match="dataset mix 'vision' names unknown dataset 'mnist'"):
         job_datasets(small[1], mixes={"vision": {"mnist": 1.0}})
+
+
+def test_storage_and_a_network_fabric_together_are_refused_in_one_line():
+    from smdlab.model.cluster import FabricSpec
+
+    cluster = Cluster.racks(racks=2, machines_per_rack=1, uplink_gbps=10).with_fabric(FabricSpec())
+    jobs = synthetic(4, cluster, seed=1)
+    with pytest.raises(InvalidInput, match="storage or a network fabric, not both"):
+        simulate(jobs, cluster, "fifo", storage=storage_for(jobs, cache_gb=10.0, remote_gbps=1.0))

@@ -109,6 +109,8 @@ class ExperimentConfig:
     slo_jobs, slo_machines: jobs per window and machines of 8 GPUs there.
     slo_windows: first job (index in submit order) of each window there.
     slo_policies: policies compared there (``SLO_POLICIES``).
+    contention_values: rack oversubscription ratios of ``jct_vs_contention`` (the fabric).
+    contention_jobs: jobs of its online workload.
     """
 
     name: str
@@ -162,6 +164,8 @@ class ExperimentConfig:
     storage_cache_price: float = 0.01
     storage_remote_price: float = 2.0
     storage_budget: float = 40.0
+    contention_values: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
+    contention_jobs: int = 60
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -183,6 +187,7 @@ class ExperimentConfig:
             "slo_policies",
             "storage_cache_values",
             "storage_seeds",
+            "contention_values",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -243,6 +248,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         storage_cache_values=(0.0, 100.0, 400.0),
         storage_seeds=(0, 1),
         storage_jobs=24,
+        contention_values=(1.0, 4.0, 16.0),
+        contention_jobs=40,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -278,6 +285,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         storage_cache_values=(0.0, 200.0),
         storage_seeds=(0,),
         storage_jobs=8,
+        contention_values=(1.0, 8.0),
+        contention_jobs=12,
     ),
 }
 

@@ -227,6 +227,18 @@ def _draw_oversubscription(df: pd.DataFrame):
     return oversubscription_figure(df)
 
 
+def _contention(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.contention import jct_vs_contention
+
+    return jct_vs_contention(cfg, workers)
+
+
+def _draw_contention(df: pd.DataFrame):
+    from smdlab.viz.contention import contention_figure
+
+    return contention_figure(df)
+
+
 def _ablation(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.ablation import multiresource_ablation
 
@@ -409,6 +421,12 @@ FIGURES: dict[str, FigureSpec] = {
             "mean JCT and cross-rack traffic of SMD, Liquid, FIFO and Tiresias as the rack uplinks shrink",
             _oversubscription,
             _draw_oversubscription,
+        ),
+        FigureSpec(
+            "jct_vs_contention",
+            "mean JCT and GPU utilisation of the fair, SCF, LCoF, Crux and JCS-inspired communication policies on a shared fabric as the rack uplinks shrink",
+            _contention,
+            _draw_contention,
         ),
         FigureSpec(
             "sharing_validation",

@@ -95,6 +95,34 @@ class Domain:
 
 DOMAIN_KEYS: tuple[str, ...] = ("name", "uplink_gbps", "oversubscription")
 
+MAX_LEVELS = 8  # strict priority levels a fabric serves (switch queues; Crux uses 8)
+FABRIC_KEYS: tuple[str, ...] = ("communication", "levels", "core_gbps")
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """A request for the flow-level fabric (docs/network.md): the shared links are timed by contention.
+
+    communication: the registered communication policy's name. levels: strict priority levels
+    (1..8). core_gbps: the core's capacity (None: the core never binds).
+    """
+
+    communication: str = "fair"
+    levels: int = MAX_LEVELS
+    core_gbps: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.communication, str) or not self.communication:
+            raise InvalidInput(
+                f"fabric communication must be a policy name, got {self.communication!r}"
+            )
+        object.__setattr__(self, "levels", check_int("fabric levels", self.levels, 1, MAX_LEVELS))
+        if self.core_gbps is not None:
+            object.__setattr__(
+                self, "core_gbps", check_positive("fabric core_gbps", self.core_gbps)
+            )
+
+
 # Keys of one machine group (``Cluster.groups``, the ``[[racks]]`` tables of a cluster file).
 GROUP_KEYS: tuple[str, ...] = (
     "name",
@@ -123,6 +151,7 @@ class Cluster:
     pooled_capacity: Mapping[str, float] | None = None
     topology: tuple[Rack, ...] = ()  # racks; empty: a flat cluster (machines have rack "")
     domains: tuple[Domain, ...] = ()  # domains with an uplink; a rack's undeclared domain has none
+    fabric: FabricSpec | None = None  # the flow-level fabric (docs/network.md); None: off
 
     def __post_init__(self) -> None:
         res = tuple(self.resources) if not isinstance(self.resources, str) else ()
@@ -146,6 +175,13 @@ class Cluster:
         object.__setattr__(self, "machines", machines)
         object.__setattr__(self, "topology", _check_topology(machines, self.topology))
         object.__setattr__(self, "domains", _check_domains(self.domains))
+        if self.fabric is not None:
+            if not isinstance(self.fabric, FabricSpec):
+                raise InvalidInput(f"fabric must be a FabricSpec, got {self.fabric!r}")
+            if not self.topology:
+                raise InvalidInput(
+                    "fabric needs racks with uplinks (a racked cluster); this cluster is flat"
+                )
         if self.pooled_capacity is not None:
             if machines:
                 raise InvalidInput("pooled_capacity must be None when machines are given")
@@ -257,6 +293,7 @@ class Cluster:
         cls,
         groups: Sequence[Mapping[str, object]],
         domains: Sequence[Mapping[str, object]] = (),
+        fabric: Mapping[str, object] | None = None,
     ) -> Cluster:
         """A racked cluster from machine groups, one rack each (keys ``GROUP_KEYS``).
 
@@ -264,25 +301,27 @@ class Cluster:
         capacities to ``Cluster.homogeneous``'s, ``uplink_gbps`` to 100, ``oversubscription`` to
         1. Machines are named ``<rack>-m<j>``. ``domains``: tables with keys ``DOMAIN_KEYS``
         giving a domain's uplink (a rack's ``domain`` need not be declared: then no uplink).
+        ``fabric``: a table with keys ``FABRIC_KEYS`` turning the flow-level fabric on; then every
+        rack must name its ``uplink_gbps``.
         """
+        spec = _fabric_table(fabric)
         if isinstance(groups, (str, Mapping)) or not isinstance(groups, Sequence) or not groups:
             raise InvalidInput(f"racks must be a non-empty list of tables, got {groups!r}")
         machines: list[Machine] = []
         racks: list[Rack] = []
         for i, g in enumerate(groups):
-            if not isinstance(g, Mapping):
-                raise InvalidInput(f"racks[{i}] must be a table, got {g!r}")
-            unknown = [k for k in g if k not in GROUP_KEYS]
-            if unknown:
-                raise InvalidInput(
-                    f"racks[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(GROUP_KEYS)}"
-                )
+            _check_table(f"racks[{i}]", g, GROUP_KEYS)
             if "machines" not in g:
                 raise InvalidInput(f"racks[{i}].machines is required (machines in this rack, >= 1)")
             name = g.get("name", f"r{i}")
             if not isinstance(name, str) or not name:
                 raise InvalidInput(f"racks[{i}].name must be a non-empty string, got {name!r}")
             n = check_int(f"racks[{i}].machines", g["machines"], 1, MAX_MACHINES)
+            if spec is not None and "uplink_gbps" not in g:
+                raise InvalidInput(
+                    f"racks[{i}].uplink_gbps is required when a fabric is requested "
+                    "(the rack's uplink capacity in Gbps, > 0)"
+                )
             gpu_type = check_gpu_type(f"racks[{i}].gpu_type", g.get("gpu_type", "v100"))
             cap = {}
             for k, default in (("gpu", 8), ("cpu", 64), ("mem_gb", 256), ("bw_gbps", 100)):
@@ -296,7 +335,20 @@ class Cluster:
                 )
             )
             machines += [Machine(f"{name}-m{j}", dict(cap), gpu_type, name) for j in range(n)]
-        return cls(tuple(machines), topology=tuple(racks), domains=_domain_tables(domains))
+        return cls(
+            tuple(machines), topology=tuple(racks), domains=_domain_tables(domains), fabric=spec
+        )
+
+    def with_fabric(self, fabric: FabricSpec | None) -> Cluster:
+        """Copy with the flow-level fabric set (None: off)."""
+        return Cluster(
+            self.machines,
+            self.resources,
+            self.pooled_capacity if not self.machines else None,
+            self.topology,
+            self.domains,
+            fabric,
+        )
 
     def scaled_bandwidth(self, bw_gbps: float) -> Cluster:
         """Copy with every machine's ``bw_gbps`` capacity set to ``bw_gbps``."""
@@ -311,6 +363,7 @@ class Cluster:
             self.resources,
             topology=self.topology,
             domains=self.domains,
+            fabric=self.fabric,
         )
 
     def __repr__(self) -> str:
@@ -319,6 +372,8 @@ class Cluster:
         if self.topology:
             types = "/".join(self.gpu_types) or "untyped"
             extra = f"; {len(self.topology)} racks, {types}"
+            if self.fabric is not None:
+                extra += f"; fabric {self.fabric.communication}"
         return f"Cluster({len(self.machines)} machines; pooled {cap}{extra})"
 
 
@@ -352,13 +407,7 @@ def _domain_tables(tables: Sequence[Mapping[str, object]]) -> tuple[Domain, ...]
         raise InvalidInput(f"domains must be a list of tables, got {tables!r}")
     out = []
     for i, d in enumerate(tables):
-        if not isinstance(d, Mapping):
-            raise InvalidInput(f"domains[{i}] must be a table, got {d!r}")
-        unknown = [k for k in d if k not in DOMAIN_KEYS]
-        if unknown:
-            raise InvalidInput(
-                f"domains[{i}] has unknown key {unknown[0]!r}; allowed: {', '.join(DOMAIN_KEYS)}"
-            )
+        _check_table(f"domains[{i}]", d, DOMAIN_KEYS)
         if "name" not in d:
             raise InvalidInput(f"domains[{i}].name is required (a non-empty string)")
         out.append(
@@ -371,10 +420,32 @@ def _domain_tables(tables: Sequence[Mapping[str, object]]) -> tuple[Domain, ...]
     return _check_domains(out)
 
 
+def _check_table(field: str, table: object, keys: Sequence[str]) -> None:
+    """InvalidInput unless ``table`` is a mapping whose keys are all among ``keys``."""
+    if not isinstance(table, Mapping):
+        raise InvalidInput(f"{field} must be a table, got {table!r}")
+    unknown = [k for k in table if k not in keys]
+    if unknown:
+        raise InvalidInput(f"{field} has unknown key {unknown[0]!r}; allowed: {', '.join(keys)}")
+
+
+def _fabric_table(table: Mapping[str, object] | None) -> FabricSpec | None:
+    """The ``[fabric]`` table of a cluster file as a FabricSpec (None: no fabric)."""
+    if table is None:
+        return None
+    _check_table("fabric", table, FABRIC_KEYS)
+    core = table.get("core_gbps")
+    return FabricSpec(
+        table.get("communication", "fair"),  # type: ignore[arg-type]  # FabricSpec checks it
+        table.get("levels", MAX_LEVELS),  # type: ignore[arg-type]
+        None if core is None else check_positive("fabric core_gbps", core),
+    )
+
+
 def load_cluster_file(path: str | os.PathLike[str]) -> Cluster:
-    """A racked cluster from a TOML file of ``[[racks]]`` (and optional ``[[domains]]``) tables."""
+    """A racked cluster from a TOML file of ``[[racks]]`` (optional ``[[domains]]``, ``[fabric]``)."""
     doc = _read_cluster_file(path)
-    return Cluster.groups(doc["racks"], doc.get("domains", []))
+    return Cluster.groups(doc["racks"], doc.get("domains", []), doc.get("fabric"))
 
 
 def cluster_file_groups(path: str | os.PathLike[str]) -> list[dict[str, object]]:
@@ -383,9 +454,9 @@ def cluster_file_groups(path: str | os.PathLike[str]) -> list[dict[str, object]]
 
 
 def cluster_file_tables(path: str | os.PathLike[str]) -> dict[str, list[dict[str, object]]]:
-    """A TOML cluster file's ``racks`` and (when present) ``domains`` tables, checked."""
+    """A TOML cluster file's ``racks`` and (when present) ``domains`` and ``fabric`` tables, checked."""
     doc = _read_cluster_file(path)
-    return {k: doc[k] for k in ("racks", "domains") if k in doc}
+    return {k: doc[k] for k in ("racks", "domains", "fabric") if k in doc}
 
 
 def _read_cluster_file(path: str | os.PathLike[str]) -> dict:
@@ -398,11 +469,13 @@ def _read_cluster_file(path: str | os.PathLike[str]) -> dict:
         raise InvalidInput(f"{where} cannot be read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{where} is not valid TOML: {e}") from None
-    unknown = [k for k in doc if k not in ("racks", "domains")]
+    unknown = [k for k in doc if k not in ("racks", "domains", "fabric")]
     if unknown:
-        raise InvalidInput(f"{where} has unknown key {unknown[0]!r}; allowed: racks, domains")
+        raise InvalidInput(
+            f"{where} has unknown key {unknown[0]!r}; allowed: racks, domains, fabric"
+        )
     groups = doc.get("racks")
     if not isinstance(groups, list) or not groups:
         raise InvalidInput(f"{where} needs a [[racks]] list with at least one rack")
-    Cluster.groups(groups, doc.get("domains", []))  # raises on bad input
+    Cluster.groups(groups, doc.get("domains", []), doc.get("fabric"))  # raises on bad input
     return doc

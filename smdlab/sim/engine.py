@@ -7,6 +7,7 @@ decision to it; ``smdlab.sim.groups`` keeps its GPU-sharing groups.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from smdlab.model.placement_speed import placement_speed
 from smdlab.model.traffic import Uplinks
 from smdlab.policies.base import Placement, QueuedJob
 from smdlab.sim.errors import InvalidDecision
+from smdlab.sim.network import Network
 from smdlab.sim.records import Recorder
 from smdlab.sim.running import Run
 from smdlab.sim.storage import StorageRun
@@ -105,6 +107,10 @@ class Engine:
         # Racks: bytes sent across rack uplinks (cross_rack_gb); None on a flat cluster.
         self.rack_of = cluster.rack_of if cluster.topology else None
         self.uplinks = Uplinks.of(cluster)  # rack uplinks in the timing model; None when flat
+        self.network = None  # the flow-level fabric (``smdlab.sim.network``); None: off
+        if cluster.fabric is not None:
+            self.uplinks = None  # contention on the fabric replaces the worst-case divisors
+            self.network = Network(self, cluster.fabric)
         self.racks = rack_array(cluster)  # rack-aware placement rules while a policy decides
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
         self.jobs = jobs
@@ -132,6 +138,8 @@ class Engine:
         self.log.reset()
         if self.storage_run is not None:
             self.storage_run.reset()
+        if self.network is not None:
+            self.network.reset()
 
     def alloc_job(self, a) -> Job:
         """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
@@ -210,6 +218,7 @@ class Engine:
             self.version,
             group,
             solo,
+            speed,
         )
         heapq.heappush(self.heap, (r.finish, self.index[job.name], r.version))
         return r
@@ -245,7 +254,7 @@ class Engine:
             r.att0 += r.gpus * dt
             r.seg_start = r.resume = t
             r.rem0 = left
-            r.finish = t + left / r.speed
+            r.finish = t + left / r.speed if r.speed > 0 else math.inf
             self.version += 1
             r.version = self.version
             heapq.heappush(self.heap, (r.finish, self.index[name], r.version))

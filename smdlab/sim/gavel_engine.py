@@ -86,6 +86,10 @@ def check_gavel_engine(scenario: Any, cluster: Cluster) -> dict[str, int]:
             "simulation.engine 'gavel' runs Gavel traces (workload kind gavel, --workload "
             f"gavel:PATH); got workload kind {kind!r}"
         )
+    if cluster.fabric is not None:
+        raise InvalidInput(
+            "simulation.engine 'gavel' has no network model; drop the cluster's [fabric] table"
+        )
     return cluster_spec(cluster)
 
 

@@ -34,6 +34,7 @@ class Run:
     version: int
     group: str | None = None  # id of the interleaved group (Muri); None: alone
     solo: np.ndarray | None = None  # per-machine use of the job alone (``rows``), for regrouping
+    base: float = 0.0  # speed without fabric contention (the fabric scales it; docs/network.md)
 
 
 def remaining(r: Run, t: float) -> float:

@@ -271,6 +271,10 @@ class _Simulator(Engine):
             restart_rule,
         )
         if storage is not None:
+            if self.network is not None:  # both re-time running jobs; their interplay is unmodelled
+                raise InvalidInput(
+                    "storage: a run takes storage or a network fabric, not both (cluster.fabric is set)"
+                )
             if not isinstance(storage, Storage) and callable(getattr(storage, "bind", None)):
                 storage = storage.bind(jobs)  # a scenario's [storage] table (StorageSpec)
             self.storage_run = StorageRun(storage, jobs)
@@ -425,6 +429,8 @@ class _Simulator(Engine):
                         )
                 else:
                     idle_points = 0
+            if self.network is not None:  # shares change only when the running jobs do
+                self.network.update(t)
             if self.storage_run is not None:
                 self.storage_run.update(self, t, given)
             used = self.pooled_capacity - self.free.sum(axis=0)

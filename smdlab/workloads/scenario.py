@@ -114,7 +114,7 @@ _TOP_KEYS = (
     "variants",
     "storage",
 )
-_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains")
+_CLUSTER_KEYS = ("machines", "gpu", "cpu", "mem_gb", "bw_gbps", "racks", "domains", "fabric")
 _SIM_KEYS = (
     "mode",
     "execution",
@@ -342,7 +342,7 @@ class Scenario:
         """The scenario's cluster."""
         c = self.cluster
         if "racks" in c:
-            return Cluster.groups(c["racks"], c.get("domains", []))
+            return Cluster.groups(c["racks"], c.get("domains", []), c.get("fabric"))
         return Cluster.homogeneous(
             c["machines"], gpu=c["gpu"], cpu=c["cpu"], mem_gb=c["mem_gb"], bw_gbps=c["bw_gbps"]
         )
@@ -458,15 +458,21 @@ def _check_cluster(c: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInput(f"cluster must be a table, got {c!r}")
     _unknown("cluster", c, _CLUSTER_KEYS)
     if "racks" in c:  # a racked cluster (``Cluster.groups``): the racks replace the flat keys
-        flat = [k for k in c if k not in ("racks", "domains")]
+        flat = [k for k in c if k not in ("racks", "domains", "fabric")]
         if flat:
             raise InvalidInput(
                 f"cluster.{flat[0]} cannot be combined with cluster.racks (set it per rack)"
             )
-        Cluster.groups(c["racks"], c.get("domains", []))  # raises on bad input
-        return {k: c[k] for k in ("racks", "domains") if k in c}
+        cluster = Cluster.groups(c["racks"], c.get("domains", []), c.get("fabric"))  # raises
+        if cluster.fabric is not None:
+            from smdlab.policies.network import check_communication
+
+            check_communication(cluster.fabric.communication)
+        return {k: c[k] for k in ("racks", "domains", "fabric") if k in c}
     if "domains" in c:
         raise InvalidInput("cluster.domains needs cluster.racks (racks name their domain)")
+    if "fabric" in c:
+        raise InvalidInput("cluster.fabric needs cluster.racks with uplink_gbps (racks carry it)")
     out = {"machines": 16, "gpu": 8, "cpu": 64, "mem_gb": 256, "bw_gbps": 100, **c}
     out["machines"] = check_int("cluster.machines", out["machines"], 1, MAX_MACHINES)
     for k in ("gpu", "cpu", "mem_gb", "bw_gbps"):
