@@ -257,7 +257,9 @@ def test_shipped_policies_run_through_the_cli(capsys):
     [
         (["train", "nope", "--steps", "3"], "agent must be one of dl2, deeprm, sched2"),
         (["train", "sched2", "--steps", "0"], "steps must be"),
-        (["train", "deeprm", "--steps", "1", "--episodes", "0"], "episodes must be"),
+        (["train", "deeprm", "--steps", "1", "--sizes", "0"], "sizes must be"),
+        (["train", "dl2", "--steps", "1", "--sizes", "2"], "sizes must be"),
+        (["train", "ppo", "--steps", "1", "--warmup", "5"], "warmup: the control learner"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):

@@ -152,13 +152,17 @@ def learning_curves_figure(df: pd.DataFrame, *, title: str | None = None) -> go.
                     y=[level, level],
                     mode="lines",
                     line={"color": _color(kind), "dash": "dash" if "@" in kind else "dot"},
-                    name=f"{_label(kind)} on the validation seeds",
-                    showlegend=col == 1,
+                    name=(
+                        "the warm-up's teacher, training episodes"
+                        if kind == "warmup"
+                        else f"{_label(kind)} on the validation seeds"
+                    ),
+                    showlegend=col == 1 or kind == "warmup",
                 ),
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="training updates", row=1, col=col)
+        fig.update_xaxes(title_text="training updates (PPO: rollouts)", row=1, col=col)
         fig.update_yaxes(title_text="mean JCT (h)" if col == 1 else None, row=1, col=col)
     fig.update_layout(
         base_layout(
