@@ -640,9 +640,7 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         default=128,
         help="environment steps per environment per rollout (default 128)",
     )
-    p.add_argument(
-        "--hidden", type=int, help="units per hidden layer (default 64; deeprm_env: 20)"
-    )
+    p.add_argument("--hidden", type=int, help="units per hidden layer (default 64; deeprm_env: 20)")
     p.add_argument("--depth", type=int, default=2, help="hidden layers (default 2)")
     p.add_argument(
         "--validate-every",

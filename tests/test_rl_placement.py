@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -16,7 +14,7 @@ from smdlab.errors import InvalidInput
 from smdlab.policies.learned.deeprm import DeepRM
 from smdlab.policies.learned.sched2 import Sched2
 from smdlab.rl import DL2Env, PlacementEnv, make_env
-from smdlab.rl.placement_builder import logits, net_inputs, size_levels
+from smdlab.rl.placement_builder import size_levels
 from smdlab.rl.weights import load_weights
 
 
@@ -113,7 +111,7 @@ def test_sized_actions_start_jobs_at_the_chosen_count_and_masks_hold(observation
     base = env.n_machines if observation == "deeprm" else 3
     assert env.action_space.n == env.window * base * 3 + 1
     rng = np.random.default_rng(5)
-    obs, info = env.reset(options={"workload_seed": 1002})
+    env.reset(options={"workload_seed": 1002})
     smaller = 0
     for _ in range(400):
         b = env.builder
@@ -131,7 +129,7 @@ def test_sized_actions_start_jobs_at_the_chosen_count_and_masks_hold(observation
         if a != env.wait_action:
             k, c = divmod(a, b.per)
             want = b.levels[k][c % b.sizes]
-        obs, _, term, _, info = env.step(a)
+        _obs, _, term, _, info = env.step(a)
         if want is not None:  # the step applied it to this decision point's builder
             assert b.alloc[k] == want and sum(w for _, w, _ in b.tasks[k]) == want[0]
             smaller += want[0] < b.job_facts[k].workers
@@ -203,11 +201,11 @@ def test_saved_policy_makes_the_library_policys_decisions(trained):
     policy = (DeepRM if agent == "deeprm" else Sched2)(weights=str(out / WEIGHTS))
     model = MaskablePPO.load(out / MODEL, device="cpu")
     env = agent_env(_cfg(agent, sizes).checked())
-    obs, info = env.reset(options={"workload_seed": 1001})
+    obs, _ = env.reset(options={"workload_seed": 1001})
     for _ in range(30):
         theirs, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
         assert policy.act(env.builder) == int(theirs)
-        obs, _, term, _, info = env.step(int(theirs))
+        obs, _, term, _, _info = env.step(int(theirs))
         if term:
             break
 

@@ -20,6 +20,7 @@ training episode's mean JCT) into its output folder. Needs the ``[rl]`` extra.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 import zipfile
@@ -288,7 +289,11 @@ def imitate(model: Any, env: Any, cfg: PPOConfig) -> tuple[int, list[float]]:
     import torch
 
     rng = np.random.default_rng([cfg.seed, 1])
-    xs, masks, acts, rets, jcts = [], [], [], [], []
+    xs: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    acts: list[int] = []
+    rets: list[float] = []
+    jcts: list[float] = []
     while len(acts) < cfg.warmup:
         obs, info = env.reset(seed=int(rng.integers(2**31)))
         rewards: list[float] = []
@@ -335,7 +340,11 @@ def _vec_env(cfg: PPOConfig, first: Any) -> Any:
     envs = [first] + [agent_env(cfg) for _ in range(cfg.n_envs - 1)]
     for e in envs[1:]:
         e._workloads = first._workloads  # jobs are immutable; the cluster is the same scenario's
-    return DummyVecEnv([lambda e=e: e for e in envs])
+    return DummyVecEnv([functools.partial(_same, e) for e in envs])
+
+
+def _same(env: Any) -> Any:
+    return env
 
 
 def _episode_log(

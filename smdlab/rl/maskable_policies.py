@@ -27,6 +27,7 @@ class ScaledObservation(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: gym.spaces.Box, scale: list[float]) -> None:
         super().__init__(observation_space, int(np.prod(observation_space.shape)))
+        self.scale: torch.Tensor
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32))
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
@@ -87,7 +88,9 @@ class SharedScorerPolicy(MaskableActorCriticPolicy):
         self.action_net = SharedScorer(**self.scorer)
         # the optimiser the library built holds the replaced head's parameters: rebuild it
         self.optimizer = self.optimizer_class(
-            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+            self.parameters(),
+            lr=lr_schedule(1),  # type: ignore[call-arg]
+            **self.optimizer_kwargs,
         )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:

@@ -261,9 +261,7 @@ class PlacementBuilder:
         self._mask: np.ndarray | None = None
 
     # ---- placements --------------------------------------------------------------------------
-    def _place(
-        self, k: int, s: int, order: np.ndarray
-    ) -> tuple[tuple[int, int, int], ...] | None:
+    def _place(self, k: int, s: int, order: np.ndarray) -> tuple[tuple[int, int, int], ...] | None:
         size = self.levels[k][s]
         if size is None:
             return None
@@ -408,9 +406,7 @@ class PlacementBuilder:
             f = self.job_facts[k]
             # placement choices b at the request (level 0): action k·per + b·S
             valid = [
-                b
-                for b in range(self.base)
-                if row[b * S] is not None and mask[k * self.per + b * S]
+                b for b in range(self.base) if row[b * S] is not None and mask[k * self.per + b * S]
             ]
             if not valid:
                 continue
