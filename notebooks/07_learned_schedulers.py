@@ -127,10 +127,18 @@ shipped = learning_curves()
 notes = []
 for agent in ("deeprm", "sched2"):
     run = json.loads((data_dir() / agent / "train.json").read_text())
-    train = shipped[(shipped["agent"] == agent) & (shipped["kind"] == "train")]
+    part = shipped[shipped["agent"] == agent]
+    # one point per teacher episode of the warm-up, then one per PPO rollout (its episodes' mean)
+    teacher = part.loc[part["kind"] == "warmup", "mean_jct"].to_numpy()
+    ppo = part[part["kind"] == "train"].groupby("update")["mean_jct"].mean().to_numpy()
+    curve = pd.DataFrame({"update": range(len(teacher) + len(ppo)), "mean_jct": [*teacher, *ppo]})
+    window = min(10, len(teacher), len(ppo))
+    summary = run["summary"]
     notes.append(
-        f"- **{agent}** ({run['config']['warmup']} warm-up updates imitating a "
-        f"heuristic, then reinforcement learning): " + training_curve(train, run["config"])
+        f"- **{agent}** ({summary['warmup_steps']:,} warm-up steps imitating a heuristic in "
+        f"{len(teacher)} episodes, then {summary['timesteps']:,} steps of MaskablePPO in "
+        f"{len(ppo)} rollouts; an update here is a teacher episode, then a rollout): "
+        + training_curve(curve, {**run["config"], "warmup": len(teacher)}, window=window)
     )
 Markdown("\n".join(notes))
 
