@@ -70,10 +70,9 @@ steps.value_counts().rename("times").reset_index().head(8)
 # ## Watch a policy learn
 #
 # A short run of `smdlab train dl2` (here through its Python function): a supervised warm-up that
-# imitates DRF, then actor-critic with an entropy bonus and Adam. Every few updates the greedy
-# actor runs on two validation workloads; the curve is the mean JCT of those runs. The shipped
-# weights came from a much longer run (`data/dl2/README.md`); this one fits a notebook's time
-# budget, so expect the imitation to be rough.
+# imitates DRF, then MaskablePPO from sb3-contrib. The curve is the mean JCT of every training
+# episode, by PPO rollout. The shipped weights came from a longer run (`data/dl2/README.md`); this
+# one fits a notebook's time budget, so expect the imitation to be rough.
 
 # %%
 try:
@@ -87,25 +86,19 @@ from smdlab.experiments.learned import learning_curves
 from smdlab.viz.learned import learning_curves_figure
 
 if HAVE_TORCH:
-    from smdlab.rl.train import TrainConfig, train_dl2
+    from smdlab.rl.library import PPOConfig, train
 
     out = Path(tempfile.mkdtemp(prefix="dl2_"))
-    config = TrainConfig(
-        steps=40,
-        warmup=24,
-        rollout=64,
-        lr=1e-4,
-        warmup_lr=1e-3,
-        returns="slot",
-        gamma=0.9,
-        validate_every=8,
-        val_seeds=(200, 201),
-        checkpoint_every=40,
+    config = PPOConfig(
+        agent="dl2", warmup=300, timesteps=512, n_envs=2, n_steps=64, batch_size=64, epochs=2
     )
-    summary = train_dl2(out, config)
-    print(f"{summary['steps']} updates in {summary['seconds']:.1f} s")
+    summary = train(out, config)
+    print(
+        f"{summary['warmup_steps']} warm-up steps and {summary['timesteps']} PPO steps "
+        f"in {summary['seconds']:.1f} s"
+    )
     curve = pd.read_csv(out / "curve.csv").assign(agent="dl2")
-    show(learning_curves_figure(curve, title="A short DL2 run (warm-up: updates 1-24)"))
+    show(learning_curves_figure(curve, title="A short DL2 run: MaskablePPO after the warm-up"))
 else:
     print("PyTorch is not installed (pip install -e '.[rl]'): the short run is skipped")
 
@@ -134,10 +127,18 @@ shipped = learning_curves()
 notes = []
 for agent in ("deeprm", "sched2"):
     run = json.loads((data_dir() / agent / "train.json").read_text())
-    train = shipped[(shipped["agent"] == agent) & (shipped["kind"] == "train")]
+    part = shipped[shipped["agent"] == agent]
+    # one point per teacher episode of the warm-up, then one per PPO rollout (its episodes' mean)
+    teacher = part.loc[part["kind"] == "warmup", "mean_jct"].to_numpy()
+    ppo = part[part["kind"] == "train"].groupby("update")["mean_jct"].mean().to_numpy()
+    curve = pd.DataFrame({"update": range(len(teacher) + len(ppo)), "mean_jct": [*teacher, *ppo]})
+    window = min(10, len(teacher), len(ppo))
+    summary = run["summary"]
     notes.append(
-        f"- **{agent}** ({run['config']['warmup']} warm-up updates imitating a "
-        f"heuristic, then reinforcement learning): " + training_curve(train, run["config"])
+        f"- **{agent}** ({summary['warmup_steps']:,} warm-up steps imitating a heuristic in "
+        f"{len(teacher)} episodes, then {summary['timesteps']:,} steps of MaskablePPO in "
+        f"{len(ppo)} rollouts; an update here is a teacher episode, then a rollout): "
+        + training_curve(curve, {**run["config"], "warmup": len(teacher)}, window=window)
     )
 Markdown("\n".join(notes))
 

@@ -566,12 +566,13 @@ def _reproduce(args: argparse.Namespace) -> int:
     return run(args)
 
 
-# ---- train (smdlab.rl.train) -------------------------------------------------------------------
+# ---- train (smdlab.rl.library; deeprm_env: smdlab.rl.deeprm_train) ---------------------------
 def _train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent",
-        help="learned scheduler to train: dl2, deeprm, sched2, deeprm_env (DeepRM in its own "
-        "environment) or ppo (MaskablePPO, the control learner)",
+        help="learned scheduler to train: dl2, deeprm, sched2 (MaskablePPO, sb3-contrib), "
+        "deeprm_env (DeepRM's policy gradient in its own environment) or ppo (MaskablePPO, "
+        "the control learner)",
     )
     p.add_argument(
         "--env",
@@ -585,157 +586,119 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         help="scenario file whose cluster and workload it trains on (default: "
         "data/scenarios/dl2_small.toml for dl2, locality_small.toml for deeprm and sched2)",
     )
-    p.add_argument("--steps", type=int, required=True, metavar="N", help="updates in all (>= 1)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        required=True,
+        metavar="N",
+        help="environment steps of MaskablePPO (deeprm_env: iterations) in all (>= 1)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for checkpoint and weights")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="training seed (default 0)")
+    p.add_argument(
+        "--sizes",
+        type=int,
+        default=1,
+        metavar="S",
+        help="deeprm, sched2: worker counts each placement offers, the request halved 0..S-1 "
+        "times (default 1: every job at its request)",
+    )
     p.add_argument(
         "--warmup",
         type=int,
         metavar="N",
-        help="updates imitating a teacher first (dl2: DRF, default steps / 4; deeprm, sched2: "
-        "a locality-aware first fit, default 0)",
+        help="dl2, deeprm, sched2: environment steps of a teacher imitated first (dl2: DRF; "
+        "deeprm, sched2: a locality-aware first fit; default 0); deeprm_env: epochs imitating "
+        "SJF (default 8)",
     )
     p.add_argument(
-        "--warmup-lr", type=float, help="dl2: learning rate of the warm-up (default: --lr)"
+        "--warmup-lr", type=float, default=1e-3, help="learning rate of the warm-up (default 1e-3)"
     )
     p.add_argument(
         "--lr",
         type=float,
-        help="learning rate (default 1e-3: Adam; RMSProp for deeprm, sched2, deeprm_env; "
-        "ppo: 3e-4)",
+        help="learning rate (default 3e-4, Adam; deeprm_env: 1e-3, RMSProp)",
     )
-    p.add_argument(
-        "--entropy",
-        type=float,
-        help="weight of the entropy bonus (default 0.01; deeprm, sched2: 0)",
-    )
+    p.add_argument("--entropy", type=float, default=0.01, help="entropy weight (default 0.01)")
     p.add_argument(
         "--episodes",
         type=int,
         metavar="N",
-        help="deeprm, sched2, deeprm_env: episodes per jobset, averaged by the baseline "
-        "(default 4; deeprm_env: 10)",
+        help="deeprm_env: episodes per jobset, averaged by the baseline (default 10)",
     )
+    p.add_argument("--gamma", type=float, default=0.99, help="discount per step (default 0.99)")
     p.add_argument(
-        "--normalize-advantage",
-        action="store_true",
-        help="scale each rollout's advantages to mean 0, deviation 1",
-    )
-    p.add_argument(
-        "--returns",
-        choices=("slot", "step", "job"),
-        default="step",
-        help="slot: each action gets its slot's reward plus later slots' (DL2's code); step: "
-        "discounted per step (default)",
-    )
-    p.add_argument(
-        "--gamma", type=float, default=0.99, help="discount per step or per slot (default 0.99)"
-    )
-    p.add_argument(
-        "--lam",
-        type=float,
-        default=1.0,
-        help="dl2 with --returns slot: GAE lambda in [0, 1] over the steps of a slot "
-        "(default 1: the slot's return minus the critic's value)",
-    )
-    p.add_argument(
-        "--replay",
+        "--envs",
         type=int,
-        default=0,
+        default=8,
         metavar="N",
-        help="dl2: DL2's prioritised replay of N samples after the warm-up, one update per slot "
-        "on a batch of --rollout samples (DL2: 8192 and 256; default 0: on-policy)",
+        help="environments stepped together (default 8); a rollout is N x --rollout steps",
     )
     p.add_argument(
-        "--checkpoint-every",
+        "--rollout",
         type=int,
-        default=50,
-        metavar="N",
-        help="dl2: updates between checkpoints (default 50)",
+        default=128,
+        help="environment steps per environment per rollout (default 128)",
     )
-    p.add_argument(
-        "--rollout", type=int, default=32, help="environment steps per update (default 32)"
-    )
-    p.add_argument(
-        "--hidden", type=int, help="units per hidden layer (default 64; deeprm, sched2: 32)"
-    )
-    p.add_argument("--depth", type=int, default=1, help="hidden layers (default 1)")
+    p.add_argument("--hidden", type=int, help="units per hidden layer (default 64; deeprm_env: 20)")
+    p.add_argument("--depth", type=int, default=2, help="hidden layers (default 2)")
     p.add_argument(
         "--validate-every",
         type=int,
         default=0,
         metavar="N",
-        help="greedy validation runs every N updates; weights.npz keeps the best (default 0: none)",
+        help="deeprm_env: greedy validation every N iterations (default 10)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="dl2, deeprm, sched2, ppo: stop PPO at the first rollout starting after S seconds "
+        "(train.json records the steps trained; --steps of that count repeats the run)",
     )
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _train(args: argparse.Namespace) -> int:
+    """``smdlab train AGENT``: MaskablePPO for every agent but deeprm_env."""
     agents = ("dl2", "deeprm", "sched2", "deeprm_env", "ppo")
     if args.agent not in agents:
         raise InvalidInput(f"agent must be one of {', '.join(agents)}; got {args.agent!r}")
     if args.agent == "deeprm_env":
         return _train_deeprm_env(args)
-    if args.agent == "ppo":
-        return _train_ppo(args)
     scenario = ""
     if args.workload is not None:
         path = Path(args.workload)
         if not path.is_file():
             raise InvalidInput(f"--workload must be a scenario TOML file, got {args.workload!r}")
         scenario = str(path.resolve())
-    if args.agent != "dl2":
-        return _train_placement_agent(args, scenario)
-    from smdlab.rl.train import TrainConfig, train_dl2
+    from smdlab.rl.library import PPOConfig, train
 
-    cfg = TrainConfig(
-        steps=args.steps,
+    cfg = PPOConfig(
+        agent=args.agent,
+        workload=args.env,
+        scenario=scenario,
+        sizes=args.sizes,
+        timesteps=check_int("steps", args.steps, 1),
         seed=args.seed,
-        warmup=args.warmup,
-        lr=1e-3 if args.lr is None else args.lr,
-        warmup_lr=args.warmup_lr,
-        entropy=0.01 if args.entropy is None else args.entropy,
-        normalize_advantage=args.normalize_advantage,
-        returns=args.returns,
-        gamma=args.gamma,
-        lam=args.lam,
-        replay=args.replay,
-        checkpoint_every=args.checkpoint_every,
-        rollout=args.rollout,
+        n_envs=args.envs,
+        n_steps=args.rollout,
         hidden=64 if args.hidden is None else args.hidden,
         depth=args.depth,
-        validate_every=args.validate_every,
-        scenario=scenario,
-    )
-    summary = train_dl2(args.out, cfg, force=args.force, progress=not args.no_progress)
-    print(
-        f"trained dl2 for {summary['steps']} updates in {summary['seconds']:.1f} s; "
-        f"weights in {Path(args.out) / 'weights.npz'}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _train_placement_agent(args: argparse.Namespace, scenario: str) -> int:
-    """``smdlab train deeprm|sched2``: REINFORCE (smdlab.rl.reinforce)."""
-    from smdlab.rl.reinforce import ReinforceConfig, train_agent
-
-    cfg = ReinforceConfig(
-        agent=args.agent,
-        steps=args.steps,
-        seed=args.seed,
-        episodes=4 if args.episodes is None else args.episodes,
+        lr=3e-4 if args.lr is None else args.lr,
+        gamma=args.gamma,
+        entropy=args.entropy,
         warmup=args.warmup or 0,
-        hidden=32 if args.hidden is None else args.hidden,
-        lr=1e-3 if args.lr is None else args.lr,
-        entropy=0.0 if args.entropy is None else args.entropy,
-        scenario=scenario,
+        warmup_lr=args.warmup_lr,
     )
-    summary = train_agent(args.out, cfg, force=args.force, progress=not args.no_progress)
+    summary = train(args.out, cfg, force=args.force, time_limit=args.time_limit)
+    where = f" on {args.env}" if args.agent == "ppo" else ""
     print(
-        f"trained {args.agent} for {summary['steps']} updates in {summary['seconds']:.1f} s; "
-        f"weights in {Path(args.out) / 'weights.npz'}",
+        f"trained {args.agent}{where} for {summary['timesteps']} environment steps "
+        f"(warm-up {summary['warmup_steps']}) in {summary['seconds']:.1f} s "
+        f"({summary['cpu_seconds']:.1f} s of CPU); weights in "
+        f"{Path(args.out) / 'weights.npz'}",
         file=sys.stderr,
     )
     return 0
@@ -759,27 +722,6 @@ def _train_deeprm_env(args: argparse.Namespace) -> int:
         f"trained deeprm_env for {summary['iterations']} iterations "
         f"({summary['environment_steps']} environment steps) in {summary['seconds']:.1f} s; "
         f"weights in {Path(args.out) / 'weights.npz'}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _train_ppo(args: argparse.Namespace) -> int:
-    """``smdlab train ppo``: sb3-contrib's MaskablePPO on one of smdlab's environments."""
-    from smdlab.rl.library import ControlConfig, train_control
-
-    cfg = ControlConfig(
-        workload=args.env,
-        timesteps=check_int("steps", args.steps, 1),
-        seed=args.seed,
-        hidden=64 if args.hidden is None else args.hidden,
-        lr=3e-4 if args.lr is None else args.lr,
-        entropy=0.01 if args.entropy is None else args.entropy,
-    )
-    summary = train_control(args.out, cfg, force=args.force)
-    print(
-        f"trained ppo on {args.env} for {summary['timesteps']} environment steps in "
-        f"{summary['seconds']:.1f} s; weights in {Path(args.out) / 'weights.npz'}",
         file=sys.stderr,
     )
     return 0

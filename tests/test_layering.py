@@ -216,7 +216,7 @@ def test_importing_every_policy_loads_no_simulator_or_learning_framework():
         "import importlib, sys\n"
         f"for m in {names!r}: importlib.import_module(m)\n"
         "bad = [m for m in sys.modules if m.split('.')[:2] == ['smdlab', 'sim']\n"
-        "       or m in ('smdlab.rl.env', 'smdlab.rl.train', 'gymnasium', 'torch')]\n"
+        "       or m in ('smdlab.rl.env', 'smdlab.rl.library', 'gymnasium', 'torch')]\n"
         "print(','.join(sorted(bad)))\n"
     )
     out = subprocess.run(

@@ -69,10 +69,12 @@ def test_philly_window_has_elastic_ps_jobs_on_the_training_cluster():
 def test_learning_curves_read_the_shipped_logs():
     df = learning_curves()
     assert set(df["agent"]) <= set(learned_policies()) and "dl2" in set(df["agent"])
-    assert {"train", "validation", "drf", "drf@slot"} <= set(df["kind"])
+    # the library runs log PPO's episodes and their warm-up teacher's, no validation runs
+    assert {"train", "warmup"} <= set(df["kind"])
     assert df["mean_jct"].gt(0).all()
     fig = learning_curves_figure(df)
     assert len(fig.data) >= 2
+    assert any(t.name == "the warm-up's teacher, training episodes" for t in fig.data)
 
 
 def test_figure_builders_refuse_frames_without_their_columns():

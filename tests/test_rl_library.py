@@ -11,26 +11,26 @@ from smdlab.paths import data_dir
 from smdlab.rl.library import (
     MODEL,
     WEIGHTS,
-    ControlConfig,
+    PPOConfig,
     check_checkpoint,
     greedy_action,
     greedy_mean_jct,
     load_actor,
     require_masks,
-    train_control,
+    train,
     workload_env,
 )
 
 pytest.importorskip("sb3_contrib")
 
-# a few environment steps: two rollouts of 16, one pass each
-TINY = ControlConfig(workload="dl2_small", timesteps=32, n_steps=16, batch_size=8, epochs=1)
+# a few environment steps: two rollouts of 2 x 8, one pass each
+TINY = PPOConfig(workload="dl2_small", timesteps=32, n_envs=2, n_steps=8, batch_size=8, epochs=1)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("ppo")
-    train_control(out, TINY)
+    train(out, TINY)
     return out
 
 
@@ -41,7 +41,7 @@ def test_an_environment_without_masks_is_refused_in_one_line():
 
 
 def test_a_seeded_run_is_deterministic(trained, tmp_path):
-    train_control(tmp_path, TINY)
+    train(tmp_path, TINY)
     a, meta = load_actor(trained / WEIGHTS)
     b, _ = load_actor(tmp_path / WEIGHTS)
     assert meta["summary"]["timesteps"] == 32 and meta["summary"]["seed"] == 0
@@ -89,9 +89,52 @@ def test_a_checkpoint_from_another_learner_is_refused(tmp_path):
 
 def test_bad_settings_are_refused_in_one_line(tmp_path):
     with pytest.raises(InvalidInput, match="workload"):
-        train_control(tmp_path, ControlConfig(workload="nowhere"))
+        train(tmp_path, PPOConfig(workload="nowhere"))
     with pytest.raises(InvalidInput, match="timesteps"):
-        train_control(tmp_path, ControlConfig(timesteps=0))
+        train(tmp_path, PPOConfig(timesteps=0))
+    with pytest.raises(InvalidInput, match="warmup: the control learner has no teacher"):
+        train(tmp_path, PPOConfig(warmup=10))
+    with pytest.raises(InvalidInput, match="sizes"):
+        train(tmp_path, PPOConfig(agent="dl2", sizes=2))
+    with pytest.raises(InvalidInput, match="time_limit"):
+        train(tmp_path, TINY, time_limit=0)
+
+
+def test_a_time_limit_stops_at_a_rollout_boundary_and_its_steps_repeat_the_run(trained, tmp_path):
+    import dataclasses
+
+    # a limit that has passed when the second rollout starts: one rollout of 16 is trained
+    cut = train(tmp_path / "cut", dataclasses.replace(TINY, timesteps=10_000), time_limit=1e-9)
+    assert cut["timesteps"] == 16 and cut["timesteps_asked"] == 10_000
+    again = train(tmp_path / "again", dataclasses.replace(TINY, timesteps=16))
+    a, _ = load_actor(tmp_path / "cut" / WEIGHTS)
+    b, _ = load_actor(tmp_path / "again" / WEIGHTS)
+    assert again["timesteps"] == 16
+    for (wa, ba), (wb, bb) in zip(a, b, strict=True):
+        assert np.array_equal(wa, wb) and np.array_equal(ba, bb)
+
+
+def test_dl2_trains_through_the_library_after_its_warm_up_from_drf(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from smdlab.policies.learned.dl2 import DL2
+
+    cfg = PPOConfig(
+        agent="dl2", timesteps=16, n_envs=2, n_steps=8, batch_size=8, epochs=1, warmup=40
+    )
+    summary = train(tmp_path, cfg)
+    assert summary["warmup_steps"] >= 40 and summary["timesteps"] == 16
+    assert "warmup" in (tmp_path / "curve.csv").read_text()
+    policy = DL2(weights=str(tmp_path / WEIGHTS))  # the dl2 policy reads the library's actor
+    model = MaskablePPO.load(tmp_path / MODEL, device="cpu")
+    env = workload_env("dl2_small")
+    obs, _ = env.reset(options={"workload_seed": 1000})
+    for _ in range(30):
+        theirs, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+        assert policy.act(env.builder) == int(theirs)
+        obs, _, term, _, _ = env.step(int(theirs))
+        if term:
+            break
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -16,7 +14,7 @@ from smdlab.errors import InvalidInput
 from smdlab.policies.learned.deeprm import DeepRM
 from smdlab.policies.learned.sched2 import Sched2
 from smdlab.rl import DL2Env, PlacementEnv, make_env
-from smdlab.rl.placement_builder import logits, net_inputs
+from smdlab.rl.placement_builder import size_levels
 from smdlab.rl.weights import load_weights
 
 
@@ -91,30 +89,94 @@ def test_sensitivity_comes_from_the_timing_model():
     assert one and all(f.sensitivity == 0 for f in one)
 
 
-# ---- training ------------------------------------------------------------------------------
-
-torch = pytest.importorskip("torch")
-
-from smdlab.rl.reinforce import (  # noqa: E402 (needs torch)
-    ReinforceConfig,
-    load_checkpoint,
-    make_agent_env,
-    train_agent,
-)
-from smdlab.rl.train import CHECKPOINT, CURVE, WEIGHTS  # noqa: E402
+# ---- sizes: each placement choice at several worker counts --------------------------------
 
 
-def _cfg(agent: str, steps: int = 4) -> ReinforceConfig:
-    return ReinforceConfig(
-        agent=agent, steps=steps, seed=2, episodes=2, hidden=8, checkpoint_every=2
+def test_size_levels_halve_the_request_and_skip_repeats():
+    env = make_env(observation="sched2", sizes=3)
+    env.reset(options={"workload_seed": 1000})
+    for job in env._workloads[1000]:
+        f = env.facts.get(job)
+        levels = size_levels(job, f, 3)
+        assert levels[0] == (f.workers, f.ps)  # level 0: the request
+        counts = [lv[0] for lv in levels if lv is not None]
+        assert counts == sorted(set(counts), reverse=True)  # distinct, shrinking
+        if f.workers == 1:
+            assert levels[1:] == [None, None]
+
+
+@pytest.mark.parametrize("observation", ["deeprm", "sched2"])
+def test_sized_actions_start_jobs_at_the_chosen_count_and_masks_hold(observation):
+    env = make_env(observation=observation, sizes=3)
+    base = env.n_machines if observation == "deeprm" else 3
+    assert env.action_space.n == env.window * base * 3 + 1
+    rng = np.random.default_rng(5)
+    env.reset(options={"workload_seed": 1002})
+    smaller = 0
+    for _ in range(400):
+        b = env.builder
+        if b is None:
+            break
+        mask = env.action_masks()
+        valid = np.flatnonzero(mask[:-1])
+        for a in valid:  # every valid action names an existing, fitting size
+            k, c = divmod(int(a), b.per)
+            assert b.levels[k][c % b.sizes] is not None
+        sized = [a for a in valid if a % b.sizes]
+        pick = sized if sized and rng.random() < 0.7 else np.flatnonzero(mask)
+        a = int(rng.choice(pick))
+        want = None
+        if a != env.wait_action:
+            k, c = divmod(a, b.per)
+            want = b.levels[k][c % b.sizes]
+        _obs, _, term, _, info = env.step(a)
+        if want is not None:  # the step applied it to this decision point's builder
+            assert b.alloc[k] == want and sum(w for _, w, _ in b.tasks[k]) == want[0]
+            smaller += want[0] < b.job_facts[k].workers
+        if term:
+            break
+    assert smaller > 0  # some job started below its request
+    assert env.result is not None and (env.result.jobs.status == "completed").all()
+    assert info["mean_jct"] > 0
+
+
+def test_one_size_is_the_request_only_action_space():
+    one = make_env(observation="deeprm")
+    three = make_env(observation="deeprm", sizes=3)
+    assert three.action_space.n - 1 == 3 * (one.action_space.n - 1)
+    with pytest.raises(InvalidInput, match="sizes"):
+        make_env(observation="deeprm", sizes=0)
+
+
+# ---- training (MaskablePPO from sb3-contrib) -------------------------------------------------
+
+pytest.importorskip("sb3_contrib")
+
+from smdlab.rl.library import MODEL, WEIGHTS, PPOConfig, agent_env, train  # noqa: E402
+
+
+def _cfg(agent: str, sizes: int = 1) -> PPOConfig:
+    return PPOConfig(
+        agent=agent,
+        sizes=sizes,
+        timesteps=32,
+        seed=2,
+        n_envs=2,
+        n_steps=8,
+        batch_size=8,
+        epochs=1,
+        hidden=8,
+        warmup=20,
+        warmup_epochs=1,
     )
 
 
-@pytest.fixture(scope="module", params=["deeprm", "sched2"])
+@pytest.fixture(scope="module", params=[("deeprm", 1), ("sched2", 2)])
 def trained(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param)
-    train_agent(out, _cfg(request.param))
-    return request.param, out
+    agent, sizes = request.param
+    out = tmp_path_factory.mktemp(agent)
+    train(out, _cfg(agent, sizes))
+    return agent, sizes, out
 
 
 def _arrays(path, agent):
@@ -122,37 +184,28 @@ def _arrays(path, agent):
     return [a for layer in (*nets["row"], *nets["wait"]) for a in layer]
 
 
-def test_seeded_training_is_deterministic_and_resumes(trained, tmp_path):
-    agent, out = trained
-    train_agent(tmp_path, _cfg(agent, steps=2))  # interrupted after the checkpoint at 2
-    assert load_checkpoint(tmp_path / CHECKPOINT)["step"] == 2
-    train_agent(tmp_path, _cfg(agent))
+def test_seeded_training_is_deterministic(trained, tmp_path):
+    agent, sizes, out = trained
+    train(tmp_path, _cfg(agent, sizes))
     for a, b in zip(_arrays(out / WEIGHTS, agent), _arrays(tmp_path / WEIGHTS, agent)):
         assert np.array_equal(a, b)
-    curve = (out / CURVE).read_text().splitlines()
-    assert curve[0] == "update,kind,mean_jct" and len(curve) == 1 + 4
-    assert curve == (tmp_path / CURVE).read_text().splitlines()
+    _, meta = load_weights(out / WEIGHTS, agent, ("row", "wait"))
+    assert meta["sizes"] == sizes and meta["learner"] == "maskable_ppo"
+    assert meta["summary"]["timesteps"] == 32 and meta["summary"]["warmup_steps"] >= 20
 
 
-def test_saved_policy_reproduces_the_networks_decisions(trained):
-    agent, out = trained
+def test_saved_policy_makes_the_library_policys_decisions(trained):
+    from sb3_contrib import MaskablePPO
+
+    agent, sizes, out = trained
     policy = (DeepRM if agent == "deeprm" else Sched2)(weights=str(out / WEIGHTS))
-    ck = load_checkpoint(out / CHECKPOINT)
-    env = make_agent_env(_cfg(agent))
-    nets = {
-        name: [
-            (ck["nets"][f"{name}.{i}.weight"].numpy(), ck["nets"][f"{name}.{i}.bias"].numpy())
-            for i in (0, 2)
-        ]
-        for name in ("row", "wait")
-    }
-    obs, info = env.reset(options={"workload_seed": 1001})
+    model = MaskablePPO.load(out / MODEL, device="cpu")
+    env = agent_env(_cfg(agent, sizes).checked())
+    obs, _ = env.reset(options={"workload_seed": 1001})
     for _ in range(30):
-        rows, wait = net_inputs(agent, obs, env.n_machines, env.window, env.horizon)
-        z = logits(nets["row"], nets["wait"], rows, wait)
-        want = int(np.argmax(np.where(info["action_mask"], z, -np.inf)))
-        assert policy.act(env.builder) == want
-        obs, _, term, _, info = env.step(want)
+        theirs, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+        assert policy.act(env.builder) == int(theirs)
+        obs, _, term, _, _info = env.step(int(theirs))
         if term:
             break
 
@@ -160,8 +213,8 @@ def test_saved_policy_reproduces_the_networks_decisions(trained):
 def test_trained_policy_runs_in_the_simulator(trained):
     from smdlab.sim import simulate
 
-    agent, out = trained
-    env = make_agent_env(_cfg(agent))
+    agent, sizes, out = trained
+    env = agent_env(_cfg(agent, sizes).checked())
     env.reset(options={"workload_seed": 1000})
     jobs, cluster = env._workloads[1000], env.cluster
     runs = [
@@ -176,34 +229,12 @@ def test_trained_policy_runs_in_the_simulator(trained):
 
 
 def test_corrupt_and_foreign_files_give_clear_errors(trained, tmp_path):
-    agent, out = trained
-    other = "sched2" if agent == "deeprm" else "deeprm"
-    (tmp_path / CHECKPOINT).write_bytes(b"not a checkpoint")
-    with pytest.raises(InvalidInput, match="not a readable agent checkpoint"):
-        train_agent(tmp_path, _cfg(agent))
+    agent, _, out = trained
     (tmp_path / "w.npz").write_bytes(b"PK\x03\x04 broken")
     with pytest.raises(InvalidInput, match=f"not a readable {agent} weights file"):
         (DeepRM if agent == "deeprm" else Sched2)(weights=str(tmp_path / "w.npz"))
     with pytest.raises(InvalidInput, match=f"holds '{agent}' weights"):
         (Sched2 if agent == "deeprm" else DeepRM)(weights=str(out / WEIGHTS))
-    ck = load_checkpoint(out / CHECKPOINT)
-    torch.save({**ck, "format": 99}, tmp_path / "newer.pt")
-    with pytest.raises(InvalidInput, match="format 99"):
-        load_checkpoint(tmp_path / "newer.pt")
-    (tmp_path / CHECKPOINT).unlink()
-    foreign = tmp_path / "f"
-    foreign.mkdir()
-    torch.save(ck, foreign / CHECKPOINT)
-    with pytest.raises(InvalidInput, match=f"is for agent '{agent}'"):
-        train_agent(foreign, _cfg(other))
-
-
-def test_resume_with_another_learning_rate_is_refused(trained, tmp_path):
-    agent, out = trained
-    (tmp_path / CHECKPOINT).write_bytes((out / CHECKPOINT).read_bytes())
-    with pytest.raises(InvalidInput, match=r"trained with lr 0\.001, not 0\.5; resume with --lr"):
-        train_agent(tmp_path, dataclasses.replace(_cfg(agent, steps=6), lr=0.5))
-    assert load_checkpoint(tmp_path / CHECKPOINT)["step"] == 4  # nothing was trained
 
 
 def test_shipped_policies_run_through_the_cli(capsys):
@@ -224,7 +255,9 @@ def test_shipped_policies_run_through_the_cli(capsys):
     [
         (["train", "nope", "--steps", "3"], "agent must be one of dl2, deeprm, sched2"),
         (["train", "sched2", "--steps", "0"], "steps must be"),
-        (["train", "deeprm", "--steps", "1", "--episodes", "0"], "episodes must be"),
+        (["train", "deeprm", "--steps", "1", "--sizes", "0"], "sizes must be"),
+        (["train", "dl2", "--steps", "1", "--sizes", "2"], "sizes must be"),
+        (["train", "ppo", "--steps", "1", "--warmup", "5"], "warmup: the control learner"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):

@@ -38,6 +38,12 @@ HEURISTICS = ("drf", "optimus", "tiresias", "smd")
 HELD_OUT_FIRST = 1000  # held-out workload seeds start here (training uses 0-99)
 PHILLY_LOAD = 1.5  # the training workload's offered load
 COLUMNS = ("workload", "seed", "policy", "label", "mean_jct_s", "jobs", "note")
+# each learned agent's training workload when its settings name none (the environments' default)
+DEFAULT_SCENARIOS = {
+    "dl2": "dl2_small.toml",
+    "deeprm": "locality_small.toml",
+    "sched2": "locality_small.toml",
+}
 
 
 def learned_policies() -> list[str]:
@@ -65,6 +71,8 @@ def training_scenarios() -> list[str]:
         name = None
         if path.is_file():
             name = json.loads(path.read_text()).get("config", {}).get("scenario")
+        if name == "":  # the agent's default workload (``smdlab.rl.library.agent_env``)
+            name = DEFAULT_SCENARIOS[agent]
         if isinstance(name, str) and (data_dir() / "scenarios" / name).is_file():
             names.append(name)
     return list(dict.fromkeys(names)) or ["dl2_small.toml"]

@@ -78,6 +78,18 @@ class DeepRMTrainConfig:
         )
 
 
+def _torch() -> Any:
+    """The torch module, or InvalidInput saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise InvalidInput(
+            "agent: training needs PyTorch; install the rl extra: pip install -e '.[rl]' "
+            "(torch==2.13.0, CPU)"
+        ) from None
+    return torch
+
+
 def _softmax_sample(logits: np.ndarray, mask: np.ndarray, u: float) -> int:
     z = np.where(mask, logits, -np.inf)
     p = np.exp(z - z.max())
@@ -134,8 +146,6 @@ def train_deeprm(
 ) -> dict[str, Any]:
     """Train DeepRM in its own environment into folder ``out`` (``weights.npz``, ``train.json``,
     ``curve.csv``); returns a summary dict."""
-    from smdlab.rl.train import _torch
-
     cfg = (config or DeepRMTrainConfig()).checked()
     torch = _torch()
     out = Path(out)

@@ -18,7 +18,10 @@ Action spaces (``ACTIONS``):
   fewest machines the free capacity allows now) or ``fragments`` (machines with the least free
   GPUs first: fills fragments and spreads the job).
 
-The last action is "wait". Observations (``OBSERVATIONS``): ``deeprm`` (DeepRM's images),
+With ``sizes`` S above 1 every choice comes in S sizes: action ``k·per + b·S + s`` starts job
+``k`` on placement choice ``b`` with ``size_levels``' worker count ``s`` (its request halved ``s``
+times, rounded up; level 0 is the request). Jobs are never resized once started: neither paper
+resizes a running job. The last action is "wait". Observations (``OBSERVATIONS``): ``deeprm`` (DeepRM's images),
 ``sched2`` (locality sensitivity and fragmentation) and ``default`` (a compact feature table);
 each is documented at its function below.
 """
@@ -54,6 +57,7 @@ IMAGE_RESOURCES = DEFAULT_RESOURCES  # fixed image rows: a resource the cluster 
 DEFAULT_WINDOW = 10  # M waiting jobs in view (DeepRM shows M job slots)
 DEFAULT_HORIZON = 10  # time steps of the occupancy images
 DEFAULT_STEP_S = 1800.0  # seconds per image time step
+MAX_SIZES = 8  # size levels: the request halved up to 7 times (128 workers down to 1)
 HIST_BINS = 5  # SCHED² view: histogram of machines by free-GPU fraction
 SENSITIVE = 0.3  # the warm-up teacher keeps jobs above this locality sensitivity consolidated
 JOB_FEATURES = {
@@ -93,6 +97,22 @@ class JobFacts:
 
 def _ps_for(job: Job, w: int) -> int:
     return min(w, job.max_ps)
+
+
+def size_levels(job: Job, f: JobFacts, sizes: int) -> list[tuple[int, int] | None]:
+    """(workers, PSs) of each of ``sizes`` size levels: level s is the request's workers halved s
+    times, rounded up (level 0: the request); None where a level repeats a larger one's count,
+    and past level 0 for gang jobs (all or nothing)."""
+    out: list[tuple[int, int] | None] = [(f.workers, f.ps)]
+    last = f.workers
+    for s in range(1, sizes):
+        w = -(-f.workers // (2**s))
+        if job.gang or w == last:
+            out.append(None)
+            continue
+        out.append((w, _ps_for(job, w)))
+        last = w
+    return out
 
 
 def ring_speed(job: Job, w: int, p: int, machines: int, mode: str) -> float:
@@ -139,6 +159,7 @@ class FactsCache:
         self.mode = mode
         self.facts: dict[int, tuple[Job, JobFacts]] = {}
         self.ring: dict[tuple[int, int, int, int], float] = {}
+        self._packed: dict[tuple[int, int, int], int] = {}
 
     def get(self, job: Job) -> JobFacts:
         """The job's facts (computed once)."""
@@ -146,6 +167,20 @@ class FactsCache:
         if hit is None or hit[0] is not job:
             hit = self.facts[id(job)] = (job, job_facts(job, self.cap, self.resources, self.mode))
         return hit[1]
+
+    def packed(self, job: Job, w: int, p: int) -> int:
+        """Machines an empty cluster's best placement of ``job`` at (w, p) spans."""
+        f = self.get(job)
+        if (w, p) == (f.workers, f.ps):
+            return f.packed
+        key = (id(job), w, p)
+        hit = self._packed.get(key)
+        if hit is None:
+            order = np.argsort(-self.cap[:, 0], kind="stable") if self.cap.shape[1] else None
+            cap = self.cap if order is None else self.cap[order]
+            best = first_fit_tasks(cap, w, p, f.alpha, f.gamma)
+            hit = self._packed[key] = len({m for m, tw, _ in best or () if tw > 0}) or 1
+        return hit
 
     def running_speed(self, r: RunningJob) -> float:
         """A running job's speed at its allocation and placement (samples/s)."""
@@ -171,6 +206,8 @@ class PlacementBuilder:
     The window holds the first ``window`` waiting jobs by arrival. "Wait" is refused (masked) while
     the cluster runs nothing and some window job fits, so an agent cannot leave an idle cluster
     idle forever. Running jobs keep their allocations (the agents never preempt or resize).
+    ``sizes`` (1: every job at its request) sets the worker counts each choice offers
+    (``size_levels``).
     """
 
     def __init__(
@@ -182,6 +219,7 @@ class PlacementBuilder:
         action: str = "machine",
         horizon: int = DEFAULT_HORIZON,
         step_s: float = DEFAULT_STEP_S,
+        sizes: int = 1,
     ) -> None:
         self.state = state
         self.facts = facts
@@ -196,9 +234,13 @@ class PlacementBuilder:
         self.jobs: list[Job] = [q.job for q in queued[:window]]
         self.backlog = max(0, len(queued) - window)
         self.job_facts = [facts.get(j) for j in self.jobs]
+        self.sizes = sizes
+        self.levels = [size_levels(j, f, sizes) for j, f in zip(self.jobs, self.job_facts)]
         self.started: list[int] = []  # window indices started this decision point
         self.tasks: dict[int, tuple[tuple[int, int, int], ...]] = {}
-        self.per = self.n_machines if action == "machine" else len(LEVELS)
+        self.alloc: dict[int, tuple[int, int]] = {}  # (workers, PSs) of each started job
+        self.base = self.n_machines if action == "machine" else len(LEVELS)
+        self.per = self.base * sizes
         self.n_actions = window * self.per + 1
         # resource columns of the images (fixed list) -> cluster columns
         self.cols = [
@@ -219,8 +261,12 @@ class PlacementBuilder:
         self._mask: np.ndarray | None = None
 
     # ---- placements --------------------------------------------------------------------------
-    def _place(self, f: JobFacts, order: np.ndarray) -> tuple[tuple[int, int, int], ...] | None:
-        tasks = first_fit_tasks(self.free[order], f.workers, f.ps, f.alpha, f.gamma)
+    def _place(self, k: int, s: int, order: np.ndarray) -> tuple[tuple[int, int, int], ...] | None:
+        size = self.levels[k][s]
+        if size is None:
+            return None
+        f = self.job_facts[k]
+        tasks = first_fit_tasks(self.free[order], size[0], size[1], f.alpha, f.gamma)
         if tasks is None:
             return None
         return tuple(sorted((int(order[m]), w, p) for m, w, p in tasks))
@@ -238,30 +284,35 @@ class PlacementBuilder:
             gpus = self._free_gpus()
             most_first = np.lexsort((idx, -gpus))
             least_first = np.lexsort((idx, np.where(gpus > 0, gpus, np.inf)))
-            for k, f in enumerate(self.job_facts):
+            for k in range(len(self.jobs)):
                 if k in self.tasks:
                     out.append([None] * self.per)
                     continue
-                if self.action == "machine":
-                    row = []
-                    for m in range(self.n_machines):
-                        order = np.concatenate(([m], most_first[most_first != m]))
-                        row.append(self._place(f, order))
-                    out.append(row)
-                    continue
-                fewest = self._place(f, most_first)
-                frag = self._place(f, least_first)
-                cons = None
-                if fewest is not None:
-                    if f.packed == 1:  # best fit: the machine with least free GPUs that holds it
-                        for m in least_first:
-                            t = self._place(f, np.concatenate(([m], idx[idx != m])))
-                            if t is not None and len({x[0] for x in t if x[1] > 0}) <= 1:
-                                cons = t
-                                break
-                    elif len({x[0] for x in fewest if x[1] > 0}) <= f.packed:
-                        cons = fewest
-                out.append([cons, fewest, frag])
+                row: list[tuple | None] = [None] * self.per
+                S = self.sizes
+                for s, size in enumerate(self.levels[k]):
+                    if size is None:
+                        continue
+                    if self.action == "machine":
+                        for m in range(self.n_machines):
+                            order = np.concatenate(([m], most_first[most_first != m]))
+                            row[m * S + s] = self._place(k, s, order)
+                        continue
+                    fewest = self._place(k, s, most_first)
+                    frag = self._place(k, s, least_first)
+                    cons = None
+                    if fewest is not None:
+                        packed = self.facts.packed(self.jobs[k], *size)
+                        if packed == 1:  # best fit: the machine with least free GPUs holding it
+                            for m in least_first:
+                                t = self._place(k, s, np.concatenate(([m], idx[idx != m])))
+                                if t is not None and len({x[0] for x in t if x[1] > 0}) <= 1:
+                                    cons = t
+                                    break
+                        elif len({x[0] for x in fewest if x[1] > 0}) <= packed:
+                            cons = fewest
+                    row[s], row[S + s], row[2 * S + s] = cons, fewest, frag
+                out.append(row)
             self._options = out
         return self._options
 
@@ -280,8 +331,9 @@ class PlacementBuilder:
             gpus = self._free_gpus()
             idx = np.arange(self.n_machines)
             most_first = np.lexsort((idx, -gpus))
-            order = np.concatenate(([c], most_first[most_first != c]))
-            hit = self._lazy[(k, c)] = self._place(self.job_facts[k], order)
+            m, s = divmod(c, self.sizes)
+            order = np.concatenate(([m], most_first[most_first != m]))
+            hit = self._lazy[(k, c)] = self._place(k, s, order)
         return hit  # type: ignore[return-value]
 
     def mask(self) -> np.ndarray:
@@ -291,12 +343,15 @@ class PlacementBuilder:
             if self.action == "machine":
                 # one task kind: first fit in any machine order fits exactly when the free
                 # capacity holds that many tasks, so every anchor machine is valid or none is
+                S = self.sizes
                 for k, f in enumerate(self.job_facts):
                     if k in self.tasks:
                         continue
                     if self._one_kind(f):
-                        ok = int(fit_counts(self.free, f.alpha).sum()) >= f.workers
-                        m[k * self.per : (k + 1) * self.per] = ok
+                        room = int(fit_counts(self.free, f.alpha).sum())
+                        for s, size in enumerate(self.levels[k]):
+                            ok = size is not None and room >= size[0]
+                            m[k * self.per + s : (k + 1) * self.per : S] = ok
                     else:
                         for c in range(self.per):
                             m[k * self.per + c] = self._placement(k, c) is not None
@@ -318,11 +373,14 @@ class PlacementBuilder:
         tasks = self._placement(k, c)
         assert tasks is not None
         f = self.job_facts[k]
+        size = self.levels[k][c % self.sizes]
+        assert size is not None
         use = _usage(tasks, f, self.n_machines)
         self.free -= use
         self.tasks[k] = tasks
+        self.alloc[k] = size
         machines = len({m for m, w, _ in tasks if w > 0}) or 1
-        v = ring_speed(self.jobs[k], f.workers, f.ps, machines, self.facts.mode)
+        v = ring_speed(self.jobs[k], size[0], size[1], machines, self.facts.mode)
         self.busy.append((use, self.jobs[k].samples / v if v > 0 else math.inf))
         self._options = None
         self._lazy = {}
@@ -337,33 +395,38 @@ class PlacementBuilder:
         job by arrival that can start on the fewest machines its request needs, on the best-fit
         such placement (the least free GPUs on the machine chosen first); a job that cannot is
         started anyway on the fewest machines free now if its locality sensitivity is below
-        ``sensitive``, else passed over (it waits for room); "wait" when no job is chosen."""
+        ``sensitive``, else passed over (it waits for room); "wait" when no job is chosen. It
+        starts every job at its request (size level 0)."""
         mask = self.mask()
         gpus = self._free_gpus()
+        S = self.sizes
         for k, row in enumerate(self.options()):
             if k in self.tasks:
                 continue
             f = self.job_facts[k]
-            valid = [c for c, t in enumerate(row) if t is not None and mask[k * self.per + c]]
+            # placement choices b at the request (level 0): action k·per + b·S
+            valid = [
+                b for b in range(self.base) if row[b * S] is not None and mask[k * self.per + b * S]
+            ]
             if not valid:
                 continue
             if self.action == "locality":
                 if 0 in valid:
                     return k * self.per
                 if f.sensitivity < sensitive and 1 in valid:
-                    return k * self.per + 1
+                    return k * self.per + S
                 continue
-            spans = {c: self._spans(row[c]) for c in valid}  # type: ignore[arg-type]
-            best = min(valid, key=lambda c: (spans[c], gpus[c], c))
+            spans = {b: self._spans(row[b * S]) for b in valid}  # type: ignore[arg-type]
+            best = min(valid, key=lambda b: (spans[b], gpus[b], b))
             if spans[best] <= f.packed or f.sensitivity < sensitive:
-                return k * self.per + best
+                return k * self.per + best * S
         return self.n_actions - 1 if mask[-1] else int(np.flatnonzero(mask)[0])
 
     def decision(self) -> Decision:
         """The jobs started at this decision point."""
         allocations = tuple(
-            Allocation(self.jobs[k].name, f.workers, f.ps, Placement(self.tasks[k]))
-            for k, f in enumerate(self.job_facts)
+            Allocation(self.jobs[k].name, *self.alloc[k], Placement(self.tasks[k]))
+            for k in range(len(self.jobs))
             if k in self.tasks
         )
         return Decision(allocations)
@@ -423,9 +486,10 @@ class PlacementBuilder:
         for k in self._waiting():
             f, job = self.job_facts[k], self.jobs[k]
             if opts is None:
-                cons_ok = fits = float(self._place(f, np.arange(self.n_machines)) is not None)
-            else:
-                cons_ok, fits = float(opts[k][0] is not None), float(opts[k][1] is not None)
+                cons_ok = fits = float(self._place(k, 0, np.arange(self.n_machines)) is not None)
+            else:  # at the request: consolidated is choice 0, fewest choice 1 (level 0)
+                cons_ok = float(opts[k][0] is not None)
+                fits = float(opts[k][self.sizes] is not None)
             rows[k] = (
                 1.0,
                 f.workers * float(f.alpha[self.gpu] if self.gpu >= 0 else 0.0) / max(gpm, 1.0),

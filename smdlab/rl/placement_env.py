@@ -20,6 +20,7 @@ from smdlab.rl.placement_builder import (
     DEFAULT_HORIZON,
     DEFAULT_STEP_S,
     DEFAULT_WINDOW,
+    MAX_SIZES,
     OBSERVATIONS,
     FactsCache,
     PlacementBuilder,
@@ -72,7 +73,9 @@ class PlacementEnv(EpisodeJobs, gym.Env):
     episode sums to minus the total slowdown; ``jct``: -(jobs in the system) x dt / 3,600, an
     episode sums to minus the total JCT in hours. ``info["action_mask"]`` and
     ``action_masks()`` give the valid actions; an invalid one changes nothing (reward 0,
-    ``info["valid"]`` False). Each reset draws the workload seed from ``range(train_seeds)``;
+    ``info["valid"]`` False). ``sizes`` above 1 lets each action also choose the job's worker
+    count (``size_levels``: the request halved 0 .. sizes-1 times); 1 starts every job at its
+    request. Each reset draws the workload seed from ``range(train_seeds)``;
     ``options["workload_seed"]`` picks any seed (held-out evaluation: 1,000 up).
     """
 
@@ -92,6 +95,7 @@ class PlacementEnv(EpisodeJobs, gym.Env):
         step_s: float = DEFAULT_STEP_S,
         max_steps: int | None = None,
         train_seeds: int = 100,
+        sizes: int = 1,
     ) -> None:
         self.observation = check_choice("observation", observation, OBSERVATIONS)
         natural_action, natural_reward = NATURAL[self.observation]
@@ -110,6 +114,7 @@ class PlacementEnv(EpisodeJobs, gym.Env):
         self.step_s = check_positive("step_s", step_s)
         self.max_steps = None if max_steps is None else check_int("max_steps", max_steps, 1)
         self.train_seeds = check_int("train_seeds", train_seeds, 1)
+        self.sizes = check_int("sizes", sizes, 1, MAX_SIZES)
         sim = self.scenario.simulation
         self.mode = str(sim.get("mode", "wfbp"))
         self.restart_s = float(sim.get("restart_s", 30.0))
@@ -117,7 +122,7 @@ class PlacementEnv(EpisodeJobs, gym.Env):
         self.n_machines = self.cap.shape[0]
         size = observation_size(self.observation, self.n_machines, self.window, self.horizon)
         self.observation_space = gym.spaces.Box(0.0, np.inf, (size,), dtype=np.float32)
-        per = self.n_machines if self.action == "machine" else 3
+        per = (self.n_machines if self.action == "machine" else 3) * self.sizes
         self.action_space = gym.spaces.Discrete(self.window * per + 1)
         self.wait_action = self.window * per
         self._workloads: dict[int, list[Job]] = {}
@@ -147,9 +152,9 @@ class PlacementEnv(EpisodeJobs, gym.Env):
             k = started.get(q.job.name)
             finish = np.inf
             if k is not None:
-                f = builder.job_facts[k]
-                machines = len({m for m, w, _ in builder.tasks[k] if w > 0}) or 1
-                v = ring_speed(q.job, f.workers, f.ps, machines, self.mode)
+                w, p = builder.alloc[k]
+                machines = len({m for m, tw, _ in builder.tasks[k] if tw > 0}) or 1
+                v = ring_speed(q.job, w, p, machines, self.mode)
                 finish = t0 + q.remaining / v if v > 0 else np.inf
             out.append((q.job.name, self._rate(q.job), finish))
         return out
@@ -190,6 +195,7 @@ class PlacementEnv(EpisodeJobs, gym.Env):
             action=self.action,
             horizon=self.horizon,
             step_s=self.step_s,
+            sizes=self.sizes,
         )
 
     def _obs(self) -> np.ndarray:

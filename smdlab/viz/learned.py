@@ -115,17 +115,18 @@ def learning_curves_figure(df: pd.DataFrame, *, title: str | None = None) -> go.
     for col, agent in enumerate(agents, start=1):
         part = df[df["agent"] == agent]
         color = _color(agent)
-        train = part[part["kind"] == "train"].sort_values("update", kind="stable")
+        # one point per update: the mean of its episodes (a PPO rollout finishes several)
+        train = part[part["kind"] == "train"].groupby("update", sort=True)["mean_jct"].mean()
         if len(train):
             window = max(1, len(train) // 40)
             fig.add_trace(
                 go.Scatter(
-                    x=train["update"],
-                    y=train["mean_jct"].rolling(window, min_periods=1).mean() / HOUR,
+                    x=train.index,
+                    y=train.rolling(window, min_periods=1).mean() / HOUR,
                     mode="lines",
                     line={"color": color, "width": 1},
                     opacity=0.45,
-                    name=f"{_label(agent)}: training episodes (rolling mean of {window})",
+                    name=f"{_label(agent)}: training episodes per update (rolling mean of {window})",
                 ),
                 row=1,
                 col=col,
@@ -152,13 +153,17 @@ def learning_curves_figure(df: pd.DataFrame, *, title: str | None = None) -> go.
                     y=[level, level],
                     mode="lines",
                     line={"color": _color(kind), "dash": "dash" if "@" in kind else "dot"},
-                    name=f"{_label(kind)} on the validation seeds",
+                    name=(
+                        "the warm-up's teacher, training episodes"
+                        if kind == "warmup"
+                        else f"{_label(kind)} on the validation seeds"
+                    ),
                     showlegend=col == 1,
                 ),
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="training updates", row=1, col=col)
+        fig.update_xaxes(title_text="training updates (PPO: rollouts)", row=1, col=col)
         fig.update_yaxes(title_text="mean JCT (h)" if col == 1 else None, row=1, col=col)
     fig.update_layout(
         base_layout(

@@ -17,6 +17,7 @@ from smdlab.rl.placement_builder import (
     DEFAULT_HORIZON,
     DEFAULT_STEP_S,
     DEFAULT_WINDOW,
+    MAX_SIZES,
     FactsCache,
     PlacementBuilder,
     logits,
@@ -43,6 +44,8 @@ class PlacementAgentPolicy(Policy):
         self.window = check_int("window", self.meta.get("window", DEFAULT_WINDOW), 1)
         self.horizon = check_int("horizon", self.meta.get("horizon", DEFAULT_HORIZON), 1)
         self.step_s = float(self.meta.get("step_s", DEFAULT_STEP_S))
+        # size levels each choice offers (weights without the key start jobs at their request)
+        self.sizes = check_int("sizes", self.meta.get("sizes", 1), 1, MAX_SIZES)
         self.max_actions = check_int("max_actions", max_actions, 1)
         self.path = path
         self._facts: FactsCache | None = None
@@ -75,6 +78,7 @@ class PlacementAgentPolicy(Policy):
             action=self.action,
             horizon=self.horizon,
             step_s=self.step_s,
+            sizes=self.sizes,
         )
 
     def act(self, builder: PlacementBuilder) -> int:

@@ -5,7 +5,7 @@ over a time horizon, images of M waiting jobs and a backlog count; at each time 
 jobs one at a time, or waits, and learns by REINFORCE with a time-dependent baseline on the
 reward -sum 1/T_j. Its multi-machine extension, DeepRM-MM (Chen, Xu, Wu, arXiv 1711.07440), adds
 the machines to the state and the action: an action picks (job, machine). The agent is trained
-by ``smdlab train deeprm`` (``smdlab.rl.reinforce``); the shipped weights are
+by ``smdlab train deeprm`` (MaskablePPO, ``smdlab.rl.library``); the shipped weights are
 ``data/deeprm/weights.npz``.
 """
 

@@ -6,7 +6,7 @@ sensitivity to GPU locality and the cluster's fragmentation, "from job and clust
 definitions to the neural network architecture", and that the agent places jobs with an
 appropriate degree of locality. Its network, state layout and training details are not public:
 everything below the level of that description is our guess, hence "inspired by". The agent is
-trained by ``smdlab train sched2`` (``smdlab.rl.reinforce``); the shipped weights are
+trained by ``smdlab train sched2`` (MaskablePPO, ``smdlab.rl.library``); the shipped weights are
 ``data/sched2/weights.npz``.
 """
 
