@@ -29,6 +29,7 @@ from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usa
 # limits 3250 and 7200 GPU-seconds; its third limit, 18000, belongs to no queue).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (3250.0, 7200.0)
 SERVICES = ("gpu_time", "time")
+DEMOTIONS = ("exact", "muri")
 
 
 class Tiresias(Policy):
@@ -67,6 +68,11 @@ class Tiresias(Policy):
     / GPUs, which is late for a job that has run before; several jobs demoted at one decision
     join the new queue in the order they reached the limit.
 
+    ``demotion="muri"`` follows the ``dlas-gpu`` of Muri's simulator instead (Rivendile/Muri,
+    Apache-2.0, ``simulator/run_sim.py`` ``dlas_sim_jobs``, which adapts Tiresias'): with GPU-time
+    service the next check comes when the seconds run reach ceil(limit / GPUs), and the jobs
+    demoted at one decision join their new queue in the order they entered the system.
+
     Jobs that are not gang jobs (parameter-server workloads) run on a request: workers =
     ``requested_workers`` (else ``max_workers``), capped by the policy's ``max_workers``; PSs =
     clamp(ceil(workers * ps_per_worker), 1, max_ps) (one PS per worker by default); lowered to the
@@ -87,6 +93,7 @@ class Tiresias(Policy):
         max_workers: int | None = None,
         ps_per_worker: float = 1.0,
         preemption: bool = True,
+        demotion: str = "exact",
     ):
         if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence):
             raise InvalidInput(
@@ -105,6 +112,7 @@ class Tiresias(Policy):
         self.max_workers = None if max_workers is None else check_int("max_workers", max_workers, 1)
         self.ps_per_worker = check_positive("ps_per_worker", ps_per_worker)
         self.preemption = check_bool("preemption", preemption)
+        self.demotion = check_choice("demotion", demotion, DEMOTIONS)
         self._requests: dict[tuple[int, int], tuple] = {}
         self._gcache: dict[tuple[int, int, int], tuple[Job, float]] = {}
         self.reset()
@@ -349,7 +357,12 @@ class Tiresias(Policy):
             while k < last and s >= self.thresholds[k] - 1e-9:
                 moves.append((t - (s - self.thresholds[k]) / rate, k, name))
                 k += 1
-        for _, k, name in sorted(moves):
+        if self.demotion == "muri":  # in the order the jobs entered the system
+            pos = {n: i for i, n in enumerate(self._qid)}
+            moves.sort(key=lambda m: (m[1], pos[m[2]]))
+        else:
+            moves.sort()
+        for _, k, name in moves:
             self._move(name, k + 1)
 
     def _rate(self, r: RunningJob) -> float:
@@ -402,7 +415,9 @@ class Tiresias(Policy):
                     q.attained_service,
                 )
             s = attained - self._base.get(name, 0.0)
-            if gpu_time:
+            if gpu_time and self.demotion == "muri":
+                best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
+            elif gpu_time:
                 best = min(best, t + (self.thresholds[k] - s) / g)
             else:
                 best = min(best, t + self.thresholds[k] - s / g)
