@@ -148,12 +148,13 @@ class SRTF(Policy):
             items.sort(key=lambda x: x[:3])
             waiting = [e for *_, e in items]
             free0 = np.array(state.free, dtype=float)
-            # A gang job takes its whole request, so waiting gangs that need more than the free
-            # pool (beyond gang_placement's tolerance) cannot all start: skip the placement walk.
+            # A gang job takes its whole request, so waiting gangs that need more GPUs than are
+            # free (beyond gang_placement's tolerance) cannot all start: skip the placement walk.
             over = False
-            if waiting and all(e.job.gang for e in waiting):
-                total = sum(need(e.job, resources, mode)[0] for e in waiting)
-                over = bool(np.any(total > free0.sum(axis=0) + TOL * np.maximum(1.0, total)))
+            if waiting and "gpu" in resources and all(e.job.gang for e in waiting):
+                total = sum(need(e.job, resources, mode)[1] for e in waiting)
+                gi = resources.index("gpu")
+                over = total > float(free0[:, gi].sum()) + TOL * max(1.0, total)
             if not over:
                 fast = self._place(waiting, free0, resources, stop_at_unfit=True)  # type: ignore[arg-type]
                 if all(a is not None for a in fast):
