@@ -125,6 +125,7 @@ class Tiresias(Policy):
         self._pend: dict[str, list[float]] = {}  # [pending time counted, pending since or nan]
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
+        self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -171,6 +172,15 @@ class Tiresias(Policy):
         if len(self._gcache) > 200_000:
             self._gcache.clear()
         self._gcache[key] = (job, g)
+        return g
+
+    def _gang_gpus(self, job: Job) -> float:
+        """GPUs of ``job`` at its request (cached per job: the scalar pass reads it per decision)."""
+        hit = self._qg.get(job.name)
+        if hit is not None and hit[0] is job:
+            return hit[1]
+        g = self._gpus(job, *self.request(job))
+        self._qg[job.name] = (job, g)
         return g
 
     # ---- bookkeeping ------------------------------------------------------------------------
@@ -254,7 +264,7 @@ class Tiresias(Policy):
                             continue
                         need = rg[name]
                     else:
-                        need = self._gpus(qmap[name].job, *self.request(qmap[name].job))
+                        need = self._gang_gpus(qmap[name].job)
                     if need <= left:
                         left -= need
                         if r is None:
