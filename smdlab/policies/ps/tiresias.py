@@ -1,4 +1,10 @@
-"""Tiresias: discretised two-dimensional least-attained-service (2D-LAS) with preemption."""
+"""Tiresias: discretised two-dimensional least-attained-service (2D-LAS) with preemption.
+
+``demotion="muri"`` follows the ``dlas-gpu`` of Muri's simulator instead of Tiresias' own
+(Rivendile/Muri, Apache-2.0, ``simulator/run_sim.py`` ``dlas_sim_jobs``, which adapts Tiresias'):
+with GPU-time service the next check comes when the seconds run reach ceil(limit / GPUs), and the
+jobs demoted at one decision join their new queue in the order they entered the system.
+"""
 
 from __future__ import annotations
 
@@ -67,11 +73,6 @@ class Tiresias(Policy):
     its events only, one queue per event, and estimates the next check as (limit - seconds run)
     / GPUs, which is late for a job that has run before; several jobs demoted at one decision
     join the new queue in the order they reached the limit.
-
-    ``demotion="muri"`` follows the ``dlas-gpu`` of Muri's simulator instead (Rivendile/Muri,
-    Apache-2.0, ``simulator/run_sim.py`` ``dlas_sim_jobs``, which adapts Tiresias'): with GPU-time
-    service the next check comes when the seconds run reach ceil(limit / GPUs), and the jobs
-    demoted at one decision join their new queue in the order they entered the system.
 
     Jobs that are not gang jobs (parameter-server workloads) run on a request: workers =
     ``requested_workers`` (else ``max_workers``), capped by the policy's ``max_workers``; PSs =
@@ -175,13 +176,11 @@ class Tiresias(Policy):
         return g
 
     def _gang_gpus(self, job: Job) -> float:
-        """GPUs of ``job`` at its request (cached per job: the scalar pass reads it per decision)."""
+        """GPUs of ``job`` at its request, cached per job (the scalar pass reads it per decision)."""
         hit = self._qg.get(job.name)
-        if hit is not None and hit[0] is job:
-            return hit[1]
-        g = self._gpus(job, *self.request(job))
-        self._qg[job.name] = (job, g)
-        return g
+        if hit is None or hit[0] is not job:
+            hit = self._qg[job.name] = (job, self._gpus(job, *self.request(job)))
+        return hit[1]
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _move(self, name: str, to: int) -> None:
@@ -367,13 +366,11 @@ class Tiresias(Policy):
             while k < last and s >= self.thresholds[k] - 1e-9:
                 moves.append((t - (s - self.thresholds[k]) / rate, k, name))
                 k += 1
-        if self.demotion == "muri":  # in the order the jobs entered the system
+        if self.demotion == "muri":  # by queue, then in the order the jobs entered the system
             pos = {n: i for i, n in enumerate(self._qid)}
-            moves.sort(key=lambda m: (m[1], pos[m[2]]))
-        else:
-            moves.sort()
-        for _, k, name in moves:
-            self._move(name, k + 1)
+            moves = [(k, pos[n], n) for _, k, n in moves]
+        for *_, name in sorted(moves):  # a job's lower limit sorts before its higher one
+            self._move(name, self._qid[name] + 1)
 
     def _rate(self, r: RunningJob) -> float:
         """Service gained per second while running."""
