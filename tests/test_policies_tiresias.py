@@ -120,3 +120,14 @@ def test_requested_workers_is_validated_and_set_by_the_workloads():
         # the request (trace GPU count / reference allocation), not the cap of twice that
         assert all(j.max_workers == 2 * j.requested_workers for j in jobs)
         assert len({j.requested_workers for j in jobs}) > 1
+
+
+def test_muri_demotion_checks_at_whole_seconds_run_and_bad_value_raises():
+    """demotion="muri": the next check when the seconds run reach ceil(limit / GPUs)."""
+    st = _contended(attained=0.0)
+    exact = Tiresias(thresholds=(3250.0,)).decide(st)
+    muri = Tiresias(thresholds=(3250.0,), demotion="muri").decide(st)
+    assert exact.wake_at == pytest.approx(10_000.0 + 3250.0 / 4)
+    assert muri.wake_at == pytest.approx(10_000.0 + 813.0)
+    with pytest.raises(InvalidInput, match="demotion"):
+        Tiresias(demotion="late")

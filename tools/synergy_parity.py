@@ -4,9 +4,10 @@ Usage::
 
     python tools/synergy_parity.py JOBS.csv REFERENCE [--machines 16] [--variants fifo_tune ...]
 
-JOBS.csv: the authors' job dump (``--workload synergy:PATH``). REFERENCE: either a folder of the
-authors' per-job results (``results_{FIFO,SRTF,LAS}_{fair,tune}_load*.csv``) or a CSV
-``variant, job_id, finish_s`` (``data/traces/synergy/reference_seed7_load2.25.csv``). Each
+JOBS.csv: the authors' job dump (``--workload synergy:PATH``). REFERENCE: a folder of the
+authors' per-job results (``results_{FIFO,SRTF,LAS}_{fair,tune}_load*.csv``), a CSV
+``variant, job_id, finish_s`` (``data/traces/synergy/reference_seed7_load2.25.csv``) or a CSV
+``job_id`` plus one finish column per variant (``data/traces/synergy/reference_seed42_load9.csv``). Each
 variant runs on ``data/scenarios/synergy_16x8.toml`` with ``--machines`` servers, on the jobs
 that arrive before the authors' run stopped (its last measured finish). Prints one row per
 variant: measured jobs, the share within 5% of the authors' JCT, both mean JCTs (h), their
@@ -39,8 +40,14 @@ def reference(ref: Path, load: str | None) -> dict[str, dict[str, float]]:
     """variant -> {job_id: authors' finish (s)} of the measured jobs that finished."""
     out: dict[str, dict[str, float]] = {}
     if ref.is_file():
-        for r in csv.DictReader(ref.open()):
-            if r["finish_s"]:
+        rows = csv.DictReader(ref.open())
+        wide = [c for c in rows.fieldnames or () if c in AUTHORS]  # job_id, one column per variant
+        for r in rows:
+            if wide:
+                for v in wide:
+                    if r[v]:
+                        out.setdefault(v, {})[r["job_id"]] = float(r[v])
+            elif r["finish_s"]:
                 out.setdefault(r["variant"], {})[r["job_id"]] = float(r["finish_s"])
         return out
     for variant, stem in AUTHORS.items():

@@ -147,9 +147,18 @@ class SRTF(Policy):
             # every running job and starts them all: skip reading the running jobs.
             items.sort(key=lambda x: x[:3])
             waiting = [e for *_, e in items]
-            fast = self._place(waiting, np.array(state.free, dtype=float), resources)  # type: ignore[arg-type]
-            if all(a is not None for a in fast):
-                return Decision(tuple(a for a in fast if a is not None))
+            free0 = np.array(state.free, dtype=float)
+            # A gang job takes its whole request, so waiting gangs that need more GPUs than are
+            # free (beyond gang_placement's tolerance) cannot all start: skip the placement walk.
+            over = False
+            if waiting and "gpu" in resources and all(e.job.gang for e in waiting):
+                total = sum(need(e.job, resources, mode)[1] for e in waiting)
+                gi = resources.index("gpu")
+                over = total > float(free0[:, gi].sum()) + TOL * max(1.0, total)
+            if not over:
+                fast = self._place(waiting, free0, resources, stop_at_unfit=True)  # type: ignore[arg-type]
+                if all(a is not None for a in fast):
+                    return Decision(tuple(a for a in fast if a is not None))
         running = list(state.running) if preemptive else []
         items += [(rank(r), r.job.arrival, r.job.name, 0, r) for r in running]
         items.sort(key=lambda x: x[:3])
@@ -207,9 +216,15 @@ class SRTF(Policy):
 
     @staticmethod
     def _place(
-        chosen: list[QueuedJob], free: np.ndarray, resources: tuple[str, ...]
+        chosen: list[QueuedJob],
+        free: np.ndarray,
+        resources: tuple[str, ...],
+        stop_at_unfit: bool = False,
     ) -> list[Allocation | None]:
-        """Place ``chosen`` in order on ``free`` (updated); None for a job that does not fit."""
+        """Place ``chosen`` in order on ``free`` (updated); None for a job that does not fit.
+
+        stop_at_unfit: end the walk at the first job that does not fit (its None is the last entry).
+        """
         out: list[Allocation | None] = []
         n_m = free.shape[0]
         for q in chosen:
@@ -222,6 +237,8 @@ class SRTF(Policy):
                 w = p = n
             if pl is None or w == 0:
                 out.append(None)
+                if stop_at_unfit:
+                    break
                 continue
             free -= placement_usage(job, pl, n_m, resources)
             out.append(Allocation(job.name, w, p, pl))

@@ -1,4 +1,10 @@
-"""Tiresias: discretised two-dimensional least-attained-service (2D-LAS) with preemption."""
+"""Tiresias: discretised two-dimensional least-attained-service (2D-LAS) with preemption.
+
+``demotion="muri"`` follows the ``dlas-gpu`` of Muri's simulator instead of Tiresias' own
+(Rivendile/Muri, Apache-2.0, ``simulator/run_sim.py`` ``dlas_sim_jobs``, which adapts Tiresias'):
+with GPU-time service the next check comes when the seconds run reach ceil(limit / GPUs), and the
+jobs demoted at one decision join their new queue in the order they entered the system.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from smdlab.solve.placement import TOL, capacity_matrix, consolidated_tasks, usa
 # limits 3250 and 7200 GPU-seconds; its third limit, 18000, belongs to no queue).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (3250.0, 7200.0)
 SERVICES = ("gpu_time", "time")
+DEMOTIONS = ("exact", "muri")
 
 
 class Tiresias(Policy):
@@ -87,6 +94,7 @@ class Tiresias(Policy):
         max_workers: int | None = None,
         ps_per_worker: float = 1.0,
         preemption: bool = True,
+        demotion: str = "exact",
     ):
         if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence):
             raise InvalidInput(
@@ -105,6 +113,7 @@ class Tiresias(Policy):
         self.max_workers = None if max_workers is None else check_int("max_workers", max_workers, 1)
         self.ps_per_worker = check_positive("ps_per_worker", ps_per_worker)
         self.preemption = check_bool("preemption", preemption)
+        self.demotion = check_choice("demotion", demotion, DEMOTIONS)
         self._requests: dict[tuple[int, int], tuple] = {}
         self._gcache: dict[tuple[int, int, int], tuple[Job, float]] = {}
         self.reset()
@@ -117,6 +126,7 @@ class Tiresias(Policy):
         self._pend: dict[str, list[float]] = {}  # [pending time counted, pending since or nan]
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
+        self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -164,6 +174,13 @@ class Tiresias(Policy):
             self._gcache.clear()
         self._gcache[key] = (job, g)
         return g
+
+    def _gang_gpus(self, job: Job) -> float:
+        """GPUs of ``job`` at its request, cached per job (the scalar pass reads it per decision)."""
+        hit = self._qg.get(job.name)
+        if hit is None or hit[0] is not job:
+            hit = self._qg[job.name] = (job, self._gpus(job, *self.request(job)))
+        return hit[1]
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _move(self, name: str, to: int) -> None:
@@ -246,7 +263,7 @@ class Tiresias(Policy):
                             continue
                         need = rg[name]
                     else:
-                        need = self._gpus(qmap[name].job, *self.request(qmap[name].job))
+                        need = self._gang_gpus(qmap[name].job)
                     if need <= left:
                         left -= need
                         if r is None:
@@ -349,8 +366,11 @@ class Tiresias(Policy):
             while k < last and s >= self.thresholds[k] - 1e-9:
                 moves.append((t - (s - self.thresholds[k]) / rate, k, name))
                 k += 1
-        for _, k, name in sorted(moves):
-            self._move(name, k + 1)
+        if self.demotion == "muri":  # by queue, then in the order the jobs entered the system
+            pos = {n: i for i, n in enumerate(self._qid)}
+            moves = [(k, pos[n], n) for _, k, n in moves]
+        for *_, name in sorted(moves):  # a job's lower limit sorts before its higher one
+            self._move(name, self._qid[name] + 1)
 
     def _rate(self, r: RunningJob) -> float:
         """Service gained per second while running."""
@@ -402,7 +422,9 @@ class Tiresias(Policy):
                     q.attained_service,
                 )
             s = attained - self._base.get(name, 0.0)
-            if gpu_time:
+            if gpu_time and self.demotion == "muri":
+                best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
+            elif gpu_time:
                 best = min(best, t + (self.thresholds[k] - s) / g)
             else:
                 best = min(best, t + self.thresholds[k] - s / g)
