@@ -44,7 +44,7 @@ from smdlab.solve.smd import SELECTIONS, Selection, smd as smd_run
 from smdlab.solve.solution import Solution
 
 Method = Literal["smd", "milp", "lp", "lp_round", "brute"]
-BoundMethod = Literal["lagrangian", "lp"]
+BoundMethod = Literal["lp", "lagrangian"]
 BOUND_METHODS: tuple[BoundMethod, ...] = get_args(BoundMethod)
 METHODS: tuple[Method, ...] = get_args(Method)
 DEFAULT_KNAPSACK: Knapsack = "hull"
@@ -90,8 +90,9 @@ class SmdOptions:
     """Options of method ``smd`` (docs/solver.md): the SUB solver, the selection, the iteration.
 
     bound: also compute a lower bound for ``lower_bound`` and ``gap``, by ``bound_method``:
-    ``lagrangian`` (default: resource prices, within a few millionths of the LP's value at a
-    fraction of its cost) or ``lp`` (the LP relaxation). polish: finish with the local search.
+    ``lp`` (default: the LP relaxation) or ``lagrangian`` (resource prices: at most the LP's
+    value, within a few millionths of it on the benchmark instances, at a fraction of its
+    cost). polish: finish with the local search.
     """
 
     backend: Backend = "auto"
@@ -101,7 +102,7 @@ class SmdOptions:
     tol: float = 1e-6
     max_iter: int = 30
     bound: bool = True
-    bound_method: BoundMethod = "lagrangian"
+    bound_method: BoundMethod = "lp"
     polish: bool = True
 
     def __post_init__(self) -> None:
@@ -352,7 +353,7 @@ def solve(
     options: the fields of the method's options dataclass (``OPTIONS[method]``): backend
         (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
         (hull|exact|lp_round|greedy), selection (objective|smith), tol, max_iter, bound (compute a
-        lower bound, default True), bound_method (lagrangian|lp), polish (finish with a local search, default True).
+        lower bound, default True), bound_method (lp|lagrangian), polish (finish with a local search, default True).
     """
     t0 = time.perf_counter()
     check_cluster(cluster)  # jobs are checked by build_instance below, before any use
