@@ -40,7 +40,7 @@ def test_bound_is_below_the_lp_and_the_optimum_and_close_to_the_lp(seed):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_bound_without_deferral_is_below_the_lp(seed):
-    jobs, cluster, inst = _instance(seed, 0.6)
+    *_, inst = _instance(seed, 0.6)
     capacity = np.maximum(inst.capacity, inst.base_use.sum(axis=0))  # every job fits at (1, 1)
     lp = knapsack_lp(inst.cost, inst.alpha, inst.gamma, capacity, mask=inst.pareto).bound
     lag = lagrangian_bound(inst.cost, inst.pareto, inst.alpha, inst.gamma, capacity)
