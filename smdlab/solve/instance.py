@@ -266,7 +266,7 @@ class Instance:
         idx = np.asarray(idx, dtype=int)
         jobs = tuple(self.jobs[i] for i in idx)
         tables = tuple(self.tables[i] for i in idx)
-        return Instance(
+        sub = Instance(
             jobs,
             self.resources,
             self.capacity,
@@ -279,6 +279,15 @@ class Instance:
             self.pool,
             None if self.work is None else self.samples[idx],
         )
+        # Grids already built here are sliced, not rebuilt: every entry is a function of its own
+        # job (dominance included), and cropping drops only configurations beyond the caps.
+        W = max((t.shape[0] for t in tables), default=0)
+        P = max((t.shape[1] for t in tables), default=0)
+        for name in ("duration", "speed", "cost", "pareto"):
+            grid = self.__dict__.get(name)
+            if grid is not None:
+                sub.__dict__[name] = grid[idx, :W, :P]
+        return sub
 
     def durations_at(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(n,) d_i(w_i, p_i) of an allocation; nan where a job is not started."""

@@ -94,17 +94,9 @@ def local_search(
         r_ok = np.flatnonzero(np.isfinite(loss))
         a_ok = np.flatnonzero(gain > eps)
         if r_ok.size and a_ok.size:
-            # improving pairs first (few near a local optimum), then their fit, then the best giver per taker
-            ri, ai = np.nonzero(gain[None, a_ok] - loss[r_ok, None] > eps)
-            out, inn = r_ok[ri], a_ok[ai]
-            keep_pair = cand_job[out] != cand_job[inn]
-            out, inn = out[keep_pair], inn[keep_pair]
-            keep_pair = np.all(cand_use[inn] - left <= cand_use[out] + tol, axis=1)
-            out, inn = out[keep_pair], inn[keep_pair]
+            out, inn = _best_givers(r_ok, a_ok, loss, gain, cand_job, cand_use, left, tol, eps)
             net = gain[inn] - loss[out]
-            order = np.lexsort((-net, inn))
-            head = order[np.r_[True, inn[order][1:] != inn[order][:-1]]] if order.size else order
-            for k in head.tolist():
+            for k in range(out.size):
                 o, t = int(out[k]), int(inn[k])
                 jo, ji = int(cand_job[o]), int(cand_job[t])
                 found.append((float(net[k]),
@@ -125,6 +117,38 @@ def local_search(
                 touched.add(j)
             moves += 1
     return w, p, moves
+
+
+def _best_givers(r_ok, a_ok, loss, gain, cand_job, cand_use, left, tol, eps):
+    """(givers, takers): per taking candidate in ``a_ok``, the giving candidate of ``r_ok`` with the least loss that pays, belongs to another job and fits.
+
+    Givers are scanned in blocks in increasing order of loss (ties: the earlier candidate): a
+    taker is settled by the first block holding a valid giver, or as soon as the block's losses
+    no longer pay, so only takers not settled yet meet the next, larger block.
+    """
+    givers = r_ok[np.argsort(loss[r_ok], kind="stable")]
+    g_loss = loss[givers]
+    out = np.full(a_ok.size, -1)
+    todo = np.arange(a_ok.size)
+    lo, size = 0, 64
+    while todo.size and lo < givers.size:
+        blk = givers[lo : lo + size]
+        t = a_ok[todo]
+        ok = gain[t][:, None] - g_loss[lo : lo + size][None, :] > eps
+        ok &= cand_job[t][:, None] != cand_job[blk][None, :]
+        room = cand_use[t] - left  # a giver fits when it frees at least this
+        for r in range(cand_use.shape[1]):
+            ok &= room[:, r : r + 1] <= cand_use[blk, r][None, :] + tol[r]
+        first = ok.argmax(axis=1)
+        hit = ok[np.arange(todo.size), first]
+        out[todo[hit]] = blk[first[hit]]
+        # losses only grow along the scan: a taker whose gain no longer covers the last loss is done
+        more = ~hit & (gain[t] - g_loss[min(lo + size, givers.size) - 1] > eps)
+        todo = todo[more]
+        lo += size
+        size *= 4
+    sel = out >= 0
+    return out[sel], a_ok[sel]
 
 
 def defer_search(

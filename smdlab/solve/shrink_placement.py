@@ -155,6 +155,60 @@ class _Shrinks:
         return (j, w - 1, p) if k == 0 else (j, w, p - 1) if k == 1 else (j, 0, 0)
 
 
+def _first_live(free: np.ndarray, dead_below: np.ndarray, lo: int) -> int:
+    """The first machine from ``lo`` on that may still host a task (H if none)."""
+    H, size = free.shape[0], 256
+    while lo < H:
+        live = ~np.any(free[lo : lo + size] < dead_below, axis=1)
+        if live.any():
+            return lo + int(live.argmax())
+        lo += size
+        size *= 4
+    return H
+
+
+def _first_fit_from(
+    free: np.ndarray, d: np.ndarray, need: int, lo: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(machines, tasks on each): first fit of ``need`` tasks of demand ``d`` from machine ``lo`` on.
+
+    Windows of machines grow until they hold ``need`` tasks: the same machines and counts as a
+    scan of every machine, whose first ``lo`` hold none.
+    """
+    H, size, hi, got = free.shape[0], 64, lo, 0
+    parts = []
+    while hi < H and got < need:
+        c = fit_counts(free[hi : hi + size], d)
+        parts.append((hi, c))
+        got += int(min(c.sum(), need))
+        hi += c.size
+        size *= 4
+    if not parts:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=np.int64)
+    counts = np.concatenate([c for _, c in parts])
+    take = np.clip(need - (np.cumsum(counts) - counts), 0, counts)
+    used = np.flatnonzero(take)
+    return lo + used, take[used]
+
+
+def _racked_fit(
+    free: np.ndarray, d: np.ndarray, need: int, home_of: dict[int, list[int]], rest: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(machines, tasks on each): fit of ``need`` tasks on a racked cluster, the job's racks (or one that holds it) first."""
+    counts = fit_counts(free, d)
+    home = np.zeros(free.shape[0], dtype=bool)
+    home[list(home_of)] = True
+    order = rack_order(free, home, rest)
+    if order is None:
+        take = np.clip(need - (np.cumsum(counts) - counts), 0, counts)
+    else:
+        c = counts[order]
+        take = np.zeros_like(counts)
+        take[order] = np.clip(need - (np.cumsum(c) - c), 0, c)
+    used = np.flatnonzero(take)
+    return used, take[used]
+
+
 def _alloc_pairs(alloc, n: int) -> np.ndarray:
     """``alloc`` as an (n, 2) integer array of (workers, ps), else InvalidInput naming the field."""
     if isinstance(alloc, np.ndarray) and alloc.dtype.kind in "iu" and alloc.shape == (n, 2):
@@ -298,6 +352,13 @@ def place_checked(
     g_key = np.concatenate([key_p[gp], key_w[gw]])
     g_job = np.concatenate([gp, gw])
     g_kind = np.concatenate([np.ones(gp.size, dtype=int), np.zeros(gw.size, dtype=int)])
+    # First fit without racks scans from the first machine that may still host a task: one
+    # whose free amount of some resource is below half of every task's demand of it can host
+    # none (free capacity only shrinks until a shrink or an order swap frees some: then rescan).
+    every = np.vstack([wd[w > 0], pd[p > 0]])
+    dmin = every.min(axis=0) if every.size else np.zeros(full.shape[1])
+    dead_below = np.where(dmin > 0, 0.5 * dmin, -np.inf)
+    lo = 0
     for g in np.lexsort((g_job, -g_kind, -g_key)):
         i, kind = int(g_job[g]), int(g_kind[g])
         d = demand[kind][i]
@@ -305,31 +366,20 @@ def place_checked(
             need = int(target[kind][i] - count[i, kind])
             if need <= 0:
                 break
-            counts = fit_counts(free_now, d)
-            order = None
-            if racked:
-                home = np.zeros(H, dtype=bool)
-                home[list(placed[i])] = True
-                order = rack_order(
-                    free_now,
-                    home,
-                    (target[0][i] - count[i, 0]) * wd[i] + (target[1][i] - count[i, 1]) * pd[i],
-                )
-            if order is None:
-                before = np.cumsum(counts) - counts
-                take = np.clip(need - before, 0, counts)
-            else:  # racked: the job's racks (or one that holds it) first
-                c = counts[order]
-                take = np.zeros_like(counts)
-                take[order] = np.clip(need - (np.cumsum(c) - c), 0, c)
-            used = np.flatnonzero(take)
-            free_now[used] -= take[used, None] * d[None, :]
-            for m, t in zip(used.tolist(), take[used].tolist(), strict=True):
+            if not racked:
+                lo = _first_live(free_now, dead_below, lo)
+                used, take_used = _first_fit_from(free_now, d, need, lo)
+            else:
+                used, take_used = _racked_fit(free_now, d, need, placed[i],
+                    (target[0][i] - count[i, 0]) * wd[i] + (target[1][i] - count[i, 1]) * pd[i])  # fmt: skip
+            free_now[used] -= take_used[:, None] * d[None, :]
+            for m, t in zip(used.tolist(), take_used.tolist(), strict=True):
                 placed[i].setdefault(m, [0, 0])[kind] += t
-            got = int(take[used].sum())
+            got = int(take_used.sum())
             count[i, kind] += got
             if got == need:
                 break
+            lo = 0  # what follows may free capacity anywhere
             # A job at (1, 1) whose second task fails may fit with the other task order (costs nothing).
             if _swap_unit_order(i, kind, w, p, placed, free_now, demand):
                 count[i] = 1

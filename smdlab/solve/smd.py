@@ -365,11 +365,15 @@ def efficiency_selection(inst: Instance) -> np.ndarray:
     left = cap + 1e-9 * np.maximum(1.0, np.abs(cap))
     wk, pk = k // P + 1, k % P + 1
     use = inst.alpha * wk[:, None] + inst.gamma * pk[:, None]
-    for i in np.argsort(-best, kind="stable").tolist():
-        if not np.isfinite(best[i]):
-            break
-        if np.all(use[i] <= left):
-            left = left - use[i]
+    order = np.argsort(-best, kind="stable")
+    order = order[np.isfinite(best[order])]
+    # one job at a time on Python floats: the same sums in the same order as array arithmetic
+    rows, room = use[order].tolist(), left.tolist()
+    K = len(room)
+    for i, row in zip(order.tolist(), rows):
+        if all(row[r] <= room[r] for r in range(K)):
+            for r in range(K):
+                room[r] -= row[r]
             chosen[i] = True
     return chosen
 
