@@ -38,6 +38,7 @@ __all__ = [
     "PIPELINE_TABLES",
     "PROFILE_INDEX",
     "SPEED_TABLES",
+    "STORAGE_DATASETS",
     "TRACES",
     "WIDGET_JOB_SAMPLES",
     "WORKLOAD_BOUNDS",
@@ -200,6 +201,12 @@ LINK_SPEEDS: Cache[Any] = Cache(
     "speed on links slower than its NIC shares (rack uplinks)",
     lifetime=_IMMUTABLE,
     maxsize=50_000,
+)
+STORAGE_DATASETS: Cache[Any] = Cache(
+    "model.storage.bundled",
+    key="() (one entry: data/storage/datasets.csv)",
+    lifetime=_PROCESS,
+    maxsize=1,
 )
 JOB_VARIANTS: Cache[Any] = Cache(
     "model.pipeline.job_variants",

@@ -62,6 +62,7 @@ FAMILIES = {
     "learned",
     "deadline",
     "network",
+    "storage",
 }
 
 

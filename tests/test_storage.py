@@ -25,7 +25,7 @@ from smdlab.policies.storage.allocators import (
     JobIO,
     allocate,
     fair_bandwidth,
-    lru_cache,
+    lru_allocation,
     proportional_cache,
 )
 from smdlab.sim.errors import InvalidDecision
@@ -119,7 +119,7 @@ def test_cache_rules():
     jobs = {"a": JobIO(1000.0, 4), "b": JobIO(500.0, 1)}
     # LRU: datasets read now first (ties by name), then most recent; whole datasets that fit:
     # ImageNet's 138 GB no longer fit after COCO's 18
-    assert lru_cache(st, jobs, {"cifar10": 5.0}) == {
+    assert lru_allocation(st, jobs, {"cifar10": 5.0}) == {
         "coco2017": 18.0,
         "cifar10": ds["cifar10"].size_gb,
     }

@@ -38,7 +38,7 @@ def run_welfare(
 ) -> float:
     """Sum over completed jobs of weight x utility(T*/JCT), T* the job's duration at its
     reference speed (``reference_speed``), with AutoCBA's utility functions (docs/storage.md)."""
-    from smdlab.policies.storage._common import reference_speed, utility_kind
+    from smdlab.policies.storage import reference_speed, utility_kind
     from smdlab.solve.storage import utility as util
 
     by_name = {j.name: j for j in jobs}

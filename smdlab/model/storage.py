@@ -17,10 +17,10 @@ import csv
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from types import MappingProxyType
 from typing import Literal, get_args
 
+from smdlab.caches import STORAGE_DATASETS, memoize
 from smdlab.errors import InvalidInput, check_choice, check_positive
 from smdlab.paths import data_dir
 
@@ -66,7 +66,7 @@ class Dataset:
         return self.size_gb * 1000.0 / self.sample_mb
 
 
-@cache
+@memoize(STORAGE_DATASETS)
 def _bundled() -> Mapping[str, Dataset]:
     out = {}
     with open(data_dir() / "storage" / "datasets.csv", newline="") as f:

@@ -22,7 +22,7 @@ __all__ = [
     "allocate",
     "cba_allocation",
     "fair_bandwidth",
-    "lru_cache",
+    "lru_allocation",
     "proportional_cache",
     "silod_allocation",
 ]
@@ -80,7 +80,7 @@ def _capacity(storage: Storage, datasets: Mapping[str, float]) -> float:
     return storage.cache_gb if math.isfinite(storage.cache_gb) else float(sum(datasets.values()))
 
 
-def lru_cache(
+def lru_allocation(
     storage: Storage, jobs: Mapping[str, JobIO], last_read: Mapping[str, float]
 ) -> dict[str, float]:
     """Whole datasets, most recently read first (those read now first), while they fit.
@@ -174,7 +174,7 @@ def allocate(
     if rule == "none":
         return _with_bandwidth(storage, jobs, {})
     if rule == "lru":
-        return _with_bandwidth(storage, jobs, lru_cache(storage, jobs, last_read))
+        return _with_bandwidth(storage, jobs, lru_allocation(storage, jobs, last_read))
     if rule == "proportional":
         return _with_bandwidth(storage, jobs, proportional_cache(storage, jobs))
     if rule == "cba":
