@@ -53,7 +53,16 @@ RANK = {
 }
 # The policy contract and the shared stages; everything else in policies/ is a family subpackage.
 CONTRACT = {"__init__", "base", "registry", "toolkit", "check"}
-FAMILIES = {"ps", "allreduce", "multiresource", "sharing", "heterogeneity", "learned", "deadline"}
+FAMILIES = {
+    "ps",
+    "allreduce",
+    "multiresource",
+    "sharing",
+    "heterogeneity",
+    "learned",
+    "deadline",
+    "batch",
+}
 
 
 def _name(path: Path) -> str:
