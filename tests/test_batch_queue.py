@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from smdlab.errors import InvalidInput
 from smdlab.model.batch import BatchJob, Chain, requested_wall_times
@@ -202,10 +201,10 @@ def test_bad_input_lines():
         simulate_batch([], 4, 10, chains=[Chain("c", 0, 1, 100, max_links=2)])
     with pytest.raises(InvalidInput, match="below chain 'c''s minimum run 60 s"):
         simulate_batch([], 4, 10, chains=[Chain("c", 0, 1, 100, min_run_s=60)])
-    with pytest.raises(InvalidDecision, match="successor for chain 'gone'.*not a chain"):
+    with pytest.raises(InvalidDecision, match=r"successor for chain 'gone'.*not a chain"):
         simulate_batch([], 4, 10, chains=[CHAIN], provisioner=_Bad("gone"), step_s=1)
     ended = [Chain("c", 0, 1, 5.0), Chain("d", 0, 1, 30.0)]
-    with pytest.raises(InvalidDecision, match="chain 'c'.*has ended"):
+    with pytest.raises(InvalidDecision, match=r"chain 'c'.*has ended"):
         simulate_batch([], 4, 10, chains=ended, provisioner=_Bad("c"), step_s=1)
     with pytest.raises(InvalidInput, match="requested_s must be at most the wall-time limit"):
         simulate_batch([_job("y", 0, 1, 5, 50)], 4, 10)

@@ -7,8 +7,8 @@ from smdlab.policies.batch.provision import (
     FixedLead,
     Learned,
     Oracle,
-    ProvisionState,
     Provisioner,
+    ProvisionState,
     Reactive,
     provisioner,
 )
