@@ -94,6 +94,11 @@ class ExperimentConfig:
         (Synergy's Figure-8 jobs at 9 jobs/h and Muri's whole trace3; hours), ``trace3`` (Muri's
         whole trace3 beside the authors' 4 x 8-GPU Synergy fixture), ``subset`` or ``small``
         (that fixture and trace3's first rows; seconds).
+    batch_loads: offered loads of ``interruption_vs_load`` (the Philly window's arrivals scaled).
+    batch_start, batch_jobs: first row (time order) and rows of that Philly window.
+    batch_gpus: GPUs of its batch cluster (one pool).
+    batch_chains: chains arriving in the window's held-out second half.
+    batch_seed: seed of the requested times, the chains and the predictors.
     """
 
     name: str
@@ -134,6 +139,12 @@ class ExperimentConfig:
     deeprm_jobsets: int = 50
     gavel_traces: tuple[str, ...] = GAVEL_SWEEP_TRACES
     ablation_inputs: str = "trace3"
+    batch_loads: tuple[float, ...] = (0.6, 0.8, 1.0)
+    batch_start: int = 30000
+    batch_jobs: int = 6000
+    batch_gpus: int = 64
+    batch_chains: int = 30
+    batch_seed: int = 0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -150,6 +161,7 @@ class ExperimentConfig:
             "sharing_degree_values",
             "deeprm_loads",
             "gavel_traces",
+            "batch_loads",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -195,6 +207,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
+        batch_jobs=2000,
+        batch_chains=10,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -222,6 +236,10 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=2,
         gavel_traces=("seed3_rate0.4_60jobs",),
         ablation_inputs="small",
+        batch_loads=(0.8,),
+        batch_jobs=600,
+        batch_gpus=32,
+        batch_chains=4,
     ),
 }
 
