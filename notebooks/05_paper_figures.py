@@ -331,6 +331,16 @@ df = draw("jct_vs_sharing_degree")
 df = draw("gavel_rate_sweep")
 
 # %% [markdown]
+# ## Batch queues: chains of jobs against load
+#
+# Chains of 48 h on a Slurm-like queue (EASY backfilling, 12 h limit, a Philly window as
+# background): interruption, share of chains never interrupted and overlap waste of the reactive,
+# fixed-lead, oracle and learned provisioners (`docs/batch.md`; notebook 14 follows one chain).
+
+# %%
+df = draw("interruption_vs_load")
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

@@ -141,9 +141,9 @@ class ExperimentConfig:
     ablation_inputs: str = "trace3"
     batch_loads: tuple[float, ...] = (0.6, 0.8, 1.0)
     batch_start: int = 30000
-    batch_jobs: int = 6000
+    batch_jobs: int = 3000
     batch_gpus: int = 64
-    batch_chains: int = 30
+    batch_chains: int = 16
     batch_seed: int = 0
 
     def __post_init__(self) -> None:
@@ -207,8 +207,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         deeprm_jobsets=10,
         gavel_traces=("seed0_rate1.0_300jobs", "seed0_rate2.5_300jobs", "seed0_rate6.0_300jobs"),
         ablation_inputs="subset",
-        batch_jobs=2000,
-        batch_chains=10,
+        batch_jobs=1500,
+        batch_chains=8,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
