@@ -154,15 +154,13 @@ def interruption_vs_load(
     rows = []
     for load in cfg.batch_loads:
         setting = batch_setting(cfg, load)
-        base = None
         for prov in provisioners(setting, names, cfg.batch_seed):
             m = chain_metrics(run_chains(setting, prov).chains)
-            if prov.name == "reactive":
-                base = m["interruption_h"]
             rows.append({"load": load, "provisioner": prov.name, **m})
             if progress is not None:
                 progress(f"load {load:g}: {prov.name} done")
-        for r in rows:
-            if r["load"] == load and base is not None:
-                r["reduction"] = 1 - r["interruption_h"] / base if base > 0 else np.nan
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    reactive = df[df["provisioner"] == "reactive"].set_index("load")["interruption_h"]
+    base = df["load"].map(reactive)
+    df["reduction"] = np.where(base > 0, 1 - df["interruption_h"] / base, np.nan)
+    return df

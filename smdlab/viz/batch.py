@@ -76,10 +76,11 @@ def chain_timeline_figure(
     assert t0 is not None
     for row, (name, res) in enumerate(results.items()):
         links = res.jobs[res.jobs["chain"] == chain]
-        for k, link in enumerate(links.itertuples()):
+        submit, start, end = (links[c].to_numpy(dtype=float) for c in ("submit", "start", "end"))
+        for k in range(len(links)):
             for a, b, alpha, what in (
-                (link.submit, link.start, 0.3, "waits"),
-                (link.start, link.end, 1.0, "runs"),
+                (submit[k], start[k], 0.3, "waits"),
+                (start[k], end[k], 1.0, "runs"),
             ):
                 if b > a:
                     fig.add_trace(
