@@ -13,6 +13,7 @@ from smdlab.experiments.batch import (
     interruption_vs_load,
     provisioners,
     run_chains,
+    wait_prediction_error,
     wait_training_set,
 )
 from smdlab.experiments.config import get_config
@@ -32,6 +33,12 @@ def test_chains_arrive_in_the_held_out_half(setting):
     train = wait_training_set(setting)
     assert len(train) > 50 and (train["submit"] < setting.cut_s).all()
     assert (train["wait_s"] >= 0).all()
+
+
+def test_held_out_wait_prediction_is_scored_after_the_cut(setting):
+    err = wait_prediction_error(setting, "gbr")
+    assert err["train_jobs"] + err["test_jobs"] == len(setting.jobs)
+    assert err["mae_log"] >= 0 and err["mae_log_mean_baseline"] >= 0
 
 
 def test_predictor_rejects_an_unknown_kind(setting):

@@ -74,11 +74,35 @@ def batch_setting(cfg: ExperimentConfig, load: float) -> BatchSetting:
     return BatchSetting(load, jobs, chains, cfg.batch_gpus, cut)
 
 
-def wait_training_set(setting: BatchSetting) -> pd.DataFrame:
-    """Features and waits of the background jobs submitted before the cut (a run without chains)."""
+def wait_features(setting: BatchSetting) -> pd.DataFrame:
+    """Features and waits of every background job (a run without chains)."""
     res = simulate_batch(setting.jobs, setting.gpus, BATCH_LIMIT_S, "easy", record_features=True)
     assert res.features is not None
-    return res.features[res.features["submit"] < setting.cut_s].reset_index(drop=True)
+    return res.features
+
+
+def wait_training_set(setting: BatchSetting) -> pd.DataFrame:
+    """Features and waits of the background jobs submitted before the cut (a run without chains)."""
+    feats = wait_features(setting)
+    return feats[feats["submit"] < setting.cut_s].reset_index(drop=True)
+
+
+def wait_prediction_error(setting: BatchSetting, kind: str, seed: int = 0) -> dict[str, float]:
+    """A predictor trained before the cut, scored on the background jobs submitted after it:
+    mean absolute error of log(1 + wait), and the same for always predicting the training mean."""
+    feats = wait_features(setting)
+    early = feats["submit"] < setting.cut_s
+    model = fit_wait_predictor(feats[early], kind, seed)
+    test = feats[~early]
+    y = log_wait(test["wait_s"].to_numpy())
+    pred = model.predict(test[list(FEATURES)].to_numpy(dtype=float))
+    mean = float(log_wait(feats.loc[early, "wait_s"].to_numpy()).mean())
+    return {
+        "train_jobs": float(early.sum()),
+        "test_jobs": float(len(test)),
+        "mae_log": float(np.abs(pred - y).mean()),
+        "mae_log_mean_baseline": float(np.abs(mean - y).mean()),
+    }
 
 
 def fit_wait_predictor(train: pd.DataFrame, kind: str, seed: int = 0):
