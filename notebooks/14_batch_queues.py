@@ -37,10 +37,10 @@ from smdlab.experiments.batch import (
     run_chains,
 )
 from smdlab.experiments.config import get_config
-from smdlab.model.batch import BatchJob
 from smdlab.sim.batch import simulate_batch
 from smdlab.viz.batch import chain_timeline_figure
 from smdlab.viz.notebook import show, table
+from smdlab.workloads.batch import easy_example
 
 # %% [markdown]
 # ## EASY backfilling by hand
@@ -52,13 +52,7 @@ from smdlab.viz.notebook import show, table
 # GPUs: it starts. J4 ends at 9, before the shadow time: it starts too. FIFO starts neither.
 
 # %%
-example = [
-    BatchJob("A", 0, 6, 10, 10),
-    BatchJob("J1", 1, 8, 20, 20),
-    BatchJob("J2", 1, 3, 3, 15),
-    BatchJob("J3", 1, 2, 12, 15),
-    BatchJob("J4", 1, 2, 5, 8),
-]
+example = easy_example()
 starts = pd.DataFrame(
     {
         q: simulate_batch(example, 10, 100, q).jobs.set_index("name")["start"]

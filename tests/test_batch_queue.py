@@ -23,21 +23,15 @@ from smdlab.policies.batch import (
 )
 from smdlab.sim.batch import simulate_batch
 from smdlab.sim.errors import InvalidDecision
+from smdlab.workloads.batch import easy_example
 
 
 def _job(name, arrival, gpus, duration, requested):
     return BatchJob(name, arrival, gpus, duration, requested)
 
 
-# The hand-worked EASY example of docs/batch.md ("A worked example"): 10 GPUs; A holds 6 from
-# t=0 (estimate 10); at t=1, in order, J1 (8 GPUs, estimate 20), J2 (3, 15), J3 (2, 15), J4 (2, 8).
-EXAMPLE = [
-    _job("A", 0, 6, 10, 10),
-    _job("J1", 1, 8, 20, 20),
-    _job("J2", 1, 3, 3, 15),
-    _job("J3", 1, 2, 12, 15),
-    _job("J4", 1, 2, 5, 8),
-]
+# The hand-worked EASY example of docs/batch.md ("A worked example").
+EXAMPLE = easy_example()
 
 
 def _starts(res):

@@ -72,6 +72,18 @@ def batch_trace(
     ]
 
 
+def easy_example() -> list[BatchJob]:
+    """The hand-worked EASY example of docs/batch.md (10 GPUs): A holds 6 from t=0 (asks 10 s);
+    at t=1, in order, J1 (8 GPUs, asks 20 s), J2 (3, 15), J3 (2, 15), J4 (2, 8)."""
+    return [
+        BatchJob("A", 0, 6, 10, 10),
+        BatchJob("J1", 1, 8, 20, 20),
+        BatchJob("J2", 1, 3, 3, 15),
+        BatchJob("J3", 1, 2, 12, 15),
+        BatchJob("J4", 1, 2, 5, 8),
+    ]
+
+
 def offered_load(jobs: Sequence[BatchJob], gpus: int) -> float:
     """GPU-seconds the jobs hold (duration cut at the request) over ``gpus`` x their span."""
     if not jobs:
