@@ -200,6 +200,10 @@ def test_bad_input_lines():
     ended = [Chain("c", 0, 1, 5.0), Chain("d", 0, 1, 30.0)]
     with pytest.raises(InvalidDecision, match=r"chain 'c'.*has ended"):
         simulate_batch([], 4, 10, chains=ended, provisioner=_Bad("c"), step_s=1)
+    with pytest.raises(InvalidInput, match="queue must be a name or have decide"):
+        simulate_batch([], 4, 10, object())
+    with pytest.raises(InvalidInput, match="queue must be one of fifo, easy"):
+        simulate_batch([], 4, 10, "lifo")
     with pytest.raises(InvalidInput, match="requested_s must be at most the wall-time limit"):
         simulate_batch([_job("y", 0, 1, 5, 50)], 4, 10)
 

@@ -499,8 +499,10 @@ def simulate_batch(
     gpus = check_int("gpus", gpus, 1)
     limit_s = check_positive("limit_s", limit_s)
     step_s = check_positive("step_s", step_s)
-    if not isinstance(queue, str) and not callable(getattr(queue, "decide", None)):
-        raise InvalidInput(f"queue must be a name or have decide(state), got {queue!r}")
+    if not isinstance(queue, str) and not all(
+        callable(getattr(queue, m, None)) for m in ("decide", "reset")
+    ):
+        raise InvalidInput(f"queue must be a name or have decide(state) and reset(), got {queue!r}")
     policy = queue_policy(queue) if isinstance(queue, str) else queue
     if chains and provisioner is None:
         provisioner = Reactive()
