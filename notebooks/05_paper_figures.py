@@ -361,6 +361,16 @@ df = draw("slo_vs_load")
 df = draw("io_cost_vs_cache")
 
 # %% [markdown]
+# ## Batch queues: chains of jobs against load
+#
+# Chains of 48 h on a Slurm-like queue (EASY backfilling, 12 h limit, a Philly window as
+# background): interruption, share of chains never interrupted and overlap waste of the reactive,
+# fixed-lead, oracle and learned provisioners (`docs/batch.md`; notebook 14 follows one chain).
+
+# %%
+df = draw("interruption_vs_load")
+
+# %% [markdown]
 # ## The committed figures
 #
 # `figures/` holds the output of `smdlab reproduce` (full configuration) with the CSV of each

@@ -63,6 +63,7 @@ FAMILIES = {
     "deadline",
     "network",
     "storage",
+    "batch",
 }
 
 

@@ -111,6 +111,11 @@ class ExperimentConfig:
     slo_policies: policies compared there (``SLO_POLICIES``).
     contention_values: rack oversubscription ratios of ``jct_vs_contention`` (the fabric).
     contention_jobs: jobs of its online workload.
+    batch_loads: offered loads of ``interruption_vs_load`` (the Philly window's arrivals scaled).
+    batch_start, batch_jobs: first row (time order) and rows of that Philly window.
+    batch_gpus: GPUs of its batch cluster (one pool).
+    batch_chains: chains arriving in the window's held-out second half.
+    batch_seed: seed of the requested times, the chains and the predictors.
     """
 
     name: str
@@ -166,6 +171,12 @@ class ExperimentConfig:
     storage_budget: float = 40.0
     contention_values: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
     contention_jobs: int = 60
+    batch_loads: tuple[float, ...] = (0.6, 0.8, 1.0)
+    batch_start: int = 30000
+    batch_jobs: int = 3000
+    batch_gpus: int = 64
+    batch_chains: int = 16
+    batch_seed: int = 0
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -188,6 +199,7 @@ class ExperimentConfig:
             "storage_cache_values",
             "storage_seeds",
             "contention_values",
+            "batch_loads",
         )
         for fname in sweeps:
             if not getattr(self, fname):
@@ -250,6 +262,8 @@ CONFIGS: dict[str, ExperimentConfig] = {
         storage_jobs=24,
         contention_values=(1.0, 4.0, 16.0),
         contention_jobs=40,
+        batch_jobs=1500,
+        batch_chains=8,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -287,6 +301,10 @@ CONFIGS: dict[str, ExperimentConfig] = {
         storage_jobs=8,
         contention_values=(1.0, 8.0),
         contention_jobs=12,
+        batch_loads=(0.8,),
+        batch_jobs=600,
+        batch_gpus=32,
+        batch_chains=4,
     ),
 }
 

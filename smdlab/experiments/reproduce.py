@@ -281,6 +281,18 @@ def _gavel_sweep(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     return gavel_rate_sweep(cfg, workers=workers)
 
 
+def _interruption(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
+    from smdlab.experiments.batch import interruption_vs_load
+
+    return interruption_vs_load(cfg, workers)
+
+
+def _draw_interruption(df: pd.DataFrame):
+    from smdlab.viz.batch import interruption_figure
+
+    return interruption_figure(df)
+
+
 def _draw_gavel_sweep(df: pd.DataFrame):
     from smdlab.viz.gavel_sweep import gavel_rate_sweep_figure
 
@@ -457,6 +469,12 @@ FIGURES: dict[str, FigureSpec] = {
             "IO cost, welfare and mean JCT of CBA, AutoCBA, SiloD and FIFO with no cache, LRU and GPU-proportional caches vs cluster cache size",
             _storage,
             _draw_storage,
+        ),
+        FigureSpec(
+            "interruption_vs_load",
+            "chains on a Slurm-like queue (EASY backfilling, 12 h limit, Philly window): interruption, zero-interruption share and overlap of the reactive, fixed-lead, oracle and learned provisioners vs load",
+            _interruption,
+            _draw_interruption,
         ),
     )
 }

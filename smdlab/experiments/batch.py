@@ -1,0 +1,190 @@
+"""Chains on a Slurm-like batch queue: interruption, zero-interruption share and overlap waste of
+each provisioner against offered load (the ``interruption_vs_load`` figure, docs/batch.md).
+
+Setting, per load: a window of the Philly trace (``batch_start``, ``batch_jobs`` rows) as
+background on a pool of ``batch_gpus`` GPUs, arrivals scaled to the offered load, EASY
+backfilling, wall-time limit ``BATCH_LIMIT_S``, requested times by the f-model. The learned
+provisioners' wait predictors are trained on the background jobs submitted in the window's first
+half (a run without chains); the chains arrive in the second half (held out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from smdlab.errors import InvalidInput
+from smdlab.experiments.config import ExperimentConfig, get_config
+from smdlab.model.batch import BatchJob, Chain
+from smdlab.policies.batch import FEATURES, Learned, Provisioner, provisioner
+from smdlab.policies.batch.provision import log_wait
+from smdlab.sim.batch import BatchResult, simulate_batch
+from smdlab.workloads.batch import batch_trace, make_chains, offered_load
+
+# Wall-time limit of the experiments: 12 h (many academic GPU partitions cap jobs at 12-48 h).
+BATCH_LIMIT_S = 12 * 3600.0
+# A chain lasts four limits (a two-day service or training run).
+CHAIN_LINKS = 4
+CHAIN_GPUS = (1, 2, 4, 8)
+# Provisioner decision step (s).
+STEP_S = 600.0
+# The fixed-lead baseline submits one hour before the end.
+LEAD = "lead_1h"
+PREDICTORS = ("learned_gbr", "learned_rf")
+BASELINES = ("reactive", LEAD, "oracle")
+
+
+@dataclass(frozen=True)
+class BatchSetting:
+    """One load's inputs: background, chains, GPUs, and the first half's end (train/test cut)."""
+
+    load: float
+    jobs: list[BatchJob]
+    chains: list[Chain]
+    gpus: int
+    cut_s: float
+
+
+def batch_setting(cfg: ExperimentConfig, load: float) -> BatchSetting:
+    """The background window scaled to ``load`` and the held-out chains of the second half."""
+    base = batch_trace(
+        limit_s=BATCH_LIMIT_S, start=cfg.batch_start, first=cfg.batch_jobs, seed=cfg.batch_seed
+    )
+    scale = load / offered_load(base, cfg.batch_gpus)
+    jobs = batch_trace(
+        limit_s=BATCH_LIMIT_S,
+        start=cfg.batch_start,
+        first=cfg.batch_jobs,
+        seed=cfg.batch_seed,
+        rate_scale=scale,
+    )
+    span = jobs[-1].arrival
+    cut = span / 2
+    chains = make_chains(
+        cfg.batch_chains,
+        length_s=CHAIN_LINKS * BATCH_LIMIT_S,
+        gpus=CHAIN_GPUS,
+        t0=cut,
+        t1=cut + (span - cut) / 2,
+        seed=cfg.batch_seed,
+    )
+    return BatchSetting(load, jobs, chains, cfg.batch_gpus, cut)
+
+
+def wait_features(setting: BatchSetting) -> pd.DataFrame:
+    """Features and waits of every background job (a run without chains)."""
+    res = simulate_batch(setting.jobs, setting.gpus, BATCH_LIMIT_S, "easy", record_features=True)
+    assert res.features is not None
+    return res.features
+
+
+def wait_training_set(setting: BatchSetting) -> pd.DataFrame:
+    """Features and waits of the background jobs submitted before the cut (a run without chains)."""
+    feats = wait_features(setting)
+    return feats[feats["submit"] < setting.cut_s].reset_index(drop=True)
+
+
+def wait_prediction_error(setting: BatchSetting, kind: str, seed: int = 0) -> dict[str, float]:
+    """A predictor trained before the cut, scored on the background jobs submitted after it:
+    mean absolute error of log(1 + wait), and the same for always predicting the training mean."""
+    feats = wait_features(setting)
+    early = feats["submit"] < setting.cut_s
+    model = fit_wait_predictor(feats[early], kind, seed)
+    test = feats[~early]
+    y = log_wait(test["wait_s"].to_numpy())
+    pred = model.predict(test[list(FEATURES)].to_numpy(dtype=float))
+    mean = float(log_wait(feats.loc[early, "wait_s"].to_numpy()).mean())
+    return {
+        "train_jobs": float(early.sum()),
+        "test_jobs": float(len(test)),
+        "mae_log": float(np.abs(pred - y).mean()),
+        "mae_log_mean_baseline": float(np.abs(mean - y).mean()),
+    }
+
+
+def fit_wait_predictor(train: pd.DataFrame, kind: str, seed: int = 0):
+    """A scikit-learn regressor of log(1 + wait) on ``FEATURES``: ``gbr`` (gradient boosting) or
+    ``rf`` (random forest). Needs the ``batch`` extra (scikit-learn)."""
+    try:
+        from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InvalidInput(
+            "the learned provisioners need scikit-learn: pip install 'smdlab[batch]'"
+        ) from None
+    X = train[list(FEATURES)].to_numpy(dtype=float)
+    y = log_wait(train["wait_s"].to_numpy())
+    if kind == "gbr":
+        model = GradientBoostingRegressor(n_estimators=150, max_depth=3, random_state=seed)
+    elif kind == "rf":
+        model = RandomForestRegressor(
+            n_estimators=50, min_samples_leaf=5, random_state=seed, n_jobs=1
+        )
+    else:
+        raise InvalidInput(f"kind must be gbr or rf, got {kind!r}")
+    return model.fit(X, y)
+
+
+def provisioners(setting: BatchSetting, names: Sequence[str], seed: int = 0) -> list[Provisioner]:
+    """The provisioners ``names`` (baselines by name; ``learned_gbr``/``learned_rf`` trained on
+    the setting's first half)."""
+    out: list[Provisioner] = []
+    train = None
+    for name in names:
+        if name in PREDICTORS:
+            train = wait_training_set(setting) if train is None else train
+            out.append(Learned(fit_wait_predictor(train, name.split("_")[1], seed), name=name))
+        else:
+            out.append(provisioner(name))
+    return out
+
+
+def run_chains(setting: BatchSetting, prov: Provisioner) -> BatchResult:
+    """The setting's background and chains under EASY backfilling and ``prov``."""
+    return simulate_batch(
+        setting.jobs,
+        setting.gpus,
+        BATCH_LIMIT_S,
+        "easy",
+        chains=setting.chains,
+        provisioner=prov,
+        step_s=STEP_S,
+    )
+
+
+def chain_metrics(chains: pd.DataFrame) -> dict[str, float]:
+    """Per-chain means: interruptions, interruption hours, overlap GPU-hours, completion hours,
+    and the share of chains never interrupted."""
+    return {
+        "interruptions": float(chains["interruptions"].mean()),
+        "interruption_h": float(chains["interruption_s"].mean() / 3600),
+        "zero_interruption_share": float((chains["interruptions"] == 0).mean()),
+        "overlap_gpu_h": float(chains["overlap_gpu_h"].mean()),
+        "completion_h": float(chains["completion_s"].mean() / 3600),
+    }
+
+
+def interruption_vs_load(
+    config: str | ExperimentConfig = "quick",
+    workers: int = 1,
+    names: Sequence[str] = (*BASELINES, *PREDICTORS),
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """One row per (load, provisioner): chain metrics, and the interruption-time reduction
+    against reactive (``reduction``, 1 - its interruption time / reactive's)."""
+    cfg = get_config(config)
+    rows = []
+    for load in cfg.batch_loads:
+        setting = batch_setting(cfg, load)
+        for prov in provisioners(setting, names, cfg.batch_seed):
+            m = chain_metrics(run_chains(setting, prov).chains)
+            rows.append({"load": load, "provisioner": prov.name, **m})
+            if progress is not None:
+                progress(f"load {load:g}: {prov.name} done")
+    df = pd.DataFrame(rows)
+    reactive = df[df["provisioner"] == "reactive"].set_index("load")["interruption_h"]
+    base = df["load"].map(reactive)
+    df["reduction"] = np.where(base > 0, 1 - df["interruption_h"] / base, np.nan)
+    return df
