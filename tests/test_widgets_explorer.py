@@ -372,7 +372,8 @@ def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
         assert a.exact_solution is not None and a.exact_solution.status == "time_limit"
         assert a.bounds_fig.data[0].marker.symbol[-1] == "diamond-open"
         assert "time limit" in a.status.value
-        assert a.schedule is None and "not simulated" in str(a.schedule_fig.layout)
+        assert a.schedule[0] == {} and "not simulated" in str(a.schedule_fig.layout)
+        assert a.schedule_panel.bound_source == "closed_form" and a.schedule[1] > 0
         a.large.value = False
         assert (a.settings.machines, a.settings.n_jobs) == (SMALL.machines, SMALL.n_jobs)
         a.large.value = True

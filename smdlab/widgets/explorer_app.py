@@ -2,9 +2,12 @@
 allocation, one job's per-layer timeline and the JCT bounds follow.
 
 Fast path (runs in the control's callback): build the instance, solve it with the chosen fast method
-(SMD of the reconstructed model, whose result carries the LP lower bound, or LP + rounding), redraw
-three FigureWidgets in place. Slow path (a background thread, with a busy indicator): the exact
-MILP under a short time limit; a result that arrives after the controls changed again is dropped.
+(SMD of the reconstructed model, whose result carries the LP lower bound, or LP + rounding), draw
+the closed-form bound on any schedule's mean JCT, redraw the FigureWidgets in place. Above
+``INLINE_MAX_JOBS`` jobs the fast path itself runs on a background thread. Slow path (background
+threads, each with a busy indicator): the exact MILP under a short time limit, and the schedule
+panel (each policy's simulation drawn as it finishes, then the interval-LP bound). A newer change
+cancels the older work at its next check; a failure shows one line in the status line.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import html
 import math
 import threading
 import time
+import traceback
+from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
@@ -29,7 +34,15 @@ from smdlab.viz.solution import allocation_spec, bounds_spec, exact_label
 from smdlab.viz.style import TEMPLATE, method_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
 from smdlab.widgets.explorer_controls import ExplorerControls
-from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
+from smdlab.widgets.live import (
+    Background,
+    BackgroundApp,
+    Superseded,
+    failure_line,
+    figure_widget,
+    stoppable_policy,
+    sync_figure,
+)
 from smdlab.widgets.scenario import (
     ExplorerSettings,
     build_cluster,
@@ -46,21 +59,105 @@ EXACT_GRACE_S = 0.1
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
 # Larger job mixes are not simulated: six simulations would take minutes, not seconds.
 SCHEDULE_MAX_JOBS = 64
+# Larger job mixes are built and solved off the kernel's main thread (building 2,000 jobs and
+# solving them with SMD take seconds), so the controls keep answering meanwhile.
+INLINE_MAX_JOBS = 200
+# How the schedule panel names the bound it draws (docs/bound.md states each one's proof).
+BOUND_LABELS: dict[str, str] = {
+    "closed_form": "lower bound (closed form)",
+    "interval_lp": "lower bound (interval LP)",
+    "none": "no bound",
+}
 
 
-def _simulate_schedule(jobs, cluster, mode: str) -> tuple[dict[str, float], float]:
-    """(policy -> simulated mean JCT in its natural mode, lower bound on any schedule's mean JCT)."""
+@dataclass(frozen=True)
+class SchedulePanel:
+    """What the schedule panel draws: the means simulated so far and the best bound known.
+
+    bound_source: a key of ``BOUND_LABELS``; pending: policies not simulated yet; note: why
+    nothing more is coming (too many jobs, a failure), if anything.
+    """
+
+    means: dict[str, float] = field(default_factory=dict)
+    bound: float = math.nan
+    bound_source: str = "none"
+    pending: tuple[str, ...] = ()
+    refining: bool = False
+    note: str | None = None
+
+    def spec(self) -> dict:
+        """The schedule figure for this state."""
+        label = BOUND_LABELS[self.bound_source]
+        busy = []
+        if self.pending:
+            done = len(SCHEDULE_POLICIES) - len(self.pending)
+            busy.append(f"simulating {done + 1} of {len(SCHEDULE_POLICIES)} policies")
+        if self.refining:
+            busy.append("refining the bound with the interval LP")
+        title = "Schedule: each policy's simulated mean JCT vs the " + label
+        if busy:
+            title += " (" + "; ".join(busy) + "…)"
+        note = self.note or (None if self.means else "simulating…" if self.pending else None)
+        return schedule_spec(
+            self.means, self.bound, note=note, title=title, bound_label=label, template=None
+        )
+
+
+def _simulate_policy(jobs, cluster, policy: str, mode: str, still_wanted) -> float:
+    """One policy's simulated mean JCT (NaN when it cannot run); stops at a decision once ``still_wanted()`` is False."""
+    from smdlab.policies.registry import get_policy
     from smdlab.sim import simulate
-    from smdlab.sim.bound import workload_bound
 
-    results: dict[str, float] = {}
-    for policy in SCHEDULE_POLICIES:
-        try:
-            res = simulate(jobs, cluster, policy, mode=mode, record_history=False)
-            results[policy] = float(res.summary["mean_jct"])
-        except SmdlabError:
-            results[policy] = math.nan
-    return results, workload_bound(jobs, cluster, mode)
+    try:
+        run = stoppable_policy(get_policy(policy), still_wanted)
+        res = simulate(jobs, cluster, run, mode=mode, record_history=False)
+    except SmdlabError:
+        return math.nan
+    return float(res.summary["mean_jct"])
+
+
+def _bound_now(jobs, cluster, mode: str) -> SchedulePanel:
+    """The panel before any simulation: the closed-form bound (milliseconds)."""
+    from smdlab.sim.bound import closed_form_bound
+
+    bound = float(closed_form_bound(jobs, cluster, mode))
+    return SchedulePanel(bound=bound, bound_source="none" if math.isnan(bound) else "closed_form")
+
+
+def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted, emit) -> None:
+    """Fill the panel on a background thread: emit after each policy's simulation and after the refined bound."""
+    from smdlab.sim.bound import SIM_BOUND_MAX_JOBS, workload_bound
+
+    panel = start
+    if len(jobs) > INLINE_MAX_JOBS:  # a large mix: even the closed-form bound comes from here
+        panel = _bound_now(jobs, cluster, mode)
+        panel = SchedulePanel(
+            bound=panel.bound,
+            bound_source=panel.bound_source,
+            pending=start.pending,
+            refining=start.refining,
+            note=start.note,
+        )
+        emit(panel)
+    means: dict[str, float] = {}
+    for k, policy in enumerate(start.pending):
+        if not still_wanted():
+            raise Superseded
+        means[policy] = _simulate_policy(jobs, cluster, policy, mode, still_wanted)
+        panel = SchedulePanel(
+            dict(means), panel.bound, panel.bound_source, start.pending[k + 1 :], panel.refining
+        )
+        emit(panel)
+    if len(jobs) <= SIM_BOUND_MAX_JOBS:
+        if not still_wanted():
+            raise Superseded
+        refined = float(workload_bound(jobs, cluster, mode))
+        bound, source = panel.bound, panel.bound_source
+        # Both are valid lower bounds, so the larger is too; the LP is usually the larger one.
+        if math.isfinite(refined) and not refined <= bound:
+            bound, source = refined, "interval_lp"
+        panel = SchedulePanel(panel.means, bound, source, (), False, panel.note)
+        emit(panel)
 
 
 def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
@@ -93,16 +190,25 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.exact_grace_s = check_positive("exact_grace_s", exact_grace_s, allow_zero=True)
         self._lock = threading.RLock()
         self.background = Background(
-            f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock
+            f"solving the exact MILP (limit {self.milp_time_limit:g} s)",
+            lock=self._lock,
+            on_error=self._show_failure,
         )
         # The schedule panel's simulations get their own worker: the exact MILP never queues behind them.
         self.schedule_background = Background(
             "simulating every policy on this job mix", lock=self._lock
         )
+        # A large instance's fast path (building the jobs, SMD) runs here, not in the callback.
+        self.fast_background = Background(
+            "solving the large instance", lock=self._lock, on_error=self._fast_failed
+        )
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
-        self._schedule_cache: dict[str, tuple[dict[str, float], float]] = {}
+        self._schedule_cache: dict[str, SchedulePanel] = {}
         self.schedule: tuple[dict[str, float], float] | None = None  # (policy -> mean JCT, bound)
+        self.schedule_panel = SchedulePanel()  # what the schedule figure draws now
+        self.solving_in_background = False  # a large instance's fast path is running
+        self.errors: list[str] = []  # tracebacks of unexpected failures in the callbacks
         self.solution: Solution | None = None  # the allocation shown
         self.exact_solution: Solution | None = (
             None  # the exact MILP of the current problem, once known
@@ -113,7 +219,8 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.updates = 0
         self._build_controls()
         self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
-        self.solution = first = self._solve_fast()
+        self._drawn_key = self._problem_key()
+        self.solution = first = self._solve_fast(self._jobs, self._cluster)
         # The first exact solve runs here, not in the background: the figures are then displayed
         # with their final data (Voila shows a FigureWidget's data as of its first display).
         exact = None
@@ -135,7 +242,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
                 exact_note=exact if isinstance(exact, str) else "not run",
             )
         )
-        self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
+        self.schedule_fig = figure_widget(self.schedule_panel.spec())
         self.rack_fig = figure_widget(self._rack_spec(shown))
         self.rack_box = widgets.Box(
             [self.rack_fig],
@@ -147,7 +254,14 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.timer = RedrawTimer()
         outputs = widgets.VBox(
             [
-                widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
+                widgets.HBox(
+                    [
+                        self.status,
+                        self.fast_background.busy,
+                        self.background.busy,
+                        self.schedule_background.busy,
+                    ]
+                ),
                 self.timer,
                 self.allocation_fig,
                 self.rack_box,
@@ -173,9 +287,9 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         # Everything that changes the allocation problem (not the focus job, not the method).
         return repr(self.settings.replace(focus=0, method="smd"))
 
-    def _solve_fast(self) -> Solution:
+    def _solve_fast(self, jobs, cluster) -> Solution:
         method = _FAST_FOR[self.settings.method]
-        return solve(self._jobs, self._cluster, method, mode=self.settings.mode)
+        return solve(jobs, cluster, method, mode=self.settings.mode)
 
     def _timeline(self, sol: Solution, template: str | None = TEMPLATE):
         i = self.settings.focus
@@ -210,31 +324,78 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         )
 
     def refresh(self, timeline_only: bool = False) -> None:
-        """Recompute the fast path for the current settings and redraw each figure once; queue the exact MILP if enabled."""
+        """Recompute the fast path for the current settings and redraw each figure once; queue the slow work.
+
+        Bad input or a failure shows one line in the status line and keeps the last valid figures.
+        """
         t0 = time.perf_counter()
         with self._lock:
             try:
-                if not timeline_only or self.solution is None:
-                    self._jobs, self._cluster = (
-                        build_jobs(self.settings),
-                        build_cluster(self.settings),
-                    )
-                    self.solution = self._solve_fast()
-                    t1 = time.perf_counter()
-                    self.exact_solution = None
-                    self._draw_change()
-                else:
+                if timeline_only and self.solution is not None:
+                    if self.solving_in_background:  # drawn with the new allocation on arrival
+                        return
                     t1 = time.perf_counter()
                     sync_figure(self.timeline_fig, self._timeline(self._shown, None))
+                elif self.settings.n_jobs > INLINE_MAX_JOBS:
+                    self._solve_in_background()
+                    self.error = None
+                    self._show_status()
+                    return
+                else:
+                    self.fast_background.submit("fast", lambda: None, lambda r: None)  # drop older
+                    self.solving_in_background = False
+                    jobs, cluster = build_jobs(self.settings), build_cluster(self.settings)
+                    solution = self._solve_fast(jobs, cluster)
+                    t1 = time.perf_counter()
+                    self._commit(jobs, cluster, solution)
                 self.error = None
             except SmdlabError as exc:
                 self._show_error(str(exc))
+                return
+            except Exception as exc:  # a bug must not leave a traceback in the output area
+                self.errors.append(traceback.format_exc())
+                self._show_error(failure_line("this change", exc))
                 return
             t2 = time.perf_counter()
             self.last_update_s = t2 - t0
             self.last_timings = {"solve_s": t1 - t0, "draw_s": t2 - t1}
             self.updates += 1
             self._show_status()
+
+    def _commit(self, jobs, cluster, solution: Solution) -> None:
+        """Make ``solution`` of ``jobs`` on ``cluster`` the problem shown, and draw it."""
+        self._jobs, self._cluster, self.solution = jobs, cluster, solution
+        self._drawn_key = self._problem_key()
+        self.exact_solution = None
+        self._draw_change()
+
+    def _solve_in_background(self) -> None:
+        """Build and solve a large instance on ``fast_background``; the last figures stay until it arrives."""
+        settings = self.settings
+        method = _FAST_FOR[settings.method]
+        t0 = time.perf_counter()
+
+        def work() -> tuple:
+            jobs, cluster = build_jobs(settings), build_cluster(settings)
+            return jobs, cluster, solve(jobs, cluster, method, mode=settings.mode)
+
+        def arrive(result: tuple) -> None:
+            self.solving_in_background = False
+            t1 = time.perf_counter()
+            self._commit(*result)
+            self.error = None
+            self.last_update_s = time.perf_counter() - t0
+            self.last_timings = {"solve_s": t1 - t0, "draw_s": self.last_update_s - (t1 - t0)}
+            self.updates += 1
+            self._show_status()
+
+        self.solving_in_background = True
+        label = f"solving {settings.n_jobs:,} jobs with {method_label(method)}; the figures follow"
+        self.fast_background.submit("fast", work, arrive, label)
+
+    def _fast_failed(self, line: str) -> None:
+        self.solving_in_background = False
+        self._show_failure(line)
 
     def _draw_change(self) -> None:
         """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
@@ -260,53 +421,77 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
     def _queue_schedule(self) -> None:
-        """Recompute the schedule panel for the current job mix on the background thread (cached per problem)."""
-        key = self._problem_key()
-        if len(self._jobs) > SCHEDULE_MAX_JOBS:
-            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
-            self.schedule = None
-            note = (
-                f"not simulated: {len(self._jobs):,} jobs (this panel simulates up to "
-                f"{SCHEDULE_MAX_JOBS}; notebook 4 and `smdlab simulate` run larger mixes)"
-            )
-            sync_figure(self.schedule_fig, schedule_spec({}, math.nan, note=note, template=None))
-            return
+        """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem)."""
+        key = self._drawn_key
         cached = self._schedule_cache.get(key)
         if cached is not None:
             self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
             self._draw_schedule(cached)
             return
         jobs, cluster, mode = self._jobs, self._cluster, self.settings.mode
-        sync_figure(
-            self.schedule_fig, schedule_spec({}, math.nan, note="simulating…", template=None)
-        )
+        small = len(jobs) <= INLINE_MAX_JOBS
+        start = _bound_now(jobs, cluster, mode) if small else SchedulePanel()
+        if len(jobs) > SCHEDULE_MAX_JOBS:
+            note = (
+                f"not simulated: {len(jobs):,} jobs (this panel simulates up to "
+                f"{SCHEDULE_MAX_JOBS}; notebook 4 and `smdlab simulate` run larger mixes)"
+            )
+            start = SchedulePanel(bound=start.bound, bound_source=start.bound_source, note=note)
+        else:
+            start = SchedulePanel(
+                bound=start.bound,
+                bound_source=start.bound_source,
+                pending=SCHEDULE_POLICIES,
+                refining=True,
+            )
+        self._draw_schedule(start)
+        if small and not start.pending:
+            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
+            self._schedule_cache[key] = start
+            return
 
-        def arrive(result: tuple[dict[str, float], float]) -> None:
-            self._schedule_cache[key] = result
-            if len(self._schedule_cache) > 64:
-                self._schedule_cache.pop(next(iter(self._schedule_cache)))
-            if key == self._problem_key():
-                self._draw_schedule(result)
+        def arrive(panel: SchedulePanel) -> None:
+            if not panel.pending and not panel.refining:
+                self._schedule_cache[key] = panel
+                if len(self._schedule_cache) > 64:
+                    self._schedule_cache.pop(next(iter(self._schedule_cache)))
+            self._draw_schedule(panel)
+
+        def failed(line: str) -> None:
+            # The panel says why it stopped (never "simulating" forever); the status line too.
+            p = self.schedule_panel
+            self._draw_schedule(SchedulePanel(p.means, p.bound, p.bound_source, note=line))
+            self._show_failure(line)
 
         self.schedule_background.submit(
-            "schedule", lambda: _simulate_schedule(jobs, cluster, mode), arrive
+            "schedule",
+            lambda wanted, emit: _schedule_work(jobs, cluster, mode, start, wanted, emit),
+            arrive,
+            progressive=True,
+            on_error=failed,
         )
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the background work of the last change (exact MILP, schedule panel) has finished and been drawn."""
+        """Block until the background work of the last change (large-instance solve, exact MILP, schedule panel) has finished and been drawn."""
         limit = self.WAIT_TIMEOUT_S if timeout is None else timeout
-        return self.background.wait(limit) and self.schedule_background.wait(limit)
+        return (
+            self.fast_background.wait(limit)
+            and self.background.wait(limit)
+            and self.schedule_background.wait(limit)
+        )
 
     def close(self) -> None:
-        """Stop both background threads and close the widgets."""
-        sched = getattr(self, "schedule_background", None)  # absent when __init__ failed early
-        if sched is not None:
-            sched.close()
+        """Stop the background threads and close the widgets."""
+        for name in ("fast_background", "schedule_background"):
+            worker = getattr(self, name, None)  # absent when __init__ failed early
+            if worker is not None:
+                worker.close()
         super().close()
 
-    def _draw_schedule(self, result: tuple[dict[str, float], float]) -> None:
-        self.schedule = result
-        sync_figure(self.schedule_fig, schedule_spec(result[0], result[1], template=None))
+    def _draw_schedule(self, panel: SchedulePanel) -> None:
+        self.schedule_panel = panel
+        self.schedule = (dict(panel.means), panel.bound)
+        sync_figure(self.schedule_fig, panel.spec())
 
     def _rack_spec(self, sol: Solution) -> go.Figure:
         """The rack drawing of ``sol``'s placement (an empty figure on a flat cluster)."""
@@ -331,7 +516,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         A MILP that takes longer keeps running in the background and draws the bounds (and, for
         the MILP method, the allocation) when it arrives, unless a newer change came first.
         """
-        key = self._problem_key()
+        key = self._drawn_key
         cached = self._exact_cache.get(key)
         wanted = self.exact.value or self.settings.method == "milp"
         if isinstance(cached, Solution) or not wanted:
@@ -376,7 +561,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
     def _apply_exact(self, result: Solution | str, key: str) -> None:
         """Draw a MILP that arrived after the change was drawn (once per figure it affects)."""
         self._remember_exact(key, result)
-        if key != self._problem_key():
+        if key != self._drawn_key:
             return  # an older problem's answer: cached, not drawn
         if isinstance(result, str):
             sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note=result, template=None))
@@ -443,12 +628,19 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
             # The browser's part (input to the last repaint) is shown by self.timer below.
             parts.append(f"kernel: change to redraw sent in {self.last_update_s * 1e3:.0f} ms")
             self.status.layout.display = None
+        if self.error:  # one line; the figures above it are the last valid ones
+            parts.append(f'<span style="color:#c00">{html.escape(self.error)}</span>')
+            self.status.layout.display = None
         self.status.value = "<br>".join(parts)
 
     def _show_error(self, message: str) -> None:
-        self.error = message
-        self.status.layout.display = None
-        self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
+        """Show one line for a change that could not be drawn (bad input); the figures stay as they were."""
+        self.error = message.strip().splitlines()[0] if message.strip() else "failed"
+        self._show_status()
+
+    def _show_failure(self, line: str) -> None:
+        """Show one line for a failure of background work."""
+        self._show_error(line)
 
     # ---- for tests and notebooks ------------------------------------------------------------------
     @property
