@@ -394,3 +394,146 @@ def test_browser_side_timer_is_part_of_the_app():
             assert fig._config.get("responsive") is True
     finally:
         a.close()
+
+
+def test_a_failing_background_computation_shows_one_status_line(monkeypatch):
+    import smdlab.widgets.explorer_app as mod
+
+    def broken(*args):
+        raise RuntimeError("injected\nsecond line")
+
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert a.wait(60)
+        allocation = a.snapshot()["allocation"]
+        monkeypatch.setattr(mod, "_simulate_policy", broken)
+        a.seed.value = 3
+        assert a.wait(60)
+        line = "simulating every policy on this job mix failed: RuntimeError: injected"
+        assert (
+            a.error == line and a.status.value.count(line) == 1 and "second" not in a.status.value
+        )
+        assert "Traceback" in a.schedule_background.errors[-1]
+        # the panel says why it stopped instead of "simulating" forever; the change itself drew
+        assert line in str(a.schedule_fig.layout) and "simulating…" not in str(
+            a.schedule_fig.layout
+        )
+        assert a.schedule_panel.bound_source == "closed_form" and a.schedule[1] > 0
+        assert a.snapshot()["allocation"] != allocation
+        monkeypatch.undo()
+        monkeypatch.setattr(mod, "_solve_exact", broken)  # the exact MILP fails the same way
+        a.exact.value = True
+        assert a.wait(60)
+        assert a.error == "solving the exact MILP (limit 5 s) failed: RuntimeError: injected"
+    finally:
+        a.close()
+
+
+def test_schedule_panel_draws_the_bound_at_once_and_once_per_arriving_result(monkeypatch):
+    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
+
+    import smdlab.widgets.explorer_app as mod
+
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert a.wait(60)
+        drawn = []
+        real = mod.sync_figure
+
+        def counting(target, fig):
+            if target is a.schedule_fig:
+                drawn.append((a.schedule_panel.bound_source, dict(a.schedule_panel.means)))
+            real(target, fig)
+
+        monkeypatch.setattr(mod, "sync_figure", counting)
+        a.bandwidth.value = 12.0
+        # in the callback: the closed-form bound, before any simulation
+        assert drawn[0] == ("closed_form", {}) and a.schedule[1] > 0
+        assert a.wait(60) and a.error is None
+        # then one draw per policy as it finishes, and one for the refined bound
+        assert len(drawn) == 1 + len(SCHEDULE_POLICIES) + 1
+        assert [len(m) for _, m in drawn[1:-1]] == list(range(1, len(SCHEDULE_POLICIES) + 1))
+        assert a.schedule_panel.bound_source == "interval_lp"
+        assert a.schedule_fig.data[1].name.startswith("lower bound (interval LP)")
+    finally:
+        a.close()
+
+
+def test_a_newer_change_cancels_the_older_simulations(monkeypatch):
+    import threading
+
+    import smdlab.widgets.explorer_app as mod
+
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert a.wait(60)
+        real, started, gate, runs = mod._simulate_policy, threading.Event(), threading.Event(), []
+
+        def slow(jobs, cluster, policy, mode, still_wanted):
+            runs.append((jobs[0].samples, policy))
+            started.set()
+            gate.wait(10)
+            return real(jobs, cluster, policy, mode, still_wanted)
+
+        monkeypatch.setattr(mod, "_simulate_policy", slow)
+        a.seed.value = 7
+        assert started.wait(30)
+        old = runs[0][0]
+        a.seed.value = 8  # supersedes: the running simulation stops at its next decision
+        gate.set()
+        assert a.wait(60) and a.error is None
+        assert [p for s, p in runs if s == old] == [runs[0][1]]  # no later policy ran for it
+        assert len(a.schedule[0]) == len(mod.SCHEDULE_POLICIES)
+    finally:
+        a.close()
+
+
+def test_a_large_instance_is_solved_off_the_callback_and_a_newer_change_wins(monkeypatch):
+    import smdlab.widgets.explorer_app as app_mod
+    import smdlab.widgets.explorer_controls as mod
+
+    monkeypatch.setattr(mod, "LARGE_MACHINES", 60)
+    monkeypatch.setattr(mod, "LARGE_JOBS", 240)
+    monkeypatch.setattr(app_mod, "INLINE_MAX_JOBS", 100)
+    a = explorer(SMALL, run_exact=False)
+    try:
+        assert a.wait(60)
+        before = a.snapshot()
+        a.large.value = True
+        # the callback returned before the solve: the figures are still the last ones
+        assert a.solving_in_background and "240 jobs" in a.fast_background.busy.value
+        assert a.snapshot()["allocation"] == before["allocation"]
+        assert a.wait(120) and a.error is None and not a.solving_in_background
+        assert len(a.solution.jobs) == 240 and a.schedule_panel.bound_source == "closed_form"
+        a.large.value = False
+        a.large.value = True
+        a.large.value = False  # the last change wins, whatever the large solve still does
+        assert a.wait(120) and len(a.solution.jobs) == SMALL.n_jobs
+    finally:
+        a.close()
+
+
+@pytest.mark.parametrize(
+    "control, value",
+    [("profiles", ("alexnet",)), ("shape", "2 GPU · 16 CPU · 64 GB")],
+)
+def test_bad_input_shows_one_line_and_keeps_the_last_valid_figures(control, value):
+    # One machine of 16 cores, and alexnet's worker and PS need 20: no schedule runs it, whichever
+    # of the two moves comes last.
+    one = SMALL.replace(machines=1)
+    small_machine = "2 GPU · 16 CPU · 64 GB"
+    start = one.replace(profiles=("alexnet",) if control == "shape" else one.profiles)
+    start = start.replace(shape=small_machine if control == "profiles" else one.shape)
+    a = explorer(start, run_exact=False)
+    try:
+        assert a.wait(60) and a.error is None
+        before = a.snapshot()
+        getattr(a, control).value = value
+        assert a.wait(60)
+        assert a.error is not None and "\n" not in a.error and "alexnet" in a.error
+        assert a.status.value.count("color:#c00") == 1 and "Traceback" not in a.status.value
+        assert a.snapshot() == before
+        a.cpu.value = 8.0  # a timeline-only change keeps the line: the problem is still bad
+        assert a.error is not None
+    finally:
+        a.close()

@@ -336,6 +336,11 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
                         return
                     t1 = time.perf_counter()
                     sync_figure(self.timeline_fig, self._timeline(self._shown, None))
+                    self.updates += 1
+                    self.last_update_s = time.perf_counter() - t0
+                    self.last_timings = {"solve_s": t1 - t0, "draw_s": self.last_update_s - t1 + t0}
+                    self._show_status()  # a bad-input line stays: the problem is still the bad one
+                    return
                 elif self.settings.n_jobs > INLINE_MAX_JOBS:
                     self._solve_in_background()
                     self.error = None
