@@ -430,9 +430,8 @@ def test_a_failing_background_computation_shows_one_status_line(monkeypatch):
 
 
 def test_schedule_panel_draws_the_bound_at_once_and_once_per_arriving_result(monkeypatch):
-    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
-
     import smdlab.widgets.explorer_app as mod
+    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
 
     a = explorer(SMALL, run_exact=False)
     try:
