@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         id(app.schedule_fig): "schedule",
         id(app.rack_fig): "racks",
     }
+    for fig in (app.allocation_fig, app.bounds_fig, app.timeline_fig, app.schedule_fig):
+        fig._smdlab_drawn = True  # as once a browser view has drawn them: deltas only
     stamps: list[tuple[float, str, bool]] = []
     real = mod.sync_figure
 
