@@ -129,6 +129,11 @@ def _jupyter_env(tmp: Path) -> dict[str, str]:
     (notif / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    # Every cell stays in the page: with JupyterLab's windowing a scrolled-away output area is
+    # detached, and the plots instrumented at the start would no longer be the ones drawn.
+    tracker = tmp / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env.pop("JUPYTER_TOKEN", None)
     return env
 
