@@ -88,15 +88,16 @@ class SchedulePanel:
     def spec(self) -> dict:
         """The schedule figure for this state."""
         label = BOUND_LABELS[self.bound_source]
-        busy = []
+        busy = ""
         if self.pending:
             done = len(SCHEDULE_POLICIES) - len(self.pending)
-            busy.append(f"simulating {done + 1} of {len(SCHEDULE_POLICIES)} policies")
-        if self.refining:
-            busy.append("refining the bound with the interval LP")
+            busy = f"simulating policy {done + 1} of {len(SCHEDULE_POLICIES)}"
+            busy += ", then refining the bound" if self.refining else ""
+        elif self.refining:
+            busy = "refining the bound with the interval LP"
         title = "Schedule: each policy's simulated mean JCT vs the " + label
         if busy:
-            title += " (" + "; ".join(busy) + "…)"
+            title += f" ({busy}…)"
         note = self.note or (None if self.means else "simulating…" if self.pending else None)
         return schedule_spec(
             self.means, self.bound, note=note, title=title, bound_label=label, template=None
