@@ -23,6 +23,8 @@ import os
 import statistics
 import time
 
+from bench_explorer_browser import _pct  # the same percentile as the browser run
+
 TARGET_MS = 200.0
 # (control, values): each value not seen before in the run.
 SEQUENCE: tuple[tuple[str, tuple[object, ...]], ...] = (
@@ -32,13 +34,6 @@ SEQUENCE: tuple[tuple[str, tuple[object, ...]], ...] = (
     ("n_jobs", (17, 18, 19, 20, 21, 22)),
     ("method", ("lp_round", "milp")),
 )
-
-
-def _pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    k = (len(s) - 1) * q
-    lo = int(k)
-    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
+from test_schedule_bound import _batch
 
 from smdlab.sim import simulate
 from smdlab.sim.bound import closed_form_bound
-from smdlab.solve.cases import small_instance
 from smdlab.solve.schedule_bound import mean_jct_lower_bound, optimal_batch_mean_jct
 from smdlab.widgets.scenario import ExplorerSettings, build_cluster, build_jobs
 
@@ -17,17 +16,10 @@ REL = 1e-7
 POLICIES = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias", "tetris")
 
 
-def _workload(seed: int, n: int, arrivals: bool):
-    jobs, cluster = small_instance(seed, jobs=n)
-    rng = np.random.default_rng(2000 + seed)
-    at = rng.uniform(0, 5000, n) if arrivals else np.zeros(n)
-    return [j.replace(arrival=float(a), weight=1.0) for j, a in zip(jobs, at)], cluster
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_closed_form_bound_is_below_the_refined_bound_and_every_simulated_schedule(seed):
     # property over random batches and workloads with arrival dates
-    jobs, cluster = _workload(seed, 3 + seed % 3, arrivals=seed % 2 == 1)
+    jobs, cluster = _batch(seed, 3 + seed % 3, arrivals=seed % 2 == 1)
     cheap = closed_form_bound(jobs, cluster)
     lp = mean_jct_lower_bound(jobs, cluster, ratio=1.25, weights=[1.0] * len(jobs)).value
     refined = max(cheap, lp)  # what the explorer draws once the LP is back
@@ -40,7 +32,7 @@ def test_closed_form_bound_is_below_the_refined_bound_and_every_simulated_schedu
 
 @pytest.mark.parametrize("seed", range(4))
 def test_closed_form_bound_is_below_the_exact_optimum_of_tiny_batches(seed):
-    jobs, cluster = _workload(seed, 3 + seed % 2, arrivals=False)
+    jobs, cluster = _batch(seed, 3 + seed % 2, arrivals=False)
     optimum, _ = optimal_batch_mean_jct(jobs, cluster)
     assert closed_form_bound(jobs, cluster) <= optimum * (1 + REL)
 
