@@ -322,9 +322,14 @@ def main(argv: list[str] | None = None) -> int:
                     alive = nic and mac and nic["calls"][timeline] > 0 and mac["calls"][0] > 0
                     if alive and not any(ANYWIDGET_FAILED in e for e in errors):
                         break
+                    shot = Path(tempfile.gettempdir()) / f"bench-explorer-attempt{attempt}.png"
+                    with contextlib.suppress(Exception):
+                        page.screenshot(path=str(shot), full_page=True)
                     print(
-                        f"attempt {attempt}: a figure does not follow the kernel "
-                        f"(console: {[e for e in errors if 'rror' in e][:3]})",
+                        f"attempt {attempt}: a figure does not follow the kernel ({n_plots} "
+                        f"plots; Plotly calls per plot, bandwidth probe "
+                        f"{nic and nic['calls']}, machines probe {mac and mac['calls']}; "
+                        f"console: {[e[:200] for e in errors if 'rror' in e][:3]}; {shot})",
                         file=sys.stderr,
                     )
                     dead += 1
