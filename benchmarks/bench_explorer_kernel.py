@@ -65,7 +65,16 @@ def main(argv: list[str] | None = None) -> int:
         bound = any(t.get("type") == "scatter" for t in data)
         stamps.append((time.perf_counter(), names.get(id(target), "other"), bound))
 
-    mod.sync_figure = stamped
+    # The schedule panel draws from its own module where it has one.
+    modules = [mod]
+    try:
+        import smdlab.widgets.explorer_panels as panels
+
+        modules.append(panels)
+    except ImportError:
+        pass
+    for m in modules:
+        m.sync_figure = stamped
     rows = []
     try:
         for control, values in SEQUENCE:
@@ -92,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 )
     finally:
-        mod.sync_figure = real
+        for m in modules:
+            m.sync_figure = real
         app.close()
     load_after = os.getloadavg()
     print(

@@ -268,7 +268,7 @@ def test_a_slow_exact_milp_draws_the_bounds_again_on_arrival(monkeypatch):
 
 
 def test_schedule_panel_shows_every_policy_beside_the_schedule_bound(app):
-    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
 
     assert app.wait(60) and not app.background.errors
     results, bound = app.schedule
@@ -406,7 +406,8 @@ def fresh():
 
 
 def test_a_failing_background_computation_shows_one_status_line(monkeypatch, fresh):
-    import smdlab.widgets.explorer_app as mod
+    import smdlab.widgets.explorer_app as app_mod
+    import smdlab.widgets.explorer_panels as mod
 
     def broken(*args):
         raise RuntimeError("injected\nsecond line")
@@ -424,15 +425,15 @@ def test_a_failing_background_computation_shows_one_status_line(monkeypatch, fre
     assert a.schedule_panel.bound_source == "closed_form" and a.schedule[1] > 0
     assert a.snapshot()["allocation"] != allocation
     monkeypatch.undo()
-    monkeypatch.setattr(mod, "_solve_exact", broken)  # the exact MILP fails the same way
+    monkeypatch.setattr(app_mod, "_solve_exact", broken)  # the exact MILP fails the same way
     a.exact.value = True
     assert a.wait(60)
     assert a.error == "solving the exact MILP (limit 5 s) failed: RuntimeError: injected"
 
 
 def test_schedule_panel_draws_the_bound_at_once_and_once_per_arriving_result(monkeypatch, fresh):
-    import smdlab.widgets.explorer_app as mod
-    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
+    import smdlab.widgets.explorer_panels as mod
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
 
     a = fresh
     drawn = []
@@ -458,7 +459,7 @@ def test_schedule_panel_draws_the_bound_at_once_and_once_per_arriving_result(mon
 def test_a_newer_change_cancels_the_older_simulations(monkeypatch, fresh):
     import threading
 
-    import smdlab.widgets.explorer_app as mod
+    import smdlab.widgets.explorer_panels as mod
 
     a = fresh
     real, started, gate, runs = mod._simulate_policy, threading.Event(), threading.Event(), []
