@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"attempt {attempt}: a figure does not follow the kernel ({n_plots} "
                         f"plots; Plotly calls per plot, bandwidth probe "
                         f"{nic and nic['calls']}, machines probe {mac and mac['calls']}; "
-                        f"console: {[e[:200] for e in errors if 'rror' in e][:3]}; {shot})",
+                        f"console: {[e[:200] for e in errors if 'rror' in e or 'Failed' in e][:3]}; {shot})",
                         file=sys.stderr,
                     )
                     dead += 1
