@@ -244,7 +244,13 @@ def _press(page, label: str, key: str, quiet_s: float) -> dict | None:
     page.evaluate(RESET_JS)
     before = _value(readout)
     shown_before = page.evaluate(STATUS_JS)
-    page.keyboard.press(key)
+    if handle.evaluate("e => e.tagName") == "SELECT":
+        # Headless chromium ignores arrow keys on a closed <select>: stamp the input, then pick
+        # the next option as the key would (the same change event reaches the widget).
+        page.evaluate("() => { window.__smdlab.key = performance.now(); }")
+        handle.select_option(index=handle.evaluate("e => e.selectedIndex + 1"))
+    else:
+        page.keyboard.press(key)
     # The first repaint, however slow the machine, then quiet: the rest of the change.
     with contextlib.suppress(Exception):
         page.wait_for_function(
