@@ -53,14 +53,13 @@ import pandas as pd  # after the progress bar: it shows while these import
 
 from smdlab.solve import solve
 from smdlab.widgets import explorer
-from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
+from smdlab.widgets.scenario import build_cluster, build_jobs
 
 progress.value, label.value = 1, steps[1] + "…"
-# The timeline follows one job: start on the first job the default allocation runs (the app's
-# own fast solve, repeated here; a job that waits has no iteration to draw).
-settings = default_settings()
-first = solve(build_jobs(settings), build_cluster(settings), "smd", mode=settings.mode)
-app = explorer(settings.replace(focus=int(first.to_frame()["started"].idxmax())))
+app = explorer()
+# The timeline follows one job: show the first job the allocation runs (a job that waits has no
+# iteration to draw), set through the app's control as a user would.
+app.controls["focus"].value = int(app.shown_solution.to_frame()["started"].idxmax())
 progress.value = 2
 label.value = f"{steps[2]}: built in {time.perf_counter() - t0:.1f} s"
 app

@@ -218,6 +218,21 @@ def test_voila_dashboard_slider_changes_plot(voila_server, page):
                 raise
     assert before != after
     assert (ARTIFACTS / "voila-explorer-after.png").stat().st_size > 10_000
+    # The schedule panel finishes under Voila (every policy's bar beside a bound line), and no
+    # background failure is reported in the status line.
+    page.wait_for_function(SCHEDULE_DONE_JS, timeout=RUN_ALL_S * 1000)
+    status = " ".join(page.locator(".widget-html-content").all_inner_texts())
+    assert "failed" not in status, status
+
+
+# The explorer's schedule panel (its last plot) once every policy's bar and the bound are drawn.
+SCHEDULE_DONE_JS = """() => {
+    const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+    const g = plots[plots.length - 1];
+    if (!g || !g.data || g.data.length < 2 || g.data[0].type !== 'bar') return false;
+    const title = (g.layout.title && g.layout.title.text) || '';
+    return (g.data[0].y || []).length === 6 && !title.includes('simulating');
+}"""
 
 
 # For every plot of the explorer (the output holding the first slider): the width Plotly drew it

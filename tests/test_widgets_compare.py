@@ -65,3 +65,23 @@ def test_detail_picks_the_utilisation_shown(app):
 def test_unknown_policy_is_refused():
     with pytest.raises(InvalidInput, match="policies"):
         compare(policies=("nope",), n_jobs=10)
+
+
+def test_a_failing_simulation_shows_one_status_line(monkeypatch):
+    from smdlab.widgets.compare_app import Compare
+
+    a = compare(policies=("fifo",), n_jobs=6, machines=1)
+    try:
+        assert a.wait(120)
+        drawn = [tr.name for tr in a.cdf_fig.data]
+
+        def broken(self, *args):
+            raise RuntimeError("injected")
+
+        monkeypatch.setattr(Compare, "_simulate", broken)
+        a.seed.value = a.seed.value + 1
+        assert a.wait(120)
+        assert a.status.value.count("simulating failed: RuntimeError: injected") == 1
+        assert [tr.name for tr in a.cdf_fig.data] == drawn  # the last results stay drawn
+    finally:
+        a.close()

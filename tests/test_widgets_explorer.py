@@ -268,7 +268,7 @@ def test_a_slow_exact_milp_draws_the_bounds_again_on_arrival(monkeypatch):
 
 
 def test_schedule_panel_shows_every_policy_beside_the_schedule_bound(app):
-    from smdlab.widgets.explorer_app import SCHEDULE_POLICIES
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
 
     assert app.wait(60) and not app.background.errors
     results, bound = app.schedule
@@ -372,7 +372,8 @@ def test_large_instance_switch_runs_the_milp_into_its_time_limit(monkeypatch):
         assert a.exact_solution is not None and a.exact_solution.status == "time_limit"
         assert a.bounds_fig.data[0].marker.symbol[-1] == "diamond-open"
         assert "time limit" in a.status.value
-        assert a.schedule is None and "not simulated" in str(a.schedule_fig.layout)
+        assert a.schedule[0] == {} and "not simulated" in str(a.schedule_fig.layout)
+        assert a.schedule_panel.bound_source == "closed_form" and a.schedule[1] > 0
         a.large.value = False
         assert (a.settings.machines, a.settings.n_jobs) == (SMALL.machines, SMALL.n_jobs)
         a.large.value = True
@@ -391,5 +392,137 @@ def test_browser_side_timer_is_part_of_the_app():
         assert a.browser_latency_s is None  # no browser has measured a change
         for fig in (a.allocation_fig, a.bounds_fig, a.timeline_fig, a.schedule_fig):
             assert fig._config.get("responsive") is True
+    finally:
+        a.close()
+
+
+@pytest.fixture
+def fresh():
+    """An explorer of its own (a test that patches it), its first background work done."""
+    a = explorer(SMALL, run_exact=False)
+    assert a.wait(60)
+    yield a
+    a.close()
+
+
+def test_a_failing_background_computation_shows_one_status_line(monkeypatch, fresh):
+    import smdlab.widgets.explorer_app as app_mod
+    import smdlab.widgets.explorer_panels as mod
+
+    def broken(*args):
+        raise RuntimeError("injected\nsecond line")
+
+    a = fresh
+    allocation = a.snapshot()["allocation"]
+    monkeypatch.setattr(mod, "_simulate_policy", broken)
+    a.seed.value = 3
+    assert a.wait(60)
+    line = "simulating every policy on this job mix failed: RuntimeError: injected"
+    assert a.error == line and a.status.value.count(line) == 1 and "second" not in a.status.value
+    assert "Traceback" in a.schedule_background.errors[-1]
+    # the panel says why it stopped instead of "simulating" forever; the change itself drew
+    assert line in str(a.schedule_fig.layout) and "simulating…" not in str(a.schedule_fig.layout)
+    assert a.schedule_panel.bound_source == "closed_form" and a.schedule[1] > 0
+    assert a.snapshot()["allocation"] != allocation
+    monkeypatch.undo()
+    monkeypatch.setattr(app_mod, "_solve_exact", broken)  # the exact MILP fails the same way
+    a.exact.value = True
+    assert a.wait(60)
+    assert a.error == "solving the exact MILP (limit 5 s) failed: RuntimeError: injected"
+
+
+def test_schedule_panel_draws_the_bound_at_once_and_once_per_arriving_result(monkeypatch, fresh):
+    import smdlab.widgets.explorer_panels as mod
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
+
+    a = fresh
+    drawn = []
+    real = mod.sync_figure
+
+    def counting(target, fig):
+        if target is a.schedule_fig:
+            drawn.append((a.schedule_panel.bound_source, dict(a.schedule_panel.means)))
+        real(target, fig)
+
+    monkeypatch.setattr(mod, "sync_figure", counting)
+    a.bandwidth.value = 12.0
+    # in the callback: the closed-form bound, before any simulation
+    assert drawn[0] == ("closed_form", {}) and a.schedule[1] > 0
+    assert a.wait(60) and a.error is None
+    # then one draw per policy as it finishes, and one for the refined bound
+    assert len(drawn) == 1 + len(SCHEDULE_POLICIES) + 1
+    assert [len(m) for _, m in drawn[1:-1]] == list(range(1, len(SCHEDULE_POLICIES) + 1))
+    assert a.schedule_panel.bound_source == "interval_lp"
+    assert a.schedule_fig.data[1].name.startswith("lower bound (interval LP)")
+
+
+def test_a_newer_change_cancels_the_older_simulations(monkeypatch, fresh):
+    import threading
+
+    import smdlab.widgets.explorer_panels as mod
+
+    a = fresh
+    real, started, gate, runs = mod._simulate_policy, threading.Event(), threading.Event(), []
+
+    def slow(jobs, cluster, policy, mode, still_wanted):
+        runs.append((jobs[0].samples, policy))
+        started.set()
+        gate.wait(10)
+        return real(jobs, cluster, policy, mode, still_wanted)
+
+    monkeypatch.setattr(mod, "_simulate_policy", slow)
+    a.seed.value = 7
+    assert started.wait(30)
+    old = runs[0][0]
+    a.seed.value = 8  # supersedes: the running simulation stops at its next decision
+    gate.set()
+    assert a.wait(60) and a.error is None
+    assert [p for s, p in runs if s == old] == [runs[0][1]]  # no later policy ran for it
+    assert len(a.schedule[0]) == len(mod.SCHEDULE_POLICIES)
+
+
+def test_a_large_instance_is_solved_off_the_callback_and_a_newer_change_wins(monkeypatch, fresh):
+    import smdlab.widgets.explorer_app as app_mod
+    import smdlab.widgets.explorer_controls as mod
+
+    monkeypatch.setattr(mod, "LARGE_MACHINES", 60)
+    monkeypatch.setattr(mod, "LARGE_JOBS", 240)
+    monkeypatch.setattr(app_mod, "INLINE_MAX_JOBS", 100)
+    a = fresh
+    before = a.snapshot()
+    a.large.value = True
+    # the callback returned before the solve: the figures are still the last ones
+    assert a.solving_in_background and "240 jobs" in a.fast_background.busy.value
+    assert a.snapshot()["allocation"] == before["allocation"]
+    assert a.wait(120) and a.error is None and not a.solving_in_background
+    assert len(a.solution.jobs) == 240 and a.schedule_panel.bound_source == "closed_form"
+    a.large.value = False
+    a.large.value = True
+    a.large.value = False  # the last change wins, whatever the large solve still does
+    assert a.wait(120) and len(a.solution.jobs) == SMALL.n_jobs
+
+
+@pytest.mark.parametrize(
+    "control, value",
+    [("profiles", ("alexnet",)), ("shape", "2 GPU · 16 CPU · 64 GB")],
+)
+def test_bad_input_shows_one_line_and_keeps_the_last_valid_figures(control, value):
+    # One machine of 16 cores, and alexnet's worker and PS need 20: no schedule runs it, whichever
+    # of the two moves comes last.
+    one = SMALL.replace(machines=1)
+    small_machine = "2 GPU · 16 CPU · 64 GB"
+    start = one.replace(profiles=("alexnet",) if control == "shape" else one.profiles)
+    start = start.replace(shape=small_machine if control == "profiles" else one.shape)
+    a = explorer(start, run_exact=False)
+    try:
+        assert a.wait(60) and a.error is None
+        before = a.snapshot()
+        getattr(a, control).value = value
+        assert a.wait(60)
+        assert a.error is not None and "\n" not in a.error and "alexnet" in a.error
+        assert a.status.value.count("color:#c00") == 1 and "Traceback" not in a.status.value
+        assert a.snapshot() == before
+        a.cpu.value = 8.0  # a timeline-only change keeps the line: the problem is still bad
+        assert a.error is not None
     finally:
         a.close()

@@ -103,3 +103,101 @@ def test_explorer_refuses_a_bad_time_limit(bad):
 
     with pytest.raises(InvalidInput, match="milp_time_limit"):
         Explorer(milp_time_limit=bad)
+
+
+def test_progressive_work_applies_each_partial_result_and_stops_when_superseded():
+    bg = Background()
+    gate, shown = threading.Event(), []
+
+    def work(still_wanted, emit):
+        emit("first")
+        gate.wait(5)
+        emit("second")  # raises Superseded: a newer request came meanwhile
+        shown.append("not reached")
+
+    bg.submit("c", work, shown.append, progressive=True)
+    time.sleep(0.05)
+    bg.submit("c", lambda: "newer", shown.append)
+    gate.set()
+    assert bg.wait(10)
+    assert shown == ["first", "newer"] and not bg.errors
+    bg.close()
+
+
+def test_a_failure_reaches_the_status_line_as_one_line():
+    lines = []
+    bg = Background("simulating", on_error=lines.append)
+    bg.submit("c", lambda: {}["missing"], lambda r: None)
+    assert bg.wait(10)
+    assert lines == ["simulating failed: KeyError: 'missing'"] and bg.last_error == lines[0]
+    assert "Traceback" in bg.errors[0]  # the traceback is kept, not shown
+    # a request's own handler takes precedence; a stale request's failure is not shown
+    own = []
+    gate = threading.Event()
+
+    def stale():
+        gate.wait(5)
+        raise RuntimeError("old")
+
+    bg.submit("c", stale, lambda r: None, on_error=own.append)
+    bg.submit("c", lambda: 1 / 0, lambda r: None, "solving", on_error=own.append)
+    gate.set()
+    assert bg.wait(10)
+    assert own == ["solving failed: ZeroDivisionError: division by zero"]
+    bg.close()
+
+
+def test_without_a_handler_the_busy_indicator_shows_the_failure_until_the_next_request():
+    bg = Background("refining")
+    bg.submit("c", lambda: (_ for _ in ()).throw(ValueError("bad\nsecond line")), lambda r: None)
+    assert bg.wait(10)
+    assert "refining failed: ValueError: bad" in bg.busy.value and "second" not in bg.busy.value
+    bg.submit("c", lambda: 1, lambda r: None)
+    assert bg.wait(10) and bg.busy.value == ""
+    bg.close()
+
+
+def test_a_stoppable_policy_stops_a_simulation_at_its_next_decision():
+    from smdlab.policies.registry import get_policy
+    from smdlab.sim import simulate
+    from smdlab.widgets.live import stoppable_policy
+    from smdlab.widgets.scenario import ExplorerSettings, build_cluster, build_jobs
+
+    s = ExplorerSettings(machines=2, n_jobs=4, max_tasks=6)
+    jobs, cluster = build_jobs(s), build_cluster(s)
+    asked = []
+
+    def wanted():
+        asked.append(1)
+        return len(asked) < 2
+
+    with pytest.raises(Superseded):
+        simulate(jobs, cluster, stoppable_policy(get_policy("srtf"), wanted))
+    assert len(asked) == 2
+    full = simulate(jobs, cluster, stoppable_policy(get_policy("srtf"), lambda: True))
+    plain = simulate(jobs, cluster, "srtf")
+    assert full.summary["mean_jct"] == plain.summary["mean_jct"]
+
+
+def test_figure_state_follows_changes_for_views_created_later():
+    fw = figure_widget({"data": [{"type": "bar", "y": [1, 2]}], "layout": {"title": {"text": "a"}}})
+    sent = []
+    real = fw.send_state
+
+    def record(key=None):  # a full-figure send is recorded; plotly's own deltas go through
+        if key is not None and "_widget_data" in key:
+            sent.append(key)
+        else:
+            real(key)
+
+    fw.send_state = record
+    assert fw.comm is not None  # a (dummy) model exists, but no view has drawn the figure yet
+    new = {"data": [{"type": "bar", "y": [3, 4]}, {"type": "scatter", "y": [5]}], "layout": {}}
+    sync_figure(fw, {**new, "layout": {"title": {"text": "b"}}})
+    state = fw.get_state()
+    assert [list(t["y"]) for t in state["_widget_data"]] == [[3, 4], [5]]
+    assert state["_widget_layout"]["title"] == {"text": "b"}
+    assert sent == [["_widget_data", "_widget_layout"]]
+    fw._js2py_layoutDelta = {"layout_delta": {}, "layout_edit_id": 0}  # a view drew it
+    sync_figure(fw, {**new, "layout": {"title": {"text": "c"}}})
+    assert len(sent) == 1 and fw.get_state()["_widget_layout"]["title"] == {"text": "c"}

@@ -238,11 +238,13 @@ def schedule_spec(
     note: str | None = None,
     title: str | None = None,
     template: str | None = TEMPLATE,
+    bound_label: str = "lower bound, any schedule",
 ) -> dict:
     """Each policy's simulated mean JCT (bars, h) beside the lower bound on any schedule's mean JCT (dashed line), as a plain dict.
 
     results: policy name -> mean JCT (s); bound: the bound (s; NaN when not available);
-    note: shown instead of bars while nothing is computed (e.g. "simulating…").
+    note: shown instead of bars while nothing is computed (e.g. "simulating…");
+    bound_label: the bound's name in its legend entry (which bound it is).
     """
     names = list(results)
     ys = [float(results[p]) / 3600.0 for p in names]
@@ -273,9 +275,10 @@ def schedule_spec(
                 "x": [labels[0] if labels else "", labels[-1] if labels else ""],
                 "y": [b, b],
                 "mode": "lines",
-                "name": f"lower bound, any schedule: {b:.2f} h",
+                "name": f"{bound_label}: {b:.2f} h",
                 "line": {"color": "#222222", "dash": "dash", "width": 2},
-                "hovertemplate": "lower bound on the mean JCT of any schedule: %{y:.3f} h<extra></extra>",
+                "hovertemplate": bound_label
+                + " on the mean JCT of any schedule: %{y:.3f} h<extra></extra>",
             }
         )
         shapes.append(

@@ -21,7 +21,14 @@ from smdlab.sim.runner import simulation_options
 from smdlab.viz.sim import jct_cdf_figure, policy_summary_figure, utilisation_figure
 from smdlab.viz.style import policy_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
-from smdlab.widgets.live import Background, BackgroundApp, Superseded, figure_widget, sync_figure
+from smdlab.widgets.live import (
+    Background,
+    BackgroundApp,
+    Superseded,
+    figure_widget,
+    stoppable_policy,
+    sync_figure,
+)
 from smdlab.workloads.scenario import Scenario, load_scenario
 
 # Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
@@ -71,7 +78,7 @@ class Compare(BackgroundApp, widgets.HBox):
             check_int("n_jobs", n_jobs, 1, 2000),
         )
         self._lock = threading.RLock()
-        self.background = Background("simulating", lock=self._lock)
+        self.background = Background("simulating", lock=self._lock, on_error=self._show_failure)
         self._cache: dict[tuple[str, str], SimResult] = {}
         self._syncing = False
         self.results: dict[str, SimResult] = {}
@@ -197,15 +204,20 @@ class Compare(BackgroundApp, widgets.HBox):
             )
         )
 
-    def _simulate(self, policy: str, sc: Scenario, workload: tuple) -> SimResult:
+    def _simulate(self, policy: str, sc: Scenario, workload: tuple, still_wanted=None) -> SimResult:
         key = (self._key(sc), policy)
         if key not in self._cache:
             jobs, cluster = workload
             opts = dict(sc.policy_options.get(policy, {}))
-            self._cache[key] = simulate(
-                jobs, cluster, get_policy(policy, **opts), **simulation_options(sc)
-            )
+            run = get_policy(policy, **opts)
+            if still_wanted is not None:  # a newer change stops it at its next decision
+                run = stoppable_policy(run, still_wanted)
+            self._cache[key] = simulate(jobs, cluster, run, **simulation_options(sc))
         return self._cache[key]
+
+    def _show_failure(self, line: str) -> None:
+        """One line in the status line for a failed simulation; the figures keep the last results."""
+        self.status.value = f'<span style="color:#c00">{html.escape(line)}</span>'
 
     @staticmethod
     def _detail_options(policies) -> list[tuple[str, str]]:
@@ -245,7 +257,7 @@ class Compare(BackgroundApp, widgets.HBox):
                         raise Superseded
                     if (key, p) not in self._cache:
                         self.background.show(f"simulating {policy_label(p)} ({k}/{len(chosen)})")
-                    out[p] = self._simulate(p, sc, workload)
+                    out[p] = self._simulate(p, sc, workload, still_wanted)
                 self.last_run_s = time.perf_counter() - t0
                 return out
 

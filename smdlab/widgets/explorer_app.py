@@ -2,17 +2,19 @@
 allocation, one job's per-layer timeline and the JCT bounds follow.
 
 Fast path (runs in the control's callback): build the instance, solve it with the chosen fast method
-(SMD of the reconstructed model, whose result carries the LP lower bound, or LP + rounding), redraw
-three FigureWidgets in place. Slow path (a background thread, with a busy indicator): the exact
-MILP under a short time limit; a result that arrives after the controls changed again is dropped.
+(SMD of the reconstructed model, whose result carries the LP lower bound, or LP + rounding), draw
+the closed-form bound on any schedule's mean JCT, redraw the FigureWidgets in place. Above
+``INLINE_MAX_JOBS`` jobs the fast path itself runs on a background thread. Slow path (background
+threads, each with a busy indicator): the exact MILP under a short time limit, and the schedule
+panel (each policy's simulation drawn as it finishes, then the interval-LP bound). A newer change
+cancels the older work at its next check; a failure shows one line in the status line.
 """
 
 from __future__ import annotations
 
-import html
-import math
 import threading
 import time
+import traceback
 from typing import Any
 
 import ipywidgets as widgets
@@ -24,12 +26,23 @@ from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
 from smdlab.viz.model import timeline_spec
 from smdlab.viz.racks import rack_figure, solution_snapshot
-from smdlab.viz.sim import schedule_spec
-from smdlab.viz.solution import allocation_spec, bounds_spec, exact_label
+from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import TEMPLATE, method_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
 from smdlab.widgets.explorer_controls import ExplorerControls
-from smdlab.widgets.live import Background, BackgroundApp, figure_widget, sync_figure
+from smdlab.widgets.explorer_panels import (
+    INLINE_MAX_JOBS,
+    ScheduleMixin,
+    SchedulePanel,
+    StatusLineMixin,
+)
+from smdlab.widgets.live import (
+    Background,
+    BackgroundApp,
+    failure_line,
+    figure_widget,
+    sync_figure,
+)
 from smdlab.widgets.scenario import (
     ExplorerSettings,
     build_cluster,
@@ -42,25 +55,6 @@ DEFAULT_MILP_TIME_LIMIT = 5.0
 # How long a change waits for the background MILP before drawing the bounds figure without it:
 # a MILP that answers sooner (the default scenario's, in tens of ms) costs one draw, not two.
 EXACT_GRACE_S = 0.1
-# Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
-SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
-# Larger job mixes are not simulated: six simulations would take minutes, not seconds.
-SCHEDULE_MAX_JOBS = 64
-
-
-def _simulate_schedule(jobs, cluster, mode: str) -> tuple[dict[str, float], float]:
-    """(policy -> simulated mean JCT in its natural mode, lower bound on any schedule's mean JCT)."""
-    from smdlab.sim import simulate
-    from smdlab.sim.bound import workload_bound
-
-    results: dict[str, float] = {}
-    for policy in SCHEDULE_POLICIES:
-        try:
-            res = simulate(jobs, cluster, policy, mode=mode, record_history=False)
-            results[policy] = float(res.summary["mean_jct"])
-        except SmdlabError:
-            results[policy] = math.nan
-    return results, workload_bound(jobs, cluster, mode)
 
 
 def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
@@ -71,7 +65,7 @@ def _solve_exact(jobs, cluster, mode: str, limit: float) -> Solution | str:
         return f"failed: {exc}"
 
 
-class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
+class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, widgets.HBox):
     """The explorer app: controls on the left, allocation, JCT bounds and one job's timeline on the right.
 
     Every control is an attribute (``machines``, ``shape``, ``bandwidth``, ``profiles``, ``n_jobs``,
@@ -93,16 +87,25 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.exact_grace_s = check_positive("exact_grace_s", exact_grace_s, allow_zero=True)
         self._lock = threading.RLock()
         self.background = Background(
-            f"solving the exact MILP (limit {self.milp_time_limit:g} s)", lock=self._lock
+            f"solving the exact MILP (limit {self.milp_time_limit:g} s)",
+            lock=self._lock,
+            on_error=self._show_failure,
         )
         # The schedule panel's simulations get their own worker: the exact MILP never queues behind them.
         self.schedule_background = Background(
             "simulating every policy on this job mix", lock=self._lock
         )
+        # A large instance's fast path (building the jobs, SMD) runs here, not in the callback.
+        self.fast_background = Background(
+            "solving the large instance", lock=self._lock, on_error=self._fast_failed
+        )
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
-        self._schedule_cache: dict[str, tuple[dict[str, float], float]] = {}
+        self._schedule_cache: dict[str, SchedulePanel] = {}
         self.schedule: tuple[dict[str, float], float] | None = None  # (policy -> mean JCT, bound)
+        self.schedule_panel = SchedulePanel()  # what the schedule figure draws now
+        self.solving_in_background = False  # a large instance's fast path is running
+        self.errors: list[str] = []  # tracebacks of unexpected failures in the callbacks
         self.solution: Solution | None = None  # the allocation shown
         self.exact_solution: Solution | None = (
             None  # the exact MILP of the current problem, once known
@@ -113,7 +116,8 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.updates = 0
         self._build_controls()
         self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
-        self.solution = first = self._solve_fast()
+        self._drawn_key = self._problem_key()
+        self.solution = first = self._solve_fast(self._jobs, self._cluster)
         # The first exact solve runs here, not in the background: the figures are then displayed
         # with their final data (Voila shows a FigureWidget's data as of its first display).
         exact = None
@@ -135,7 +139,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
                 exact_note=exact if isinstance(exact, str) else "not run",
             )
         )
-        self.schedule_fig = figure_widget(schedule_spec({}, math.nan, note="simulating…"))
+        self.schedule_fig = figure_widget(self.schedule_panel.spec())
         self.rack_fig = figure_widget(self._rack_spec(shown))
         self.rack_box = widgets.Box(
             [self.rack_fig],
@@ -147,7 +151,14 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         self.timer = RedrawTimer()
         outputs = widgets.VBox(
             [
-                widgets.HBox([self.status, self.background.busy, self.schedule_background.busy]),
+                widgets.HBox(
+                    [
+                        self.status,
+                        self.fast_background.busy,
+                        self.background.busy,
+                        self.schedule_background.busy,
+                    ]
+                ),
                 self.timer,
                 self.allocation_fig,
                 self.rack_box,
@@ -173,9 +184,9 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         # Everything that changes the allocation problem (not the focus job, not the method).
         return repr(self.settings.replace(focus=0, method="smd"))
 
-    def _solve_fast(self) -> Solution:
+    def _solve_fast(self, jobs, cluster) -> Solution:
         method = _FAST_FOR[self.settings.method]
-        return solve(self._jobs, self._cluster, method, mode=self.settings.mode)
+        return solve(jobs, cluster, method, mode=self.settings.mode)
 
     def _timeline(self, sol: Solution, template: str | None = TEMPLATE):
         i = self.settings.focus
@@ -210,31 +221,83 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         )
 
     def refresh(self, timeline_only: bool = False) -> None:
-        """Recompute the fast path for the current settings and redraw each figure once; queue the exact MILP if enabled."""
+        """Recompute the fast path for the current settings and redraw each figure once; queue the slow work.
+
+        Bad input or a failure shows one line in the status line and keeps the last valid figures.
+        """
         t0 = time.perf_counter()
         with self._lock:
             try:
-                if not timeline_only or self.solution is None:
-                    self._jobs, self._cluster = (
-                        build_jobs(self.settings),
-                        build_cluster(self.settings),
-                    )
-                    self.solution = self._solve_fast()
-                    t1 = time.perf_counter()
-                    self.exact_solution = None
-                    self._draw_change()
-                else:
+                if timeline_only and self.solution is not None:
+                    if self.solving_in_background:  # drawn with the new allocation on arrival
+                        return
                     t1 = time.perf_counter()
                     sync_figure(self.timeline_fig, self._timeline(self._shown, None))
+                    self.updates += 1
+                    self.last_update_s = time.perf_counter() - t0
+                    self.last_timings = {"solve_s": t1 - t0, "draw_s": self.last_update_s - t1 + t0}
+                    self._show_status()  # a bad-input line stays: the problem is still the bad one
+                    return
+                elif self.settings.n_jobs > INLINE_MAX_JOBS:
+                    self._solve_in_background()
+                    self.error = None
+                    self._show_status()
+                    return
+                else:
+                    self.fast_background.submit("fast", lambda: None, lambda r: None)  # drop older
+                    self.solving_in_background = False
+                    jobs, cluster = build_jobs(self.settings), build_cluster(self.settings)
+                    solution = self._solve_fast(jobs, cluster)
+                    t1 = time.perf_counter()
+                    self._commit(jobs, cluster, solution)
                 self.error = None
             except SmdlabError as exc:
                 self._show_error(str(exc))
+                return
+            except Exception as exc:  # a bug must not leave a traceback in the output area
+                self.errors.append(traceback.format_exc())
+                self._show_error(failure_line("this change", exc))
                 return
             t2 = time.perf_counter()
             self.last_update_s = t2 - t0
             self.last_timings = {"solve_s": t1 - t0, "draw_s": t2 - t1}
             self.updates += 1
             self._show_status()
+
+    def _commit(self, jobs, cluster, solution: Solution) -> None:
+        """Make ``solution`` of ``jobs`` on ``cluster`` the problem shown, and draw it."""
+        self._jobs, self._cluster, self.solution = jobs, cluster, solution
+        self._drawn_key = self._problem_key()
+        self.exact_solution = None
+        self._draw_change()
+
+    def _solve_in_background(self) -> None:
+        """Build and solve a large instance on ``fast_background``; the last figures stay until it arrives."""
+        settings = self.settings
+        method = _FAST_FOR[settings.method]
+        t0 = time.perf_counter()
+
+        def work() -> tuple:
+            jobs, cluster = build_jobs(settings), build_cluster(settings)
+            return jobs, cluster, solve(jobs, cluster, method, mode=settings.mode)
+
+        def arrive(result: tuple) -> None:
+            self.solving_in_background = False
+            t1 = time.perf_counter()
+            self._commit(*result)
+            self.error = None
+            self.last_update_s = time.perf_counter() - t0
+            self.last_timings = {"solve_s": t1 - t0, "draw_s": self.last_update_s - (t1 - t0)}
+            self.updates += 1
+            self._show_status()
+
+        self.solving_in_background = True
+        label = f"solving {settings.n_jobs:,} jobs with {method_label(method)}; the figures follow"
+        self.fast_background.submit("fast", work, arrive, label)
+
+    def _fast_failed(self, line: str) -> None:
+        self.solving_in_background = False
+        self._show_failure(line)
 
     def _draw_change(self) -> None:
         """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
@@ -258,55 +321,22 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         )
         self._queue_schedule()
 
-    # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
-    def _queue_schedule(self) -> None:
-        """Recompute the schedule panel for the current job mix on the background thread (cached per problem)."""
-        key = self._problem_key()
-        if len(self._jobs) > SCHEDULE_MAX_JOBS:
-            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
-            self.schedule = None
-            note = (
-                f"not simulated: {len(self._jobs):,} jobs (this panel simulates up to "
-                f"{SCHEDULE_MAX_JOBS}; notebook 4 and `smdlab simulate` run larger mixes)"
-            )
-            sync_figure(self.schedule_fig, schedule_spec({}, math.nan, note=note, template=None))
-            return
-        cached = self._schedule_cache.get(key)
-        if cached is not None:
-            self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
-            self._draw_schedule(cached)
-            return
-        jobs, cluster, mode = self._jobs, self._cluster, self.settings.mode
-        sync_figure(
-            self.schedule_fig, schedule_spec({}, math.nan, note="simulating…", template=None)
-        )
-
-        def arrive(result: tuple[dict[str, float], float]) -> None:
-            self._schedule_cache[key] = result
-            if len(self._schedule_cache) > 64:
-                self._schedule_cache.pop(next(iter(self._schedule_cache)))
-            if key == self._problem_key():
-                self._draw_schedule(result)
-
-        self.schedule_background.submit(
-            "schedule", lambda: _simulate_schedule(jobs, cluster, mode), arrive
-        )
-
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the background work of the last change (exact MILP, schedule panel) has finished and been drawn."""
+        """Block until the background work of the last change (large-instance solve, exact MILP, schedule panel) has finished and been drawn."""
         limit = self.WAIT_TIMEOUT_S if timeout is None else timeout
-        return self.background.wait(limit) and self.schedule_background.wait(limit)
+        return (
+            self.fast_background.wait(limit)
+            and self.background.wait(limit)
+            and self.schedule_background.wait(limit)
+        )
 
     def close(self) -> None:
-        """Stop both background threads and close the widgets."""
-        sched = getattr(self, "schedule_background", None)  # absent when __init__ failed early
-        if sched is not None:
-            sched.close()
+        """Stop the background threads and close the widgets."""
+        for name in ("fast_background", "schedule_background"):
+            worker = getattr(self, name, None)  # absent when __init__ failed early
+            if worker is not None:
+                worker.close()
         super().close()
-
-    def _draw_schedule(self, result: tuple[dict[str, float], float]) -> None:
-        self.schedule = result
-        sync_figure(self.schedule_fig, schedule_spec(result[0], result[1], template=None))
 
     def _rack_spec(self, sol: Solution) -> go.Figure:
         """The rack drawing of ``sol``'s placement (an empty figure on a flat cluster)."""
@@ -331,7 +361,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         A MILP that takes longer keeps running in the background and draws the bounds (and, for
         the MILP method, the allocation) when it arrives, unless a newer change came first.
         """
-        key = self._problem_key()
+        key = self._drawn_key
         cached = self._exact_cache.get(key)
         wanted = self.exact.value or self.settings.method == "milp"
         if isinstance(cached, Solution) or not wanted:
@@ -376,7 +406,7 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
     def _apply_exact(self, result: Solution | str, key: str) -> None:
         """Draw a MILP that arrived after the change was drawn (once per figure it affects)."""
         self._remember_exact(key, result)
-        if key != self._problem_key():
+        if key != self._drawn_key:
             return  # an older problem's answer: cached, not drawn
         if isinstance(result, str):
             sync_figure(self.bounds_fig, bounds_spec(self._fast, exact_note=result, template=None))
@@ -401,54 +431,6 @@ class Explorer(ExplorerControls, BackgroundApp, widgets.HBox):
         if shown is None:
             raise RuntimeError("the explorer has no allocation before __init__ has finished")
         return shown
-
-    @property
-    def shown_solution(self) -> Solution | None:
-        """The allocation drawn: the exact MILP's when it is the chosen method and has arrived, else the fast one."""
-        if self.settings.method == "milp" and self.exact_solution is not None:
-            return self.exact_solution
-        return self.solution
-
-    # ---- status ---------------------------------------------------------------------------------
-    def headline(self) -> str:
-        """One line naming the chosen method and its result (the exact MILP's once it has arrived)."""
-        sol = self.shown_solution
-        if sol is None:
-            return ""
-        chosen = self.settings.method
-        if chosen == "milp" and sol is not self.exact_solution:
-            return (
-                f"<b>{html.escape(method_label('milp'))}</b>: solving in the background; "
-                f"shown meanwhile: {html.escape(method_label(sol.method))}, Σ JCT {sol.objective:,.0f} s"
-            )
-        gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
-        return (
-            f"<b>{html.escape(method_label(chosen))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs "
-            f"started, Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in "
-            f"{sol.wall_time_s * 1e3:.0f} ms"
-        )
-
-    def _show_status(self) -> None:
-        sol = self.solution
-        if sol is None:
-            return
-        parts = [self.headline()]
-        ex = self.exact_solution
-        if ex is not None:
-            tag = exact_label(ex)
-            parts.append(
-                f"exact MILP: {ex.objective:,.0f} s ({tag}, {ex.wall_time_s:.2f} s, {html.escape(ex.backend)})"
-            )
-        if self.updates:
-            # The browser's part (input to the last repaint) is shown by self.timer below.
-            parts.append(f"kernel: change to redraw sent in {self.last_update_s * 1e3:.0f} ms")
-            self.status.layout.display = None
-        self.status.value = "<br>".join(parts)
-
-    def _show_error(self, message: str) -> None:
-        self.error = message
-        self.status.layout.display = None
-        self.status.value = f'<span style="color:#c00">{html.escape(message)}</span>'
 
     # ---- for tests and notebooks ------------------------------------------------------------------
     @property

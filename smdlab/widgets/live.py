@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 import traceback
@@ -53,7 +54,31 @@ def figure_widget(fig: go.Figure | Mapping[str, Any]) -> go.FigureWidget:
     # What this module set last, so the next sync sends only what changed and resets properties
     # the new figure no longer has (reading them back from the widget costs more than the update).
     fw._smdlab_spec = ([_props(t) for t in data], _layout_props(layout))
+    # Until a browser view has drawn the figure, each sync also sends the whole figure (see
+    # ``_publish``); plotly's view reports its first drawing through these two properties.
+    fw._smdlab_drawn = False
+
+    def drawn(change: Any) -> None:
+        fw._smdlab_drawn = True
+
+    fw.observe(drawn, names=["_js2py_layoutDelta", "_js2py_traceDeltas"])
     return fw
+
+
+def _publish(target: go.FigureWidget) -> None:
+    """Make the widget's synced state the figure as it is now, for views that do not exist yet.
+
+    plotly sends a change as a delta that only a frontend model with its handlers attached
+    applies; its full state (``_widget_data``, ``_widget_layout``) stays as first built. A view
+    created later (a Voila page, a reload, a figure changed before its first display) would
+    draw that first state. So the kernel's copy points at the live figure (nothing is copied or
+    sent), and until a view has drawn the figure the full state is sent as well, replacing what
+    a frontend model that missed deltas holds.
+    """
+    values = target._trait_values
+    values["_widget_data"], values["_widget_layout"] = target._data, target._layout
+    if not getattr(target, "_smdlab_drawn", True) and target.comm is not None:
+        target.send_state(["_widget_data", "_widget_layout"])
 
 
 def _props(trace: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,11 +137,32 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure | Mapping[str, Any]) -> 
             for key in layout_gone:
                 target.layout[key] = None
             target.layout.update(layout_diff, overwrite=True)
+        _publish(target)
     target._smdlab_spec = (new_traces, new_layout)
 
 
 class Superseded(Exception):
     """Raised by background work that noticed a newer request made it pointless."""
+
+
+def failure_line(what: str, exc: BaseException) -> str:
+    """One line saying what failed and why (the exception's first line), for a status line."""
+    text = str(exc).strip().splitlines()
+    return f"{what} failed: {type(exc).__name__}" + (f": {text[0]}" if text else "")
+
+
+def stoppable_policy(policy: Any, still_wanted: Callable[[], bool]) -> Any:
+    """``policy`` (a fresh instance) whose every decision first checks ``still_wanted`` and raises ``Superseded`` once it is False."""
+    decide = policy.decide
+
+    def checked(state: Any) -> Any:
+        if not still_wanted():
+            raise Superseded
+        return decide(state)
+
+    # An instance attribute: the simulator binds ``policy.decide`` once per run.
+    policy.decide = checked
+    return policy
 
 
 class Background:
@@ -125,9 +171,17 @@ class Background:
     ``submit(channel, fn, apply)`` runs ``fn()`` off the caller's thread and then ``apply(result)``,
     unless a newer request on the same channel was submitted meanwhile (then both are skipped).
     ``busy`` (an ipywidgets.HTML) shows what is running; ``wait()`` blocks until all work is done.
+    A failure (in ``fn`` or ``apply``) of the newest request of its channel goes, as one line, to
+    the request's ``on_error`` (else the Background's); with neither, ``busy`` shows it in red.
+    Tracebacks are kept in ``errors``.
     """
 
-    def __init__(self, label: str = "working", lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self,
+        label: str = "working",
+        lock: threading.RLock | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         # ``lock`` is held while checking staleness and applying a result, so a caller that takes
         # it around "submit a new request and redraw" can never be overwritten by an older result.
         self.lock = lock or threading.RLock()
@@ -137,7 +191,10 @@ class Background:
         self._pending: dict[str, int] = {}
         self._counter = 0
         self.label = label
+        self.on_error = on_error
         self.errors: list[str] = []
+        self.last_error: str | None = None  # the last failure's line shown, if any
+        self._failed = ""  # shown by ``busy`` when idle and nobody else shows the failure
         self.busy = widgets.HTML(value="", layout=widgets.Layout(min_height="1.6em"))
         self._idle = threading.Event()
         self._idle.set()
@@ -155,37 +212,74 @@ class Background:
         label: str | None = None,
         *,
         cancellable: bool = False,
+        progressive: bool = False,
+        on_error: Callable[[str], None] | None = None,
     ) -> int:
         """Queue ``fn`` (then ``apply`` on its result) on the worker thread; returns the request id.
 
         cancellable: call ``fn(still_wanted)``, where ``still_wanted()`` turns False once a newer
         request is queued on the channel, so long work can stop early (raise ``Superseded``).
+        progressive: call ``fn(still_wanted, emit)``; each ``emit(partial)`` applies ``partial`` at
+        once (or raises ``Superseded`` when stale), and ``fn``'s return value is not applied.
+        on_error: receives the failure's line instead of the Background's ``on_error``.
         """
+        what = label or self.label
         with self._lock:
             self._counter += 1
             request = self._counter
             self._latest[channel] = request
             self._pending[channel] = self._pending.get(channel, 0) + 1
             self._idle.clear()
-            self._show(label or self.label)
+            self._failed = ""
+            self._show(what)
+
+        def wanted() -> bool:
+            return self.is_latest(channel, request)
+
+        def emit(partial: Any) -> None:
+            with self.lock:
+                if not wanted():
+                    raise Superseded
+                apply(partial)
 
         def run() -> None:
             try:
-                if not self.is_latest(channel, request):
+                if not wanted():
                     return  # superseded before it started: skip the work
-                result = fn(lambda: self.is_latest(channel, request)) if cancellable else fn()
+                if progressive:
+                    fn(wanted, emit)
+                    return
+                result = fn(wanted) if cancellable else fn()
                 with self.lock:
-                    if self.is_latest(channel, request):
+                    if wanted():
                         apply(result)
             except Superseded:
                 pass
-            except Exception:
+            except Exception as exc:
                 self.errors.append(traceback.format_exc())
+                self._fail(failure_line(what, exc), wanted(), on_error or self.on_error)
             finally:
                 self._done(channel)
 
         self._pool.submit(run)
         return request
+
+    def _fail(self, line: str, current: bool, report: Callable[[str], None] | None) -> None:
+        """Show a failure of the newest request (an older request's is only recorded)."""
+        if not current:
+            return
+        self.last_error = line
+        if report is None:
+            with self._lock:
+                self._failed = '<span style="color:#c00">' + html.escape(line) + "</span>"
+            return
+        try:
+            with self.lock:
+                report(line)
+        except Exception:  # the reporter itself failed: keep the line visible here
+            self.errors.append(traceback.format_exc())
+            with self._lock:
+                self._failed = '<span style="color:#c00">' + html.escape(line) + "</span>"
 
     def show(self, label: str) -> None:
         """Change the busy text (background work may report its progress)."""
@@ -200,7 +294,7 @@ class Background:
         with self._lock:
             self._pending[channel] -= 1
             if not any(self._pending.values()):
-                self.busy.value = ""
+                self.busy.value = self._failed
                 self._idle.set()
 
     @property

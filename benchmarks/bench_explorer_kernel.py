@@ -1,0 +1,139 @@
+"""Explorer latency in the kernel: control change to the first, the last and the bound-carrying figure update sent.
+
+The kernel-side twin of ``bench_explorer_browser.py`` (same controls, same default scenario of
+notebook 03, each change to a value not seen before in the run), for a machine where the browser
+run is too noisy or cannot keep a page alive. Every ``sync_figure`` call of the explorer is
+stamped; per change it reports, from setting the control's value:
+
+- first update: the first figure update sent (the allocation, or the status of a large solve);
+- callback: the control's callback returned (the controls answer again);
+- valid bound: the first schedule-figure update that draws a bound line for the new job mix;
+- last update: the last figure update sent, background work included (``app.wait()``);
+- updates: figure updates sent per figure.
+
+Browser rendering is not included. Prints a Markdown table and the load average before and after.
+
+    python benchmarks/bench_explorer_kernel.py [--presses N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from bench_explorer_browser import _pct  # the same percentile as the browser run
+
+TARGET_MS = 200.0
+# (control, values): each value not seen before in the run.
+SEQUENCE: tuple[tuple[str, tuple[object, ...]], ...] = (
+    ("bandwidth", (22.4, 20.0, 17.8, 15.8, 14.1, 12.6)),
+    ("machines", (5, 6, 7, 8, 9, 10)),
+    ("compute_scale", (1.19, 1.41, 1.68, 2.0, 2.38, 2.83)),
+    ("n_jobs", (17, 18, 19, 20, 21, 22)),
+    ("method", ("lp_round", "milp")),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print the Markdown table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presses", type=int, default=4, help="changes per slider (four sliders)")
+    args = ap.parse_args(argv)
+    import smdlab.widgets.explorer_app as mod
+    from smdlab.widgets import explorer
+
+    load_before = os.getloadavg()
+    app = explorer()
+    assert app.wait(300)
+    names = {
+        id(app.allocation_fig): "allocation",
+        id(app.bounds_fig): "bounds",
+        id(app.timeline_fig): "timeline",
+        id(app.schedule_fig): "schedule",
+        id(app.rack_fig): "racks",
+    }
+    for fig in (app.allocation_fig, app.bounds_fig, app.timeline_fig, app.schedule_fig):
+        fig._smdlab_drawn = True  # as once a browser view has drawn them: deltas only
+    stamps: list[tuple[float, str, bool]] = []
+    real = mod.sync_figure
+
+    def stamped(target, fig) -> None:
+        real(target, fig)
+        data = fig["data"] if isinstance(fig, dict) else [t.to_plotly_json() for t in fig.data]
+        bound = any(t.get("type") == "scatter" for t in data)
+        stamps.append((time.perf_counter(), names.get(id(target), "other"), bound))
+
+    # The schedule panel draws from its own module where it has one.
+    modules = [mod]
+    try:
+        import smdlab.widgets.explorer_panels as panels
+
+        modules.append(panels)
+    except ImportError:
+        pass
+    for m in modules:
+        m.sync_figure = stamped
+    rows = []
+    try:
+        for control, values in SEQUENCE:
+            for value in values[: args.presses] if control != "method" else values:
+                stamps.clear()
+                t0 = time.perf_counter()
+                getattr(app, control).value = value
+                t_cb = time.perf_counter()
+                assert app.wait(300), f"{control} = {value}: background work did not finish"
+                if not stamps:
+                    continue
+                bounds = [t for t, name, b in stamps if name == "schedule" and b]
+                counts: dict[str, int] = {}
+                for _, name, _ in stamps:
+                    counts[name] = counts.get(name, 0) + 1
+                rows.append(
+                    {
+                        "control": control,
+                        "first": (stamps[0][0] - t0) * 1e3,
+                        "callback": (t_cb - t0) * 1e3,
+                        "bound": (bounds[0] - t0) * 1e3 if bounds else None,
+                        "last": (max(t for t, _, _ in stamps) - t0) * 1e3,
+                        "counts": counts,
+                    }
+                )
+    finally:
+        for m in modules:
+            m.sync_figure = real
+        app.close()
+    load_after = os.getloadavg()
+    print(
+        f"Kernel side, notebook 03's default scenario; {len(rows)} changes "
+        f"({', '.join(c for c, _ in SEQUENCE)}). Load average (1, 5, 15 min) before "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}, after "
+        f"{', '.join(f'{x:.2f}' for x in load_after)}; {os.cpu_count()} CPUs.\n"
+    )
+    print("| measure (ms from the change) | control | changes | median | p95 | max |")
+    print("|---|---|---:|---:|---:|---:|")
+    for title, key in (
+        ("first figure update sent", "first"),
+        ("callback returned", "callback"),
+        ("valid bound sent", "bound"),
+        ("last figure update sent", "last"),
+    ):
+        for control in ("all", *(c for c, _ in SEQUENCE)):
+            vals = [r[key] for r in rows if r[key] is not None and control in ("all", r["control"])]
+            if vals:
+                print(
+                    f"| {title} | {control} | {len(vals)} | {statistics.median(vals):.0f} | "
+                    f"{_pct(vals, 0.95):.0f} | {max(vals):.0f} |"
+                )
+    for name in ("allocation", "bounds", "timeline", "schedule"):
+        per = [r["counts"].get(name, 0) for r in rows]
+        print(
+            f"| updates of the {name} figure per change | all | {len(per)} | "
+            f"{statistics.median(per):.0f} | {_pct(per, 0.95):.0f} | {max(per)} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
