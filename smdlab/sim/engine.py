@@ -227,6 +227,20 @@ class Engine:
         """End the current segment of ``r`` at ``t``; return the samples left."""
         return self.log.close_segment(r, t, final)
 
+    def set_speed(self, r: Run, t: float, speed: float) -> None:
+        """Close ``r``'s segment at ``t`` and go on at ``speed`` (no restart: the job only waits
+        or runs faster; the fabric and storage re-time running jobs this way)."""
+        left = self.close(r, t, final=False)
+        r.att0 += r.gpus * (t - r.seg_start)
+        r.seg_start = t
+        r.resume = max(r.resume, t)
+        r.rem0 = left
+        r.speed = speed
+        r.finish = r.resume + left / speed if speed > 0 else math.inf
+        self.version += 1
+        r.version = self.version
+        heapq.heappush(self.heap, (r.finish, self.index[r.job.name], r.version))
+
     def restart_of(self, job: Job) -> float:
         """Seconds without progress ``job`` pays for a restart: its own, else the run's."""
         return self.restart_s if job.restart_s is None else job.restart_s

@@ -8,8 +8,6 @@ Specification: docs/network.md. The job's speed without contention (``Run.base``
 
 from __future__ import annotations
 
-import heapq
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,7 +74,7 @@ class Network:
         for name, r in running.items():
             speed = r.base * share.get(name, 1.0)
             if speed != r.speed:
-                self._reprice(r, t, speed)
+                self.engine.set_speed(r, t, speed)
 
     def state(self, runs: list[Run], t: float) -> FabricState:
         """The fabric state a communication policy sees for ``runs`` at ``t``."""
@@ -103,17 +101,3 @@ class Network:
         if not self.fair:
             levels = levels_from_scores(self.policy.scores(st), self.spec.levels)
         return water_fill(st.demand, st.capacity, levels)
-
-    def _reprice(self, r: Run, t: float, speed: float) -> None:
-        """Close ``r``'s segment at ``t`` and go on at ``speed`` (no restart: the job only waits)."""
-        eng = self.engine
-        left = eng.close(r, t, final=False)
-        r.att0 += r.gpus * (t - r.seg_start)
-        r.seg_start = t
-        r.resume = max(r.resume, t)
-        r.rem0 = left
-        r.speed = speed
-        r.finish = r.resume + left / speed if speed > 0 else math.inf
-        eng.version += 1
-        r.version = eng.version
-        heapq.heappush(eng.heap, (r.finish, eng.index[r.job.name], r.version))

@@ -9,8 +9,6 @@ else the run's default rule) and re-segments every running job whose capped spee
 
 from __future__ import annotations
 
-import heapq
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -142,21 +140,7 @@ class StorageRun:
             speed = min(compute, cap)
             if speed != r.speed:
                 sim.beyond_bound = True  # speeds are no longer the tables' (docs/bound.md)
-                self._set_speed(sim, name, r, speed, t)
-
-    @staticmethod
-    def _set_speed(sim: Any, name: str, r: Any, speed: float, t: float) -> None:
-        """A new segment of ``r`` from ``t`` at ``speed`` (no restart pause)."""
-        left = sim.close(r, t, final=False)
-        r.att0 += r.gpus * (t - r.seg_start)
-        r.seg_start = t
-        r.resume = max(r.resume, t)
-        r.rem0 = left
-        r.speed = speed
-        r.finish = r.resume + left / speed if speed > 0 else math.inf
-        sim.version += 1
-        r.version = sim.version
-        heapq.heappush(sim.heap, (r.finish, sim.index[name], r.version))
+                sim.set_speed(r, t, speed)
 
     def summary(self) -> dict[str, Any]:
         """The run's storage entries (``STORAGE_SUMMARY_KEYS``)."""
