@@ -5,21 +5,16 @@ from __future__ import annotations
 import pytest
 
 from smdlab import InvalidInput
-from smdlab.widgets import explorer
-from smdlab.widgets.deadlines import (
-    DEADLINE_POLICIES,
-    TABLE_COLUMNS,
-    DeadlineOptions,
-    attach_deadlines,
-    miss_cards_html,
-)
+from smdlab.widgets import deadlines as dl, explorer
 from smdlab.widgets.scenario import ExplorerSettings, build_jobs
 
+# Two machines, four jobs: each toggle simulates the six policies in about a second.
 SMALL = ExplorerSettings(machines=2, n_jobs=4, max_tasks=6)
 
 
 @pytest.fixture(scope="module")
 def app():
+    """One explorer for the module, without the exact MILP (not what these tests look at)."""
     a = explorer(SMALL, run_exact=False)
     assert a.wait(60)
     yield a
@@ -46,10 +41,10 @@ def test_toggle_shows_miss_cards_deadline_columns_and_ticks(app):
     try:
         assert app.wait(120) and app.error is None
         assert panel.outputs.layout.display == ""
-        assert list(panel.results) == list(DEADLINE_POLICIES)
-        assert panel.cards.value.count("smdlab-miss-card") == len(DEADLINE_POLICIES)
+        assert list(panel.results) == list(dl.DEADLINE_POLICIES)
+        assert panel.cards.value.count("smdlab-miss-card") == len(dl.DEADLINE_POLICIES)
         assert "hard miss" in panel.cards.value and "weighted miss" in panel.cards.value
-        for header in TABLE_COLUMNS:
+        for header in dl.TABLE_COLUMNS:
             assert f"<th>{header}</th>" in panel.table.value
         shown = panel.results[panel.detail.value]
         slo = shown.jobs[shown.jobs["job_class"] == "slo"]
@@ -87,16 +82,18 @@ def test_bad_slack_shows_one_line_and_keeps_the_last_cards(app):
         panel.slack_min.value = 1.5
         assert app.wait(120) and app.error is None
     finally:
-        panel.slack_min.value = DeadlineOptions().slack_min
+        panel.slack_min.value = dl.DeadlineOptions().slack_min
         app.controls["deadlines"].value = False
         assert app.wait(120)
 
 
 def test_attach_deadlines_and_cards_helpers():
     jobs = build_jobs(SMALL)
-    with_slo = attach_deadlines(jobs, DeadlineOptions(True, 2.0, 2.0, 1.0), seed=0, mode="wfbp")
+    with_slo = dl.attach_deadlines(
+        jobs, dl.DeadlineOptions(True, 2.0, 2.0, 1.0), seed=0, mode="wfbp"
+    )
     assert all(j.slo is not None for j in with_slo)
     with pytest.raises(InvalidInput, match="fraction"):
-        attach_deadlines(jobs, DeadlineOptions(True, 1.5, 3.0, 1.5), seed=0, mode="wfbp")
-    html = miss_cards_html({"chronus": "not run: no GPUs"}, pending=("edf",))
+        dl.attach_deadlines(jobs, dl.DeadlineOptions(True, 1.5, 3.0, 1.5), seed=0, mode="wfbp")
+    html = dl.miss_cards_html({"chronus": "not run: no GPUs"}, pending=("edf",))
     assert "Chronus" in html and "not run: no GPUs" in html and "simulating" in html
