@@ -76,12 +76,16 @@ def test_bad_slack_shows_one_line_and_keeps_the_last_cards(app):
         assert app.error is not None and "\n" not in app.error
         assert "slack[0] must be > 0" in app.error
         assert "slack[0] must be &gt; 0" in app.status.value  # the status line shows it
-        assert panel.cards.value == cards
+        assert panel.cards.value == cards and "older" in panel.note.value
+        # Another change of the problem keeps the section's line while the value stays bad.
+        app.n_jobs.value = 5
+        assert app.wait(120) and "slack[0]" in panel.note.value and panel.cards.value == cards
         panel.slack_min.value = 4.0  # min above max: the generator's range check
         assert app.error is not None and "slack must be [lo, hi]" in app.error
         panel.slack_min.value = 1.5
-        assert app.wait(120) and app.error is None
+        assert app.wait(120) and app.error is None and panel.note.value == ""
     finally:
+        app.n_jobs.value = SMALL.n_jobs
         panel.slack_min.value = dl.DeadlineOptions().slack_min
         app.controls["deadlines"].value = False
         assert app.wait(120)

@@ -226,12 +226,16 @@ class DeadlinePanel:
             "slo_fraction": self.fraction,
             "deadline_detail": self.detail,
         }
+        # The section's own copy of its failure line: a later change elsewhere may clear the
+        # status line while the bad value stays, and the stale cards below must say so.
+        self.note = widgets.HTML()
         self.cards = widgets.HTML()
         self.table = widgets.HTML()
         self.gantt_fig: Any = None  # created on first use: no cost while deadlines are off
         self._gantt_box = widgets.Box([])
         self.outputs = widgets.VBox(
-            [self.cards, self._gantt_box, self.table], layout=widgets.Layout(display="none")
+            [self.note, self.cards, self._gantt_box, self.table],
+            layout=widgets.Layout(display="none"),
         )
         self.background = Background("simulating the deadline-aware policies", lock=lock)
         self.results: dict[str, SimResult | str] = {}
@@ -339,6 +343,9 @@ class DeadlinePanel:
 
     def _report(self, line: str) -> None:
         self._error = line
+        self.note.value = (
+            f'<span style="color:#c00">{html.escape(line)} (the results below are older)</span>'
+        )
         self._app._show_error(line)
 
     def _clear_error(self) -> None:
@@ -347,6 +354,7 @@ class DeadlinePanel:
             self._app.error = None
             self._app._show_status()
         self._error = None
+        self.note.value = ""
 
     def wait(self, timeout: float | None) -> bool:
         """Block until the simulations of the last change have finished and been drawn."""
