@@ -185,10 +185,11 @@ display(Markdown(slo_tradeoff(df)))
 # ## SMD with deadlines: the value term of (P)
 #
 # SMD's problem (P) charges each job its weighted duration omega_i d_i(c) at the configuration c
-# it starts with (docs/solver.md). `smd_slo` puts each SLO job's value into its weight; with
-# `value_kappa` > 0 it also charges each configuration the share of the job's value lost when
-# the job completes at that configuration's estimate, kappa H (1 - V(t + d_i(c)) / V_max), H
-# being (P)'s expected wait (ours; docs/deadlines.md). Below: the explorer's default first job,
+# it starts with (docs/solver.md). `smd_slo` also charges each configuration of an SLO job the
+# share of the job's value lost when the job completes at that configuration's estimate,
+# kappa H (1 - V(t + d_i(c)) / V_max), H being (P)'s expected wait (`value_kappa` = kappa = 1 by
+# default; ours, docs/deadlines.md); value-density weights are an option (`kappa` > 0), off by
+# default. Below: the explorer's default first job,
 # given a deadline that only its faster configurations meet (two options, worth 10 and 4), and
 # the cost of each of its configurations with and without that term.
 

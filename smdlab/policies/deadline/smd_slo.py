@@ -1,33 +1,37 @@
-"""SMD with deadlines: SMD's problem (P) with each SLO job's value in its weight (ours).
+"""SMD with deadlines: SMD's problem (P) with each SLO job's value in its objective (ours).
 
 An addition to the reconstruction, not from a paper: (P) minimises sum_i omega_i d_i (plus the
-waiting charge of unstarted jobs; docs/solver.md), so a job's weight is what one second of its
-time costs. ``smd_slo`` runs SMD unchanged (``smdlab.policies.ps.smd``: selection, sum-of-ratios,
-placement, work-conserving fill; elastic, a decision every 1,200 s slot and at every event) on
-jobs whose weight is fixed when the policy first sees them:
+waiting charge of unstarted jobs; docs/solver.md). ``smd_slo`` runs SMD unchanged
+(``smdlab.policies.ps.smd``: selection, sum-of-ratios, placement, work-conserving fill; elastic, a
+decision every 1,200 s slot and at every event) and adds two optional ways for an SLO job's value
+to enter (P); the default is the first alone (``value_kappa=1``, ``kappa=0``), the one that
+missed fewest deadlines with the shortest best-effort JCT where both were measured
+(EXPERIMENTS.md, "SMD with deadlines: the value term").
+
+The value term of (P) per configuration (``value_kappa`` > 0; ``smdlab.solve.instance.ValueTerm``):
+at a decision at time t, an SLO job started at configuration c is also charged
+value_kappa x H x (1 - V_i(t + d_i(c)) / V_i,max), the share of its value lost if it completes at
+that configuration's estimate (its remaining work at that speed), and a job left waiting the share
+lost at t + H + d_i(r_i); H is (P)'s expected wait. SMD's selection (the LP of (P)) and its
+closing local search then weigh each configuration's deadline option; its sum-of-ratios step
+between them still sees only omega_i d_i.
+
+Value-density weights (``kappa`` > 0; the default before the value term, ``kappa=1,
+value_kappa=0``): a job's weight, what one second of its time costs, fixed when the policy first
+sees it:
 
     omega_i = 1 + kappa x v_i x min(1, r_i / (D_i - a_i))   for an SLO job,
     omega_i = 1                                              for a best-effort job,
 
 with a_i its arrival, r_i its isolated duration (alone, at its request), D_i the absolute
 deadline of its first option and v_i that option's value: r_i / (D_i - a_i) is the share of its
-deadline window the job needs, so a job with much value and little slack weighs most (a
-value-density weight). ``kappa`` (default 1: a Chronus job worth 10 with no slack weighs 11
-best-effort jobs) is ours. The weight is fixed, not re-read at every decision: SMD re-solves
-every running job at every decision and restarts those whose allocation changes, and weights
-that drift with the clock reorder the jobs and restart them (``fixed=False`` re-reads them at
-every decision, from the remaining time and the first option still reachable; measured in
-EXPERIMENTS.md).
-
-``value_kappa`` > 0 (ours, off by default) adds the value term of (P) per configuration
-(``smdlab.solve.instance.ValueTerm``): at a decision at time t, an SLO job started at
-configuration c is also charged value_kappa x H x (1 - V_i(t + d_i(c)) / V_i,max), the share of its
-value lost if it completes at that configuration's estimate (its remaining work at that speed),
-and a job left waiting the share lost at t + H + d_i(r_i); H is (P)'s expected wait. SMD's
-selection (the LP of (P)) and its closing local search then weigh each configuration's deadline
-option; its sum-of-ratios step between them still sees only omega_i d_i.
+deadline window the job needs, so a job with much value and little slack weighs most. With
+``kappa=1`` a Chronus job worth 10 with no slack weighs 11 best-effort jobs. The weight is fixed,
+not re-read at every decision: SMD re-solves every running job at every decision and restarts
+those whose allocation changes, and weights that drift with the clock reorder the jobs and
+restart them (``fixed=False`` re-reads them at every decision, from the remaining time and the
+first option still reachable; measured in EXPERIMENTS.md). With ``kappa=0`` every weight is 1.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -40,7 +44,11 @@ from smdlab.policies.ps.smd import SMD
 from smdlab.policies.ps.srtf import remaining_time
 from smdlab.solve.instance import ValueTerm
 
+# The weight scale of slo_weight (its own default) and smd_slo's defaults: value term on, weights
+# off (EXPERIMENTS.md, "SMD with deadlines: the value term").
 DEFAULT_KAPPA = 1.0
+SMD_SLO_KAPPA = 0.0
+SMD_SLO_VALUE_KAPPA = 1.0
 
 
 def slo_weight(job: Job, remaining_s: float, now: float, kappa: float = DEFAULT_KAPPA) -> float:
@@ -61,15 +69,15 @@ def slo_weight(job: Job, remaining_s: float, now: float, kappa: float = DEFAULT_
 
 
 class SMDSLO(SMD):
-    """SMD whose job weights carry each SLO job's value at stake and urgency (module docstring)."""
+    """SMD with each SLO job's value in (P): a value term per configuration, optional weights."""
 
     name = "smd_slo"
 
     def __init__(
         self,
-        kappa: float = DEFAULT_KAPPA,
+        kappa: float = SMD_SLO_KAPPA,
         fixed: bool = True,
-        value_kappa: float = 0.0,
+        value_kappa: float = SMD_SLO_VALUE_KAPPA,
         **options: Any,
     ) -> None:
         self.kappa = check_positive("kappa", kappa, allow_zero=True)
