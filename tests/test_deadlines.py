@@ -318,10 +318,15 @@ def test_smd_with_deadlines_runs_the_slo_job_first_where_smd_misses_it(tmp_path)
         "best,u,1,5,1,alexnet,10,5,5,10,1,best",
         "slo,u,1,5,1,alexnet,20,5,25,10,0,strict",
     ])  # fmt: skip
+    from smdlab.policies.deadline.smd_slo import SMDSLO
+
     smd = simulate(load_chronus(p), _gpu_cluster(1), "smd").jobs.set_index("job")
-    ours = simulate(load_chronus(p), _gpu_cluster(1), "smd_slo").jobs.set_index("job")
-    assert smd.loc["slo", "deadline_met"] == 0 and ours.loc["slo", "deadline_met"] == 1
-    assert ours.loc["slo", "finish"] < ours.loc["best", "finish"]
+    assert smd.loc["slo", "deadline_met"] == 0
+    # the default (value term alone), the weights alone (the former default), and both
+    for policy in ("smd_slo", SMDSLO(kappa=1.0, value_kappa=0.0), SMDSLO(kappa=1.0)):
+        ours = simulate(load_chronus(p), _gpu_cluster(1), policy).jobs.set_index("job")
+        assert ours.loc["slo", "deadline_met"] == 1
+        assert ours.loc["slo", "finish"] < ours.loc["best", "finish"]
 
 
 # ---- the slo_vs_load figure -----------------------------------------------------------------------
