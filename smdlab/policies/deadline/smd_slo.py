@@ -3,10 +3,10 @@
 An addition to the reconstruction, not from a paper: (P) minimises sum_i omega_i d_i (plus the
 waiting charge of unstarted jobs; docs/solver.md). ``smd_slo`` runs SMD unchanged
 (``smdlab.policies.ps.smd``: selection, sum-of-ratios, placement, work-conserving fill; elastic, a
-decision every 1,200 s slot and at every event) and adds two optional ways for an SLO job's value
-to enter (P); the default is the first alone (``value_kappa=1``, ``kappa=0``), the one that
-missed fewest deadlines with the shortest best-effort JCT where both were measured
-(EXPERIMENTS.md, "SMD with deadlines: the value term").
+decision every 1,200 s slot and at every event) and adds two ways for an SLO job's value to enter
+(P). The default is the first alone (``value_kappa=1``, ``kappa=0``): on ``slo_vs_load``'s full
+setting it had the lowest hard miss, weighted miss and best-effort JCT of the three variants at
+every load from 1.5 up (EXPERIMENTS.md, "SMD with deadlines: the value term").
 
 The value term of (P) per configuration (``value_kappa`` > 0; ``smdlab.solve.instance.ValueTerm``):
 at a decision at time t, an SLO job started at configuration c is also charged
@@ -16,8 +16,8 @@ lost at t + H + d_i(r_i); H is (P)'s expected wait. SMD's selection (the LP of (
 closing local search then weigh each configuration's deadline option; its sum-of-ratios step
 between them still sees only omega_i d_i.
 
-Value-density weights (``kappa`` > 0; the default before the value term, ``kappa=1,
-value_kappa=0``): a job's weight, what one second of its time costs, fixed when the policy first
+Value-density weights (``kappa`` > 0, off by default; ``kappa=1, value_kappa=0`` gives the
+weights alone): a job's weight, what one second of its time costs, fixed when the policy first
 sees it:
 
     omega_i = 1 + kappa x v_i x min(1, r_i / (D_i - a_i))   for an SLO job,
@@ -32,6 +32,7 @@ those whose allocation changes, and weights that drift with the clock reorder th
 restart them (``fixed=False`` re-reads them at every decision, from the remaining time and the
 first option still reachable; measured in EXPERIMENTS.md). With ``kappa=0`` every weight is 1.
 """
+
 from __future__ import annotations
 
 import dataclasses
