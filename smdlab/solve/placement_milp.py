@@ -274,7 +274,9 @@ def _build(inst: Instance, s: _Setting, free: np.ndarray, pat: _Patterns) -> _Mo
     level = np.array(pat.level)
     if s.types is not None:
         for i, job in enumerate(inst.jobs):
-            ratio = np.array([speed_ratio(job.profile.network, t, job.profile.device) for t in s.types])
+            ratio = np.array(
+                [speed_ratio(job.profile.network, t, job.profile.device) for t in s.types]
+            )
             W = inst.tables[i].shape[0]
             mine = np.flatnonzero(pj == i)
             for r in _levels(job, s.types)[1:]:
@@ -308,7 +310,9 @@ def _build(inst: Instance, s: _Setting, free: np.ndarray, pat: _Patterns) -> _Mo
     return _Model(c, a, np.array(lo), np.array(hi), col_hi, float(defer.sum()), Z)
 
 
-def _run(model: _Model, time_limit: float, mip_gap: float) -> tuple[np.ndarray | None, float, float, bool]:
+def _run(
+    model: _Model, time_limit: float, mip_gap: float
+) -> tuple[np.ndarray | None, float, float, bool]:
     """(x or None, objective, bound, stopped by the time limit) of the MILP with HiGHS."""
     import highspy
 
@@ -384,7 +388,9 @@ def _result(
 def _prepare(jobs, cluster, free, mode) -> tuple[Instance, np.ndarray]:
     check_cluster(cluster)
     if not cluster.has_machines:
-        raise InvalidInput("cluster must have machines for the placement-aware model (this one is pooled)")
+        raise InvalidInput(
+            "cluster must have machines for the placement-aware model (this one is pooled)"
+        )
     f = _free(cluster, free)
     inst = build_instance(jobs, cluster, f.sum(axis=0), mode)
     _check_jobs(inst.jobs, cluster)
