@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from smdlab.errors import Infeasible, InvalidInput, SolverError, check_int
+from smdlab.errors import Infeasible, InvalidInput, SolverError, check_choice, check_int
 from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.job import Job
@@ -45,14 +45,17 @@ from smdlab.model.placement_speed import placement_speed
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.api import MilpOptions, solve
 from smdlab.solve.backends import new_highs
+from smdlab.solve.cases import tight_instance
 from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster
 from smdlab.solve.placement import TOL, Placement, rack_layout
 
 __all__ = [
     "DEFAULT_MAX_PATTERNS",
+    "PLACEMENT_KINDS",
     "PlacedResult",
     "evaluate",
     "placed_speeds",
+    "placement_instance",
     "smd_placed",
     "solve_placed",
 ]
@@ -460,3 +463,34 @@ def smd_placed(
         status="heuristic",
         time_limit_reached=False,
     )
+
+
+PLACEMENT_KINDS = ("flat", "typed", "racked")
+
+
+def placement_instance(
+    kind: str, n: int, machines: int, seed: int = 0
+) -> tuple[list[Job], Cluster]:
+    """(jobs, cluster) of the placement benchmarks: ``n`` held-out-class jobs on ``machines`` machines.
+
+    kind: ``flat`` (identical untyped servers; caps 16 workers and 16 PSs), ``typed`` (half K80,
+    half V100 servers in two racks whose uplinks never bind; caps 4 and 4) or ``racked`` (two racks
+    of V100 servers whose uplinks carry half of their NICs' total; caps 4 and 4).
+    """
+    kind = check_choice("kind", kind, PLACEMENT_KINDS)
+    n = check_int("n", n, 1)
+    machines = check_int("machines", machines, 2 if kind != "flat" else 1)
+    jobs, _ = tight_instance(n, seed, machines=1)
+    if kind == "flat":
+        return jobs, Cluster.homogeneous(machines)
+    jobs = [j.replace(max_workers=4, max_ps=4) for j in jobs]
+    half = machines // 2
+    sizes = (half, machines - half)
+    if kind == "typed":  # an uplink as fast as the rack's NICs: only the GPU types matter
+        racks = [
+            {"machines": k, "gpu_type": t, "uplink_gbps": 100.0 * k}
+            for k, t in zip(sizes, ("k80", "v100"))
+        ]
+    else:
+        racks = [{"machines": k, "uplink_gbps": 50.0 * k} for k in sizes]
+    return jobs, Cluster.groups(racks)
