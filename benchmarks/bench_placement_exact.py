@@ -5,7 +5,7 @@ Instances: ``smdlab.solve.placement_milp.placement_instance(kind, n, machines)``
 racks of V100 servers whose uplinks carry half of their NICs). Each instance's speed tables are
 computed before any clock. Then, on the same instance: SMD (``bound=False``) followed by
 smdlab's placement (``smd_placed``, the fastest of ``--repeat`` runs), and the exact model
-(``solve_placed``, HiGHS, one thread, ``--time-limit`` T) in a child process that is stopped if
+(``solve_placed``, HiGHS, ``--time-limit`` T) in a child process that is stopped if
 its call has not returned within 1.1 T + 5 s. Both are priced by the simulator's speed on the
 placement each returns (``evaluate``).
 
