@@ -42,16 +42,27 @@ SIZES = {
 QUICK = {"flat": [(32, 8)], "typed": [(32, 8)], "racked": [(8, 4)]}
 
 
+def traits(cluster, placements) -> tuple[int, int]:
+    """(jobs whose tasks span two or more racks, jobs with a worker on a K80) of a placement."""
+    rack = cluster.rack_of
+    types = [m.gpu_type for m in cluster.machines]
+    cross = sum(len({rack[m] for m, _, _ in pl.tasks}) > 1 for pl in placements)
+    slow = sum(any(w and types[m] == "k80" for m, w, _ in pl.tasks) for pl in placements)
+    return int(cross), int(slow)
+
+
 def _exact_child(kind: str, n: int, machines: int, limit: float, out) -> None:
     jobs, cluster = placement_instance(kind, n, machines)
     build_instance(jobs, cluster, cluster.capacity_vector)  # the speed tables, before the clock
     out.put("ready")
     r = solve_placed(jobs, cluster, time_limit=limit)
-    out.put((r.objective, r.bound, r.status, r.wall_time_s, r.cpu_time_s, r.patterns))
+    cross, slow = traits(cluster, r.placements)
+    out.put((r.objective, r.bound, r.status, r.wall_time_s, r.cpu_time_s, r.patterns, cross, slow))
 
 
 def exact_run(kind: str, n: int, machines: int, limit: float) -> tuple:
-    """(objective, bound, status, wall s, CPU s, patterns) of the exact model in a child process.
+    """(objective, bound, status, wall s, CPU s, patterns, crossing jobs, jobs on K80) of the
+    exact model in a child process.
 
     Stopped once its call has run 1.1 T + 5 s without returning (reported as ``no return``,
     with that time and nan elsewhere).
@@ -68,7 +79,7 @@ def exact_run(kind: str, n: int, machines: int, limit: float) -> tuple:
                 got = out.get(timeout=1)
             except queue.Empty:
                 if time.perf_counter() > deadline or not child.is_alive():
-                    return math.nan, math.nan, "no return", grace, math.nan, 0
+                    return math.nan, math.nan, "no return", grace, math.nan, 0, -1, -1
                 continue
             if got == "ready":
                 deadline = time.perf_counter() + grace
@@ -87,8 +98,14 @@ def one_size(kind: str, n: int, machines: int, repeat: int, limit: float) -> dic
     runs = [smd_placed(jobs, cluster) for _ in range(repeat)]
     smd = min(runs, key=lambda r: r.wall_time_s)
     smd_cpu = min(r.cpu_time_s for r in runs)
-    obj, bound, status, wall, cpu, patterns = exact_run(kind, n, machines, limit)
+    obj, bound, status, wall, cpu, patterns, x_cross, x_slow = exact_run(kind, n, machines, limit)
+    s_cross, s_slow = traits(cluster, smd.placements)
     return dict(
+        started=sum(w > 0 for w in smd.workers),
+        smd_cross=s_cross,
+        smd_slow=s_slow,
+        exact_cross=x_cross,
+        exact_slow=x_slow,
         kind=kind,
         n=n,
         machines=machines,
@@ -132,6 +149,21 @@ def table(rows: list[dict]) -> str:
             f"| {_x(r['exact_cpu'], r['smd_cpu'])} | {_pct(r['above_bound'])} "
             f"| {_pct(r['above_exact'])} |"
         )
+    return "\n".join(lines)
+
+
+def diagnosis(rows: list[dict]) -> str:
+    """Where the placements differ: jobs across racks (racked) and jobs on K80s (typed)."""
+    lines = [
+        "| kind | jobs | SMD: jobs started / across racks / on a K80 | exact: across racks / on a K80 |",
+        "|---|---:|---|---|",
+    ]
+    for r in rows:
+        if r["kind"] != "flat":
+            lines.append(
+                f"| {r['kind']} | {r['n']} | {r['started']} / {r['smd_cross']} / {r['smd_slow']} "
+                f"| {r['exact_cross']} / {r['exact_slow']} |"
+            )
     return "\n".join(lines)
 
 
@@ -181,6 +213,8 @@ def main() -> None:
     )
     print()
     print(table(rows))
+    print()
+    print(diagnosis(rows))
     print()
     print("\n".join(verdicts(rows)) or "no size where the exact model needed more than 10 s")
     print(f"total {time.perf_counter() - t0:.0f} s")
