@@ -393,7 +393,7 @@ show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cl
 # bound it proved by then. Each instance's speed tables are built before either clock. Times are
 # CPU seconds (on a shared machine wall time counts other processes too), and the takeaway is
 # written from this run's numbers. `benchmarks/bench_placement_exact.py` runs the placement-aware
-# problem at sizes where the exact model needs more than 10 s.
+# problem at sizes where the exact model needs more than 10 s (results in `docs/performance.md`).
 
 # %%
 from IPython.display import Markdown, display

@@ -56,7 +56,7 @@ def _rows(ratio_cpu, gaps, status=None) -> pd.DataFrame:
 def test_the_takeaway_names_where_smd_pays_off_and_changes_with_the_table():
     text = payoff_by_problem(_rows([0.5, 3.0, 9.0], [0.0, 0.01, 0.05]))
     assert "it pays off at 32 jobs" in text
-    assert "9.0x at 128 (5.0% above the bound)" in text
+    assert "9.0x at 128 (5.00% above the bound)" in text
     never = payoff_by_problem(_rows([0.5, 1.5, 9.0], [0.0, 0.01, 0.05]))
     assert "does not pay off at any size here" in never
     stopped = payoff_by_problem(_rows([0.5, 3.0], [0.0, 0.01], ["optimal", "time_limit"]))

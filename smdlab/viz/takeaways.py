@@ -347,7 +347,7 @@ def payoff_by_problem(rows: pd.DataFrame, *, faster: float = 2.0, within: float 
         gaps = df["SMD above bound"].to_numpy(dtype=float)
         sizes = df["jobs"].astype(int).to_list()
         run = ", ".join(
-            f"{_times(r)} at {n:,} ({g:.1%} above the bound)"
+            f"{_times(r)} at {n:,} ({g:.2%} above the bound)"
             for n, r, g in zip(sizes, ratio, gaps, strict=True)
         )
         pays = [
