@@ -375,60 +375,82 @@ pd.DataFrame(
 show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cluster))
 
 # %% [markdown]
-# ## When SMD pays off: scale
+# ## When SMD pays off: the pooled and the placement-aware problem
 #
-# Does SMD pay off as the instance grows? The cell below measures both methods on growing
-# instances (the cluster grows with them); the sizes are chosen to fit a notebook's time budget.
-# Each instance's speed tables are computed first (`build_instance`), as a scheduler holds them
-# between decisions, so neither method's time includes them. SMD runs without its bound
-# (`bound=False`), as a scheduler would; the MILP gets 10 s. Times on a shared machine vary from
-# run to run, and the takeaway below the table is written from this run's numbers.
+# SMD exists to be fast with a guarantee, so it pays off where the exact solver is slow and SMD
+# stays close to the exact solver's proven bound. The cell below measures both on growing
+# instances of two problems:
+#
+# - **pooled** (P): the capacity of all machines pooled, as above; SMD against the MILP.
+# - **placement-aware**: every task on a machine, each machine's capacity respected, and each
+#   job's speed the simulator's speed on its placement (rack uplinks, GPU types). SMD is
+#   followed by smdlab's placement; the exact model (`smdlab.solve.placement_milp.solve_placed`)
+#   chooses configurations and machines together. Two cluster kinds: *flat* (identical servers)
+#   and *typed* (half K80, half V100 servers). Both methods are priced the same way: the
+#   simulator's speed on the placement each returns.
+#
+# The sizes are small, so the sweep runs in seconds; each exact call gets 2 s and reports the
+# bound it proved by then. Each instance's speed tables are built before either clock. Times are
+# CPU seconds (on a shared machine wall time counts other processes too), and the takeaway is
+# written from this run's numbers. `benchmarks/bench_placement_exact.py` runs the placement-aware
+# problem at sizes where the exact model needs more than 10 s (results in `docs/performance.md`).
 
 # %%
 from IPython.display import Markdown, display
+from plotly.subplots import make_subplots
 
-from smdlab.viz.takeaways import benchmark_note, smd_payoff
+from smdlab.solve.payoff import payoff_row
+from smdlab.solve.placement_milp import placement_instance
+from smdlab.viz.takeaways import benchmark_note, payoff_by_problem
 
+LIMIT = 2.0  # seconds per exact call
 rows = []
-for n in (8, 32, 128, 512, 1000):
+for n in (8, 32, 128):
     jb, cl = instance(n, seed=n)
-    build_instance(jb, cl, cl.capacity_vector)  # the speed tables, before either clock
-    a, b = solve(jb, cl, "smd", bound=False), solve(jb, cl, "milp", time_limit=10)
-    rows.append(
-        {
-            "jobs": n,
-            "SMD above optimum": (a.objective - b.objective) / b.objective,
-            "MILP status": b.status,
-            "SMD (ms)": a.wall_time_s * 1e3,
-            "MILP (ms)": b.wall_time_s * 1e3,
-            "MILP / SMD time": b.wall_time_s / a.wall_time_s,
-        }
-    )
-scale = pd.DataFrame(rows)
+    rows.append(payoff_row("pooled", jb, cl, LIMIT) | {"problem": "pooled"})
+for kind in ("flat", "typed"):
+    for n, m in ((4, 2), (8, 2), (16, 4)):
+        jb, cl = placement_instance(kind, n, m)
+        rows.append(payoff_row("placement", jb, cl, LIMIT) | {"problem": f"placement, {kind}"})
+payoff = pd.DataFrame(rows)
+payoff["exact / SMD CPU"] = payoff["exact CPU (s)"] / payoff["SMD CPU (s)"]
 table(
-    scale,
-    decimals={"SMD (ms)": 0, "MILP (ms)": 0},
-    formats={"SMD above optimum": lambda g: percent(g, 3), "MILP / SMD time": "{:.1f}x".format},
-)
+    payoff[["problem", "jobs", "machines", "SMD CPU (s)", "exact CPU (s)", "exact status",
+            "exact / SMD CPU", "SMD above bound", "proven gap"]],
+    decimals={"SMD CPU (s)": 3, "exact CPU (s)": 3},
+    formats={"exact / SMD CPU": "{:.1f}x".format, "SMD above bound": lambda g: percent(g, 2),
+             "proven gap": lambda g: percent(g, 2)},
+)  # fmt: skip
 
 # %%
-fig = go.Figure(
-    [
-        go.Scatter(x=scale["jobs"], y=scale[c], mode="lines+markers", name=name,
-                   line={"color": color(k)})
-        for k, (c, name) in enumerate([("SMD (ms)", SMD_LABEL), ("MILP (ms)", "exact MILP")])
-    ]
-)  # fmt: skip
-fig.update_layout(
-    base_layout(
-        title="Time per decision against instance size", template=TEMPLATE, height=360,
-        xaxis={"title": "jobs", "type": "log"}, yaxis={"title": "wall time (ms)", "type": "log"},
-    )
-)  # fmt: skip
+fig = make_subplots(
+    rows=1, cols=2, subplot_titles=("CPU time per decision", "SMD above the exact bound")
+)
+lines = [  # (column, name, dash, panel): SMD's and the exact model's time, then SMD's gap in %
+    ("SMD CPU (s)", SMD_LABEL, "solid", 1),
+    ("exact CPU (s)", "exact", "dot", 1),
+    ("SMD above bound (%)", "gap", "solid", 2),
+]
+payoff["SMD above bound (%)"] = 100 * payoff["SMD above bound"]
+for k, (problem, df) in enumerate(payoff.groupby("problem", sort=False)):
+    for column, name, dash, panel in lines:
+        trace = go.Scatter(
+            x=df["jobs"],
+            y=df[column],
+            mode="lines+markers",
+            name=f"{name}, {problem}",
+            showlegend=panel == 1,
+            line={"color": color(k), "dash": dash},
+        )
+        fig.add_trace(trace, row=1, col=panel)
+fig.update_layout(base_layout(title="When SMD pays off", template=TEMPLATE, height=420))
+fig.update_xaxes(title_text="jobs", type="log")
+fig.update_yaxes(title_text="CPU time (s)", type="log", row=1, col=1)
+fig.update_yaxes(title_text="% above the exact bound", row=1, col=2)
 show(fig)
 
 # %%
-Markdown(smd_payoff(scale))
+Markdown(payoff_by_problem(payoff))
 
 # %% [markdown]
 # The benchmark (`benchmarks/bench_solver.py`, results in `benchmarks/RESULTS.md`, generated by

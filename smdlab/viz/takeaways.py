@@ -325,3 +325,48 @@ def slo_tradeoff(df: pd.DataFrame, *, reference: str = "chronus") -> str:
         f"the others' hard miss rate and best-effort JCT: {_join(parts)}."
     )
     return " ".join(out)
+
+
+def payoff_by_problem(rows: pd.DataFrame, *, faster: float = 2.0, within: float = 0.02) -> str:
+    """Per problem, where SMD pays off: ``faster`` times less CPU than the exact model and
+    within ``within`` of its proven bound.
+
+    rows: one row per problem and size with columns ``problem``, ``jobs``, ``SMD CPU (s)``,
+    ``exact CPU (s)``, ``exact status`` and ``SMD above bound`` (a share; ``payoff_row``).
+    """
+    cols = ["problem", "jobs", "SMD CPU (s)", "exact CPU (s)", "exact status", "SMD above bound"]
+    _require(rows, cols, "rows")
+    if rows.empty:
+        raise InvalidInput("rows: the benchmark table has no rows")
+    if not faster > 1 or not 0 < within < 1:
+        raise InvalidInput(f"faster must be > 1 and within in (0, 1), got {faster}, {within}")
+    out = ["**Takeaway.**"]
+    for problem, df in rows.groupby("problem", sort=False):
+        df = df.sort_values("jobs")
+        ratio = (df["exact CPU (s)"] / df["SMD CPU (s)"]).to_numpy(dtype=float)
+        gaps = df["SMD above bound"].to_numpy(dtype=float)
+        sizes = df["jobs"].astype(int).to_list()
+        run = ", ".join(
+            f"{_times(r)} at {n:,} ({g:.2%} above the bound)"
+            for n, r, g in zip(sizes, ratio, gaps, strict=True)
+        )
+        pays = [
+            n for n, r, g in zip(sizes, ratio, gaps, strict=True) if r >= faster and g <= within
+        ]
+        verdict = (
+            f"it pays off at {_join([f'{n:,}' for n in pays])} jobs"
+            if pays
+            else f"it does not pay off at any size here (never both {faster:g}x faster and "
+            f"within {within:.0%} of the bound)"
+        )
+        stopped = df[df["exact status"] != "optimal"]["jobs"].astype(int).to_list()
+        limit = (
+            f" The exact model stopped at its time limit at {_join([f'{n:,}' for n in stopped])} "
+            "jobs: its time there is the limit, and the bound is what it had proven by then."
+            if stopped
+            else ""
+        )
+        out.append(
+            f"*{problem}*: exact CPU time over SMD's, by number of jobs: {run}; {verdict}.{limit}"
+        )
+    return " ".join(out)
