@@ -17,6 +17,7 @@ from smdlab.model.storage import (
     local_cache_gb,
     place_cache,
 )
+from smdlab.paths import data_dir
 from smdlab.policies.ps.fifo import FIFO
 from smdlab.sim.errors import InvalidDecision
 from smdlab.sim.simulator import simulate
@@ -128,3 +129,18 @@ def test_machine_scope_bad_input_one_line():
         InvalidDecision, match="caches 2 GB on machine 0, more than its cache's 1 GB"
     ):
         simulate(jobs, cluster, Over(), storage=two)
+
+
+def test_scenario_storage_table_takes_machine_caches():
+    from smdlab.sim.runner import run_scenario
+    from smdlab.workloads.scenario import Scenario, load_scenario
+
+    sc = load_scenario(data_dir() / "scenarios" / "storage_cache_100gb.toml")
+    machines = len(sc.build_cluster().machines)
+    table = {**sc.storage, "machine_cache_gb": [25.0] * machines, "cache_scope": "machine"}
+    res = run_scenario(sc.with_changes(storage=table, workload={"jobs": 5}, policies=("cba",)))
+    assert res["cba"].summary["jobs_completed"] == 5
+    with pytest.raises(InvalidInput, match="storage cache_scope 'machine' needs machine_cache_gb"):
+        Scenario(storage={"cache_scope": "machine"})
+    with pytest.raises(InvalidInput, match="machine_cache_gb must be a list of GB"):
+        Scenario(storage={"machine_cache_gb": 5.0})
