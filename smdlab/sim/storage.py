@@ -27,7 +27,7 @@ from smdlab.model.storage import (
     place_cache,
     remote_need_gbps,
 )
-from smdlab.policies.storage.allocators import JobIO, allocate
+from smdlab.policies.storage.allocators import JobIO, allocate, fair_bandwidth
 from smdlab.sim.errors import InvalidDecision
 
 __all__ = ["STORAGE_SUMMARY_KEYS", "StorageRun"]
@@ -162,7 +162,7 @@ class StorageRun:
 
     def _place(self, running: Any) -> None:
         """Per-machine caches for a cluster-level allocation: ``place_cache`` on the machines
-        where each dataset's readers run now."""
+        where each dataset's readers run now; the pool then shared again to the local needs."""
         readers: dict[str, dict[int, float]] = {}
         for name, r in running.items():
             k = self.storage.job_dataset.get(name)
@@ -172,7 +172,18 @@ class StorageRun:
             for m, w, _ in r.placement.tasks:
                 row[m] = row.get(m, 0.0) + w
         placed = place_cache(self.storage, self.alloc.cache_gb, readers)
-        self.alloc = StorageAllocation(self.alloc.cache_gb, self.alloc.remote_gbps, placed)
+        alloc = StorageAllocation(self.alloc.cache_gb, {}, placed)
+        # The split's bandwidth assumed every reader hits the whole cluster-level cache: share
+        # the pool again, max-min fair to each job's need at what its own machines hold.
+        needs = {}
+        for name, r in running.items():
+            d = self.storage.dataset_of(name)
+            if d is not None and name in self.compute:
+                needs[name] = remote_need_gbps(
+                    d, self.compute[name], local_cache_gb(alloc, d.name, r.placement.tasks)
+                )
+        bandwidth = fair_bandwidth(self.storage.remote_gbps, needs)
+        self.alloc = StorageAllocation(self.alloc.cache_gb, bandwidth, placed)
 
     def summary(self) -> dict[str, Any]:
         """The run's storage entries (``STORAGE_SUMMARY_KEYS``)."""
