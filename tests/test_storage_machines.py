@@ -144,3 +144,18 @@ def test_scenario_storage_table_takes_machine_caches():
         Scenario(storage={"cache_scope": "machine"})
     with pytest.raises(InvalidInput, match="machine_cache_gb must be a list of GB"):
         Scenario(storage={"machine_cache_gb": 5.0})
+
+
+@pytest.mark.parametrize("policy", ["cba", "silod"])
+def test_machine_scope_never_stalls_a_job_its_machines_cannot_feed(policy):
+    # A split that caches a dataset whole at cluster level gives its readers no bandwidth; on
+    # machines that hold only part of it they would stall without the simulator's re-share.
+    cluster = Cluster.homogeneous(4)
+    jobs = synthetic(40, cluster, load=1.5, seed=0)
+    st = dataclasses.replace(
+        storage_for(jobs, remote_gbps=1.0, cache_price=0.01, remote_price=2.0),
+        machine_cache_gb=(100.0,) * 4,
+        cache_scope="machine",
+    )
+    res = simulate(jobs, cluster, policy, storage=st)
+    assert res.summary["jobs_completed"] == len(jobs)
