@@ -96,7 +96,9 @@ table(
 #
 # 20 synthetic jobs on 2 machines reading datasets drawn by task; 100 GB of cache before a 0.5 GB/s
 # remote pool, at 0.01 per GB-hour of cache and 2 per GB/s-hour of remote bandwidth (illustrative
-# prices). FIFO with each baseline cache rule, then CBA and SiloD on FIFO.
+# prices). FIFO with each baseline cache rule, then CBA and SiloD on FIFO; last, SMD (elastic,
+# storage-oblivious, under the run's LRU rule) and `smd_storage`, SMD with the cache and
+# remote-bandwidth rows of (P) (docs/storage.md, "SMD with storage").
 
 # %%
 rows = []
@@ -106,6 +108,8 @@ for label, policy in [
     ("FIFO, by GPUs", "cache_baseline:proportional"),
     ("SiloD", "silod"),
     ("CBA", "cba"),
+    ("SMD", "smd"),
+    ("SMD with storage rows", "smd_storage"),
 ]:
     name, _, rule = policy.partition(":")
     pol = get_policy(name, **({"cache": rule} if rule else {}))

@@ -238,7 +238,16 @@ def test_io_cost_vs_cache_is_registered_and_computes_tiny():
 
     assert "io_cost_vs_cache" in FIGURES
     df = run_experiment("io_cost_vs_cache", "tiny")
-    assert set(df["policy"]) == {"no_cache", "lru", "proportional", "silod", "cba", "autocba"}
+    assert set(df["policy"]) == {
+        "no_cache",
+        "lru",
+        "proportional",
+        "silod",
+        "cba",
+        "autocba",
+        "smd",
+        "smd_storage",
+    }
     assert (df["io_cost"] >= 0).all() and (df["welfare"] > 0).all()
     make_figure("io_cost_vs_cache", df)
 

@@ -11,6 +11,7 @@ import pytest
 from smdlab.errors import InvalidInput
 from smdlab.solve.storage import (
     AutoCBAProblem,
+    autocba_bound,
     autocba_exact,
     autocba_greedy,
     autocba_solve,
@@ -134,6 +135,18 @@ def test_autocba_within_one_percent_of_exact(seed):
     got = autocba_solve(p)
     assert got.welfare >= exact.welfare * 0.99 - 1e-12
     assert got.cost <= p.budget * (1 + 1e-9) + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_autocba_bound_is_above_the_exact_optimum(seed):
+    rng = np.random.default_rng(200 + seed)
+    p = _problem(
+        rng, int(rng.integers(4, 16)), int(rng.integers(1, 4)), float(rng.uniform(0.2, 0.8))
+    )
+    bound = autocba_bound(p)
+    exact = autocba_exact(p).welfare
+    assert bound >= exact * (1 - 1e-9) - 1e-9
+    assert autocba_greedy(p).welfare <= bound * (1 + 1e-9) + 1e-9
 
 
 def test_autocba_budget_below_minimum_names_it():

@@ -466,7 +466,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "io_cost_vs_cache",
-            "IO cost, welfare and mean JCT of CBA, AutoCBA, SiloD and FIFO with no cache, LRU and GPU-proportional caches vs cluster cache size",
+            "IO cost, welfare and mean JCT of CBA, AutoCBA, SiloD, SMD with and without storage rows and FIFO with no cache, LRU and GPU-proportional caches vs cluster cache size",
             _storage,
             _draw_storage,
         ),

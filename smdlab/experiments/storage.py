@@ -5,8 +5,9 @@ cluster) reading the bundled datasets by task (``smdlab.workloads.storage``), a 
 ``storage_remote_gbps`` GB/s and the prices ``storage_cache_price`` (per GB-hour) and
 ``storage_remote_price`` (per GB/s-hour); one workload per seed of ``storage_seeds``; for each
 cache size of ``storage_cache_values``: FIFO's GPUs with each baseline cache rule (none, LRU,
-GPU-proportional), CBA and SiloD on FIFO, and AutoCBA within ``storage_budget`` per hour (GPUs
-at 1 per GPU-hour). One simulation per (cache size, seed, policy). Welfare is ``run_welfare``.
+GPU-proportional), CBA and SiloD on FIFO, AutoCBA within ``storage_budget`` per hour (GPUs
+at 1 per GPU-hour), plain SMD (storage-oblivious, the run's LRU rule) and ``smd_storage`` (SMD
+with the storage rows of (P)), both elastic. One simulation per (cache size, seed, policy). Welfare is ``run_welfare``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ STORAGE_POLICIES: dict[str, tuple[str, dict]] = {
     "silod": ("silod", {}),
     "cba": ("cba", {}),
     "autocba": ("autocba", {}),
+    "smd": ("smd", {}),
+    "smd_storage": ("smd_storage", {}),
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, get_args
@@ -26,19 +26,26 @@ from smdlab.paths import data_dir
 
 __all__ = [
     "ALLOCATORS",
+    "CACHE_SCOPES",
     "Dataset",
     "Storage",
     "StorageAllocation",
     "StorageView",
     "bundled_datasets",
     "cost_rate",
+    "held_gb",
     "io_speed",
+    "local_cache_gb",
+    "place_cache",
     "remote_need_gbps",
 ]
 
 Allocator = Literal["none", "lru", "proportional"]
 # Cache rules the simulator applies when a decision carries no storage allocation.
 ALLOCATORS: tuple[Allocator, ...] = get_args(Allocator)
+CacheScope = Literal["cluster", "machine"]
+# Who a cached GB serves: every job (cluster), or the workers on its machine (machine).
+CACHE_SCOPES: tuple[CacheScope, ...] = get_args(CacheScope)
 _TOL = 1e-9
 
 
@@ -103,12 +110,35 @@ class StorageAllocation:
 
     cache_gb: GB of each dataset held in the cluster cache (0 to its size), shared by every job
     reading it. remote_gbps: remote bandwidth (GB/s) of each running job; a job not named gets 0.
+    machine_cache_gb: with ``Storage.cache_scope == "machine"`` only, GB of each dataset held
+    on each machine ({dataset: {machine index: GB}}); when empty the simulator places
+    ``cache_gb`` on the machines (``place_cache``).
     """
 
     cache_gb: Mapping[str, float] = field(default_factory=dict)
     remote_gbps: Mapping[str, float] = field(default_factory=dict)
+    machine_cache_gb: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.machine_cache_gb, Mapping):
+            raise InvalidInput(
+                f"storage machine_cache_gb must be a mapping, got {self.machine_cache_gb!r}"
+            )
+        per: dict[str, Mapping[int, float]] = {}
+        for k, row in self.machine_cache_gb.items():
+            if not isinstance(row, Mapping):
+                raise InvalidInput(
+                    f"storage machine_cache_gb[{k!r}] must map machine indices to GB, got {row!r}"
+                )
+            per[str(k)] = MappingProxyType(
+                {
+                    int(m): check_positive(
+                        f"storage machine_cache_gb[{k!r}][{m}]", v, allow_zero=True
+                    )
+                    for m, v in row.items()
+                }
+            )
+        object.__setattr__(self, "machine_cache_gb", MappingProxyType(per))
         for what in ("cache_gb", "remote_gbps"):
             value = getattr(self, what)
             if not isinstance(value, Mapping):
@@ -127,8 +157,11 @@ class Storage:
     datasets: name -> Dataset (``bundled_datasets()`` by default). job_dataset: job name ->
     dataset name; a job not listed reads no stored data (storage never binds it).
     cache_gb: cluster cache capacity (GB, may be inf). machine_cache_gb: optional capacity per
-    machine; the cluster capacity is then their sum (a dataset's cache may span machines, as in
-    Alluxio, so only the sum binds). remote_gbps: the remote-storage bandwidth pool (GB/s, may be
+    machine (one per machine of the cluster); the cluster capacity is then their sum.
+    cache_scope: ``cluster`` (the default: a dataset's cache may span machines and every reader
+    reads it over the network, as in Alluxio, so only the sum binds) or ``machine`` (each
+    machine's cache serves only the workers on that machine; needs ``machine_cache_gb``).
+    remote_gbps: the remote-storage bandwidth pool (GB/s, may be
     inf: free bandwidth). cache_price: per GB-hour of cache held; remote_price: per (GB/s)-hour
     of remote bandwidth allocated. allocator: the cache rule applied when a decision carries no
     storage (``ALLOCATORS``): ``none``, ``lru`` (whole datasets, most recently read first) or
@@ -144,6 +177,7 @@ class Storage:
     datasets: Mapping[str, Dataset] = field(default_factory=bundled_datasets)
     machine_cache_gb: tuple[float, ...] | None = None
     allocator: str = "lru"
+    cache_scope: str = "cluster"
 
     def __post_init__(self) -> None:
         if not isinstance(self.datasets, Mapping) or not all(
@@ -177,6 +211,11 @@ class Storage:
                 self, what, check_positive(f"storage {what}", getattr(self, what), allow_zero=True)
             )
         check_choice("storage allocator", self.allocator, ALLOCATORS)
+        check_choice("storage cache_scope", self.cache_scope, CACHE_SCOPES)
+        if self.cache_scope == "machine" and self.machine_cache_gb is None:
+            raise InvalidInput(
+                "storage cache_scope 'machine' needs machine_cache_gb (one capacity per machine)"
+            )
 
     def dataset_of(self, job: str) -> Dataset | None:
         """The dataset job ``job`` reads (None: it reads no stored data)."""
@@ -198,6 +237,8 @@ class Storage:
                 raise InvalidInput(
                     f"storage allocation caches {gb:g} GB of {name!r}, more than its {d.size_gb:g} GB"
                 )
+        if self.cache_scope == "machine":
+            self._check_machines(alloc)
         total = sum(alloc.cache_gb.values())
         if total > self.cache_gb * (1 + 1e-7) + 1e-7:
             raise InvalidInput(
@@ -214,10 +255,75 @@ class Storage:
                 f"storage allocation uses {bw:g} GB/s, more than the remote pool's {self.remote_gbps:g} GB/s"
             )
 
+    def _check_machines(self, alloc: StorageAllocation) -> None:
+        caps = self.machine_cache_gb or ()
+        used = [0.0] * len(caps)
+        for name, row in alloc.machine_cache_gb.items():
+            d = self.datasets.get(name)
+            if d is None:
+                raise InvalidInput(f"storage allocation caches unknown dataset {name!r}")
+            for m, gb in row.items():
+                if not 0 <= m < len(caps):
+                    raise InvalidInput(
+                        f"storage allocation caches {name!r} on machine {m}; machines are 0 to {len(caps) - 1}"
+                    )
+                if gb > d.size_gb * (1 + _TOL) + _TOL:
+                    raise InvalidInput(
+                        f"storage allocation caches {gb:g} GB of {name!r} on machine {m}, more than its {d.size_gb:g} GB"
+                    )
+                used[m] += gb
+        for m, (u, cap) in enumerate(zip(used, caps)):
+            if u > cap * (1 + 1e-7) + 1e-7:
+                raise InvalidInput(
+                    f"storage allocation caches {u:g} GB on machine {m}, more than its cache's {cap:g} GB"
+                )
+
+
+def place_cache(
+    storage: Storage, cache_gb: Mapping[str, float], readers: Mapping[str, Mapping[int, float]]
+) -> dict[str, dict[int, float]]:
+    """Per-machine caches from a cluster-level split: each machine holds, of every dataset whose
+    readers have workers on it (most such workers first, ties by name), up to ``cache_gb`` of it
+    while its capacity lasts (a dataset read on two machines is cached on both).
+
+    readers: dataset -> {machine: workers of its readers there}.
+    """
+    caps = storage.machine_cache_gb or ()
+    out: dict[str, dict[int, float]] = {}
+    for m, cap in enumerate(caps):
+        here = [(-w.get(m, 0.0), k) for k, w in readers.items() if w.get(m, 0.0) > 0]
+        left = cap
+        for _, k in sorted(here):
+            gb = min(cache_gb.get(k, 0.0), left)
+            if gb > 0:
+                out.setdefault(k, {})[m] = gb
+                left -= gb
+    return out
+
+
+def local_cache_gb(
+    alloc: StorageAllocation, dataset: str, tasks: Sequence[tuple[int, int, int]]
+) -> float:
+    """A job's cached GB under per-machine caches: each worker reads only its machine's cache, so
+    the job hits sum_m (workers on m / workers) c_{k,m} / d_k of its reads."""
+    row = alloc.machine_cache_gb.get(dataset, {})
+    workers = sum(w for _, w, _ in tasks)
+    if workers <= 0:
+        return 0.0
+    return sum(w * row.get(m, 0.0) for m, w, _ in tasks) / workers
+
+
+def held_gb(storage: Storage, alloc: StorageAllocation) -> float:
+    """Cache GB ``alloc`` holds: the cluster cache's, or with per-machine caches every machine's
+    (a dataset cached on two machines is held twice)."""
+    if storage.cache_scope == "machine":
+        return float(sum(sum(row.values()) for row in alloc.machine_cache_gb.values()))
+    return float(sum(alloc.cache_gb.values()))
+
 
 def cost_rate(storage: Storage, alloc: StorageAllocation) -> float:
     """IO cost per hour of ``alloc``: cache GB times its price plus remote GB/s times its price."""
-    cache = sum(alloc.cache_gb.values()) * storage.cache_price if storage.cache_price else 0.0
+    cache = held_gb(storage, alloc) * storage.cache_price if storage.cache_price else 0.0
     remote = sum(alloc.remote_gbps.values()) * storage.remote_price if storage.remote_price else 0.0
     return cache + remote
 

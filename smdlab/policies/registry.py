@@ -72,6 +72,7 @@ _BUILTIN: dict[str, str] = {
     "autocba": "smdlab.policies.storage.autocba:AutoCBA",
     "silod": "smdlab.policies.storage.silod:SiloD",
     "cache_baseline": "smdlab.policies.storage.baselines:CacheBaseline",
+    "smd_storage": "smdlab.policies.storage.smd_storage:SMDStorage",
 }
 _EXTRA: dict[str, Any] = {}
 

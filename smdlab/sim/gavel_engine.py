@@ -90,6 +90,11 @@ def check_gavel_engine(scenario: Any, cluster: Cluster) -> dict[str, int]:
         raise InvalidInput(
             "simulation.engine 'gavel' has no network model; drop the cluster's [fabric] table"
         )
+    if getattr(scenario, "storage", None) is not None:  # its micro-tasks run at fixed rates
+        raise InvalidInput(
+            "simulation.engine 'gavel' has no storage model (its rounds run micro-tasks at "
+            "Gavel's fixed throughputs); drop the [storage] table or use engine 'smdlab'"
+        )
     return cluster_spec(cluster)
 
 

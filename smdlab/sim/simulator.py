@@ -277,7 +277,7 @@ class _Simulator(Engine):
                 )
             if not isinstance(storage, Storage) and callable(getattr(storage, "bind", None)):
                 storage = storage.bind(jobs)  # a scenario's [storage] table (StorageSpec)
-            self.storage_run = StorageRun(storage, jobs)
+            self.storage_run = StorageRun(storage, jobs, len(cluster.machines))
 
     def _state(self) -> ClusterState:
         t = self.t

@@ -21,10 +21,13 @@ from smdlab.model.storage import (
     StorageAllocation,
     StorageView,
     cost_rate,
+    held_gb,
     io_speed,
+    local_cache_gb,
+    place_cache,
     remote_need_gbps,
 )
-from smdlab.policies.storage.allocators import JobIO, allocate
+from smdlab.policies.storage.allocators import JobIO, allocate, fair_bandwidth
 from smdlab.sim.errors import InvalidDecision
 
 __all__ = ["STORAGE_SUMMARY_KEYS", "StorageRun"]
@@ -43,9 +46,16 @@ STORAGE_SUMMARY_KEYS = (
 class StorageRun:
     """The storage state of one run and its accounting."""
 
-    def __init__(self, storage: Storage, jobs: Sequence[Job]) -> None:
+    def __init__(self, storage: Storage, jobs: Sequence[Job], machines: int | None = None) -> None:
         if not isinstance(storage, Storage):
             raise InvalidInput(f"storage must be a smdlab.model.storage.Storage, got {storage!r}")
+        per = storage.machine_cache_gb
+        if storage.cache_scope == "machine" and not machines:
+            raise InvalidInput("storage cache_scope 'machine' needs a cluster with machines")
+        if per is not None and machines and len(per) != machines:
+            raise InvalidInput(
+                f"storage machine_cache_gb has {len(per)} entries; the cluster has {machines} machines"
+            )
         names = {j.name for j in jobs}
         for name in storage.job_dataset:
             if name not in names:
@@ -59,6 +69,7 @@ class StorageRun:
         """Nothing allocated, nothing charged."""
         self.alloc = StorageAllocation()
         self.explicit = False  # the policy has given an allocation of its own
+        self.own_machines = False  # ... with per-machine caches of its own
         self.compute: dict[str, float] = {}
         self.last_read: dict[str, float] = {}
         self.t_last = 0.0
@@ -84,7 +95,7 @@ class StorageRun:
         if dt > 0:
             hours = dt / 3600.0
             self.cost += cost_rate(self.storage, self.alloc) * hours
-            self.cache_gb_h += sum(self.alloc.cache_gb.values()) * hours
+            self.cache_gb_h += held_gb(self.storage, self.alloc) * hours
             self.remote_gbps_h += sum(self.alloc.remote_gbps.values()) * hours
             for name, r in sim.running.items():
                 d = self.storage.dataset_of(name)
@@ -93,9 +104,7 @@ class StorageRun:
                 if d is None:
                     continue
                 self.last_read[d.name] = t
-                self.remote_gb += (
-                    remote_need_gbps(d, r.speed, self.alloc.cache_gb.get(d.name, 0.0)) * busy
-                )
+                self.remote_gb += remote_need_gbps(d, r.speed, self._cached(d.name, r)) * busy
                 if r.speed < self.compute.get(name, r.speed) * (1 - 1e-12):
                     self.io_bound_s += busy
         self.t_last = t
@@ -117,12 +126,17 @@ class StorageRun:
             except InvalidInput as exc:
                 raise InvalidDecision(f"policy {sim.policy_name!r} at t={t:g}: {exc}") from None
             self.alloc, self.explicit = given, True
+            self.own_machines = bool(given.machine_cache_gb)
         elif self.explicit:  # the policy's last allocation, without jobs that have left
             kept = {j: b for j, b in self.alloc.remote_gbps.items() if j in running}
-            self.alloc = StorageAllocation(self.alloc.cache_gb, kept)
+            self.alloc = StorageAllocation(
+                self.alloc.cache_gb, kept, self.alloc.machine_cache_gb if self.own_machines else {}
+            )
         else:
             jobs = {n: JobIO(self.compute[n], r.gpus) for n, r in running.items()}
             self.alloc = allocate(self.storage, self.storage.allocator, jobs, self.last_read)
+        if self.storage.cache_scope == "machine" and not self.own_machines:
+            self._place(running)  # the policy's (or the rule's) split, on the readers' machines
         for name in running:
             d = self.storage.dataset_of(name)
             if d is not None:
@@ -134,13 +148,42 @@ class StorageRun:
             if d is None:
                 continue
             compute = self.compute[name]
-            cap = io_speed(
-                d, self.alloc.cache_gb.get(d.name, 0.0), self.alloc.remote_gbps.get(name, 0.0)
-            )
+            cap = io_speed(d, self._cached(d.name, r), self.alloc.remote_gbps.get(name, 0.0))
             speed = min(compute, cap)
             if speed != r.speed:
                 sim.beyond_bound = True  # speeds are no longer the tables' (docs/bound.md)
                 sim.set_speed(r, t, speed)
+
+    def _cached(self, dataset: str, r: Any) -> float:
+        """GB of ``dataset`` the running job ``r`` reads from the cache (docs/storage.md)."""
+        if self.storage.cache_scope == "machine":
+            return local_cache_gb(self.alloc, dataset, r.placement.tasks)
+        return self.alloc.cache_gb.get(dataset, 0.0)
+
+    def _place(self, running: Any) -> None:
+        """Per-machine caches for a cluster-level allocation: ``place_cache`` on the machines
+        where each dataset's readers run now; the pool then shared again to the local needs."""
+        readers: dict[str, dict[int, float]] = {}
+        for name, r in running.items():
+            k = self.storage.job_dataset.get(name)
+            if k is None:
+                continue
+            row = readers.setdefault(k, {})
+            for m, w, _ in r.placement.tasks:
+                row[m] = row.get(m, 0.0) + w
+        placed = place_cache(self.storage, self.alloc.cache_gb, readers)
+        alloc = StorageAllocation(self.alloc.cache_gb, {}, placed)
+        # The split's bandwidth assumed every reader hits the whole cluster-level cache: share
+        # the pool again, max-min fair to each job's need at what its own machines hold.
+        needs = {}
+        for name, r in running.items():
+            d = self.storage.dataset_of(name)
+            if d is not None and name in self.compute:
+                needs[name] = remote_need_gbps(
+                    d, self.compute[name], local_cache_gb(alloc, d.name, r.placement.tasks)
+                )
+        bandwidth = fair_bandwidth(self.storage.remote_gbps, needs)
+        self.alloc = StorageAllocation(self.alloc.cache_gb, bandwidth, placed)
 
     def summary(self) -> dict[str, Any]:
         """The run's storage entries (``STORAGE_SUMMARY_KEYS``)."""

@@ -8,7 +8,8 @@ where a_k is the remote GB/s dataset k's jobs need at their compute speeds with 
 AutoCBA: choose one GPU option per job (or none), and the datasets to cache whole, to maximise
 the sum of the jobs' utilities within a budget per hour, the cluster's GPUs, the cache and the
 remote pool. ``autocba_exact`` is its 0/1 program (``smdlab.solve.binary_program``);
-``autocba_greedy`` the fast heuristic; ``autocba_solve`` the greedy refined by the program.
+``autocba_greedy`` the fast heuristic; ``autocba_solve`` the greedy refined by the program;
+``autocba_bound`` the program's LP relaxation, an upper bound that certifies a solution's gap.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "AutoCBAProblem",
     "AutoCBASolution",
     "CacheSplit",
+    "autocba_bound",
     "autocba_exact",
     "autocba_greedy",
     "autocba_solve",
@@ -413,6 +415,23 @@ def _below_minimum(p: AutoCBAProblem) -> str:
         f"autocba budget must be at least the cheapest feasible allocation, {low:.6g} per hour; "
         f"got {p.budget:g}"
     )
+
+
+def autocba_bound(p: AutoCBAProblem) -> float:
+    """An upper bound on AutoCBA's optimum welfare: the LP relaxation of its 0/1 program (x in
+    [0, 1]); (bound - welfare) / bound certifies any solution's gap."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    _, c, a, lo, hi, _ = _program(p)
+    res = milp(
+        -c,
+        constraints=LinearConstraint(a, lo, hi),
+        bounds=Bounds(0.0, 1.0),
+        integrality=np.zeros(len(c)),
+    )
+    if res.x is None:  # the relaxation is infeasible, so is the program
+        raise InvalidInput(_below_minimum(p))
+    return -float(res.fun)
 
 
 def autocba_exact(

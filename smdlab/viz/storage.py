@@ -16,6 +16,8 @@ STORAGE_LABELS = {  # short: the legend fits one row above the panels
     "silod": "SiloD",
     "cba": "CBA",
     "autocba": "AutoCBA",
+    "smd": "SMD",
+    "smd_storage": "SMD+storage",
 }
 
 
@@ -38,7 +40,7 @@ def io_cost_vs_cache_figure(df: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="cluster cache (GB)", row=1, col=col)
     fig.update_layout(
         **base_layout(
-            f"Storage vs cache size (baselines, SiloD, CBA: FIFO's GPUs), mean of "
+            f"Storage vs cache size (baselines, SiloD, CBA: FIFO's GPUs; SMD elastic), mean of "
             f"{df['seed'].nunique()} seed(s)",
             height=520,
         )

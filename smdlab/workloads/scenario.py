@@ -61,6 +61,8 @@ Layout (every key optional except where noted; defaults in ``Scenario``)::
     cache_price = 0.01  # per GB-hour; remote_price per (GB/s)-hour
     allocator = "lru"  # none | lru | proportional: for policies that allocate no storage
     dataset_seed = 0  # seeds each job's dataset draw from its network's task
+    machine_cache_gb = [50, 50]  # optional, one per machine: the cache is their sum
+    cache_scope = "cluster"  # cluster | machine: a machine's cache serves its own workers only
 
     [variants.NAME]  # a named variant: usable wherever a policy name is (policies, --policy)
     policy = "synergy_tune"  # the registered policy it runs

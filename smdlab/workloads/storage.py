@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from smdlab.errors import InvalidInput, check_positive
@@ -103,7 +103,8 @@ class StorageSpec:
     """A scenario's ``[storage]`` table: storage for whatever jobs the scenario builds.
 
     ``simulate`` binds it to its jobs (``bind``): each job reads a dataset of its network's task
-    (``job_datasets`` with ``dataset_seed``), with the bundled datasets.
+    (``job_datasets`` with ``dataset_seed``), with the bundled datasets. ``machine_cache_gb``
+    and ``cache_scope`` are ``Storage``'s (per-machine capacities; who a cached GB serves).
     """
 
     cache_gb: float = 0.0
@@ -112,13 +113,15 @@ class StorageSpec:
     remote_price: float = 0.0
     allocator: str = "lru"
     dataset_seed: int = 0
+    machine_cache_gb: Sequence[float] | None = None
+    cache_scope: str = "cluster"
 
     def __post_init__(self) -> None:
         self.bind(())  # check every value now, naming the field
 
     def bind(self, jobs: Sequence[Job]) -> Storage:
         """The Storage of this spec for ``jobs``."""
-        return storage_for(
+        storage = storage_for(
             jobs,
             cache_gb=self.cache_gb,
             remote_gbps=self.remote_gbps,
@@ -126,4 +129,14 @@ class StorageSpec:
             remote_price=self.remote_price,
             allocator=self.allocator,
             seed=self.dataset_seed,
+        )
+        per = self.machine_cache_gb
+        if per is None and self.cache_scope == "cluster":
+            return storage
+        if per is not None and (isinstance(per, (str, bytes)) or not isinstance(per, Sequence)):
+            raise InvalidInput(f"storage machine_cache_gb must be a list of GB, got {per!r}")
+        return replace(
+            storage,
+            machine_cache_gb=None if per is None else tuple(per),
+            cache_scope=self.cache_scope,
         )

@@ -4,7 +4,7 @@
 ``proportional`` (cache split in proportion to GPUs); remote bandwidth max-min fair up to each
 job's need (``smdlab.policies.storage.allocators``, docs/storage.md). The same as running the
 base with ``Storage.allocator`` set to the rule, as a policy a scenario or a sweep can name.
-Execution: the base's (FIFO: non-elastic, the default; SRTF: preemptive).
+Execution: the base's (FIFO: non-elastic, the default; SRTF and Gavel's: preemptive).
 """
 
 from __future__ import annotations
