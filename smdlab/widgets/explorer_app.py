@@ -20,7 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from smdlab.errors import SmdlabError, check_positive
+from smdlab.errors import SmdlabError, check_int, check_positive
 from smdlab.solve import solve
 from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
@@ -43,6 +43,7 @@ from smdlab.widgets.live import (
     figure_widget,
     sync_figure,
 )
+from smdlab.widgets.sim_pool import default_workers, shared_pool
 from smdlab.widgets.scenario import (
     ExplorerSettings,
     build_cluster,
@@ -81,6 +82,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         milp_time_limit: float = DEFAULT_MILP_TIME_LIMIT,
         run_exact: bool = True,
         exact_grace_s: float = EXACT_GRACE_S,
+        sim_processes: int | None = None,
     ) -> None:
         self.settings = settings or default_settings()
         self.milp_time_limit = check_positive("milp_time_limit", milp_time_limit)
@@ -99,6 +101,11 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.fast_background = Background(
             "solving the large instance", lock=self._lock, on_error=self._fast_failed
         )
+        # The schedule panel's simulations run in worker processes shared by the kernel's
+        # explorers (started here, ready a few seconds later; until then they run on a thread).
+        workers = default_workers() if sim_processes is None else sim_processes
+        self.sim_pool = shared_pool(check_int("sim_processes", workers, 0, 8))
+        self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
         self._schedule_cache: dict[str, SchedulePanel] = {}
@@ -302,11 +309,15 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
     def _draw_change(self) -> None:
         """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
 
-        The allocation and timeline go first (unless they show the MILP's own allocation), so the
+        The schedule panel (with its closed-form bound), the allocation and the timeline go first (unless they show the MILP's own allocation), so the
         browser renders them while the MILP runs; the bounds figure waits up to
         ``exact_grace_s`` for the MILP, and only a slower MILP draws it a second time, on arrival.
         """
         milp_shown = self.settings.method == "milp"
+        # The schedule panel's closed-form bound (about a millisecond) goes out with the first
+        # figures, before the grace wait for the MILP: the change's valid bound is then drawn
+        # in the same frame as its allocation.
+        self._queue_schedule()
         if not milp_shown:
             self._draw_allocation(self._fast)
         exact = self._exact_now()
@@ -319,7 +330,6 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             self.bounds_fig,
             bounds_spec(self._fast, self.exact_solution, exact_note=note, template=None),
         )
-        self._queue_schedule()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the background work of the last change (large-instance solve, exact MILP, schedule panel) has finished and been drawn."""
@@ -452,5 +462,5 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
 
 
 def explorer(settings: ExplorerSettings | None = None, **options: Any) -> Explorer:
-    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s)."""
+    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s), sim_processes (0: simulate on a thread)."""
     return Explorer(settings, **options)

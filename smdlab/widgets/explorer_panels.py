@@ -21,7 +21,9 @@ from smdlab.solve.solution import Solution
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import exact_label
 from smdlab.viz.style import method_label
-from smdlab.widgets.live import Background, Superseded, stoppable_policy, sync_figure
+from smdlab.widgets.live import Background, Superseded, sync_figure
+from smdlab.widgets.sim_pool import BOUND_TASK, SimulationPool
+from smdlab.widgets.sim_pool import simulate_policy as _simulate_policy
 
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
@@ -72,19 +74,6 @@ class SchedulePanel:
         )
 
 
-def _simulate_policy(jobs, cluster, policy: str, mode: str, still_wanted) -> float:
-    """One policy's simulated mean JCT (NaN when it cannot run); stops at a decision once ``still_wanted()`` is False."""
-    from smdlab.policies.registry import get_policy
-    from smdlab.sim import simulate
-
-    try:
-        run = stoppable_policy(get_policy(policy), still_wanted)
-        res = simulate(jobs, cluster, run, mode=mode, record_history=False)
-    except SmdlabError:
-        return math.nan
-    return float(res.summary["mean_jct"])
-
-
 def _bound_now(jobs, cluster, mode: str) -> SchedulePanel:
     """The panel before any simulation: the closed-form bound (milliseconds)."""
     from smdlab.sim.bound import closed_form_bound
@@ -93,8 +82,14 @@ def _bound_now(jobs, cluster, mode: str) -> SchedulePanel:
     return SchedulePanel(bound=bound, bound_source="none" if math.isnan(bound) else "closed_form")
 
 
-def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted, emit) -> None:
-    """Fill the panel on a background thread: emit after each policy's simulation and after the refined bound."""
+def _schedule_work(
+    jobs, cluster, mode: str, start: SchedulePanel, still_wanted, emit, pool=None, slot: int = 0
+) -> None:
+    """Fill the panel on a background thread: emit after each policy's simulation and after the refined bound.
+
+    With a ready ``pool`` (``SimulationPool``) every task runs in its worker processes, at once, and
+    each result is emitted as it arrives; otherwise one after another on this thread.
+    """
     from smdlab.sim.bound import SIM_BOUND_MAX_JOBS, workload_bound
 
     panel = start
@@ -108,6 +103,10 @@ def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted,
             note=start.note,
         )
         emit(panel)
+    refine = len(jobs) <= SIM_BOUND_MAX_JOBS
+    if pool is not None and pool.ready and start.pending:
+        _schedule_in_pool(jobs, cluster, mode, panel, still_wanted, emit, pool, slot, refine)
+        return
     means: dict[str, float] = {}
     for k, policy in enumerate(start.pending):
         if not still_wanted():
@@ -117,16 +116,60 @@ def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted,
             dict(means), panel.bound, panel.bound_source, start.pending[k + 1 :], panel.refining
         )
         emit(panel)
-    if len(jobs) <= SIM_BOUND_MAX_JOBS:
+    if refine:
         if not still_wanted():
             raise Superseded
-        refined = float(workload_bound(jobs, cluster, mode))
-        bound, source = panel.bound, panel.bound_source
-        # Both are valid lower bounds, so the larger is too; the LP is usually the larger one.
-        if math.isfinite(refined) and not refined <= bound:
-            bound, source = refined, "interval_lp"
-        panel = SchedulePanel(panel.means, bound, source, (), False, panel.note)
-        emit(panel)
+        emit(_refined(panel, float(workload_bound(jobs, cluster, mode))))
+
+
+def _refined(panel: SchedulePanel, refined: float, refining: bool = False) -> SchedulePanel:
+    """``panel`` with the interval-LP bound ``refined`` where it is larger (both bounds are valid, so the larger is too)."""
+    bound, source = panel.bound, panel.bound_source
+    if math.isfinite(refined) and not refined <= bound:
+        bound, source = refined, "interval_lp"
+    return SchedulePanel(panel.means, bound, source, panel.pending, refining, panel.note)
+
+
+def _schedule_in_pool(
+    jobs, cluster, mode, panel: SchedulePanel, still_wanted, emit, pool: SimulationPool, slot, refine
+) -> None:
+    """The pool path of ``_schedule_work``: all tasks queued at once (the slowest first), one emit per arrival."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    generation = pool.start(slot)
+    # SMD's simulation is the longest: queued first, it starts at once on its own worker.
+    tasks = sorted(panel.pending, key=lambda p: p != "smd") + ([BOUND_TASK] if refine else [])
+    futures = pool.submit(slot, generation, tasks, jobs, cluster, mode)
+    means: dict[str, float] = {}
+    left = set(futures)
+    try:
+        while left:
+            done, left = wait(left, timeout=0.05, return_when=FIRST_COMPLETED)
+            if not still_wanted():
+                raise Superseded
+            for fut in done:
+                task, value = futures[fut], fut.result()
+                if value is None:  # stopped by a newer generation
+                    raise Superseded
+                if task == BOUND_TASK:
+                    panel = _refined(panel, value)
+                else:
+                    means[task] = value
+                    ordered = {p: means[p] for p in SCHEDULE_POLICIES if p in means}
+                    pending = tuple(p for p in SCHEDULE_POLICIES if p in panel.pending and p not in means)
+                    panel = SchedulePanel(
+                        ordered, panel.bound, panel.bound_source, pending, panel.refining, panel.note
+                    )
+                    if not left:
+                        panel = SchedulePanel(
+                            panel.means, panel.bound, panel.bound_source, (), False, panel.note
+                        )
+                emit(panel)
+    finally:
+        if left:  # superseded or failed: queued tasks never start, running ones stop
+            for fut in left:
+                fut.cancel()
+            pool.start(slot)
 
 
 class ScheduleMixin:
@@ -142,6 +185,8 @@ class ScheduleMixin:
     schedule_panel: SchedulePanel
     schedule: tuple[dict[str, float], float] | None
     _show_failure: Any
+    sim_pool: SimulationPool | None  # worker processes for the simulations (None: this process)
+    _sim_slot: int
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
     def _queue_schedule(self) -> None:
@@ -189,7 +234,9 @@ class ScheduleMixin:
 
         self.schedule_background.submit(
             "schedule",
-            lambda wanted, emit: _schedule_work(jobs, cluster, mode, start, wanted, emit),
+            lambda wanted, emit: _schedule_work(
+                jobs, cluster, mode, start, wanted, emit, self.sim_pool, self._sim_slot
+            ),
             arrive,
             progressive=True,
             on_error=failed,
