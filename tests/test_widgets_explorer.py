@@ -539,8 +539,9 @@ def test_the_worker_processes_give_the_panel_of_the_thread_and_one_draw_per_arri
     a = explorer(settings, run_exact=False, sim_processes=2)
     b = explorer(settings, run_exact=False, sim_processes=0)
     try:
-        assert a.sim_pool is not None and a.sim_pool.wait_ready(120)
         assert a.wait(60) and b.wait(60)
+        # the first panel ran on the thread; the workers start after it
+        assert a.sim_pool is not None and a.sim_pool.wait_ready(120) and b.sim_pool is None
         drawn, real = [], mod.sync_figure
 
         def counting(target, fig):
@@ -588,3 +589,19 @@ def test_a_newer_generation_stops_a_worker_task_at_its_next_decision():
         assert value == pool_mod.simulate_policy(jobs, cluster, "srtf", SMALL.mode, lambda: True)
     finally:
         pool_mod._init(None)
+
+
+def test_a_run_without_its_lower_bound_is_the_same_run():
+    """``simulate(lower_bound=False)``: every summary entry as with the bound, the bound NaN."""
+    from smdlab.sim import simulate
+
+    jobs, cluster = build_jobs(SMALL), build_cluster(SMALL)
+    full = simulate(jobs, cluster, "smd", mode=SMALL.mode, record_history=False)
+    bare = simulate(jobs, cluster, "smd", mode=SMALL.mode, record_history=False, lower_bound=False)
+    assert np.isnan(bare.summary["mean_jct_lower_bound"])
+    assert full.summary["mean_jct_lower_bound"] > 0
+    skip = {"mean_jct_lower_bound", "sim_wall_s"}
+    assert {k: v for k, v in full.summary.items() if k not in skip} == {
+        k: v for k, v in bare.summary.items() if k not in skip
+    }
+    assert full.jobs.equals(bare.jobs)

@@ -43,13 +43,13 @@ from smdlab.widgets.live import (
     figure_widget,
     sync_figure,
 )
-from smdlab.widgets.sim_pool import default_workers, shared_pool
 from smdlab.widgets.scenario import (
     ExplorerSettings,
     build_cluster,
     build_jobs,
     default_settings,
 )
+from smdlab.widgets.sim_pool import SimulationPool, default_workers
 
 _FAST_FOR: dict[str, Method] = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
 DEFAULT_MILP_TIME_LIMIT = 5.0
@@ -102,10 +102,12 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             "solving the large instance", lock=self._lock, on_error=self._fast_failed
         )
         # The schedule panel's simulations run in worker processes shared by the kernel's
-        # explorers (started here, ready a few seconds later; until then they run on a thread).
+        # explorers, started once the first panel is drawn (starting them costs CPU the first
+        # render needs) and ready seconds later; until then they run on a thread.
         workers = default_workers() if sim_processes is None else sim_processes
-        self.sim_pool = shared_pool(check_int("sim_processes", workers, 0, 8))
-        self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
+        self._sim_workers = check_int("sim_processes", workers, 0, 8)
+        self.sim_pool: SimulationPool | None = None
+        self._sim_slot = 0
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
         self._schedule_cache: dict[str, SchedulePanel] = {}
@@ -183,7 +185,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.add_class(APP_CLASS)
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
-        self._queue_schedule()
+        self._queue_schedule(first=True)
         self._show_status()
 
     # ---- computation ----------------------------------------------------------------------------
@@ -341,7 +343,10 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         )
 
     def close(self) -> None:
-        """Stop the background threads and close the widgets."""
+        """Stop the background threads and this explorer's simulations, and close the widgets."""
+        pool = getattr(self, "sim_pool", None)
+        if pool is not None:  # shared with other explorers: only this one's tasks stop
+            pool.start(self._sim_slot)
         for name in ("fast_background", "schedule_background"):
             worker = getattr(self, name, None)  # absent when __init__ failed early
             if worker is not None:

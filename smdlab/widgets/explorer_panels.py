@@ -16,14 +16,17 @@ from typing import Any
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from smdlab.errors import SmdlabError
 from smdlab.solve.solution import Solution
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import exact_label
 from smdlab.viz.style import method_label
 from smdlab.widgets.live import Background, Superseded, sync_figure
-from smdlab.widgets.sim_pool import BOUND_TASK, SimulationPool
-from smdlab.widgets.sim_pool import simulate_policy as _simulate_policy
+from smdlab.widgets.sim_pool import (
+    BOUND_TASK,
+    SimulationPool,
+    shared_pool,
+    simulate_policy as _simulate_policy,
+)
 
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
@@ -131,7 +134,15 @@ def _refined(panel: SchedulePanel, refined: float, refining: bool = False) -> Sc
 
 
 def _schedule_in_pool(
-    jobs, cluster, mode, panel: SchedulePanel, still_wanted, emit, pool: SimulationPool, slot, refine
+    jobs,
+    cluster,
+    mode,
+    panel: SchedulePanel,
+    still_wanted,
+    emit,
+    pool: SimulationPool,
+    slot,
+    refine,
 ) -> None:
     """The pool path of ``_schedule_work``: all tasks queued at once (the slowest first), one emit per arrival."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -156,9 +167,16 @@ def _schedule_in_pool(
                 else:
                     means[task] = value
                     ordered = {p: means[p] for p in SCHEDULE_POLICIES if p in means}
-                    pending = tuple(p for p in SCHEDULE_POLICIES if p in panel.pending and p not in means)
+                    pending = tuple(
+                        p for p in SCHEDULE_POLICIES if p in panel.pending and p not in means
+                    )
                     panel = SchedulePanel(
-                        ordered, panel.bound, panel.bound_source, pending, panel.refining, panel.note
+                        ordered,
+                        panel.bound,
+                        panel.bound_source,
+                        pending,
+                        panel.refining,
+                        panel.note,
                     )
                     if not left:
                         panel = SchedulePanel(
@@ -187,11 +205,26 @@ class ScheduleMixin:
     _show_failure: Any
     sim_pool: SimulationPool | None  # worker processes for the simulations (None: this process)
     _sim_slot: int
+    _sim_workers: int
+    _schedule_running: str | None = None  # the problem whose panel the background is filling
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
-    def _queue_schedule(self) -> None:
-        """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem)."""
+    def _start_pool(self) -> None:
+        """Start (or join) the kernel's simulation workers, unless running on a thread was asked for."""
+        if self.sim_pool is None and self._sim_workers > 0:
+            self.sim_pool = shared_pool(self._sim_workers)
+            self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
+
+    def _queue_schedule(self, first: bool = False) -> None:
+        """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem).
+
+        first: the panel of the app's first render (the simulation workers start after it).
+        """
+        if not first:
+            self._start_pool()
         key = self._drawn_key
+        if key == self._schedule_running and self.schedule_background.running:
+            return  # this problem's panel is being filled already (the exact-MILP switch)
         cached = self._schedule_cache.get(key)
         if cached is not None:
             self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
@@ -220,11 +253,12 @@ class ScheduleMixin:
             return
 
         def arrive(panel: SchedulePanel) -> None:
+            self._draw_schedule(panel)
             if not panel.pending and not panel.refining:
                 self._schedule_cache[key] = panel
                 if len(self._schedule_cache) > 64:
                     self._schedule_cache.pop(next(iter(self._schedule_cache)))
-            self._draw_schedule(panel)
+                self._start_pool()
 
         def failed(line: str) -> None:
             # The panel says why it stopped (never "simulating" forever); the status line too.
@@ -232,6 +266,7 @@ class ScheduleMixin:
             self._draw_schedule(SchedulePanel(p.means, p.bound, p.bound_source, note=line))
             self._show_failure(line)
 
+        self._schedule_running = key
         self.schedule_background.submit(
             "schedule",
             lambda wanted, emit: _schedule_work(

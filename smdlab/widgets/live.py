@@ -15,8 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 # Re-exported: the apps import them from here.
-from smdlab.widgets.sim_pool import Superseded as Superseded
-from smdlab.widgets.sim_pool import stoppable_policy as stoppable_policy
+from smdlab.widgets.sim_pool import Superseded as Superseded, stoppable_policy as stoppable_policy
 
 _IGNORED_TRACE_KEYS = {"type", "uid"}
 
