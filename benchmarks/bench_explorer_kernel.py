@@ -18,7 +18,11 @@ simulation and the interval-LP bound) for one new job mix, alone, and the smalle
 
 Browser rendering is not included. Prints a Markdown table and the load average before and after.
 
-    python benchmarks/bench_explorer_kernel.py [--presses N] [--processes N]
+With ``--large``, last: the large-instance switch is ticked, and while its SMD solve and then
+its exact MILP run in the background the focused job is changed every 0.3 s; each change's
+callback time is reported by what was running (the controls answer while they run).
+
+    python benchmarks/bench_explorer_kernel.py [--presses N] [--processes N] [--large]
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--processes", type=int, default=None, help="simulation workers (0: on a thread)"
     )
+    ap.add_argument("--large", action="store_true", help="also time controls during a large solve")
     args = ap.parse_args(argv)
     import smdlab.widgets.explorer_app as mod
     from smdlab.widgets import explorer
@@ -148,7 +153,48 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(per):.0f} | {_pct(per, 0.95):.0f} | {max(per)} |"
         )
     _floor(max(workers, 1))
+    if args.large:
+        _large(workers)
     return 0
+
+
+def _large(workers: int) -> None:
+    """Tick the large-instance switch; time focus changes while SMD and then the MILP run."""
+    from smdlab.widgets import explorer
+
+    app = explorer(sim_processes=workers)
+    assert app.wait(300)
+    times: dict[str, list[float]] = {"SMD (large instance)": [], "exact MILP": [], "idle": []}
+    t0 = time.perf_counter()
+    app.large.value = True
+    tick = (time.perf_counter() - t0) * 1e3
+    focus = 0
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        phase = (
+            "SMD (large instance)"
+            if app.solving_in_background
+            else "exact MILP"
+            if app.background.running
+            else "idle"
+        )
+        focus = (focus + 1) % 5
+        t0 = time.perf_counter()
+        app.focus.value = focus
+        times[phase].append((time.perf_counter() - t0) * 1e3)
+        if phase == "idle" and len(times["idle"]) >= 3:
+            break
+    app.close()
+    print(f"\nLarge instance: ticking the switch returned in {tick:.0f} ms.\n")
+    print("| running in the background | focus changes | median ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|---:|")
+    for phase, vals in times.items():
+        if vals:
+            print(
+                f"| {phase} | {len(vals)} | {statistics.median(vals):.0f} | "
+                f"{_pct(vals, 0.95):.0f} | {max(vals):.0f} |"
+            )
 
 
 def _floor(workers: int) -> None:
