@@ -17,6 +17,8 @@ Prints a Markdown table and the load average before and after.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import statistics
 import time
@@ -48,7 +50,8 @@ def _run_until(notebook: str, marker: str) -> tuple[dict, list]:
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
-            exec(compile(cell.source, notebook, "exec"), ns)
+            with contextlib.redirect_stdout(io.StringIO()):  # the notebook's printed output
+                exec(compile(cell.source, notebook, "exec"), ns)
             if marker in cell.source:
                 return ns, shown
     finally:
@@ -62,7 +65,8 @@ def _timed(set_value, values) -> list[float]:
     out = []
     for v in values:
         t0 = time.perf_counter()
-        set_value(v)
+        with contextlib.redirect_stdout(io.StringIO()):  # what the app prints goes to a buffer
+            set_value(v)
         out.append((time.perf_counter() - t0) * 1e3)
     return out
 
