@@ -29,6 +29,7 @@ from smdlab.widgets.live import (
     stoppable_policy,
     sync_figure,
 )
+from smdlab.widgets.sim_pool import SimulationPool, default_workers, shared_pool
 from smdlab.workloads.scenario import Scenario, load_scenario
 
 # Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
@@ -42,7 +43,9 @@ class Compare(BackgroundApp, widgets.HBox):
 
     Controls (attributes): ``policies``, ``load``, ``machines``, ``n_jobs``, ``seed``, ``detail``
     (the policy whose utilisation is drawn). ``results`` maps policy name -> SimResult of the
-    current workload; ``wait()`` blocks until the simulations are done and drawn.
+    current workload; ``wait()`` blocks until the simulations are done and drawn. A change's
+    simulations run at once in the kernel's worker processes (``smdlab.widgets.sim_pool``) once
+    they are ready, else one by one on the background thread (``sim_processes=0``: always).
     """
 
     WAIT_TIMEOUT_S = 120.0  # simulations of every policy take longer than the explorer's MILP
@@ -55,6 +58,7 @@ class Compare(BackgroundApp, widgets.HBox):
         n_jobs: int = 40,
         machines: int = 4,
         load: float | None = None,
+        sim_processes: int | None = None,
     ) -> None:
         self.scenario = scenario or load_scenario()
         known = available_policies()
@@ -80,6 +84,12 @@ class Compare(BackgroundApp, widgets.HBox):
         self._lock = threading.RLock()
         self.background = Background("simulating", lock=self._lock, on_error=self._show_failure)
         self._cache: dict[tuple[str, str], SimResult] = {}
+        # Simulations of a change run in the kernel's shared worker processes (smdlab.widgets.
+        # sim_pool), started after the first results; 0 keeps them on the background thread.
+        workers = default_workers() if sim_processes is None else sim_processes
+        self._sim_workers = check_int("sim_processes", workers, 0, 8)
+        self.sim_pool: SimulationPool | None = None
+        self._sim_slot = 0
         self._syncing = False
         self.results: dict[str, SimResult] = {}
         self.last_run_s = 0.0
@@ -185,6 +195,9 @@ class Compare(BackgroundApp, widgets.HBox):
         for c in (self.load, self.machines, self.n_jobs, self.seed, self.policies):
             c.observe(lambda change: self._on_change(), names="value")
         self.detail.observe(lambda change: self._on_detail(), names="value")
+        if self._sim_workers > 0:
+            self.sim_pool = shared_pool(self._sim_workers)
+            self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
 
     # ---- workload -------------------------------------------------------------------------------
     def _current_scenario(self) -> Scenario:
@@ -214,6 +227,50 @@ class Compare(BackgroundApp, widgets.HBox):
                 run = stoppable_policy(run, still_wanted)
             self._cache[key] = simulate(jobs, cluster, run, **simulation_options(sc))
         return self._cache[key]
+
+    def _simulate_in_pool(
+        self, chosen: tuple[str, ...], sc: Scenario, workload: tuple, key: str, still_wanted
+    ) -> None:
+        """Simulate the uncached policies of ``chosen`` at once in the worker processes, into the cache.
+
+        Skipped (the thread then simulates them one by one) while the workers are not ready.
+        """
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        pool = self.sim_pool
+        todo = {
+            p: dict(sc.policy_options.get(p, {})) for p in chosen if (key, p) not in self._cache
+        }
+        if pool is None or not pool.ready or not todo:
+            return
+        generation = pool.start(self._sim_slot)
+        futures = pool.submit_runs(
+            self._sim_slot, generation, todo, *workload, simulation_options(sc)
+        )
+        left = set(futures)
+        self.background.show(f"simulating {len(todo)} policies in worker processes")
+        try:
+            while left:
+                done, left = wait(left, timeout=0.05, return_when=FIRST_COMPLETED)
+                if not still_wanted():
+                    raise Superseded
+                for fut in done:
+                    result = fut.result()
+                    if result is None:
+                        raise Superseded
+                    self._cache[(key, futures[fut])] = result
+        finally:
+            if left:  # superseded or failed: queued runs never start, running ones stop
+                for fut in left:
+                    fut.cancel()
+                pool.start(self._sim_slot)
+
+    def close(self) -> None:
+        """Stop this app's simulations (the workers are shared), the background thread and the widgets."""
+        pool = getattr(self, "sim_pool", None)
+        if pool is not None:
+            pool.start(self._sim_slot)
+        super().close()
 
     def _show_failure(self, line: str) -> None:
         """One line in the status line for a failed simulation; the figures keep the last results."""
@@ -251,6 +308,7 @@ class Compare(BackgroundApp, widgets.HBox):
                 t0 = time.perf_counter()
                 cluster = sc.build_cluster()
                 workload = (sc.build_jobs(cluster), cluster)
+                self._simulate_in_pool(chosen, sc, workload, key, still_wanted)
                 out = {}
                 for k, p in enumerate(chosen, start=1):
                     if not still_wanted():
@@ -302,5 +360,5 @@ class Compare(BackgroundApp, widgets.HBox):
 
 
 def compare(scenario: Scenario | None = None, **options: Any) -> Compare:
-    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load."""
+    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load, sim_processes (0: simulate on a thread)."""
     return Compare(scenario, **options)

@@ -113,6 +113,28 @@ def run_task(slot: int, generation: int, task: str, jobs, cluster, mode: str) ->
         return None
 
 
+def run_simulation(
+    slot: int, generation: int, jobs, cluster, policy: str, options: dict, sim_options: dict
+) -> Any:
+    """In a worker: ``simulate`` of ``policy`` (built with ``options``) under ``sim_options``; None once superseded."""
+    from smdlab.policies.registry import get_policy
+    from smdlab.sim import simulate
+
+    tokens = _TOKENS
+
+    def wanted() -> bool:
+        return tokens is None or tokens[slot] == generation
+
+    if not wanted():
+        return None
+    try:
+        return simulate(
+            jobs, cluster, stoppable_policy(get_policy(policy, **options), wanted), **sim_options
+        )
+    except Superseded:
+        return None
+
+
 class SimulationPool:
     """Worker processes shared by the explorers of one kernel; ``ready`` once their imports are done."""
 
@@ -167,6 +189,17 @@ class SimulationPool:
         """Queue ``tasks`` (policy names or ``BOUND_TASK``) for ``generation``; future -> task."""
         return {
             self._pool.submit(run_task, slot, generation, t, jobs, cluster, mode): t for t in tasks
+        }
+
+    def submit_runs(
+        self, slot: int, generation: int, runs: dict[str, dict], jobs, cluster, sim_options: dict
+    ) -> dict[Future, str]:
+        """Queue one ``simulate`` per policy (policy -> its options) for ``generation``; future -> policy."""
+        return {
+            self._pool.submit(
+                run_simulation, slot, generation, jobs, cluster, p, opts, sim_options
+            ): p
+            for p, opts in runs.items()
         }
 
     def close(self) -> None:
