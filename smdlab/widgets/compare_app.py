@@ -244,8 +244,9 @@ class Compare(BackgroundApp, widgets.HBox):
         if pool is None or not pool.ready or not todo:
             return
         generation = pool.start(self._sim_slot)
+        jobs, cluster = workload
         futures = pool.submit_runs(
-            self._sim_slot, generation, todo, *workload, simulation_options(sc)
+            self._sim_slot, generation, todo, jobs, cluster, simulation_options(sc)
         )
         left = set(futures)
         self.background.show(f"simulating {len(todo)} policies in worker processes")
