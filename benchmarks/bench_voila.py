@@ -19,16 +19,14 @@ import argparse
 import contextlib
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import jupytext
-from bench_explorer_browser import CHROMIUM_ARGS, NOTEBOOK, _free_port, _jupyter_env, _wait_http
+from bench_explorer_browser import CHROMIUM_ARGS, NOTEBOOK, _free_port, _server
 
 TARGET_S = 10.0
 # The explorer's schedule panel (its last plot) once every policy's bar and the bound are drawn.
@@ -45,25 +43,11 @@ SCHEDULE_DONE_JS = """(n) => {
 def _voila(notebook: Path, tmp: Path):
     """Voila serving ``notebook`` on loopback: yields its base URL."""
     port = _free_port()
-    log = open(tmp / "voila.log", "wb")  # noqa: SIM115  # closed in the finally below
     cmd = [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}"]
     cmd += ["--Voila.ip=127.0.0.1", "--ServerApp.port_retries=0"]
-    proc = subprocess.Popen(
-        cmd, cwd=notebook.parent, env=_jupyter_env(tmp / "jupyter"), stdout=log, stderr=log,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/voila/static/voila.js", proc, 90)
+    base = f"http://127.0.0.1:{port}"
+    with _server(cmd, notebook.parent, tmp, f"{base}/voila/static/voila.js"):
         yield base
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=15)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ Results are cached per (workload, policy), so re-selecting a policy costs nothin
 
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 import time
@@ -235,8 +236,6 @@ class Compare(BackgroundApp, widgets.HBox):
 
         Skipped (the thread then simulates them one by one) while the workers are not ready.
         """
-        from concurrent.futures import FIRST_COMPLETED, wait
-
         pool = self.sim_pool
         todo = {
             p: dict(sc.policy_options.get(p, {})) for p in chosen if (key, p) not in self._cache
@@ -248,23 +247,10 @@ class Compare(BackgroundApp, widgets.HBox):
         futures = pool.submit_runs(
             self._sim_slot, generation, todo, jobs, cluster, simulation_options(sc)
         )
-        left = set(futures)
         self.background.show(f"simulating {len(todo)} policies in worker processes")
-        try:
-            while left:
-                done, left = wait(left, timeout=0.05, return_when=FIRST_COMPLETED)
-                if not still_wanted():
-                    raise Superseded
-                for fut in done:
-                    result = fut.result()
-                    if result is None:
-                        raise Superseded
-                    self._cache[(key, futures[fut])] = result
-        finally:
-            if left:  # superseded or failed: queued runs never start, running ones stop
-                for fut in left:
-                    fut.cancel()
-                pool.start(self._sim_slot)
+        with contextlib.closing(pool.arrivals(self._sim_slot, futures, still_wanted)) as arrivals:
+            for policy, result in arrivals:
+                self._cache[(key, policy)] = result
 
     def close(self) -> None:
         """Stop this app's simulations (the workers are shared), the background thread and the widgets."""

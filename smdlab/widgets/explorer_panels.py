@@ -7,6 +7,7 @@ it finishes and the interval-LP bound, on a background thread that a newer chang
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
 import threading
@@ -125,12 +126,12 @@ def _schedule_work(
         emit(_refined(panel, float(workload_bound(jobs, cluster, mode))))
 
 
-def _refined(panel: SchedulePanel, refined: float, refining: bool = False) -> SchedulePanel:
+def _refined(panel: SchedulePanel, refined: float) -> SchedulePanel:
     """``panel`` with the interval-LP bound ``refined`` where it is larger (both bounds are valid, so the larger is too)."""
     bound, source = panel.bound, panel.bound_source
     if math.isfinite(refined) and not refined <= bound:
         bound, source = refined, "interval_lp"
-    return SchedulePanel(panel.means, bound, source, panel.pending, refining, panel.note)
+    return SchedulePanel(panel.means, bound, source, panel.pending, False, panel.note)
 
 
 def _schedule_in_pool(
@@ -145,49 +146,33 @@ def _schedule_in_pool(
     refine,
 ) -> None:
     """The pool path of ``_schedule_work``: all tasks queued at once (the slowest first), one emit per arrival."""
-    from concurrent.futures import FIRST_COMPLETED, wait
-
     generation = pool.start(slot)
     # SMD's simulation is the longest: queued first, it starts at once on its own worker.
     tasks = sorted(panel.pending, key=lambda p: p != "smd") + ([BOUND_TASK] if refine else [])
     futures = pool.submit(slot, generation, tasks, jobs, cluster, mode)
     means: dict[str, float] = {}
-    left = set(futures)
-    try:
-        while left:
-            done, left = wait(left, timeout=0.05, return_when=FIRST_COMPLETED)
-            if not still_wanted():
-                raise Superseded
-            for fut in done:
-                task, value = futures[fut], fut.result()
-                if value is None:  # stopped by a newer generation
-                    raise Superseded
-                if task == BOUND_TASK:
-                    panel = _refined(panel, value)
-                else:
-                    means[task] = value
-                    ordered = {p: means[p] for p in SCHEDULE_POLICIES if p in means}
-                    pending = tuple(
-                        p for p in SCHEDULE_POLICIES if p in panel.pending and p not in means
-                    )
-                    panel = SchedulePanel(
-                        ordered,
-                        panel.bound,
-                        panel.bound_source,
-                        pending,
-                        panel.refining,
-                        panel.note,
-                    )
-                    if not left:
-                        panel = SchedulePanel(
-                            panel.means, panel.bound, panel.bound_source, (), False, panel.note
-                        )
-                emit(panel)
-    finally:
-        if left:  # superseded or failed: queued tasks never start, running ones stop
-            for fut in left:
-                fut.cancel()
-            pool.start(slot)
+    # closing(): an emit that raises Superseded stops the rest of the tasks at once
+    with contextlib.closing(pool.arrivals(slot, futures, still_wanted)) as arrivals:
+        _emit_arrivals(arrivals, panel, means, len(futures), emit)
+
+
+def _emit_arrivals(arrivals, panel: SchedulePanel, means: dict, total: int, emit) -> None:
+    """Emit the panel once per arriving result (a policy's mean or the refined bound)."""
+    for k, (task, value) in enumerate(arrivals, start=1):
+        if task == BOUND_TASK:
+            panel = _refined(panel, value)
+        else:
+            means[task] = value
+            ordered = {p: means[p] for p in SCHEDULE_POLICIES if p in means}
+            pending = tuple(p for p in panel.pending if p not in means)
+            panel = SchedulePanel(
+                ordered, panel.bound, panel.bound_source, pending, panel.refining, panel.note
+            )
+        if k == total:  # the last arrival: nothing pending, nothing refining
+            panel = SchedulePanel(
+                panel.means, panel.bound, panel.bound_source, (), False, panel.note
+            )
+        emit(panel)
 
 
 class ScheduleMixin:

@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import threading
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -201,6 +201,33 @@ class SimulationPool:
             ): p
             for p, opts in runs.items()
         }
+
+    def arrivals(
+        self, slot: int, futures: dict[Future, str], still_wanted: Callable[[], bool]
+    ) -> Generator[tuple[str, Any], None, None]:
+        """Yield (task, result) as ``futures`` finish; raise ``Superseded`` once ``still_wanted()`` is False or a task was stopped.
+
+        On leaving early (superseded, failed, or the caller stopped), queued tasks never start and
+        running ones stop at their next decision (the slot gets a new generation).
+        """
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        left = set(futures)
+        try:
+            while left:
+                done, left = wait(left, timeout=0.05, return_when=FIRST_COMPLETED)
+                if not still_wanted():
+                    raise Superseded
+                for fut in done:
+                    result = fut.result()
+                    if result is None:  # stopped by a newer generation
+                        raise Superseded
+                    yield futures[fut], result
+        finally:
+            if left:
+                for fut in left:
+                    fut.cancel()
+                self.start(slot)
 
     def close(self) -> None:
         """Stop the workers (queued tasks are dropped)."""
