@@ -30,7 +30,7 @@ from smdlab.widgets.live import (
     stoppable_policy,
     sync_figure,
 )
-from smdlab.widgets.sim_pool import SimulationPool, default_workers, shared_pool
+from smdlab.widgets.sim_pool import SimulationPool, shared_pool
 from smdlab.workloads.scenario import Scenario, load_scenario
 
 # Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
@@ -45,8 +45,8 @@ class Compare(BackgroundApp, widgets.HBox):
     Controls (attributes): ``policies``, ``load``, ``machines``, ``n_jobs``, ``seed``, ``detail``
     (the policy whose utilisation is drawn). ``results`` maps policy name -> SimResult of the
     current workload; ``wait()`` blocks until the simulations are done and drawn. A change's
-    simulations run at once in the kernel's worker processes (``smdlab.widgets.sim_pool``) once
-    they are ready, else one by one on the background thread (``sim_processes=0``: always).
+    simulations run one by one on the background thread, or with ``sim_processes`` >= 1 at once
+    in the kernel's worker processes (``smdlab.widgets.sim_pool``) once they are ready.
     """
 
     WAIT_TIMEOUT_S = 120.0  # simulations of every policy take longer than the explorer's MILP
@@ -59,7 +59,7 @@ class Compare(BackgroundApp, widgets.HBox):
         n_jobs: int = 40,
         machines: int = 4,
         load: float | None = None,
-        sim_processes: int | None = None,
+        sim_processes: int = 0,
     ) -> None:
         self.scenario = scenario or load_scenario()
         known = available_policies()
@@ -85,10 +85,11 @@ class Compare(BackgroundApp, widgets.HBox):
         self._lock = threading.RLock()
         self.background = Background("simulating", lock=self._lock, on_error=self._show_failure)
         self._cache: dict[tuple[str, str], SimResult] = {}
-        # Simulations of a change run in the kernel's shared worker processes (smdlab.widgets.
-        # sim_pool), started after the first results; 0 keeps them on the background thread.
-        workers = default_workers() if sim_processes is None else sim_processes
-        self._sim_workers = check_int("sim_processes", workers, 0, 8)
+        # Opt-in (sim_processes >= 1): a change's simulations in the kernel's shared worker
+        # processes (smdlab.widgets.sim_pool). Off by default: each worker computes the run's LP
+        # lower bound again, and on the loaded 2-core machine it was slower than the
+        # thread (docs/performance.md, "The other live apps").
+        self._sim_workers = check_int("sim_processes", sim_processes, 0, 8)
         self.sim_pool: SimulationPool | None = None
         self._sim_slot = 0
         self._syncing = False
@@ -347,5 +348,5 @@ class Compare(BackgroundApp, widgets.HBox):
 
 
 def compare(scenario: Scenario | None = None, **options: Any) -> Compare:
-    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load, sim_processes (0: simulate on a thread)."""
+    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load, sim_processes (worker processes; 0, the default: a thread)."""
     return Compare(scenario, **options)
