@@ -15,6 +15,7 @@ import math
 import multiprocessing
 import os
 import threading
+import time
 import types
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -79,9 +80,24 @@ def simulate_policy(
     return float(res.summary["mean_jct"])
 
 
-def _init(tokens: Any) -> None:
+def _init(tokens: Any, owner: int | None = None) -> None:
+    """In a worker: keep the generation array; exit once the ``owner`` process (the kernel) is gone."""
     global _TOKENS
     _TOKENS = tokens
+    if owner is not None:
+        threading.Thread(target=_exit_without, args=(owner,), daemon=True).start()
+
+
+def _exit_without(owner: int) -> None:
+    # A kernel killed outright never shuts its pool down; its workers must not outlive it.
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:  # alive, owned by someone else (pid reused: keep serving)
+            pass
 
 
 def _warm() -> int:
@@ -147,7 +163,7 @@ class SimulationPool:
         self.workers = workers
         self._tokens = ctx.Array("q", SLOTS, lock=False)
         self._pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_init, initargs=(self._tokens,)
+            workers, mp_context=ctx, initializer=_init, initargs=(self._tokens, os.getpid())
         )
         self._lock = threading.Lock()
         self._slots = 0
