@@ -6,8 +6,9 @@ Fast path (runs in the control's callback): build the instance, solve it with th
 the closed-form bound on any schedule's mean JCT, redraw the FigureWidgets in place. Above
 ``INLINE_MAX_JOBS`` jobs the fast path itself runs on a background thread. Slow path (background
 threads, each with a busy indicator): the exact MILP under a short time limit, and the schedule
-panel (each policy's simulation drawn as it finishes, then the interval-LP bound). A newer change
-cancels the older work at its next check; a failure shows one line in the status line.
+panel (each policy's simulation drawn as it finishes, then the interval-LP bound), whose work runs
+in worker processes (``smdlab.widgets.sim_pool``) once they are ready. A newer change cancels
+the older work at its next check; a failure shows one line in the status line.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
     ``seed``, ``focus``, ``device``, ``compute_scale``, ``param_scale``, ``comm_ratio``, ``mode``,
     ``batch``, ``method``, ``exact``); setting a control's ``value`` from Python updates the
     outputs exactly as a click does. ``wait()`` blocks until background work is done.
+    ``sim_processes``: worker processes for the schedule panel (None: one per core, at most two;
+    0: simulate on a background thread of the kernel).
     """
 
     def __init__(
