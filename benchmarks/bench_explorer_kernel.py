@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     app = explorer(sim_processes=workers)
     assert app.wait(300)
-    assert app.sim_pool is None or app.sim_pool.wait_ready(300), "worker processes did not start"
+    pool = app.start_workers()  # as after a first change
+    assert pool is None or pool.wait_ready(300), "worker processes did not start"
     names = {
         id(app.allocation_fig): "allocation",
         id(app.bounds_fig): "bounds",
@@ -164,6 +165,8 @@ def _large(workers: int) -> None:
 
     app = explorer(sim_processes=workers)
     assert app.wait(300)
+    pool = app.start_workers()
+    assert pool is None or pool.wait_ready(300), "worker processes did not start"
     times: dict[str, list[float]] = {"SMD (large instance)": [], "exact MILP": [], "idle": []}
     t0 = time.perf_counter()
     app.large.value = True

@@ -540,8 +540,10 @@ def test_the_worker_processes_give_the_panel_of_the_thread_and_one_draw_per_arri
     b = explorer(settings, run_exact=False, sim_processes=0)
     try:
         assert a.wait(60) and b.wait(60)
-        # the first panel ran on the thread; the workers start after it
-        assert a.sim_pool is not None and a.sim_pool.wait_ready(120) and b.sim_pool is None
+        # the first panel ran on the thread; the workers start at the first change (or now)
+        assert a.sim_pool is None and b.start_workers() is None
+        pool = a.start_workers()
+        assert pool is not None and pool.wait_ready(120) and a.sim_pool is pool
         drawn, real = [], mod.sync_figure
 
         def counting(target, fig):

@@ -105,7 +105,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             "solving the large instance", lock=self._lock, on_error=self._fast_failed
         )
         # The schedule panel's simulations run in worker processes shared by the kernel's
-        # explorers, started once the first panel is drawn (starting them costs CPU the first
+        # explorers, started at the first change (starting them costs CPU that the page's first
         # render needs) and ready seconds later; until then they run on a thread.
         workers = default_workers() if sim_processes is None else sim_processes
         self._sim_workers = check_int("sim_processes", workers, 0, 8)

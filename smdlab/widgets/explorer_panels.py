@@ -194,6 +194,11 @@ class ScheduleMixin:
     _schedule_running: str | None = None  # the problem whose panel the background is filling
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
+    def start_workers(self) -> SimulationPool | None:
+        """Start (or join) the kernel's simulation workers now, not at the first change; None when simulating on a thread."""
+        self._start_pool()
+        return self.sim_pool
+
     def _start_pool(self) -> None:
         """Start (or join) the kernel's simulation workers, unless running on a thread was asked for."""
         if self.sim_pool is None and self._sim_workers > 0:
@@ -203,7 +208,8 @@ class ScheduleMixin:
     def _queue_schedule(self, first: bool = False) -> None:
         """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem).
 
-        first: the panel of the app's first render (the simulation workers start after it).
+        first: the panel of the app's first render (the simulation workers start at the first
+        change: starting them takes CPU that the page's first render needs).
         """
         if not first:
             self._start_pool()
@@ -243,7 +249,6 @@ class ScheduleMixin:
                 self._schedule_cache[key] = panel
                 if len(self._schedule_cache) > 64:
                     self._schedule_cache.pop(next(iter(self._schedule_cache)))
-                self._start_pool()
 
         def failed(line: str) -> None:
             # The panel says why it stopped (never "simulating" forever); the status line too.
