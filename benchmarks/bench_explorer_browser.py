@@ -286,6 +286,14 @@ def _press(page, label: str, key: str, quiet_s: float) -> dict | None:
     }
 
 
+def _chromium() -> str | None:
+    """Debian's chromium, or None after printing that the benchmark is skipped."""
+    path = shutil.which("chromium")
+    if path is None:
+        print("skipped: Debian's chromium is not on PATH")
+    return path
+
+
 def _pct(values: list[float], q: float) -> float:
     s = sorted(values)
     k = (len(s) - 1) * q
@@ -299,9 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presses", type=int, default=6, help="key presses per slider (four sliders)")
     ap.add_argument("--quiet", type=float, default=1.0, help="seconds without repaint that end one")
     args = ap.parse_args(argv)
-    chromium = shutil.which("chromium")
+    chromium = _chromium()
     if chromium is None:
-        print("skipped: Debian's chromium is not on PATH")
         return 0
     from playwright.sync_api import sync_playwright
 

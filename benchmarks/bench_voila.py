@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 import jupytext
-from bench_explorer_browser import CHROMIUM_ARGS, NOTEBOOK, _free_port, _server
+from bench_explorer_browser import CHROMIUM_ARGS, NOTEBOOK, _chromium, _free_port, _server
 
 TARGET_S = 10.0
 # The explorer's schedule panel (its last plot) once every policy's bar and the bound are drawn.
@@ -55,9 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loads", type=int, default=3, help="page loads, each on a fresh kernel")
     args = ap.parse_args(argv)
-    chromium = shutil.which("chromium")
+    chromium = _chromium()
     if chromium is None:
-        print("skipped: Debian's chromium is not on PATH")
         return 0
     from playwright.sync_api import sync_playwright
 
