@@ -28,15 +28,19 @@
 # %%
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from IPython.display import Markdown, display
 
 from smdlab.experiments import figure, make_figure
+from smdlab.model.slo import SLO
 from smdlab.policies.deadline._lease import Row, greedy_selection, milp_selection
+from smdlab.solve.instance import ValueTerm, build_instance
 from smdlab.viz.notebook import show, table
 from smdlab.viz.style import PALETTE, base_layout
 from smdlab.viz.takeaways import slo_tradeoff
+from smdlab.widgets.scenario import ExplorerSettings, build_cluster, build_jobs
 
 # %% [markdown]
 # ## One lease decision
@@ -176,3 +180,48 @@ show(fig)
 
 # %%
 display(Markdown(slo_tradeoff(df)))
+
+# %% [markdown]
+# ## SMD with deadlines: the value term of (P)
+#
+# SMD's problem (P) charges each job its weighted duration omega_i d_i(c) at the configuration c
+# it starts with (docs/solver.md). `smd_slo` puts each SLO job's value into its weight; with
+# `value_kappa` > 0 it also charges each configuration the share of the job's value lost when
+# the job completes at that configuration's estimate, kappa H (1 - V(t + d_i(c)) / V_max), H
+# being (P)'s expected wait (ours; docs/deadlines.md). Below: the explorer's default first job,
+# given a deadline that only its faster configurations meet (two options, worth 10 and 4), and
+# the cost of each of its configurations with and without that term.
+
+# %%
+small = ExplorerSettings(machines=1, n_jobs=2, max_tasks=4)
+vt_jobs, vt_cluster = build_jobs(small), build_cluster(small)
+grid = build_instance(vt_jobs, vt_cluster, vt_cluster.capacity_vector).duration[0]
+due = float(np.sqrt(grid[np.isfinite(grid)].min() * grid[0, 0]))  # between fastest and slowest
+vt_jobs = [vt_jobs[0].replace(slo=SLO((due, 1.5 * due), (10.0, 4.0), "soft")), vt_jobs[1]]
+plain = build_instance(vt_jobs, vt_cluster, vt_cluster.capacity_vector)
+valued = build_instance(
+    vt_jobs, vt_cluster, vt_cluster.capacity_vector, value_term=ValueTerm(now=0.0, kappa=1.0)
+)
+vt_rows = []
+for w, p in [(1, 1), (2, 1), (2, 2), (4, 2), (4, 4)]:
+    d = plain.duration[0, w - 1, p - 1]
+    vt_rows.append(
+        {
+            "workers, PSs": f"{w}, {p}",
+            "duration (h)": d / 3600,
+            "meets": "first" if d <= due else ("second" if d <= 1.5 * due else "none"),
+            "omega d (h)": plain.cost[0, w - 1, p - 1] / 3600,
+            "with value term (h)": valued.cost[0, w - 1, p - 1] / 3600,
+        }
+    )
+print(
+    f"deadlines {due / 3600:.2f} h and {1.5 * due / 3600:.2f} h; H = {valued.horizon / 3600:.2f} h"
+)
+table(pd.DataFrame(vt_rows), decimals=dict.fromkeys(list(vt_rows[0])[1:], 2))
+
+# %% [markdown]
+# A configuration that misses both deadlines costs one expected wait H more, one that meets only
+# the second 0.6 H more (value 4 of 10 kept). SMD's job selection and its closing local search
+# see these costs; its sum-of-ratios step does not (EXPERIMENTS.md, "SMD with deadlines: the
+# value term", measures what that changes). The live explorer shows deadlines too: tick
+# "attach deadlines to the job mix" in its Deadlines section (docs/explorer.md).

@@ -420,3 +420,66 @@ def test_parity_restart_scale_zero_removes_the_restart_pauses():
     assert free["jobs_table"]["ours_end"].iloc[0] < paid["jobs_table"]["ours_end"].iloc[0]
     with pytest.raises(InvalidInput, match="restart_scale"):
         chronus_parity(trace, ref, nodes=1, solver="greedy", restart_scale=-1.0)
+
+
+# ---- the value term of (P) -------------------------------------------------------------------------
+def _value_term_jobs():
+    from smdlab.solve.instance import build_instance
+    from smdlab.widgets.scenario import ExplorerSettings, build_cluster, build_jobs
+
+    s = ExplorerSettings(machines=1, n_jobs=2, max_tasks=4)
+    jobs, cluster = build_jobs(s), build_cluster(s)
+    d = build_instance(jobs, cluster, cluster.capacity_vector).duration[0]
+    due = float(np.sqrt(d[np.isfinite(d)].min() * d[0, 0]))  # met by fast configurations only
+    slo = SLO((due, 1.5 * due), (10.0, 4.0), "soft")
+    return [jobs[0].replace(slo=slo), jobs[1]], cluster, due
+
+
+def test_value_term_charges_each_configuration_the_share_of_value_it_loses():
+    from smdlab.solve.instance import ValueTerm, build_instance
+
+    jobs, cluster, due = _value_term_jobs()
+    plain = build_instance(jobs, cluster, cluster.capacity_vector)
+    inst = build_instance(jobs, cluster, cluster.capacity_vector, value_term=ValueTerm(0.0, 2.0))
+    assert np.array_equal(plain.cost, plain.weight[:, None, None] * plain.duration)
+    H = inst.horizon
+    d = inst.duration[0]
+    ok = np.isfinite(d)
+    kept = np.where(d <= due, 10.0, np.where(d <= 1.5 * due, 4.0, 0.0))
+    expected = 2.0 * H * (1.0 - kept / 10.0)
+    assert np.allclose((inst.cost - plain.cost)[0][ok], expected[ok])
+    assert (kept[ok] == 10.0).any() and (kept[ok] < 10.0).any()  # both met and missed occur
+    assert np.allclose((inst.cost - plain.cost)[1][np.isfinite(inst.duration[1])], 0.0)
+    wait = H + inst.reference_duration[0]
+    lost = 0.0 if wait <= due else (0.6 if wait <= 1.5 * due else 1.0)
+    assert inst.defer_cost[0] == pytest.approx(plain.defer_cost[0] + 2.0 * H * lost)
+    assert inst.defer_cost[1] == pytest.approx(plain.defer_cost[1])
+    cost = inst.job_cost(np.array([1, 0]), np.array([1, 0]))
+    assert cost[0] == pytest.approx(inst.cost[0, 0, 0]) and cost[1] == inst.defer_cost[1]
+    # A later decision time leaves less of the deadline window: never less value lost.
+    later = build_instance(
+        jobs, cluster, cluster.capacity_vector, value_term=ValueTerm(0.5 * due, 2.0)
+    )
+    assert np.all(later.cost[0][ok] >= inst.cost[0][ok] - 1e-9)
+
+
+def test_value_term_in_solve_and_smd_slo_and_its_bad_input():
+    from smdlab.policies.deadline.smd_slo import SMDSLO
+    from smdlab.solve import solve
+    from smdlab.solve.instance import ValueTerm, build_instance
+
+    jobs, cluster, _ = _value_term_jobs()
+    term = ValueTerm(0.0, 1.0)
+    sol = solve(jobs, cluster, "smd", value_term=term)
+    inst = build_instance(jobs, cluster, cluster.capacity_vector, value_term=term)
+    assert sol.objective == pytest.approx(inst.objective(np.array(sol.workers), np.array(sol.ps)))
+    res = simulate(jobs, cluster, SMDSLO(value_kappa=1.0))
+    assert res.summary["jobs_completed"] == 2 and res.summary["slo_jobs"] == 1
+    with pytest.raises(InvalidInput, match=r"value_term\.kappa"):
+        ValueTerm(0.0, 0.0)
+    with pytest.raises(InvalidInput, match=r"value_term\.now"):
+        ValueTerm(math.nan)
+    with pytest.raises(InvalidInput, match="value_term must be a ValueTerm"):
+        build_instance(jobs, cluster, cluster.capacity_vector, value_term=1.0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="value_kappa"):
+        SMDSLO(value_kappa=-1.0)

@@ -29,7 +29,14 @@ from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
 from smdlab.solve.backends import BACKENDS, Backend
 from smdlab.solve.brute import brute_force
-from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster, fits
+from smdlab.solve.instance import (
+    Instance,
+    ValueTerm,
+    as_amounts,
+    build_instance,
+    check_cluster,
+    fits,
+)
 from smdlab.solve.knapsack import (
     KNAPSACKS,
     Knapsack,
@@ -340,6 +347,7 @@ def solve(
     place: bool | None = None,
     free: np.ndarray | None = None,
     work: Sequence[float] | np.ndarray | None = None,
+    value_term: ValueTerm | None = None,
     **options: Any,
 ) -> Solution:
     """Allocate workers and PSs to ``jobs`` on ``cluster`` (free capacity ``free``) by ``method``.
@@ -350,6 +358,8 @@ def solve(
     free: free capacity, (machines x resources) or, for a pooled cluster, (resources,); default all.
     work: samples each job processes instead of its ``samples`` (a scheduler's remaining work,
         without copying its jobs); default: the jobs' own.
+    value_term: charge SLO jobs the value they lose at each configuration
+        (``smdlab.solve.instance.ValueTerm``, ours; docs/deadlines.md); default: none.
     options: the fields of the method's options dataclass (``OPTIONS[method]``): backend
         (auto|highs|gurobi), time_limit (s), mip_gap (milp); for smd: knapsack
         (hull|exact|lp_round|greedy), selection (objective|smith), tol, max_iter, bound (compute a
@@ -361,7 +371,7 @@ def solve(
     opts = _options(method, options)
     place = _check_place(place, cluster, method)
     capacity = _capacity(cluster, free)
-    inst = build_instance(jobs, cluster, capacity, mode, work)
+    inst = build_instance(jobs, cluster, capacity, mode, work, value_term)
     _check_jobs_fit_cluster(inst, cluster)
 
     raw = _SOLVERS[method](inst, _remaining(opts, t0))

@@ -11,6 +11,14 @@ squashed time of the instance's jobs at their reference configurations (the mean
 a list schedule that keeps the capacity busy). Every job may stay unstarted: a job started small
 stays small, so waiting for a larger configuration can be cheaper. See docs/solver.md ("Jobs
 that wait").
+
+Value term (optional, ``ValueTerm``; an addition of ours for SLO jobs, docs/deadlines.md): a job
+with deadline options (``Job.slo``) is charged, beside omega_i d, the share of its value it loses
+when it completes at the estimate of its configuration, scaled to the expected wait H:
+    + kappa * H * (1 - V_i(t + d_i(c)) / V_i,max)   started at c,
+    + kappa * H * (1 - V_i(t + H + d_i(r_i)) / V_i,max)   unstarted,
+with t the decision time, V_i(T) the value of the first option whose deadline (arrival +
+deadline) T meets (0 after the last) and V_i,max its first option's value. Off by default.
 """
 
 from __future__ import annotations
@@ -23,7 +31,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from smdlab.caches import DEMAND_ROWS
-from smdlab.errors import InvalidInput, check_choice, check_items, check_unique_names
+from smdlab.errors import (
+    InvalidInput,
+    check_choice,
+    check_items,
+    check_positive,
+    check_unique_names,
+)
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job, job_memo
 from smdlab.model.timing import (
@@ -32,6 +46,23 @@ from smdlab.model.timing import (
 )  # job_speeds re-exported: solvers and policies import it here
 
 _FIT_RTOL = 1e-9  # capacity comparisons tolerate float round-off of summed demands
+
+
+@dataclass(frozen=True)
+class ValueTerm:
+    """The value term of (P) (module docstring): decision time ``now`` (s) and its weight ``kappa`` (> 0)."""
+
+    now: float
+    kappa: float = 1.0
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.now, bool)
+            or not isinstance(self.now, (int, float))
+            or not np.isfinite(self.now)
+        ):
+            raise InvalidInput(f"value_term.now must be a finite time in seconds, got {self.now!r}")
+        check_positive("value_term.kappa", self.kappa)
 
 
 def fits(use: np.ndarray, capacity: np.ndarray) -> np.ndarray | bool:
@@ -72,6 +103,7 @@ class Instance:
         expect once running jobs finish; the reference configurations and H are taken on it.
     work: (n,) samples each job processes instead of its ``samples`` (None: the jobs'): a
         scheduler's remaining work without copying its jobs.
+    value_term: charge SLO jobs the share of value they lose at each configuration (None: off).
 
     The (n, W, P) grids (``duration``, ``speed``, ``cost``, ``pareto``) are built on first use.
     """
@@ -87,6 +119,7 @@ class Instance:
     allow_defer: bool = False
     pool: np.ndarray | None = None
     work: np.ndarray | None = None
+    value_term: ValueTerm | None = None
 
     @property
     def n(self) -> int:
@@ -126,8 +159,31 @@ class Instance:
 
     @cached_property
     def cost(self) -> np.ndarray:
-        """(n, W, P) omega_i * d_i(w, p), +inf beyond caps."""
-        return self.weight[:, None, None] * self.duration
+        """(n, W, P) omega_i * d_i(w, p) (plus the value lost, with a value term), +inf beyond caps."""
+        base = self.weight[:, None, None] * self.duration
+        if self.value_term is None:
+            return base
+        return base + self.value_loss(self.duration)
+
+    def value_loss(self, durations: np.ndarray) -> np.ndarray:
+        """kappa H (1 - V_i(now + d) / V_i,max) for durations d of shape (n, ...) (0 for best-effort jobs; 0 without a value term)."""
+        d = np.asarray(durations, dtype=float)
+        out = np.zeros_like(d)
+        term = self.value_term
+        if term is None:
+            return out
+        scale = term.kappa * self.horizon
+        for i, job in enumerate(self.jobs):
+            slo = job.slo
+            if slo is None:
+                continue
+            finish = term.now + d[i]
+            kept = np.zeros_like(finish)
+            # the first option met decides: walk the options from the last (least valuable) back
+            for deadline, value in reversed(list(zip(slo.deadlines_s, slo.values, strict=True))):
+                kept = np.where(finish <= job.arrival + deadline, value, kept)
+            out[i] = scale * (1.0 - kept / slo.max_value)
+        return out
 
     @cached_property
     def base_duration(self) -> np.ndarray:
@@ -248,8 +304,9 @@ class Instance:
 
     @cached_property
     def defer_cost(self) -> np.ndarray:
-        """(n,) omega_i * (H + d_i(r_i)): cost of leaving job i unstarted."""
-        return self.weight * (self.horizon + self.reference_duration)
+        """(n,) omega_i * (H + d_i(r_i)) (plus the value lost then, with a value term): cost of leaving job i unstarted."""
+        wait = self.horizon + self.reference_duration
+        return self.weight * wait + self.value_loss(wait)
 
     @cached_property
     def scale(self) -> np.ndarray:
@@ -278,6 +335,7 @@ class Instance:
             self.allow_defer,
             self.pool,
             None if self.work is None else self.samples[idx],
+            self.value_term,
         )
         # Grids already built here are sliced, not rebuilt: every entry is a function of its own
         # job (dominance included), and cropping drops only configurations beyond the caps.
@@ -309,7 +367,9 @@ class Instance:
     def job_cost(self, workers: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """(n,) cost of each job under an allocation (deferral cost where not started)."""
         started = np.asarray(workers, dtype=int) > 0
-        return np.where(started, self.weight * self.durations_at(workers, ps), self.defer_cost)
+        d = self.durations_at(workers, ps)
+        run = self.weight * d + self.value_loss(np.where(started, d, 0.0))
+        return np.where(started, run, self.defer_cost)
 
     def objective(self, workers: np.ndarray, ps: np.ndarray) -> float:
         """The objective of an allocation evaluated with the exact durations."""
@@ -467,11 +527,17 @@ def build_instance(
     capacity: np.ndarray,
     mode: str = "wfbp",
     work: Sequence[float] | np.ndarray | None = None,
+    value_term: ValueTerm | None = None,
 ) -> Instance:
     """Build the arrays of (P) for ``jobs`` on ``capacity`` (a vector over ``cluster.resources``).
 
     work: samples each job processes instead of its ``samples`` (each finite and > 0).
+    value_term: the value term of SLO jobs (module docstring); None: (P) as reconstructed.
     """
+    if value_term is not None and not isinstance(value_term, ValueTerm):
+        raise InvalidInput(
+            f"value_term must be a ValueTerm or None, got {type(value_term).__name__}"
+        )
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
     check_cluster(cluster)
@@ -503,4 +569,5 @@ def build_instance(
         True,
         pool,
         work,
+        value_term,
     )

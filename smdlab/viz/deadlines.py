@@ -1,4 +1,4 @@
-"""Figure of the deadline-aware policies (``smdlab.experiments.deadlines``): misses and best-effort JCT vs load."""
+"""Figures of the deadline-aware policies: misses and best-effort JCT vs load (``smdlab.experiments.deadlines``), and one run's jobs beside their deadlines."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from smdlab.errors import InvalidInput
-from smdlab.viz.style import PALETTE, SMD_LABEL, add_panel_lines, base_layout
+from smdlab.sim.result import SimResult
+from smdlab.viz.style import PALETTE, SMD_LABEL, TEMPLATE, add_panel_lines, base_layout
 
 SLO_LABELS: dict[str, str] = {
     "fifo": "FIFO",
@@ -72,4 +73,40 @@ def slo_vs_load_figure(df: pd.DataFrame) -> go.Figure:
     )
     # the legend above the panel titles, not on them
     fig.update_layout(margin={"t": 110}, legend={"y": 1.1})
+    return fig
+
+
+def deadline_gantt_figure(
+    result: SimResult, *, title: str | None = None, template: str | None = TEMPLATE
+) -> go.Figure:
+    """``job_gantt_figure`` of one run with a tick at each SLO job's first deadline (green: met, red: missed)."""
+    from smdlab.viz.sim import HOUR, job_gantt_figure
+
+    if not isinstance(result, SimResult):
+        raise InvalidInput(f"result must be a SimResult, got {type(result).__name__}")
+    label = SLO_LABELS.get(result.policy, result.policy)
+    fig = job_gantt_figure(
+        result, template=template, title=title or f"Jobs over time with their deadlines — {label}"
+    )
+    jobs = result.jobs
+    if "deadline" not in jobs:
+        return fig  # a best-effort workload: no deadlines to mark
+    slo = jobs[jobs["deadline"].notna()]
+    for met, name, colour in (
+        (1.0, "deadline met", "#2CA02C"),
+        (0.0, "deadline missed", "#D62728"),
+    ):
+        part = slo[slo["deadline_met"] == met]
+        fig.add_trace(
+            go.Scatter(
+                x=part["deadline"].to_numpy(dtype=float) / HOUR,
+                y=part["job"],
+                mode="markers",
+                name=name,
+                marker={"symbol": "line-ns", "size": 16, "line": {"width": 3, "color": colour}},
+                customdata=part[["value", "max_value"]].to_numpy(dtype=float),
+                hovertemplate="%{y}: first deadline %{x:.2f} h, earned %{customdata[0]:g} of "
+                "%{customdata[1]:g}<extra></extra>",
+            )
+        )
     return fig

@@ -30,6 +30,7 @@ from smdlab.viz.racks import rack_figure, solution_snapshot
 from smdlab.viz.solution import allocation_spec, bounds_spec
 from smdlab.viz.style import TEMPLATE, method_label
 from smdlab.widgets.browser import APP_CLASS, RedrawTimer
+from smdlab.widgets.deadlines import DeadlinePanel
 from smdlab.widgets.explorer_controls import ExplorerControls
 from smdlab.widgets.explorer_panels import (
     INLINE_MAX_JOBS,
@@ -72,10 +73,10 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
 
     Every control is an attribute (``machines``, ``shape``, ``bandwidth``, ``profiles``, ``n_jobs``,
     ``seed``, ``focus``, ``device``, ``compute_scale``, ``param_scale``, ``comm_ratio``, ``mode``,
-    ``batch``, ``method``, ``exact``); setting a control's ``value`` from Python updates the
-    outputs exactly as a click does. ``wait()`` blocks until background work is done.
-    ``sim_processes``: worker processes for the schedule panel (None: one per core, at most two;
-    0: simulate on a background thread of the kernel).
+    ``batch``, ``method``, ``exact``; the deadline section's in ``deadlines``); setting a
+    control's ``value`` from Python updates the outputs exactly as a click does. ``wait()``
+    blocks until background work is done. ``sim_processes``: worker processes for the schedule
+    panel (None: one per core, at most two; 0: simulate on a background thread of the kernel).
     """
 
     def __init__(
@@ -127,6 +128,10 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.last_timings: dict[str, float] = {}
         self.updates = 0
         self._build_controls()
+        # Deadlines (off by default: nothing computed, nothing shown): smdlab.widgets.deadlines.
+        self.deadlines = DeadlinePanel(self, self._lock)
+        self.control_panel.children += (self.deadlines.controls,)
+        self.controls.update(self.deadlines.control_map)
         self._jobs, self._cluster = build_jobs(self.settings), build_cluster(self.settings)
         self._drawn_key = self._problem_key()
         self.solution = first = self._solve_fast(self._jobs, self._cluster)
@@ -177,6 +182,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
                 self.bounds_fig,
                 self.timeline_fig,
                 self.schedule_fig,
+                self.deadlines.outputs,
             ],
             layout=widgets.Layout(flex="1 1 480px", min_width="0"),
         )
@@ -189,6 +195,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
         self._queue_schedule(first=True)
+        self._queue_deadlines()
         self._show_status()
 
     # ---- computation ----------------------------------------------------------------------------
@@ -335,6 +342,12 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             self.bounds_fig,
             bounds_spec(self._fast, self.exact_solution, exact_note=note, template=None),
         )
+        self._queue_deadlines()
+
+    def _queue_deadlines(self) -> None:
+        """Hand the problem drawn to the deadline section (it simulates only when deadlines are on)."""
+        s = self.settings
+        self.deadlines.update(self._jobs, self._cluster, s.mode, s.seed, self._drawn_key)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the background work of the last change (large-instance solve, exact MILP, schedule panel) has finished and been drawn."""
@@ -343,6 +356,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             self.fast_background.wait(limit)
             and self.background.wait(limit)
             and self.schedule_background.wait(limit)
+            and self.deadlines.wait(limit)
         )
 
     def close(self) -> None:
@@ -350,7 +364,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         pool = getattr(self, "sim_pool", None)
         if pool is not None:  # shared with other explorers: only this one's tasks stop
             pool.start(self._sim_slot)
-        for name in ("fast_background", "schedule_background"):
+        for name in ("fast_background", "schedule_background", "deadlines"):
             worker = getattr(self, name, None)  # absent when __init__ failed early
             if worker is not None:
                 worker.close()

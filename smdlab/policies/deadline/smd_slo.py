@@ -18,6 +18,14 @@ every running job at every decision and restarts those whose allocation changes,
 that drift with the clock reorder the jobs and restart them (``fixed=False`` re-reads them at
 every decision, from the remaining time and the first option still reachable; measured in
 EXPERIMENTS.md).
+
+``value_kappa`` > 0 (ours, off by default) adds the value term of (P) per configuration
+(``smdlab.solve.instance.ValueTerm``): at a decision at time t, an SLO job started at
+configuration c is also charged value_kappa x H x (1 - V_i(t + d_i(c)) / V_i,max), the share of its
+value lost if it completes at that configuration's estimate (its remaining work at that speed),
+and a job left waiting the share lost at t + H + d_i(r_i); H is (P)'s expected wait. SMD's
+selection (the LP of (P)) and its closing local search then weigh each configuration's deadline
+option; its sum-of-ratios step between them still sees only omega_i d_i.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from smdlab.model.job import Job
 from smdlab.policies.base import ClusterState, Decision, QueuedJob, RunningJob
 from smdlab.policies.ps.smd import SMD
 from smdlab.policies.ps.srtf import remaining_time
+from smdlab.solve.instance import ValueTerm
 
 DEFAULT_KAPPA = 1.0
 
@@ -56,9 +65,16 @@ class SMDSLO(SMD):
 
     name = "smd_slo"
 
-    def __init__(self, kappa: float = DEFAULT_KAPPA, fixed: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        kappa: float = DEFAULT_KAPPA,
+        fixed: bool = True,
+        value_kappa: float = 0.0,
+        **options: Any,
+    ) -> None:
         self.kappa = check_positive("kappa", kappa, allow_zero=True)
         self.fixed = check_bool("fixed", fixed)
+        self.value_kappa = check_positive("value_kappa", value_kappa, allow_zero=True)
         super().__init__(**options)
         self.weights: dict[str, float] = {}
 
@@ -90,6 +106,17 @@ class SMDSLO(SMD):
             if w == 1.0
             else dataclasses.replace(entry, job=job.replace(weight=job.weight * w))
         )
+
+    def _solve(self, jobs, state, free, place, work=None):
+        """SMD's solve, with the value term of (P) at this decision when ``value_kappa`` > 0."""
+        if self.value_kappa == 0:
+            return super()._solve(jobs, state, free, place, work)
+        plain = self.options
+        self.options = {**plain, "value_term": ValueTerm(state.time, self.value_kappa)}
+        try:
+            return super()._solve(jobs, state, free, place, work)
+        finally:
+            self.options = plain
 
     def decide(self, state: ClusterState) -> Decision:
         """SMD's decision on the state whose jobs carry their SLO weights."""
