@@ -154,18 +154,25 @@ def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
 def _lab(root: Path, tmp: Path):
     """A JupyterLab server on loopback serving ``root``: yields (base URL, token)."""
     port, token = _free_port(), secrets.token_hex(16)
-    log = open(tmp / "jupyterlab.log", "wb")  # noqa: SIM115  # closed in the finally below
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root"]
     cmd += ["--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={token}"]
     cmd += [f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
+    base = f"http://127.0.0.1:{port}"
+    with _server(cmd, root, tmp, f"{base}/api/status?token={token}"):
+        yield base, token
+
+
+@contextlib.contextmanager
+def _server(cmd: list[str], cwd: Path, tmp: Path, ready_url: str):
+    """Run ``cmd`` (a Jupyter server; log in ``tmp``) in its own session until ``ready_url`` answers; stop it after."""
+    log = open(tmp / "server.log", "wb")  # noqa: SIM115  # closed in the finally below
     proc = subprocess.Popen(
-        cmd, cwd=root, env=_jupyter_env(tmp / "jupyter"), stdout=log, stderr=log,
+        cmd, cwd=cwd, env=_jupyter_env(tmp / "jupyter"), stdout=log, stderr=log,
         start_new_session=True,
     )  # fmt: skip
     try:
-        base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/api/status?token={token}", proc, 90)
-        yield base, token
+        _wait_http(ready_url, proc, 90)
+        yield proc
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -279,6 +286,14 @@ def _press(page, label: str, key: str, quiet_s: float) -> dict | None:
     }
 
 
+def _chromium() -> str | None:
+    """Debian's chromium, or None after printing that the benchmark is skipped."""
+    path = shutil.which("chromium")
+    if path is None:
+        print("skipped: Debian's chromium is not on PATH")
+    return path
+
+
 def _pct(values: list[float], q: float) -> float:
     s = sorted(values)
     k = (len(s) - 1) * q
@@ -292,9 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presses", type=int, default=6, help="key presses per slider (four sliders)")
     ap.add_argument("--quiet", type=float, default=1.0, help="seconds without repaint that end one")
     args = ap.parse_args(argv)
-    chromium = shutil.which("chromium")
+    chromium = _chromium()
     if chromium is None:
-        print("skipped: Debian's chromium is not on PATH")
         return 0
     from playwright.sync_api import sync_playwright
 

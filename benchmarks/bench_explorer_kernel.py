@@ -9,11 +9,20 @@ stamped; per change it reports, from setting the control's value:
 - callback: the control's callback returned (the controls answer again);
 - valid bound: the first schedule-figure update that draws a bound line for the new job mix;
 - last update: the last figure update sent, background work included (``app.wait()``);
-- updates: figure updates sent per figure.
+- updates: figure updates sent per figure;
+- kernel CPU: CPU seconds of the kernel's process per change (the worker processes excluded).
+
+Then the floor of the last update: the CPU time of each schedule-panel task (every policy's
+simulation and the interval-LP bound) for one new job mix, alone, and the smallest time in which
+``--processes`` workers can finish them (the longest-first schedule of those CPU times).
 
 Browser rendering is not included. Prints a Markdown table and the load average before and after.
 
-    python benchmarks/bench_explorer_kernel.py [--presses N]
+With ``--large``, last: the large-instance switch is ticked, and while its SMD solve and then
+its exact MILP run in the background the focused job is changed every 0.3 s; each change's
+callback time is reported by what was running (the controls answer while they run).
+
+    python benchmarks/bench_explorer_kernel.py [--presses N] [--processes N] [--large]
 """
 
 from __future__ import annotations
@@ -40,13 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and print the Markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presses", type=int, default=4, help="changes per slider (four sliders)")
+    ap.add_argument(
+        "--processes", type=int, default=None, help="simulation workers (0: on a thread)"
+    )
+    ap.add_argument("--large", action="store_true", help="also time controls during a large solve")
     args = ap.parse_args(argv)
     import smdlab.widgets.explorer_app as mod
     from smdlab.widgets import explorer
+    from smdlab.widgets.sim_pool import default_workers
 
+    workers = default_workers() if args.processes is None else args.processes
     load_before = os.getloadavg()
-    app = explorer()
+    app = explorer(sim_processes=workers)
     assert app.wait(300)
+    pool = app.start_workers()  # as after a first change
+    assert pool is None or pool.wait_ready(300), "worker processes did not start"
     names = {
         id(app.allocation_fig): "allocation",
         id(app.bounds_fig): "bounds",
@@ -80,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         for control, values in SEQUENCE:
             for value in values[: args.presses] if control != "method" else values:
                 stamps.clear()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 getattr(app, control).value = value
                 t_cb = time.perf_counter()
                 assert app.wait(300), f"{control} = {value}: background work did not finish"
+                cpu = (time.process_time() - c0) * 1e3
                 if not stamps:
                     continue
                 bounds = [t for t, name, b in stamps if name == "schedule" and b]
@@ -98,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                         "bound": (bounds[0] - t0) * 1e3 if bounds else None,
                         "last": (max(t for t, _, _ in stamps) - t0) * 1e3,
                         "counts": counts,
+                        "cpu": cpu,
                     }
                 )
     finally:
@@ -106,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         app.close()
     load_after = os.getloadavg()
     print(
-        f"Kernel side, notebook 03's default scenario; {len(rows)} changes "
+        f"Kernel side, notebook 03's default scenario, simulations on "
+        f"{f'{workers} worker processes' if workers else 'a thread of the kernel'}; {len(rows)} changes "
         f"({', '.join(c for c, _ in SEQUENCE)}). Load average (1, 5, 15 min) before "
         f"{', '.join(f'{x:.2f}' for x in load_before)}, after "
         f"{', '.join(f'{x:.2f}' for x in load_after)}; {os.cpu_count()} CPUs.\n"
@@ -118,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         ("callback returned", "callback"),
         ("valid bound sent", "bound"),
         ("last figure update sent", "last"),
+        ("kernel CPU per change", "cpu"),
     ):
         for control in ("all", *(c for c, _ in SEQUENCE)):
             vals = [r[key] for r in rows if r[key] is not None and control in ("all", r["control"])]
@@ -132,7 +153,78 @@ def main(argv: list[str] | None = None) -> int:
             f"| updates of the {name} figure per change | all | {len(per)} | "
             f"{statistics.median(per):.0f} | {_pct(per, 0.95):.0f} | {max(per)} |"
         )
+    _floor(max(workers, 1))
+    if args.large:
+        _large(workers)
     return 0
+
+
+def _large(workers: int) -> None:
+    """Tick the large-instance switch; time focus changes while SMD and then the MILP run."""
+    from smdlab.widgets import explorer
+
+    app = explorer(sim_processes=workers)
+    assert app.wait(300)
+    pool = app.start_workers()
+    assert pool is None or pool.wait_ready(300), "worker processes did not start"
+    times: dict[str, list[float]] = {"SMD (large instance)": [], "exact MILP": [], "idle": []}
+    t0 = time.perf_counter()
+    app.large.value = True
+    tick = (time.perf_counter() - t0) * 1e3
+    focus = 0
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        phase = (
+            "SMD (large instance)"
+            if app.solving_in_background
+            else "exact MILP"
+            if app.background.running
+            else "idle"
+        )
+        focus = (focus + 1) % 5
+        t0 = time.perf_counter()
+        app.focus.value = focus
+        times[phase].append((time.perf_counter() - t0) * 1e3)
+        if phase == "idle" and len(times["idle"]) >= 3:
+            break
+    app.close()
+    print(f"\nLarge instance: ticking the switch returned in {tick:.0f} ms.\n")
+    print("| running in the background | focus changes | median ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|---:|")
+    for phase, vals in times.items():
+        if vals:
+            print(
+                f"| {phase} | {len(vals)} | {statistics.median(vals):.0f} | "
+                f"{_pct(vals, 0.95):.0f} | {max(vals):.0f} |"
+            )
+
+
+def _floor(workers: int) -> None:
+    """Print each schedule-panel task's CPU time for a new job mix and the ``workers``-process floor."""
+    from smdlab.sim.bound import workload_bound
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
+    from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
+    from smdlab.widgets.sim_pool import BOUND_TASK, simulate_policy
+
+    settings = default_settings().replace(bandwidth_gbps=21.1)  # a job mix not run above
+    jobs, cluster = build_jobs(settings), build_cluster(settings)
+    cpu: dict[str, float] = {}
+    for task in (*SCHEDULE_POLICIES, BOUND_TASK):
+        c0 = time.process_time()
+        if task == BOUND_TASK:
+            workload_bound(jobs, cluster, settings.mode)
+        else:
+            simulate_policy(jobs, cluster, task, settings.mode, lambda: True, lower_bound=False)
+        cpu[task] = (time.process_time() - c0) * 1e3
+    loads = [0.0] * workers
+    for ms in sorted(cpu.values(), reverse=True):  # longest first, each to the least-loaded worker
+        loads[loads.index(min(loads))] += ms
+    print("\n| schedule-panel task (one new job mix, alone) | CPU ms |\n|---|---:|")
+    for task, ms in cpu.items():
+        print(f"| {task} | {ms:.0f} |")
+    print(f"| all, one after another | {sum(cpu.values()):.0f} |")
+    print(f"| floor on {workers} worker(s): longest-first makespan | {max(loads):.0f} |")
 
 
 if __name__ == "__main__":

@@ -398,8 +398,11 @@ def test_browser_side_timer_is_part_of_the_app():
 
 @pytest.fixture
 def fresh():
-    """An explorer of its own (a test that patches it), its first background work done."""
-    a = explorer(SMALL, run_exact=False)
+    """An explorer of its own (a test that patches it), its first background work done.
+
+    Its simulations run on its thread (``sim_processes=0``), where the patches reach them.
+    """
+    a = explorer(SMALL, run_exact=False, sim_processes=0)
     assert a.wait(60)
     yield a
     a.close()
@@ -526,3 +529,84 @@ def test_bad_input_shows_one_line_and_keeps_the_last_valid_figures(control, valu
         assert a.error is not None
     finally:
         a.close()
+
+
+def test_the_worker_processes_give_the_panel_of_the_thread_and_one_draw_per_arrival(monkeypatch):
+    """The schedule panel's worker processes: the same means and bound as the thread, drawn as they arrive."""
+    import smdlab.widgets.explorer_panels as mod
+
+    settings = SMALL.replace(seed=SMALL.seed + 11)
+    a = explorer(settings, run_exact=False, sim_processes=2)
+    b = explorer(settings, run_exact=False, sim_processes=0)
+    try:
+        assert a.wait(60) and b.wait(60)
+        # the first panel ran on the thread; the workers start at the first change (or now)
+        assert a.sim_pool is None and b.start_workers() is None
+        pool = a.start_workers()
+        assert pool is not None and pool.wait_ready(120) and a.sim_pool is pool
+        drawn, real = [], mod.sync_figure
+
+        def counting(target, fig):
+            if target is a.schedule_fig:
+                drawn.append(dict(a.schedule_panel.means))
+            real(target, fig)
+
+        monkeypatch.setattr(mod, "sync_figure", counting)
+        a.seed.value = b.seed.value = settings.seed + 1
+        assert a.wait(60) and b.wait(60) and a.error is None and b.error is None
+        assert a.schedule == b.schedule
+        assert a.schedule_panel.bound_source == "interval_lp" and not a.schedule_panel.pending
+        # the closed-form bound at once, then one draw per policy and one for the refined bound
+        assert len(drawn) == 1 + len(mod.SCHEDULE_POLICIES) + 1 and drawn[0] == {}
+        assert sorted(len(m) for m in drawn) == [len(m) for m in drawn]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_newer_generation_stops_a_worker_task_at_its_next_decision():
+    """``run_task`` returns None for a superseded generation, before a simulation and during one."""
+    import smdlab.widgets.sim_pool as pool_mod
+
+    class Tokens:
+        """The shared generation array of one slot, which a newer change takes after ``keep`` reads."""
+
+        def __init__(self, keep: int) -> None:
+            self.keep, self.reads = keep, 0
+
+        def __getitem__(self, slot: int) -> int:
+            self.reads += 1
+            return 5 if self.reads <= self.keep else 6
+
+    jobs, cluster = build_jobs(SMALL), build_cluster(SMALL)
+    try:
+        pool_mod._init(Tokens(0))
+        assert pool_mod.run_task(3, 5, "srtf", jobs, cluster, SMALL.mode) is None
+        tokens = Tokens(2)  # the check before the run and the first decision see generation 5
+        pool_mod._init(tokens)
+        assert pool_mod.run_task(3, 5, "srtf", jobs, cluster, SMALL.mode) is None
+        assert tokens.reads == 3  # stopped at the second decision, not after the run
+        pool_mod._init(Tokens(10**9))
+        value = pool_mod.run_task(3, 5, "srtf", jobs, cluster, SMALL.mode)
+        assert value == pool_mod.simulate_policy(jobs, cluster, "srtf", SMALL.mode, lambda: True)
+    finally:
+        pool_mod._init(None)
+
+
+def test_a_run_without_its_lower_bound_is_the_same_run():
+    """``simulate(lower_bound=False)``: every summary entry as with the bound, the bound NaN."""
+    from smdlab.sim import simulate
+
+    jobs, cluster = build_jobs(SMALL), build_cluster(SMALL)
+    full = simulate(jobs, cluster, "smd", mode=SMALL.mode, record_history=False)
+    bare = simulate(jobs, cluster, "smd", mode=SMALL.mode, record_history=False, lower_bound=False)
+    assert np.isnan(bare.summary["mean_jct_lower_bound"])
+    assert full.summary["mean_jct_lower_bound"] > 0
+    # wall-clock entries differ run to run
+    skip = {"mean_jct_lower_bound", "sim_wall_s"} | {
+        k for k in full.summary if k.startswith("scheduler_time")
+    }
+    assert {k: v for k, v in full.summary.items() if k not in skip} == {
+        k: v for k, v in bare.summary.items() if k not in skip
+    }
+    assert full.jobs.equals(bare.jobs)

@@ -146,6 +146,7 @@ def simulate(
     sharing_degree: int | None = None,
     restart_rule: str = "on_restart",
     storage: Storage | StorageSpec | None = None,
+    lower_bound: bool = True,
     **former: Never,
 ) -> SimResult:
     """Run ``jobs`` on ``cluster`` under ``policy`` until every job has finished (or was skipped).
@@ -170,6 +171,8 @@ def simulate(
     job's speed is capped by its IO-bound speed, and the summary gains the storage entries
     (``smdlab.sim.storage``, docs/storage.md); a ``StorageSpec`` (a scenario's ``[storage]``
     table) is bound to ``jobs`` first; None: no storage (every sample arrives free).
+    lower_bound: compute the summary's ``mean_jct_lower_bound`` (an LP, cached per workload and
+    process); False leaves it NaN, for a caller that computes it once for several runs.
 
     A gang job (``Job.gang``) may only start on exactly its ``gang_allocation`` and is never
     resized; one whose gang does not fit the empty cluster is unfit (skipped or raised). A
@@ -190,6 +193,7 @@ def simulate(
         storage,
     )
     sim.progress = bool(progress)
+    sim.skip_bound = not lower_bound
     if sharing_degree is None:
         sharing_degree = sim.settings.sharing_degree
     sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
@@ -235,6 +239,7 @@ class _Simulator(Engine):
     """One run: the engine's state driven by the event loop (``steps``) and a policy."""
 
     progress = False
+    skip_bound = False  # the summary's lower bound left NaN (``simulate(lower_bound=False)``)
 
     def __init__(
         self,

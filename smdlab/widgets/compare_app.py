@@ -7,6 +7,7 @@ Results are cached per (workload, policy), so re-selecting a policy costs nothin
 
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 import time
@@ -29,6 +30,7 @@ from smdlab.widgets.live import (
     stoppable_policy,
     sync_figure,
 )
+from smdlab.widgets.sim_pool import SimulationPool, shared_pool
 from smdlab.workloads.scenario import Scenario, load_scenario
 
 # Policies shown at first: the field's baselines and SMD (the exact MILP policy is slow; opt in).
@@ -42,7 +44,9 @@ class Compare(BackgroundApp, widgets.HBox):
 
     Controls (attributes): ``policies``, ``load``, ``machines``, ``n_jobs``, ``seed``, ``detail``
     (the policy whose utilisation is drawn). ``results`` maps policy name -> SimResult of the
-    current workload; ``wait()`` blocks until the simulations are done and drawn.
+    current workload; ``wait()`` blocks until the simulations are done and drawn. A change's
+    simulations run one by one on the background thread, or with ``sim_processes`` >= 1 at once
+    in the kernel's worker processes (``smdlab.widgets.sim_pool``) once they are ready.
     """
 
     WAIT_TIMEOUT_S = 120.0  # simulations of every policy take longer than the explorer's MILP
@@ -55,6 +59,7 @@ class Compare(BackgroundApp, widgets.HBox):
         n_jobs: int = 40,
         machines: int = 4,
         load: float | None = None,
+        sim_processes: int = 0,
     ) -> None:
         self.scenario = scenario or load_scenario()
         known = available_policies()
@@ -80,6 +85,13 @@ class Compare(BackgroundApp, widgets.HBox):
         self._lock = threading.RLock()
         self.background = Background("simulating", lock=self._lock, on_error=self._show_failure)
         self._cache: dict[tuple[str, str], SimResult] = {}
+        # Opt-in (sim_processes >= 1): a change's simulations in the kernel's shared worker
+        # processes (smdlab.widgets.sim_pool). Off by default: each worker computes the run's LP
+        # lower bound again, and on the loaded 2-core machine it was slower than the
+        # thread (docs/performance.md, "The other live apps").
+        self._sim_workers = check_int("sim_processes", sim_processes, 0, 8)
+        self.sim_pool: SimulationPool | None = None
+        self._sim_slot = 0
         self._syncing = False
         self.results: dict[str, SimResult] = {}
         self.last_run_s = 0.0
@@ -185,6 +197,9 @@ class Compare(BackgroundApp, widgets.HBox):
         for c in (self.load, self.machines, self.n_jobs, self.seed, self.policies):
             c.observe(lambda change: self._on_change(), names="value")
         self.detail.observe(lambda change: self._on_detail(), names="value")
+        if self._sim_workers > 0:
+            self.sim_pool = shared_pool(self._sim_workers)
+            self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
 
     # ---- workload -------------------------------------------------------------------------------
     def _current_scenario(self) -> Scenario:
@@ -214,6 +229,36 @@ class Compare(BackgroundApp, widgets.HBox):
                 run = stoppable_policy(run, still_wanted)
             self._cache[key] = simulate(jobs, cluster, run, **simulation_options(sc))
         return self._cache[key]
+
+    def _simulate_in_pool(
+        self, chosen: tuple[str, ...], sc: Scenario, workload: tuple, key: str, still_wanted
+    ) -> None:
+        """Simulate the uncached policies of ``chosen`` at once in the worker processes, into the cache.
+
+        Skipped (the thread then simulates them one by one) while the workers are not ready.
+        """
+        pool = self.sim_pool
+        todo = {
+            p: dict(sc.policy_options.get(p, {})) for p in chosen if (key, p) not in self._cache
+        }
+        if pool is None or not pool.ready or not todo:
+            return
+        generation = pool.start(self._sim_slot)
+        jobs, cluster = workload
+        futures = pool.submit_runs(
+            self._sim_slot, generation, todo, jobs, cluster, simulation_options(sc)
+        )
+        self.background.show(f"simulating {len(todo)} policies in worker processes")
+        with contextlib.closing(pool.arrivals(self._sim_slot, futures, still_wanted)) as arrivals:
+            for policy, result in arrivals:
+                self._cache[(key, policy)] = result
+
+    def close(self) -> None:
+        """Stop this app's simulations (the workers are shared), the background thread and the widgets."""
+        pool = getattr(self, "sim_pool", None)
+        if pool is not None:
+            pool.start(self._sim_slot)
+        super().close()
 
     def _show_failure(self, line: str) -> None:
         """One line in the status line for a failed simulation; the figures keep the last results."""
@@ -251,6 +296,7 @@ class Compare(BackgroundApp, widgets.HBox):
                 t0 = time.perf_counter()
                 cluster = sc.build_cluster()
                 workload = (sc.build_jobs(cluster), cluster)
+                self._simulate_in_pool(chosen, sc, workload, key, still_wanted)
                 out = {}
                 for k, p in enumerate(chosen, start=1):
                     if not still_wanted():
@@ -302,5 +348,5 @@ class Compare(BackgroundApp, widgets.HBox):
 
 
 def compare(scenario: Scenario | None = None, **options: Any) -> Compare:
-    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load."""
+    """Policies side by side on a workload (an ipywidgets container); options: policies, n_jobs, machines, load, sim_processes (worker processes; 0, the default: a thread)."""
     return Compare(scenario, **options)

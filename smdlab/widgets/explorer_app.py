@@ -6,8 +6,9 @@ Fast path (runs in the control's callback): build the instance, solve it with th
 the closed-form bound on any schedule's mean JCT, redraw the FigureWidgets in place. Above
 ``INLINE_MAX_JOBS`` jobs the fast path itself runs on a background thread. Slow path (background
 threads, each with a busy indicator): the exact MILP under a short time limit, and the schedule
-panel (each policy's simulation drawn as it finishes, then the interval-LP bound). A newer change
-cancels the older work at its next check; a failure shows one line in the status line.
+panel (each policy's simulation drawn as it finishes, then the interval-LP bound), whose work runs
+in worker processes (``smdlab.widgets.sim_pool``) once they are ready. A newer change cancels
+the older work at its next check; a failure shows one line in the status line.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from smdlab.errors import SmdlabError, check_positive
+from smdlab.errors import SmdlabError, check_int, check_positive
 from smdlab.solve import solve
 from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
@@ -50,6 +51,7 @@ from smdlab.widgets.scenario import (
     build_jobs,
     default_settings,
 )
+from smdlab.widgets.sim_pool import SimulationPool, default_workers
 
 _FAST_FOR: dict[str, Method] = {"smd": "smd", "lp_round": "lp_round", "milp": "lp_round"}
 DEFAULT_MILP_TIME_LIMIT = 5.0
@@ -73,7 +75,8 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
     ``seed``, ``focus``, ``device``, ``compute_scale``, ``param_scale``, ``comm_ratio``, ``mode``,
     ``batch``, ``method``, ``exact``; the deadline section's in ``deadlines``); setting a
     control's ``value`` from Python updates the outputs exactly as a click does. ``wait()``
-    blocks until background work is done.
+    blocks until background work is done. ``sim_processes``: worker processes for the schedule
+    panel (None: one per core, at most two; 0: simulate on a background thread of the kernel).
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         milp_time_limit: float = DEFAULT_MILP_TIME_LIMIT,
         run_exact: bool = True,
         exact_grace_s: float = EXACT_GRACE_S,
+        sim_processes: int | None = None,
     ) -> None:
         self.settings = settings or default_settings()
         self.milp_time_limit = check_positive("milp_time_limit", milp_time_limit)
@@ -101,6 +105,13 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.fast_background = Background(
             "solving the large instance", lock=self._lock, on_error=self._fast_failed
         )
+        # The schedule panel's simulations run in worker processes shared by the kernel's
+        # explorers, started at the first change (starting them costs CPU that the page's first
+        # render needs) and ready seconds later; until then they run on a thread.
+        workers = default_workers() if sim_processes is None else sim_processes
+        self._sim_workers = check_int("sim_processes", workers, 0, 8)
+        self.sim_pool: SimulationPool | None = None
+        self._sim_slot = 0
         self._syncing = False  # True while the app itself sets control values (no refresh then)
         self._exact_cache: dict[str, Solution | str] = {}
         self._schedule_cache: dict[str, SchedulePanel] = {}
@@ -183,7 +194,7 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         self.add_class(APP_CLASS)
         self.exact.value = run_exact  # before observers: no refresh yet
         self._observe()
-        self._queue_schedule()
+        self._queue_schedule(first=True)
         self._queue_deadlines()
         self._show_status()
 
@@ -310,11 +321,15 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
     def _draw_change(self) -> None:
         """Draw a new problem: every figure exactly once, the bounds with whatever the exact MILP has.
 
-        The allocation and timeline go first (unless they show the MILP's own allocation), so the
+        The schedule panel (with its closed-form bound), the allocation and the timeline go first (unless they show the MILP's own allocation), so the
         browser renders them while the MILP runs; the bounds figure waits up to
         ``exact_grace_s`` for the MILP, and only a slower MILP draws it a second time, on arrival.
         """
         milp_shown = self.settings.method == "milp"
+        # The schedule panel's closed-form bound (about a millisecond) goes out with the first
+        # figures, before the grace wait for the MILP: the change's valid bound is then drawn
+        # in the same frame as its allocation.
+        self._queue_schedule()
         if not milp_shown:
             self._draw_allocation(self._fast)
         exact = self._exact_now()
@@ -327,7 +342,6 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
             self.bounds_fig,
             bounds_spec(self._fast, self.exact_solution, exact_note=note, template=None),
         )
-        self._queue_schedule()
         self._queue_deadlines()
 
     def _queue_deadlines(self) -> None:
@@ -346,7 +360,10 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
         )
 
     def close(self) -> None:
-        """Stop the background threads and close the widgets."""
+        """Stop the background threads and this explorer's simulations, and close the widgets."""
+        pool = getattr(self, "sim_pool", None)
+        if pool is not None:  # shared with other explorers: only this one's tasks stop
+            pool.start(self._sim_slot)
         for name in ("fast_background", "schedule_background", "deadlines"):
             worker = getattr(self, name, None)  # absent when __init__ failed early
             if worker is not None:
@@ -467,5 +484,5 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
 
 
 def explorer(settings: ExplorerSettings | None = None, **options: Any) -> Explorer:
-    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s)."""
+    """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s), sim_processes (0: simulate on a thread)."""
     return Explorer(settings, **options)

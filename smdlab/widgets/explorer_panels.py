@@ -7,6 +7,7 @@ it finishes and the interval-LP bound, on a background thread that a newer chang
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
 import threading
@@ -16,12 +17,17 @@ from typing import Any
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from smdlab.errors import SmdlabError
 from smdlab.solve.solution import Solution
 from smdlab.viz.sim import schedule_spec
 from smdlab.viz.solution import exact_label
 from smdlab.viz.style import method_label
-from smdlab.widgets.live import Background, Superseded, stoppable_policy, sync_figure
+from smdlab.widgets.live import Background, Superseded, sync_figure
+from smdlab.widgets.sim_pool import (
+    BOUND_TASK,
+    SimulationPool,
+    shared_pool,
+    simulate_policy as _simulate_policy,
+)
 
 # Policies of the schedule panel (natural modes): simulated on the current job mix in the background.
 SCHEDULE_POLICIES: tuple[str, ...] = ("smd", "srtf", "fifo", "drf", "optimus", "tiresias")
@@ -72,19 +78,6 @@ class SchedulePanel:
         )
 
 
-def _simulate_policy(jobs, cluster, policy: str, mode: str, still_wanted) -> float:
-    """One policy's simulated mean JCT (NaN when it cannot run); stops at a decision once ``still_wanted()`` is False."""
-    from smdlab.policies.registry import get_policy
-    from smdlab.sim import simulate
-
-    try:
-        run = stoppable_policy(get_policy(policy), still_wanted)
-        res = simulate(jobs, cluster, run, mode=mode, record_history=False)
-    except SmdlabError:
-        return math.nan
-    return float(res.summary["mean_jct"])
-
-
 def _bound_now(jobs, cluster, mode: str) -> SchedulePanel:
     """The panel before any simulation: the closed-form bound (milliseconds)."""
     from smdlab.sim.bound import closed_form_bound
@@ -93,8 +86,14 @@ def _bound_now(jobs, cluster, mode: str) -> SchedulePanel:
     return SchedulePanel(bound=bound, bound_source="none" if math.isnan(bound) else "closed_form")
 
 
-def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted, emit) -> None:
-    """Fill the panel on a background thread: emit after each policy's simulation and after the refined bound."""
+def _schedule_work(
+    jobs, cluster, mode: str, start: SchedulePanel, still_wanted, emit, pool=None, slot: int = 0
+) -> None:
+    """Fill the panel on a background thread: emit after each policy's simulation and after the refined bound.
+
+    With a ready ``pool`` (``SimulationPool``) every task runs in its worker processes, at once, and
+    each result is emitted as it arrives; otherwise one after another on this thread.
+    """
     from smdlab.sim.bound import SIM_BOUND_MAX_JOBS, workload_bound
 
     panel = start
@@ -108,6 +107,10 @@ def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted,
             note=start.note,
         )
         emit(panel)
+    refine = len(jobs) <= SIM_BOUND_MAX_JOBS
+    if pool is not None and pool.ready and start.pending:
+        _schedule_in_pool(jobs, cluster, mode, panel, still_wanted, emit, pool, slot, refine)
+        return
     means: dict[str, float] = {}
     for k, policy in enumerate(start.pending):
         if not still_wanted():
@@ -117,15 +120,58 @@ def _schedule_work(jobs, cluster, mode: str, start: SchedulePanel, still_wanted,
             dict(means), panel.bound, panel.bound_source, start.pending[k + 1 :], panel.refining
         )
         emit(panel)
-    if len(jobs) <= SIM_BOUND_MAX_JOBS:
+    if refine:
         if not still_wanted():
             raise Superseded
-        refined = float(workload_bound(jobs, cluster, mode))
-        bound, source = panel.bound, panel.bound_source
-        # Both are valid lower bounds, so the larger is too; the LP is usually the larger one.
-        if math.isfinite(refined) and not refined <= bound:
-            bound, source = refined, "interval_lp"
-        panel = SchedulePanel(panel.means, bound, source, (), False, panel.note)
+        emit(_refined(panel, float(workload_bound(jobs, cluster, mode))))
+
+
+def _refined(panel: SchedulePanel, refined: float) -> SchedulePanel:
+    """``panel`` with the interval-LP bound ``refined`` where it is larger (both bounds are valid, so the larger is too)."""
+    bound, source = panel.bound, panel.bound_source
+    if math.isfinite(refined) and not refined <= bound:
+        bound, source = refined, "interval_lp"
+    return SchedulePanel(panel.means, bound, source, panel.pending, False, panel.note)
+
+
+def _schedule_in_pool(
+    jobs,
+    cluster,
+    mode,
+    panel: SchedulePanel,
+    still_wanted,
+    emit,
+    pool: SimulationPool,
+    slot,
+    refine,
+) -> None:
+    """The pool path of ``_schedule_work``: all tasks queued at once (the slowest first), one emit per arrival."""
+    generation = pool.start(slot)
+    # SMD's simulation is the longest: queued first, it starts at once on its own worker.
+    tasks = sorted(panel.pending, key=lambda p: p != "smd") + ([BOUND_TASK] if refine else [])
+    futures = pool.submit(slot, generation, tasks, jobs, cluster, mode)
+    means: dict[str, float] = {}
+    # closing(): an emit that raises Superseded stops the rest of the tasks at once
+    with contextlib.closing(pool.arrivals(slot, futures, still_wanted)) as arrivals:
+        _emit_arrivals(arrivals, panel, means, len(futures), emit)
+
+
+def _emit_arrivals(arrivals, panel: SchedulePanel, means: dict, total: int, emit) -> None:
+    """Emit the panel once per arriving result (a policy's mean or the refined bound)."""
+    for k, (task, value) in enumerate(arrivals, start=1):
+        if task == BOUND_TASK:
+            panel = _refined(panel, value)
+        else:
+            means[task] = value
+            ordered = {p: means[p] for p in SCHEDULE_POLICIES if p in means}
+            pending = tuple(p for p in panel.pending if p not in means)
+            panel = SchedulePanel(
+                ordered, panel.bound, panel.bound_source, pending, panel.refining, panel.note
+            )
+        if k == total:  # the last arrival: nothing pending, nothing refining
+            panel = SchedulePanel(
+                panel.means, panel.bound, panel.bound_source, (), False, panel.note
+            )
         emit(panel)
 
 
@@ -142,11 +188,34 @@ class ScheduleMixin:
     schedule_panel: SchedulePanel
     schedule: tuple[dict[str, float], float] | None
     _show_failure: Any
+    sim_pool: SimulationPool | None  # worker processes for the simulations (None: this process)
+    _sim_slot: int
+    _sim_workers: int
+    _schedule_running: str | None = None  # the problem whose panel the background is filling
 
     # ---- schedule panel: every policy simulated on the job mix, beside the schedule bound -------
-    def _queue_schedule(self) -> None:
-        """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem)."""
+    def start_workers(self) -> SimulationPool | None:
+        """Start (or join) the kernel's simulation workers now, not at the first change; None when simulating on a thread."""
+        self._start_pool()
+        return self.sim_pool
+
+    def _start_pool(self) -> None:
+        """Start (or join) the kernel's simulation workers, unless running on a thread was asked for."""
+        if self.sim_pool is None and self._sim_workers > 0:
+            self.sim_pool = shared_pool(self._sim_workers)
+            self._sim_slot = self.sim_pool.slot() if self.sim_pool is not None else 0
+
+    def _queue_schedule(self, first: bool = False) -> None:
+        """Draw the schedule panel's closed-form bound now; simulate and refine on the background thread (cached per problem).
+
+        first: the panel of the app's first render (the simulation workers start at the first
+        change: starting them takes CPU that the page's first render needs).
+        """
+        if not first:
+            self._start_pool()
         key = self._drawn_key
+        if key == self._schedule_running and self.schedule_background.running:
+            return  # this problem's panel is being filled already (the exact-MILP switch)
         cached = self._schedule_cache.get(key)
         if cached is not None:
             self.schedule_background.submit("schedule", lambda: None, lambda r: None)  # drop older
@@ -175,11 +244,11 @@ class ScheduleMixin:
             return
 
         def arrive(panel: SchedulePanel) -> None:
+            self._draw_schedule(panel)
             if not panel.pending and not panel.refining:
                 self._schedule_cache[key] = panel
                 if len(self._schedule_cache) > 64:
                     self._schedule_cache.pop(next(iter(self._schedule_cache)))
-            self._draw_schedule(panel)
 
         def failed(line: str) -> None:
             # The panel says why it stopped (never "simulating" forever); the status line too.
@@ -187,9 +256,12 @@ class ScheduleMixin:
             self._draw_schedule(SchedulePanel(p.means, p.bound, p.bound_source, note=line))
             self._show_failure(line)
 
+        self._schedule_running = key
         self.schedule_background.submit(
             "schedule",
-            lambda wanted, emit: _schedule_work(jobs, cluster, mode, start, wanted, emit),
+            lambda wanted, emit: _schedule_work(
+                jobs, cluster, mode, start, wanted, emit, self.sim_pool, self._sim_slot
+            ),
             arrive,
             progressive=True,
             on_error=failed,

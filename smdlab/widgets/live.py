@@ -14,6 +14,9 @@ import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
+# Re-exported: the apps import them from here.
+from smdlab.widgets.sim_pool import Superseded as Superseded, stoppable_policy as stoppable_policy
+
 _IGNORED_TRACE_KEYS = {"type", "uid"}
 
 
@@ -141,28 +144,10 @@ def sync_figure(target: go.FigureWidget, fig: go.Figure | Mapping[str, Any]) -> 
     target._smdlab_spec = (new_traces, new_layout)
 
 
-class Superseded(Exception):
-    """Raised by background work that noticed a newer request made it pointless."""
-
-
 def failure_line(what: str, exc: BaseException) -> str:
     """One line saying what failed and why (the exception's first line), for a status line."""
     text = str(exc).strip().splitlines()
     return f"{what} failed: {type(exc).__name__}" + (f": {text[0]}" if text else "")
-
-
-def stoppable_policy(policy: Any, still_wanted: Callable[[], bool]) -> Any:
-    """``policy`` (a fresh instance) whose every decision first checks ``still_wanted`` and raises ``Superseded`` once it is False."""
-    decide = policy.decide
-
-    def checked(state: Any) -> Any:
-        if not still_wanted():
-            raise Superseded
-        return decide(state)
-
-    # An instance attribute: the simulator binds ``policy.decide`` once per run.
-    policy.decide = checked
-    return policy
 
 
 class Background:
