@@ -134,6 +134,9 @@ class Engine:
         self._queued_tuple = ()
         self.version = 0
         self.skipped: list[str] = []
+        # (job name, cpu, mem_gb) -> the job at those levels: a decision's allocations are
+        # resolved several times (checks, capacity, start), every round for lease policies
+        self._at_levels: dict[tuple[str, float, float], Job] = {}
         self.t = 0.0
         self.log.reset()
         if self.storage_run is not None:
@@ -144,11 +147,17 @@ class Engine:
     def alloc_job(self, a) -> Job:
         """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
         job = self.jobs[self.index[a.job]]
-        if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
+        cpu, mem = getattr(a, "cpu", None), getattr(a, "mem_gb", None)
+        if cpu is None and mem is None:
             return job
         self.beyond_bound = True  # its speed is no longer the (workers, PS) table's
+        key = (a.job, cpu, mem)
+        hit = self._at_levels.get(key)
+        if hit is not None:
+            return hit
         try:
-            return with_worker_resources(job, a.cpu, a.mem_gb)
+            hit = self._at_levels[key] = with_worker_resources(job, cpu, mem)
+            return hit
         except InvalidInput as exc:
             raise InvalidDecision(
                 f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}: {exc}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from operator import attrgetter
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Never
 
@@ -77,6 +78,7 @@ __all__ = [
 # Idle decision points (nothing runs, jobs wait, no arrival pending) a policy that asks for a
 # later decision point may spend before the run is declared stalled.
 IDLE_WAKE_LIMIT = 20
+_GPUS = attrgetter("gpus")  # GPUs a Run holds
 
 
 def _policy_from(policy: Policy | str) -> Policy:
@@ -445,4 +447,4 @@ class _Simulator(Engine):
         dt = t - self.t
         if dt > 0 and self.gpu_index is not None and self.running:
             busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
-            self.log.integrate_sharing(dt, sum(r.gpus for r in self.running.values()), busy)
+            self.log.integrate_sharing(dt, sum(map(_GPUS, self.running.values())), busy)

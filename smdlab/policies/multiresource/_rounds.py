@@ -32,6 +32,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import ge
 
 import numpy as np
 
@@ -236,17 +237,34 @@ class SynergyRounds(Policy):
         every: list[Entry] = (
             [*state.running, *state.queued] if state.preemptive else list(state.queued)
         )
+        bumped = self._bumped if self.base != "fifo" else frozenset()
+        submitted = self._jobs.get
+        mode = state.mode
+        slot = self._slot if self.lease_rounds else None
+        # LAS and FIFO keys built inline (the same tuples ``priority`` gives): every round ranks
+        # every job, so this loop is linear in the queue
+        inline = type(self).priority is SynergyRounds.priority and self.base != "srtf"
+        las = self.base == "las"
         for e in every:
             if e.remaining <= 0:
                 continue
-            job = original(e, self._jobs)
-            first = self.base != "fifo" and job.name in self._bumped
-            entries.append(((not first, *self.priority(e, job, cluster, state.mode)), e, job))
+            job = submitted(e.job.name, e.job)
+            name = job.name
+            if not inline:
+                key = (name not in bumped, *self.priority(e, job, cluster, mode))
+            elif not las:
+                key = (name not in bumped, job.arrival, name)
+            elif slot:
+                key = (name not in bumped, round(e.attained_service / slot), job.arrival, name)
+            else:
+                key = (name not in bumped, e.attained_service, job.arrival, name)
+            entries.append((key, e, job))
         entries.sort(key=lambda x: x[0])
         if self.starvation_s is not None:  # after the sort: it counts from the next round
-            for _, _e, job in entries:
-                if state.time - self._last_run.get(job.name, job.arrival) > self.starvation_s:
-                    self._bumped.add(job.name)
+            now, limit, last_run = state.time, self.starvation_s, self._last_run.get
+            self._bumped.update(
+                [job.name for _, _e, job in entries if now - last_run(job.name, job.arrival) > limit]
+            )
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
@@ -353,9 +371,10 @@ class SynergyRounds(Policy):
         """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
         machines before ``start`` are known to hold no GPU."""
         g = v[gi] - TOL
+        low = [b - TOL for b in v]
         for i in range(start, len(free)):
             row = free[i]
-            if row[gi] >= g and all(a >= b - TOL for a, b in zip(row, v, strict=True)):
+            if row[gi] >= g and all(map(ge, row, low)):
                 return i
         return None
 

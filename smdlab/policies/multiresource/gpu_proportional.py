@@ -15,6 +15,7 @@ Assumptions: those of ``smdlab.policies.multiresource._rounds``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import sub
 
 from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
@@ -62,7 +63,7 @@ class GPUProportional(SynergyRounds):
                 plan.cpu, plan.mem_gb = levels
                 plan.tasks = None if m is None else ((m, 1, 0),)
                 if m is not None:
-                    free[m] = [a - b for a, b in zip(free[m], v, strict=True)]
+                    free[m] = list(map(sub, free[m], v))
             return
         for plan in plans:
             plan.cpu, plan.mem_gb = proportional_levels(
