@@ -366,12 +366,17 @@ class SynergyRounds(Policy):
 
     @staticmethod
     def first_fit(
-        free: list[list[float]], v: tuple[float, ...], gi: int, start: int = 0
+        free: list[list[float]],
+        v: tuple[float, ...],
+        gi: int,
+        start: int = 0,
+        low: list[float] | None = None,
     ) -> int | None:
         """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
-        machines before ``start`` are known to hold no GPU."""
+        machines before ``start`` are known to hold no GPU. low: ``v`` less TOL, if known."""
         g = v[gi] - TOL
-        low = [b - TOL for b in v]
+        if low is None:
+            low = [b - TOL for b in v]
         for i in range(start, len(free)):
             row = free[i]
             if row[gi] >= g and all(map(ge, row, low)):
