@@ -24,8 +24,8 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from operator import attrgetter
 from collections.abc import Generator, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Never
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive, reject_former

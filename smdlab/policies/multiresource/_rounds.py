@@ -165,6 +165,8 @@ class SynergyRounds(Policy):
         self._min_need = math.inf  # fewest GPUs any job seen needs
         # SRTF's speed per (job, levels, mode) at the job's request
         self._speeds: dict[tuple[str, tuple[float, float], str], tuple[Job, float]] = {}
+        # job name -> (job, last round's levels or None, mode, SRTF's speed)
+        self._srtf: dict[str, tuple[Job, tuple[float, float] | None, str, float]] = {}
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -188,20 +190,24 @@ class SynergyRounds(Policy):
             if self.lease_rounds and self._slot:  # whole leases: count them (exact ties)
                 att = round(att / self._slot)
             return (att, job.arrival, job.name)
-        # SRTF: remaining time at the speed of the levels the job ran at last round (Synergy's
-        # simulator keeps last round's speed-up), else at the policy's levels for it
+        return (entry.remaining / self._srtf_speed(job, cluster, mode), job.arrival, job.name)
+
+    def _srtf_speed(self, job: Job, cluster: Cluster, mode: str) -> float:
+        """SRTF's speed of ``job``: at the levels it ran at last round (Synergy's simulator keeps
+        last round's speed-up), else at the policy's levels for it; cached per job and levels."""
+        last = self._last_levels.get(job.name)
+        hit = self._srtf.get(job.name)
+        if hit is not None and hit[0] is job and hit[1] == last and hit[2] == mode:
+            return hit[3]
         w, p = self._request(job, cluster)
-        levels = self._last_levels.get(job.name) or self.sort_levels(job, w, p, cluster)
+        levels = last or self.sort_levels(job, w, p, cluster)
         key = (job.name, levels, mode)
         speed = self._speeds.get(key)
         if speed is None or speed[0] is not job:
             sized = with_worker_resources(job, *levels)
             speed = self._speeds[key] = (job, float(job_speeds(sized, mode)[w - 1, p - 1]))
-        return (
-            entry.remaining / speed[1],
-            job.arrival,
-            job.name,
-        )
+        self._srtf[job.name] = (job, last, mode, speed[1])
+        return speed[1]
 
     def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
         """The (cpu, mem_gb) per worker SRTF assumes for a job that did not run last round."""
@@ -243,8 +249,9 @@ class SynergyRounds(Policy):
         slot = self._slot if self.lease_rounds else None
         # LAS and FIFO keys built inline (the same tuples ``priority`` gives): every round ranks
         # every job, so this loop is linear in the queue
-        inline = type(self).priority is SynergyRounds.priority and self.base != "srtf"
-        las = self.base == "las"
+        inline = type(self).priority is SynergyRounds.priority
+        las, srtf = self.base == "las", self.base == "srtf"
+        last_levels, srtf_hit = self._last_levels.get, self._srtf.get
         for e in every:
             if e.remaining <= 0:
                 continue
@@ -252,6 +259,13 @@ class SynergyRounds(Policy):
             name = job.name
             if not inline:
                 key = (name not in bumped, *self.priority(e, job, cluster, mode))
+            elif srtf:
+                h = srtf_hit(name)
+                if h is not None and h[0] is job and h[1] == last_levels(name) and h[2] == mode:
+                    speed = h[3]
+                else:
+                    speed = self._srtf_speed(job, cluster, mode)
+                key = (name not in bumped, e.remaining / speed, job.arrival, name)
             elif not las:
                 key = (name not in bumped, job.arrival, name)
             elif slot:
@@ -263,7 +277,11 @@ class SynergyRounds(Policy):
         if self.starvation_s is not None:  # after the sort: it counts from the next round
             now, limit, last_run = state.time, self.starvation_s, self._last_run.get
             self._bumped.update(
-                [job.name for _, _e, job in entries if now - last_run(job.name, job.arrival) > limit]
+                [
+                    job.name
+                    for _, _e, job in entries
+                    if now - last_run(job.name, job.arrival) > limit
+                ]
             )
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
