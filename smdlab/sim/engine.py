@@ -115,6 +115,9 @@ class Engine:
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
         self.jobs = jobs
         self.index = {j.name: i for i, j in enumerate(jobs)}
+        # queue order: arrival, ties by input position (an int per job, so re-sorting is cheap)
+        by_arrival = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+        self.queue_rank = {jobs[i].name: k for k, i in enumerate(by_arrival)}
         self.log = Recorder(
             len(jobs),
             self.index,
@@ -184,11 +187,17 @@ class Engine:
         group's per-machine use each member holds (None: the job alone).
         """
         wv, pv = task_vectors(job, self.resources)
-        per_machine: dict[int, np.ndarray] = {}
-        for m, w, p in placement.tasks:  # merged per machine, so that free[rows] += usage is exact
-            per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
-        rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
-        usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
+        tasks = placement.tasks
+        if len(tasks) == 1:  # one machine (the common case): the same sums, without the merge
+            m, w, p = tasks[0]
+            rows = np.array([int(m)], dtype=np.int64)
+            usage = (0.0 + w * wv + p * pv).reshape(1, len(self.resources))
+        else:
+            per_machine: dict[int, np.ndarray] = {}
+            for m, w, p in tasks:  # merged per machine, so that free[rows] += usage is exact
+                per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
+            rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
+            usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
         solo = usage
         if share is not None:  # a group member holds its share of the group's use
             usage = share[rows]
