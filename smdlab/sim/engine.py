@@ -139,7 +139,7 @@ class Engine:
         self.skipped: list[str] = []
         # (job name, cpu, mem_gb) -> the job at those levels: a decision's allocations are
         # resolved several times (checks, capacity, start), every round for lease policies
-        self._at_levels: dict[tuple[str, float, float], Job] = {}
+        self._at_levels: dict[tuple[str, float | None, float | None], Job] = {}
         self.t = 0.0
         self.log.reset()
         if self.storage_run is not None:
