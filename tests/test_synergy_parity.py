@@ -194,7 +194,7 @@ def test_figure8_references_reproduce_the_artifacts_published_mean() -> None:
     """The shipped runs join their jobs; FIFO+TUNE at 9 jobs/h gives the artifact's published mean."""
     nine = _figure8_means("9")
     assert nine["fifo_tune"] == pytest.approx(21.876600555555555, abs=1e-9)  # ae-readme.md
-    for load in ("6", "8"):
+    for load in ("6", "8", "9"):
         assert set(_figure8_means(load)) == {
             f"{b}_{a}" for b in ("fifo", "srtf", "las") for a in ("proportional", "tune")
         }

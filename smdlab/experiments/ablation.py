@@ -20,7 +20,8 @@ their ratio (the gain). Every step is a scenario option, none a special case:
 - ``cluster``: ``cluster.machines`` = the configuration's (same servers; the load stays).
 
 Inputs (``ExperimentConfig.ablation_inputs``, ``INPUTS``): ``authors`` runs the Figure-8 jobs at
-9 jobs/h (``data/traces/synergy/jobs_seed42_load9.csv``) and all of Muri's trace3 (its Synergy
+9 jobs/h (the first 6,925 rows of ``data/traces/synergy/jobs_seed42_load9.csv``, the jobs its
+FIFO runs generated) and all of Muri's trace3 (its Synergy
 steps with PSs take over 45 minutes each, so no configuration uses it; call
 ``multiresource_ablation("full", ...)`` with it by hand). ``trace3`` (the full configuration) runs
 all of trace3 beside the Synergy fixture below. ``subset``
@@ -104,7 +105,8 @@ class AblationInputs:
 
 
 INPUTS: Mapping[str, AblationInputs] = {
-    "authors": AblationInputs("traces/synergy/jobs_seed42_load9.csv", 16, None, None),
+    # the jobs the authors' FIFO runs generated (the file goes on to its LAS and SRTF runs' end)
+    "authors": AblationInputs("traces/synergy/jobs_seed42_load9.csv", 16, 6925, None),
     # Muri's whole trace3 beside the 4 x 8 Synergy fixture: Synergy's Figure-8 jobs with PSs take
     # over 45 minutes a run on the general placement path, too long for `make reproduce`
     "trace3": AblationInputs("traces/synergy/jobs_seed7_load2.25_short.csv", 4, None, None),

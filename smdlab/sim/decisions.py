@@ -113,9 +113,8 @@ def _preempt(sim: Engine, preempt: list[str], t: float) -> None:
             sim.jobs[sim.index[name]], left, r.att0 + r.gpus * (t - r.seg_start), t
         )
     # Queue order is arrival order (ties by input position), also for re-queued jobs.
-    sim.queued = dict(
-        sorted(sim.queued.items(), key=lambda kv: (kv[1].job.arrival, sim.index[kv[0]]))
-    )
+    queued = sim.queued
+    sim.queued = {n: queued[n] for n in sorted(queued, key=sim.queue_rank.__getitem__)}
 
 
 def _resize(sim: Engine, resizes: list, t: float) -> None:

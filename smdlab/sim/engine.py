@@ -115,6 +115,9 @@ class Engine:
         self.gpu_index = self.resources.index("gpu") if "gpu" in self.resources else None
         self.jobs = jobs
         self.index = {j.name: i for i, j in enumerate(jobs)}
+        # queue order: arrival, ties by input position (an int per job, so re-sorting is cheap)
+        by_arrival = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival, i))
+        self.queue_rank = {jobs[i].name: k for k, i in enumerate(by_arrival)}
         self.log = Recorder(
             len(jobs),
             self.index,
@@ -134,6 +137,9 @@ class Engine:
         self._queued_tuple = ()
         self.version = 0
         self.skipped: list[str] = []
+        # (job name, cpu, mem_gb) -> the job at those levels: a decision's allocations are
+        # resolved several times (checks, capacity, start), every round for lease policies
+        self._at_levels: dict[tuple[str, float | None, float | None], Job] = {}
         self.t = 0.0
         self.log.reset()
         if self.storage_run is not None:
@@ -144,11 +150,17 @@ class Engine:
     def alloc_job(self, a) -> Job:
         """The job as allocated: its worker CPU and memory set to the allocation's levels, if given."""
         job = self.jobs[self.index[a.job]]
-        if getattr(a, "cpu", None) is None and getattr(a, "mem_gb", None) is None:
+        cpu, mem = getattr(a, "cpu", None), getattr(a, "mem_gb", None)
+        if cpu is None and mem is None:
             return job
         self.beyond_bound = True  # its speed is no longer the (workers, PS) table's
+        key = (a.job, cpu, mem)
+        hit = self._at_levels.get(key)
+        if hit is not None:
+            return hit
         try:
-            return with_worker_resources(job, a.cpu, a.mem_gb)
+            hit = self._at_levels[key] = with_worker_resources(job, cpu, mem)
+            return hit
         except InvalidInput as exc:
             raise InvalidDecision(
                 f"policy {self.policy_name!r} at t={self.t:g}: allocation of job {a.job!r}: {exc}"
@@ -175,11 +187,17 @@ class Engine:
         group's per-machine use each member holds (None: the job alone).
         """
         wv, pv = task_vectors(job, self.resources)
-        per_machine: dict[int, np.ndarray] = {}
-        for m, w, p in placement.tasks:  # merged per machine, so that free[rows] += usage is exact
-            per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
-        rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
-        usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
+        tasks = placement.tasks
+        if len(tasks) == 1:  # one machine (the common case): the same sums, without the merge
+            m, w, p = tasks[0]
+            rows = np.array([int(m)], dtype=np.int64)
+            usage = (0.0 + w * wv + p * pv).reshape(1, len(self.resources))
+        else:
+            per_machine: dict[int, np.ndarray] = {}
+            for m, w, p in tasks:  # merged per machine, so that free[rows] += usage is exact
+                per_machine[int(m)] = per_machine.get(int(m), 0.0) + w * wv + p * pv
+            rows = np.fromiter(per_machine, dtype=np.int64, count=len(per_machine))
+            usage = np.array(list(per_machine.values())).reshape(len(rows), len(self.resources))
         solo = usage
         if share is not None:  # a group member holds its share of the group's use
             usage = share[rows]

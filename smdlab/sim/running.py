@@ -65,7 +65,7 @@ class RunningView(LazySeq[RunningJob]):
                     ps=r.ps,
                     placement=r.placement,
                     start=r.start,
-                    remaining=remaining(r, t),
+                    remaining=max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume)),  # remaining()
                     attained_service=r.att0 + r.gpus * (t - r.seg_start),
                     group=r.group,
                 )

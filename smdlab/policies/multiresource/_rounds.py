@@ -32,6 +32,7 @@ import math
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import ge
 
 import numpy as np
 
@@ -164,6 +165,8 @@ class SynergyRounds(Policy):
         self._min_need = math.inf  # fewest GPUs any job seen needs
         # SRTF's speed per (job, levels, mode) at the job's request
         self._speeds: dict[tuple[str, tuple[float, float], str], tuple[Job, float]] = {}
+        # job name -> (job, last round's levels or None, mode, SRTF's speed)
+        self._srtf: dict[str, tuple[Job, tuple[float, float] | None, str, float]] = {}
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
@@ -187,20 +190,24 @@ class SynergyRounds(Policy):
             if self.lease_rounds and self._slot:  # whole leases: count them (exact ties)
                 att = round(att / self._slot)
             return (att, job.arrival, job.name)
-        # SRTF: remaining time at the speed of the levels the job ran at last round (Synergy's
-        # simulator keeps last round's speed-up), else at the policy's levels for it
+        return (entry.remaining / self._srtf_speed(job, cluster, mode), job.arrival, job.name)
+
+    def _srtf_speed(self, job: Job, cluster: Cluster, mode: str) -> float:
+        """SRTF's speed of ``job``: at the levels it ran at last round (Synergy's simulator keeps
+        last round's speed-up), else at the policy's levels for it; cached per job and levels."""
+        last = self._last_levels.get(job.name)
+        hit = self._srtf.get(job.name)
+        if hit is not None and hit[0] is job and hit[1] == last and hit[2] == mode:
+            return hit[3]
         w, p = self._request(job, cluster)
-        levels = self._last_levels.get(job.name) or self.sort_levels(job, w, p, cluster)
+        levels = last or self.sort_levels(job, w, p, cluster)
         key = (job.name, levels, mode)
         speed = self._speeds.get(key)
         if speed is None or speed[0] is not job:
             sized = with_worker_resources(job, *levels)
             speed = self._speeds[key] = (job, float(job_speeds(sized, mode)[w - 1, p - 1]))
-        return (
-            entry.remaining / speed[1],
-            job.arrival,
-            job.name,
-        )
+        self._srtf[job.name] = (job, last, mode, speed[1])
+        return speed[1]
 
     def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
         """The (cpu, mem_gb) per worker SRTF assumes for a job that did not run last round."""
@@ -236,17 +243,46 @@ class SynergyRounds(Policy):
         every: list[Entry] = (
             [*state.running, *state.queued] if state.preemptive else list(state.queued)
         )
+        bumped = self._bumped if self.base != "fifo" else frozenset()
+        submitted = self._jobs.get
+        mode = state.mode
+        slot = self._slot if self.lease_rounds else None
+        # LAS and FIFO keys built inline (the same tuples ``priority`` gives): every round ranks
+        # every job, so this loop is linear in the queue
+        inline = type(self).priority is SynergyRounds.priority
+        las, srtf = self.base == "las", self.base == "srtf"
+        last_levels, srtf_hit = self._last_levels.get, self._srtf.get
         for e in every:
             if e.remaining <= 0:
                 continue
-            job = original(e, self._jobs)
-            first = self.base != "fifo" and job.name in self._bumped
-            entries.append(((not first, *self.priority(e, job, cluster, state.mode)), e, job))
+            job = submitted(e.job.name, e.job)
+            name = job.name
+            if not inline:
+                key = (name not in bumped, *self.priority(e, job, cluster, mode))
+            elif srtf:
+                h = srtf_hit(name)
+                if h is not None and h[0] is job and h[1] == last_levels(name) and h[2] == mode:
+                    speed = h[3]
+                else:
+                    speed = self._srtf_speed(job, cluster, mode)
+                key = (name not in bumped, e.remaining / speed, job.arrival, name)
+            elif not las:
+                key = (name not in bumped, job.arrival, name)
+            elif slot:
+                key = (name not in bumped, round(e.attained_service / slot), job.arrival, name)
+            else:
+                key = (name not in bumped, e.attained_service, job.arrival, name)
+            entries.append((key, e, job))
         entries.sort(key=lambda x: x[0])
         if self.starvation_s is not None:  # after the sort: it counts from the next round
-            for _, _e, job in entries:
-                if state.time - self._last_run.get(job.name, job.arrival) > self.starvation_s:
-                    self._bumped.add(job.name)
+            now, limit, last_run = state.time, self.starvation_s, self._last_run.get
+            self._bumped.update(
+                [
+                    job.name
+                    for _, _e, job in entries
+                    if now - last_run(job.name, job.arrival) > limit
+                ]
+            )
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
@@ -348,14 +384,20 @@ class SynergyRounds(Policy):
 
     @staticmethod
     def first_fit(
-        free: list[list[float]], v: tuple[float, ...], gi: int, start: int = 0
+        free: list[list[float]],
+        v: tuple[float, ...],
+        gi: int,
+        start: int = 0,
+        low: list[float] | None = None,
     ) -> int | None:
         """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
-        machines before ``start`` are known to hold no GPU."""
+        machines before ``start`` are known to hold no GPU. low: ``v`` less TOL, if known."""
         g = v[gi] - TOL
+        if low is None:
+            low = [b - TOL for b in v]
         for i in range(start, len(free)):
             row = free[i]
-            if row[gi] >= g and all(a >= b - TOL for a, b in zip(row, v, strict=True)):
+            if row[gi] >= g and all(map(ge, row, low)):
                 return i
         return None
 

@@ -15,6 +15,7 @@ Assumptions: those of ``smdlab.policies.multiresource._rounds``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import sub
 
 from smdlab.errors import check_choice
 from smdlab.model.cluster import Cluster
@@ -44,6 +45,11 @@ class GPUProportional(SynergyRounds):
         self.rule = check_choice("rule", rule, RULES)
         super().__init__(base, round_decisions, starvation_h)
 
+    def reset(self) -> None:
+        """Forget cached shares as well (the simulator calls this before a run)."""
+        super().reset()
+        self._shares: dict[str, tuple[tuple[float, float], tuple[float, ...], list[float]]] = {}
+
     def sort_levels(self, job: Job, workers: int, ps: int, cluster: Cluster) -> tuple[float, float]:
         """SRTF assumes the proportional share: the levels this policy gives."""
         return proportional_levels(job, workers, ps, cluster)
@@ -54,15 +60,20 @@ class GPUProportional(SynergyRounds):
             free = [list(map(float, row)) for row in self.start_free(cluster)]
             gi = cluster.resources.index("gpu")
             lo = 0  # machines before lo hold no free GPU
+            shares = self._shares  # job name -> (share, worker vector, its fit threshold)
             for plan in plans:
-                levels = self.single_share(plan, cluster)
-                v = self.worker_vector(plan, levels, cluster)
+                hit = shares.get(plan.entry.job.name)
+                if hit is None:
+                    levels = self.single_share(plan, cluster)
+                    v = self.worker_vector(plan, levels, cluster)
+                    hit = shares[plan.entry.job.name] = (levels, v, [b - TOL for b in v])
+                levels, v, low = hit
                 lo = self.first_with_gpu(free, gi, lo)
-                m = self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
+                m = self.first_fit(free, v, gi, lo if v[gi] > TOL else 0, low)
                 plan.cpu, plan.mem_gb = levels
                 plan.tasks = None if m is None else ((m, 1, 0),)
                 if m is not None:
-                    free[m] = [a - b for a, b in zip(free[m], v, strict=True)]
+                    free[m] = list(map(sub, free[m], v))
             return
         for plan in plans:
             plan.cpu, plan.mem_gb = proportional_levels(

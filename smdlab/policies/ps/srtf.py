@@ -139,9 +139,32 @@ class SRTF(Policy):
                 return e.remaining / e.job.samples
             return e.remaining * need(e.job, resources, mode)[2]
 
-        items: list[tuple[float, float, str, int, QueuedJob | RunningJob]] = [
-            (rank(q), q.job.arrival, q.job.name, 1, q) for q in state.queued if q.remaining > 0
-        ]
+        items: list[tuple[float, float, str, int, QueuedJob | RunningJob]]
+        if custom or self.key == "progress":
+            items = [
+                (rank(q), q.job.arrival, q.job.name, 1, q) for q in state.queued if q.remaining > 0
+            ]
+        else:  # rank() inlined: the cached 1 / speed of each job (every waiting job, every decision)
+            cached = self._need.get
+            items = [
+                (
+                    q.remaining
+                    * (
+                        h[3]
+                        if (h := cached(id(q.job))) is not None
+                        and h[0] is q.job
+                        and h[4] == mode
+                        and h[5] == resources
+                        else need(q.job, resources, mode)[2]
+                    ),
+                    q.job.arrival,
+                    q.job.name,
+                    1,
+                    q,
+                )
+                for q in state.queued
+                if q.remaining > 0
+            ]
         if preemptive:
             # When every waiting job fits the free machines in rank order, the walk below keeps
             # every running job and starts them all: skip reading the running jobs.
