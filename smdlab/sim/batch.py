@@ -338,7 +338,7 @@ class BatchRun:
             if cr.pending is None and cr.cover_end <= t:
                 self._submit_link(cr, t)
 
-    def _reject_successor(self, n: str, t: float, provisioner: Provisioner) -> None:
+    def _reject_successor(self, n: str, t: float, provisioner: Provisioner | None) -> None:
         cr = self.chains.get(n)
         who = f"provisioner {getattr(provisioner, 'name', provisioner)!r}"
         if cr is None:
