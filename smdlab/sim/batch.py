@@ -471,68 +471,71 @@ class BatchRun:
 
     def result(self, cpu_s: float) -> BatchResult:
         """Tables and summary of the finished run."""
-        names = list(self.jobs)
-        start = np.array([self.start.get(n, math.nan) for n in names])
-        end = np.array([self.end.get(n, math.nan) for n in names])
-        jobs = pd.DataFrame(
-            {
-                "name": names,
-                "chain": [self.link_of.get(n, "") for n in names],
-                "gpus": [self.jobs[n].gpus for n in names],
-                "submit": [self.submit.get(n, self.jobs[n].arrival) for n in names],
-                "start": start,
-                "end": end,
-                "requested_s": [self.jobs[n].requested_s for n in names],
-                "killed": [
-                    n not in self.link_of and self.jobs[n].duration_s > self.jobs[n].requested_s
-                    for n in names
-                ],
-            }
-        )
-        jobs["wait_s"] = jobs["start"] - jobs["submit"]
-        rows = []
-        for cr in self.chains.values():
-            c = cr.chain
-            overlap = c.gpus * max(cr.run_s - cr.covered, 0.0) / 3600
-            rows.append(
-                (
-                    c.name,
-                    c.gpus,
-                    c.length_s,
-                    c.arrival,
-                    cr.links,
-                    (cr.first_start if cr.first_start is not None else math.nan) - c.arrival,
-                    cr.interruptions,
-                    cr.interruption_s,
-                    overlap,
-                    (cr.done if cr.done is not None else math.nan) - c.arrival,
-                )
-            )
-        chains = pd.DataFrame(rows, columns=list(CHAIN_COLUMNS))
-        bg = jobs[jobs["chain"] == ""]
-        span = float(np.nanmax(end) - jobs["submit"].min()) if len(jobs) else 0.0
-        busy = float(np.nansum((end - start) * jobs["gpus"].to_numpy()))
-        summary = {
-            "jobs": float(len(bg)),
-            "mean_wait_s": float(bg["wait_s"].mean()) if len(bg) else math.nan,
-            "killed": float(bg["killed"].sum()),
-            "utilization": busy / (self.gpus * span) if span > 0 else math.nan,
-            "chains": float(len(chains)),
-            "mean_interruptions": float(chains["interruptions"].mean())
-            if len(chains)
-            else math.nan,
-            "zero_interruption_share": float((chains["interruptions"] == 0).mean())
-            if len(chains)
-            else math.nan,
+        return _tables(self, cpu_s)
+
+
+def _tables(run: BatchRun, cpu_s: float) -> BatchResult:
+    """Tables and summary of a finished run."""
+    names = list(run.jobs)
+    start = np.array([run.start.get(n, math.nan) for n in names])
+    end = np.array([run.end.get(n, math.nan) for n in names])
+    jobs = pd.DataFrame(
+        {
+            "name": names,
+            "chain": [run.link_of.get(n, "") for n in names],
+            "gpus": [run.jobs[n].gpus for n in names],
+            "submit": [run.submit.get(n, run.jobs[n].arrival) for n in names],
+            "start": start,
+            "end": end,
+            "requested_s": [run.jobs[n].requested_s for n in names],
+            "killed": [
+                n not in run.link_of and run.jobs[n].duration_s > run.jobs[n].requested_s
+                for n in names
+            ],
         }
-        feats = None
-        if self.features is not None:
-            fnames = [n for n in self.features if n in self.start]
-            feats = pd.DataFrame([self.features[n] for n in fnames], columns=list(FEATURES))
-            feats.insert(0, "name", fnames)
-            feats["submit"] = [self.submit[n] for n in fnames]
-            feats["wait_s"] = [self.start[n] - self.submit[n] for n in fnames]
-        return BatchResult(jobs, chains, summary, feats, cpu_s)
+    )
+    jobs["wait_s"] = jobs["start"] - jobs["submit"]
+    rows = []
+    for cr in run.chains.values():
+        c = cr.chain
+        overlap = c.gpus * max(cr.run_s - cr.covered, 0.0) / 3600
+        rows.append(
+            (
+                c.name,
+                c.gpus,
+                c.length_s,
+                c.arrival,
+                cr.links,
+                (cr.first_start if cr.first_start is not None else math.nan) - c.arrival,
+                cr.interruptions,
+                cr.interruption_s,
+                overlap,
+                (cr.done if cr.done is not None else math.nan) - c.arrival,
+            )
+        )
+    chains = pd.DataFrame(rows, columns=list(CHAIN_COLUMNS))
+    bg = jobs[jobs["chain"] == ""]
+    span = float(np.nanmax(end) - jobs["submit"].min()) if len(jobs) else 0.0
+    busy = float(np.nansum((end - start) * jobs["gpus"].to_numpy()))
+    summary = {
+        "jobs": float(len(bg)),
+        "mean_wait_s": float(bg["wait_s"].mean()) if len(bg) else math.nan,
+        "killed": float(bg["killed"].sum()),
+        "utilization": busy / (run.gpus * span) if span > 0 else math.nan,
+        "chains": float(len(chains)),
+        "mean_interruptions": float(chains["interruptions"].mean()) if len(chains) else math.nan,
+        "zero_interruption_share": float((chains["interruptions"] == 0).mean())
+        if len(chains)
+        else math.nan,
+    }
+    feats = None
+    if run.features is not None:
+        fnames = [n for n in run.features if n in run.start]
+        feats = pd.DataFrame([run.features[n] for n in fnames], columns=list(FEATURES))
+        feats.insert(0, "name", fnames)
+        feats["submit"] = [run.submit[n] for n in fnames]
+        feats["wait_s"] = [run.start[n] - run.submit[n] for n in fnames]
+    return BatchResult(jobs, chains, summary, feats, cpu_s)
 
 
 def simulate_batch(
