@@ -23,20 +23,11 @@ TARGET_CPU_S = 120.0
 SCRATCH = "conservative_scratch"
 
 
-def _from_scratch():
-    """Conservative backfilling that reserves every queued job again at every decision."""
-    from smdlab.policies.batch.queue import QueuePolicy, conservative
+def _queue(name: str):
+    """A queue name, or conservative backfilling reserving every job again (``SCRATCH``)."""
+    from smdlab.policies.batch.queue import QueuePolicy
 
-    class FromScratch(QueuePolicy):
-        def decide(self, state):
-            if not state.queued or state.free_gpus <= 0:
-                return ()
-            order = self.order(state)
-            if state.free_gpus < min(q.gpus for q in order):
-                return ()
-            return conservative(order, state)
-
-    return FromScratch("conservative")
+    return QueuePolicy("conservative", keep_reservations=False) if name == SCRATCH else name
 
 
 def main() -> int:
@@ -63,7 +54,7 @@ def main() -> int:
     status = 0
     for q in args.queues.split(","):
         w0 = time.perf_counter()
-        res = simulate_batch(jobs, args.gpus, limit, _from_scratch() if q == SCRATCH else q)
+        res = simulate_batch(jobs, args.gpus, limit, _queue(q))
         wall = time.perf_counter() - w0
         s = res.summary
         print(

@@ -21,7 +21,6 @@ from smdlab.policies.batch import (
     RunningBatch,
     shadow,
 )
-from smdlab.policies.batch.queue import conservative
 from smdlab.sim.batch import simulate_batch
 from smdlab.sim.errors import InvalidDecision
 from smdlab.workloads.batch import easy_example
@@ -215,19 +214,6 @@ def test_requested_times_follow_the_f_model():
     assert (req[:2] >= d[:2]).all() and (req[:2] <= 3 * d[:2]).all() and req[2] == 1000.0
 
 
-class _ConservativeFromScratch(QueuePolicy):
-    """Conservative backfilling reserving every queued job again at every decision."""
-
-    def decide(self, state):
-        free = state.free_gpus
-        if not state.queued or free <= 0:
-            return ()
-        order = self.order(state)
-        if free < min(q.gpus for q in order):
-            return ()
-        return conservative(order, state)
-
-
 def _random_background(seed: int, n: int, gpus: int, limit: float) -> list[BatchJob]:
     rng = np.random.default_rng(seed)
     size = rng.choice([1, 1, 2, 4, 8], size=n)
@@ -255,7 +241,7 @@ def test_kept_conservative_reservations_give_the_same_schedule(seed):
         jobs,
         16,
         limit,
-        _ConservativeFromScratch("conservative"),
+        QueuePolicy("conservative", keep_reservations=False),
         chains=chains,
         provisioner=Oracle() if seed % 2 else None,
     )

@@ -92,10 +92,14 @@ class QueuePolicy:
         *,
         fair_share: bool = False,
         half_life_s: float = DEFAULT_HALF_LIFE_S,
+        keep_reservations: bool = True,
     ) -> None:
         self.backfill: Backfill = check_choice("backfill", backfill, BACKFILLS)
         self.fair_share = bool(fair_share)
         self.half_life_s = check_positive("half_life_s", half_life_s)
+        # conservative only: False reserves every queued job again at every decision (the same
+        # schedule, slower; kept to check and measure the shortcuts)
+        self.keep_reservations = bool(keep_reservations)
         fs = "fair_" if self.fair_share else ""
         self.name = f"{fs}{'fifo' if self.backfill == 'none' else self.backfill}"
         self.reset()
@@ -120,7 +124,7 @@ class QueuePolicy:
         if free < min(q.gpus for q in order):
             return ()
         if self.backfill == "conservative":
-            if self.fair_share:  # the order changes with usage: reserve all again
+            if self.fair_share or not self.keep_reservations:  # fair share: usage reorders it
                 return conservative(order, state)
             return self._conservative_kept(state)
         t = state.time
