@@ -727,6 +727,181 @@ def _train_deeprm_env(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- batch ---------------------------------------------------------------------------------
+BATCH_QUEUE_CHOICES = ("fifo", "easy", "conservative")
+
+
+def _batch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workload",
+        default="philly",
+        metavar="{philly,PATH}",
+        help="background jobs: the bundled Philly trace or a Philly-format CSV (default philly)",
+    )
+    p.add_argument("--start", type=int, default=0, metavar="INDEX", help="first row (time order)")
+    p.add_argument(
+        "--jobs", type=int, metavar="N", help="the first N rows from --start (default all)"
+    )
+    p.add_argument(
+        "--load",
+        type=float,
+        metavar="X",
+        help="scale arrivals to this offered load (default: as is)",
+    )
+    p.add_argument("--gpus", type=int, default=256, metavar="G", help="GPUs of the pool (256)")
+    p.add_argument(
+        "--limit-h",
+        type=float,
+        default=48.0,
+        dest="limit_h",
+        metavar="H",
+        help="wall-time limit in hours (48)",
+    )
+    p.add_argument(
+        "--queue",
+        choices=BATCH_QUEUE_CHOICES,
+        default="easy",
+        help="queue order and backfilling (default easy)",
+    )
+    p.add_argument(
+        "--fair-share",
+        action="store_true",
+        dest="fair_share",
+        help="order the queue by the accounts' decayed usage first",
+    )
+    p.add_argument(
+        "--overestimate",
+        type=float,
+        default=3.0,
+        metavar="F",
+        help="requested time = duration x U[1, F], capped at the limit (default 3)",
+    )
+    p.add_argument(
+        "--requested-column",
+        dest="requested_column",
+        metavar="NAME",
+        help="read requested wall times (s) from this trace column instead",
+    )
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of draws (0)")
+    p.add_argument(
+        "--chains",
+        type=int,
+        default=0,
+        metavar="N",
+        help="chains arriving uniformly in the third quarter of the arrival span (default 0)",
+    )
+    p.add_argument(
+        "--chain-length-h",
+        type=float,
+        dest="chain_length_h",
+        metavar="H",
+        help="service of each chain in hours (default four limits)",
+    )
+    p.add_argument(
+        "--chain-gpus",
+        type=_csv_list(int),
+        default=[1, 2, 4, 8],
+        dest="chain_gpus",
+        metavar="G[,G...]",
+        help="GPU counts drawn for the chains (default 1,2,4,8)",
+    )
+    p.add_argument(
+        "--provisioner",
+        default="reactive",
+        metavar="{reactive,oracle,lead_<H>h}",
+        help="when to submit a chain's next link (default reactive)",
+    )
+    p.add_argument(
+        "--step-s",
+        type=float,
+        default=600.0,
+        dest="step_s",
+        metavar="SECONDS",
+        help="seconds between the provisioner's decision points (600)",
+    )
+    p.add_argument("--out", metavar="DIR", help="write jobs.csv, chains.csv and summary.csv here")
+    p.add_argument(
+        "--force", action="store_true", help="with --out: replace files smdlab did not write"
+    )
+
+
+def _batch(args: argparse.Namespace) -> int:
+    """``smdlab batch``: a batch-queue run of a trace's jobs (and chains), docs/batch.md."""
+    from smdlab.errors import check_positive
+    from smdlab.policies.batch import QueuePolicy, provisioner
+    from smdlab.sim.batch import simulate_batch
+    from smdlab.workloads.batch import batch_trace, make_chains, offered_load
+
+    limit = check_positive("--limit-h", args.limit_h) * 3600
+    gpus = check_int("--gpus", args.gpus, 1)
+    chains_n = check_int("--chains", args.chains, 0)
+    path = None if args.workload == "philly" else args.workload
+    kw: dict[str, Any] = {
+        "limit_s": limit,
+        "overestimate": args.overestimate,
+        "seed": args.seed,
+        "start": args.start,
+        "first": None if args.jobs is None else check_int("--jobs", args.jobs, 1),
+        "requested_column": args.requested_column,
+    }
+    jobs = batch_trace(path, **kw)
+    if args.load is not None:
+        load = check_positive("--load", args.load)
+        jobs = batch_trace(path, **kw, rate_scale=load / offered_load(jobs, gpus))
+    backfill = "none" if args.queue == "fifo" else args.queue
+    queue = QueuePolicy(backfill, fair_share=args.fair_share)
+    chains = []
+    if chains_n:
+        span = max(j.arrival for j in jobs)
+        length = 4 * limit if args.chain_length_h is None else args.chain_length_h * 3600
+        chains = make_chains(
+            chains_n,
+            length_s=check_positive("--chain-length-h", length),
+            gpus=args.chain_gpus,
+            t0=span / 2,
+            t1=3 * span / 4,
+            seed=args.seed,
+        )
+    prov = provisioner(args.provisioner) if chains else None
+    if args.out:
+        from smdlab.sim.output import check_replaceable
+
+        for name in ("jobs.csv", "chains.csv", "summary.csv"):
+            check_replaceable(Path(args.out) / name, force=args.force)
+    print(
+        f"{PROG}: {len(jobs):,} batch jobs on {gpus} GPUs (offered load "
+        f"{offered_load(jobs, gpus):.2f}), {queue.name}, limit {args.limit_h:g} h, "
+        f"{len(chains)} chains",
+        file=sys.stderr,
+        flush=True,
+    )
+    res = simulate_batch(
+        jobs, gpus, limit, queue, chains=chains, provisioner=prov, step_s=args.step_s
+    )
+    import pandas as pd
+
+    summary = {"queue": queue.name, **res.summary, "cpu_s": res.cpu_s}
+    if chains:
+        summary["provisioner"] = prov.name if prov is not None else ""
+    for k, v in summary.items():
+        print(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
+    if chains:
+        print(res.chains.to_string(index=False, float_format=lambda x: f"{x:,.1f}"))
+    if args.out:
+        from smdlab.sim.output import write_files
+
+        files = {
+            "jobs.csv": _csv_text(res.jobs),
+            "chains.csv": _csv_text(res.chains),
+            "summary.csv": _csv_text(
+                pd.DataFrame([{k: v for k, v in summary.items() if k != "cpu_s"}])
+            ),
+        }
+        write_files(args.out, files, force=args.force)
+        print(f"wrote jobs.csv, chains.csv and summary.csv to {args.out}")
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "simulate": Command(
         "simulate policies on one scenario and print their summary", _simulate_arguments, _simulate
@@ -745,6 +920,11 @@ COMMANDS: dict[str, Command] = {
         "train a learned scheduler (dl2, deeprm, sched2) into a folder: checkpoint, resume, weights",
         _train_arguments,
         _train,
+    ),
+    "batch": Command(
+        "run a trace on a Slurm-like batch queue (wall-time limits, backfilling, job chains)",
+        _batch_arguments,
+        _batch,
     ),
 }
 

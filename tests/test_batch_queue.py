@@ -212,3 +212,38 @@ def test_requested_times_follow_the_f_model():
     d = np.array([10.0, 100.0, 1e6])
     req = requested_wall_times(d, 1000.0, np.random.default_rng(0), 3.0)
     assert (req[:2] >= d[:2]).all() and (req[:2] <= 3 * d[:2]).all() and req[2] == 1000.0
+
+
+def _random_background(seed: int, n: int, gpus: int, limit: float) -> list[BatchJob]:
+    rng = np.random.default_rng(seed)
+    size = rng.choice([1, 1, 2, 4, 8], size=n)
+    dur = rng.exponential(limit / 3, size=n) + 1
+    req = requested_wall_times(dur, limit, rng, 3.0)
+    work = float((size * np.minimum(dur, req)).mean())
+    arrivals = np.cumsum(rng.exponential(work / (rng.uniform(0.7, 1.2) * gpus), size=n))
+    arrivals = np.floor(arrivals / 600) * 600  # some arrive together
+    return [
+        BatchJob(f"j{k}", float(a), int(g), float(d), float(r))
+        for k, (a, g, d, r) in enumerate(zip(arrivals, size, dur, req, strict=True))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_conservative_reservations_give_the_same_schedule(seed):
+    # The policy keeps its reservations between decisions and stops reserving once no later
+    # job can start now; reserving every queued job again at every decision must agree.
+    limit = 3600.0
+    jobs = _random_background(seed, 250, 16, limit)
+    chains = [Chain("c0", jobs[60].arrival, 2, 3 * limit)] if seed % 2 else []
+    prov = Oracle() if seed % 2 else None  # the oracle's forks share the policy object
+    kept = simulate_batch(jobs, 16, limit, "conservative", chains=chains, provisioner=prov)
+    again = simulate_batch(
+        jobs,
+        16,
+        limit,
+        QueuePolicy("conservative", keep_reservations=False),
+        chains=chains,
+        provisioner=Oracle() if seed % 2 else None,
+    )
+    assert kept.jobs.equals(again.jobs)
+    assert kept.jobs["wait_s"].max() > 0  # the queue did fill

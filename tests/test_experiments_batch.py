@@ -48,7 +48,7 @@ def test_predictor_rejects_an_unknown_kind(setting):
 
 def test_interruption_vs_load_rows_and_figure():
     df = interruption_vs_load("tiny")
-    assert list(df["provisioner"]) == [*BASELINES, "learned_gbr", "learned_rf"]
+    assert list(df["provisioner"]) == [*BASELINES, "learned_gbr", "learned_rf", "dqn"]
     assert (df["zero_interruption_share"].between(0, 1)).all()
     assert (df["overlap_gpu_h"] >= 0).all() and (df["interruption_h"] >= 0).all()
     reactive = df.set_index("provisioner").loc["reactive"]

@@ -5,7 +5,9 @@ Setting, per load: a window of the Philly trace (``batch_start``, ``batch_jobs``
 background on a pool of ``batch_gpus`` GPUs, arrivals scaled to the offered load, EASY
 backfilling, wall-time limit ``BATCH_LIMIT_S``, requested times by the f-model. The learned
 provisioners' wait predictors are trained on the background jobs submitted in the window's first
-half (a run without chains); the chains arrive in the second half (held out).
+half (a run without chains); the deep Q-network provisioner is trained on the chain environment
+(``smdlab.rl.batch_env``) over the ``batch_jobs`` rows before the window, scaled to the same
+load; the chains arrive in the window's second half (held out from both).
 """
 
 from __future__ import annotations
@@ -35,17 +37,23 @@ STEP_S = 600.0
 LEAD = "lead_1h"
 PREDICTORS = ("learned_gbr", "learned_rf")
 BASELINES = ("reactive", LEAD, "oracle")
+# The deep Q-network provisioner (stable-baselines3's DQN; needs the rl extra).
+DQN = "dqn"
 
 
 @dataclass(frozen=True)
 class BatchSetting:
-    """One load's inputs: background, chains, GPUs, and the first half's end (train/test cut)."""
+    """One load's inputs: background, chains, GPUs, and the first half's end (train/test cut);
+    the deep Q-network's training background (the rows before the window, at the same load) and
+    training steps."""
 
     load: float
     jobs: list[BatchJob]
     chains: list[Chain]
     gpus: int
     cut_s: float
+    train_jobs: list[BatchJob]
+    dqn_steps: int
 
 
 def batch_setting(cfg: ExperimentConfig, load: float) -> BatchSetting:
@@ -71,7 +79,20 @@ def batch_setting(cfg: ExperimentConfig, load: float) -> BatchSetting:
         t1=cut + (span - cut) / 2,
         seed=cfg.batch_seed,
     )
-    return BatchSetting(load, jobs, chains, cfg.batch_gpus, cut)
+    return BatchSetting(
+        load, jobs, chains, cfg.batch_gpus, cut, _earlier_rows(cfg, load), cfg.batch_dqn_steps
+    )
+
+
+def _earlier_rows(cfg: ExperimentConfig, load: float) -> list[BatchJob]:
+    """The ``batch_jobs`` rows before the window (as many as there are), scaled to ``load``."""
+    first = min(cfg.batch_start, cfg.batch_jobs)
+    if first < 2:
+        return []
+    start, seed = cfg.batch_start - first, cfg.batch_seed
+    base = batch_trace(limit_s=BATCH_LIMIT_S, start=start, first=first, seed=seed)
+    scale = load / offered_load(base, cfg.batch_gpus)
+    return batch_trace(limit_s=BATCH_LIMIT_S, start=start, first=first, seed=seed, rate_scale=scale)
 
 
 def wait_features(setting: BatchSetting) -> pd.DataFrame:
@@ -136,9 +157,34 @@ def provisioners(setting: BatchSetting, names: Sequence[str], seed: int = 0) -> 
         if name in PREDICTORS:
             train = wait_training_set(setting) if train is None else train
             out.append(Learned(fit_wait_predictor(train, name.split("_")[1], seed), name=name))
+        elif name == DQN:
+            out.append(train_dqn_provisioner(setting, seed))
         else:
             out.append(provisioner(name))
     return out
+
+
+def train_dqn_provisioner(setting: BatchSetting, seed: int = 0) -> Provisioner:
+    """The deep Q-network provisioner trained (``setting.dqn_steps`` steps, seeded) on the chain
+    environment over ``setting.train_jobs``; its ``budget`` holds steps, episodes, CPU and wall
+    seconds of the training."""
+    from smdlab.rl.batch_dqn import DQNProvisioner, train_dqn
+    from smdlab.rl.batch_env import ChainEnv
+
+    if not setting.train_jobs:
+        raise InvalidInput("the dqn provisioner needs trace rows before the window (batch_start)")
+    env = ChainEnv(
+        setting.train_jobs,
+        setting.gpus,
+        BATCH_LIMIT_S,
+        chain_length_s=CHAIN_LINKS * BATCH_LIMIT_S,
+        chain_gpus=CHAIN_GPUS,
+        step_s=STEP_S,
+    )
+    model, budget = train_dqn(env, steps=setting.dqn_steps, seed=seed)
+    prov = DQNProvisioner(model, setting.gpus, BATCH_LIMIT_S, name=DQN)
+    prov.budget = budget
+    return prov
 
 
 def run_chains(setting: BatchSetting, prov: Provisioner) -> BatchResult:
@@ -169,7 +215,7 @@ def chain_metrics(chains: pd.DataFrame) -> dict[str, float]:
 def interruption_vs_load(
     config: str | ExperimentConfig = "quick",
     workers: int = 1,
-    names: Sequence[str] = (*BASELINES, *PREDICTORS),
+    names: Sequence[str] = (*BASELINES, *PREDICTORS, DQN),
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """One row per (load, provisioner): chain metrics, and the interruption-time reduction
@@ -182,7 +228,14 @@ def interruption_vs_load(
             m = chain_metrics(run_chains(setting, prov).chains)
             rows.append({"load": load, "provisioner": prov.name, **m})
             if progress is not None:
-                progress(f"load {load:g}: {prov.name} done")
+                b = getattr(prov, "budget", None)
+                trained = (
+                    f" (trained {b['steps']:.0f} steps, {b['episodes']:.0f} episodes, "
+                    f"{b['cpu_s']:.1f} CPU s, {b['wall_s']:.1f} s wall)"
+                    if b
+                    else ""
+                )
+                progress(f"load {load:g}: {prov.name} done{trained}")
     df = pd.DataFrame(rows)
     reactive = df[df["provisioner"] == "reactive"].set_index("load")["interruption_h"]
     base = df["load"].map(reactive)

@@ -116,6 +116,7 @@ class ExperimentConfig:
     batch_gpus: GPUs of its batch cluster (one pool).
     batch_chains: chains arriving in the window's held-out second half.
     batch_seed: seed of the requested times, the chains and the predictors.
+    batch_dqn_steps: training steps of the deep Q-network provisioner, per load.
     """
 
     name: str
@@ -177,6 +178,7 @@ class ExperimentConfig:
     batch_gpus: int = 64
     batch_chains: int = 16
     batch_seed: int = 0
+    batch_dqn_steps: int = 30000
 
     def __post_init__(self) -> None:
         if not self.seeds:
@@ -264,6 +266,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         contention_jobs=40,
         batch_jobs=1500,
         batch_chains=8,
+        batch_dqn_steps=20000,
     ),
     "tiny": ExperimentConfig(
         name="tiny",
@@ -305,6 +308,7 @@ CONFIGS: dict[str, ExperimentConfig] = {
         batch_jobs=600,
         batch_gpus=32,
         batch_chains=4,
+        batch_dqn_steps=1500,
     ),
 }
 

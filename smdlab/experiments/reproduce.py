@@ -284,7 +284,7 @@ def _gavel_sweep(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
 def _interruption(cfg: ExperimentConfig, workers: int) -> pd.DataFrame:
     from smdlab.experiments.batch import interruption_vs_load
 
-    return interruption_vs_load(cfg, workers)
+    return interruption_vs_load(cfg, workers, progress=_log)
 
 
 def _draw_interruption(df: pd.DataFrame):
@@ -472,7 +472,7 @@ FIGURES: dict[str, FigureSpec] = {
         ),
         FigureSpec(
             "interruption_vs_load",
-            "chains on a Slurm-like queue (EASY backfilling, 12 h limit, Philly window): interruption, zero-interruption share and overlap of the reactive, fixed-lead, oracle and learned provisioners vs load",
+            "chains on a Slurm-like queue (EASY backfilling, 12 h limit, Philly window): interruption, zero-interruption share and overlap of the reactive, fixed-lead, oracle, learned and deep Q-network provisioners vs load",
             _interruption,
             _draw_interruption,
         ),

@@ -228,14 +228,16 @@ class DL2Env(EpisodeJobs, gym.Env):
         return self.end_action if self.builder is None else self.builder.drf_action()
 
 
-ENVIRONMENTS = ("dl2", "deeprm", "sched2", "default")  # the observation spaces of make_env
+# the observation spaces of make_env (``batch_chain``: the batch queue's chain environment)
+ENVIRONMENTS = ("dl2", "deeprm", "sched2", "default", "batch_chain")
 
 
 def make_env(**options: Any) -> gym.Env:
     """An environment; ``observation`` picks the space (``ENVIRONMENTS``, default ``dl2``):
     ``dl2`` is DL2's slot environment (options: scenario, jobs + cluster, window, slot_s,
     max_slots, train_seeds); ``deeprm``, ``sched2`` and ``default`` are the placement
-    environment's (``smdlab.rl.placement_env.PlacementEnv``, docs/rl.md)."""
+    environment's (``smdlab.rl.placement_env.PlacementEnv``, docs/rl.md); ``batch_chain`` is
+    one chain on a batch queue (``smdlab.rl.batch_env.ChainEnv``, docs/batch.md)."""
     observation = options.pop("observation", "dl2")
     if observation not in ENVIRONMENTS:
         raise InvalidInput(
@@ -243,6 +245,10 @@ def make_env(**options: Any) -> gym.Env:
         )
     if observation == "dl2":
         return DL2Env(**options)
+    if observation == "batch_chain":
+        from smdlab.rl.batch_env import ChainEnv
+
+        return ChainEnv(**options)
     from smdlab.rl.placement_env import PlacementEnv
 
     return PlacementEnv(observation=observation, **options)

@@ -17,7 +17,7 @@ import copy
 import heapq
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,14 @@ from smdlab.policies.batch.queue import (
 )
 from smdlab.sim.errors import InvalidDecision
 
-__all__ = ["CHAIN_COLUMNS", "DEFAULT_STEP_S", "BatchResult", "simulate_batch"]
+__all__ = [
+    "CHAIN_COLUMNS",
+    "DEFAULT_STEP_S",
+    "BatchResult",
+    "BatchRun",
+    "batch_run",
+    "simulate_batch",
+]
 
 # Seconds between a provisioner's decision points (Mirage's agent acts at intervals; ours).
 DEFAULT_STEP_S = 600.0
@@ -105,8 +112,9 @@ class _SubmitAfter(Reactive):
         return super().submit(view, state)
 
 
-class _BatchSim:
-    """One run's state and loop (``simulate_batch``); ``fork`` copies it for the oracle."""
+class BatchRun:
+    """One run's state and loop (``simulate_batch``, ``batch_run``): ``run`` to the end, or
+    ``steps`` to pause at every provisioning decision point; ``fork`` copies it for the oracle."""
 
     def __init__(
         self,
@@ -133,14 +141,6 @@ class _BatchSim:
             self.jobs[j.name] = j
         self.chains: dict[str, _ChainRun] = {}
         self.link_of: dict[str, str] = {}
-        for c in chains:
-            c.check_limit(limit_s)
-            if c.name in self.chains or c.gpus > gpus:
-                raise InvalidInput(
-                    f"chain {c.name!r}: names must be unique and gpus at most the cluster's {gpus}"
-                )
-            self.chains[c.name] = _ChainRun(c)
-            self._submit_link(self.chains[c.name], c.arrival)
         self.queued: dict[str, QueuedBatch] = {}
         self.running: dict[str, RunningBatch] = {}
         self.start: dict[str, float] = {}
@@ -158,8 +158,26 @@ class _BatchSim:
         self.acct_gpus: dict[str, int] = {}
         self.usage_t = 0.0
         self.next_tick = math.inf
-        self.t = 0.0
+        self.t = -math.inf  # the last event time run
         self.resume = False
+        for c in chains:
+            self.add_chain(c)
+
+    def add_chain(self, c: Chain) -> None:
+        """Add chain ``c``: its first link is submitted at its arrival, which may not be earlier
+        than the run's time (a run paused by ``steps(before=c.arrival)`` takes it exactly as if
+        it had been given at the start)."""
+        c.check_limit(self.limit_s)
+        if c.name in self.chains or c.gpus > self.gpus:
+            raise InvalidInput(
+                f"chain {c.name!r}: names must be unique and gpus at most the cluster's {self.gpus}"
+            )
+        if c.arrival <= self.t:
+            raise InvalidInput(
+                f"chain {c.name!r}: arrival {c.arrival:g} must be after the run's time {self.t:g}"
+            )
+        self.chains[c.name] = _ChainRun(c)
+        self._submit_link(self.chains[c.name], c.arrival)
 
     def _check_job(self, j: BatchJob) -> None:
         if j.name in self.jobs:
@@ -287,11 +305,12 @@ class _BatchSim:
             if cr.started and cr.pending is None and not cr.final and cr.done is None
         ]
 
-    def _provision(self, t: float, provisioner: Provisioner) -> None:
+    def decision_point(self, t: float) -> ProvisionState | None:
+        """What the provisioner sees at time ``t``, or None if no chain awaits a decision."""
         waiting = self._awaiting()
         if not waiting:
-            return
-        probe = getattr(provisioner, "needs_probe", False)
+            return None
+        probe = getattr(self.provisioner, "needs_probe", False)
         views = tuple(
             ChainView(
                 cr.chain.name,
@@ -303,18 +322,23 @@ class _BatchSim:
             )
             for cr in waiting
         )
-        state = ProvisionState(t, self.step_s, views, self.queue_features(t))
-        chosen = provisioner.decide(state)
-        names = {cr.chain.name for cr in waiting}
+        return ProvisionState(t, self.step_s, views, self.queue_features(t))
+
+    def apply(self, state: ProvisionState, chosen: Sequence[str]) -> None:
+        """Submit the successors of the chains ``chosen`` at ``state``'s decision point, then
+        those of the chains whose running link has ended."""
+        t = state.time
+        names = {v.name for v in state.chains}
         for n in dict.fromkeys(chosen):
             if n not in names:
-                self._reject_successor(n, t, provisioner)
+                self._reject_successor(n, t, self.provisioner)
             self._submit_link(self.chains[n], t)
-        for cr in waiting:  # a link that has ended is followed at once (no chain stops for good)
+        for v in state.chains:  # a link that has ended is followed at once (no chain stops)
+            cr = self.chains[v.name]
             if cr.pending is None and cr.cover_end <= t:
                 self._submit_link(cr, t)
 
-    def _reject_successor(self, n: str, t: float, provisioner: Provisioner) -> None:
+    def _reject_successor(self, n: str, t: float, provisioner: Provisioner | None) -> None:
         cr = self.chains.get(n)
         who = f"provisioner {getattr(provisioner, 'name', provisioner)!r}"
         if cr is None:
@@ -346,15 +370,20 @@ class _BatchSim:
 
         return interruption
 
-    def fork(self) -> _BatchSim:
-        """A copy to run forward (other chains provisioned reactively, no features)."""
+    def copy(self) -> BatchRun:
+        """An independent copy of the run in its present state (features are not copied)."""
         new = copy.copy(self)
         for attr in ("heap", "jobs", "link_of", "queued", "running", "start", "end", "submit"):
             setattr(new, attr, copy.copy(getattr(self, attr)))
         new.usage, new.acct_gpus = dict(self.usage), dict(self.acct_gpus)
         new.chains = {k: copy.copy(v) for k, v in self.chains.items()}
-        new.provisioner = Reactive()
         new.features = None
+        return new
+
+    def fork(self) -> BatchRun:
+        """A copy to run forward from a decision point (other chains provisioned reactively)."""
+        new = self.copy()
+        new.provisioner = Reactive()
         new.resume = True  # forked mid-step: jobs that ended now may not have been replaced yet
         return new
 
@@ -384,14 +413,22 @@ class _BatchSim:
         for n in names:
             self._start(n, t)
 
-    def run(self, until: str | None = None, until_submitted: str | None = None) -> None:
-        """Run events to the end (or until job ``until`` has started, or chain
-        ``until_submitted`` has a successor waiting)."""
+    def steps(
+        self,
+        until: str | None = None,
+        until_submitted: str | None = None,
+        before: float = math.inf,
+        stop: Callable[[], bool] | None = None,
+    ) -> Generator[ProvisionState, Sequence[str], None]:
+        """Run events, pausing at every provisioning decision point: yields what the
+        provisioner sees and takes the names of the chains to extend (``apply``). Ends with the
+        events, or once job ``until`` has started, chain ``until_submitted`` has a successor
+        waiting, the next event is at or after ``before``, or ``stop()`` is true."""
         heap = self.heap
         while True:
             t_ev = heap[0][0] if heap else math.inf
             t = min(t_ev, self.next_tick)
-            if t == math.inf:
+            if t == math.inf or t >= before:
                 return
             self.t = t
             changed, self.resume = self.resume, False
@@ -399,7 +436,9 @@ class _BatchSim:
                 self._finish(heapq.heappop(heap)[3], t)
                 changed = True
             if self.provisioner is not None:
-                self._provision(t, self.provisioner)
+                state = self.decision_point(t)
+                if state is not None:
+                    self.apply(state, (yield state))
                 if until_submitted is not None and self.chains[until_submitted].pending:
                     return
             while heap and heap[0][0] == t:
@@ -414,71 +453,89 @@ class _BatchSim:
                 if self.provisioner is not None and self._awaiting()
                 else math.inf
             )
+            if stop is not None and stop():
+                return
+
+    def run(self, until: str | None = None, until_submitted: str | None = None) -> None:
+        """Run events to the end (or until job ``until`` has started, or chain
+        ``until_submitted`` has a successor waiting), the provisioner deciding at every pause."""
+        gen = self.steps(until, until_submitted)
+        provisioner = self.provisioner
+        try:
+            state = next(gen)
+            while True:
+                assert provisioner is not None  # only a run with a provisioner pauses
+                state = gen.send(provisioner.decide(state))
+        except StopIteration:
+            return
 
     def result(self, cpu_s: float) -> BatchResult:
         """Tables and summary of the finished run."""
-        names = list(self.jobs)
-        start = np.array([self.start.get(n, math.nan) for n in names])
-        end = np.array([self.end.get(n, math.nan) for n in names])
-        jobs = pd.DataFrame(
-            {
-                "name": names,
-                "chain": [self.link_of.get(n, "") for n in names],
-                "gpus": [self.jobs[n].gpus for n in names],
-                "submit": [self.submit.get(n, self.jobs[n].arrival) for n in names],
-                "start": start,
-                "end": end,
-                "requested_s": [self.jobs[n].requested_s for n in names],
-                "killed": [
-                    n not in self.link_of and self.jobs[n].duration_s > self.jobs[n].requested_s
-                    for n in names
-                ],
-            }
-        )
-        jobs["wait_s"] = jobs["start"] - jobs["submit"]
-        rows = []
-        for cr in self.chains.values():
-            c = cr.chain
-            overlap = c.gpus * max(cr.run_s - cr.covered, 0.0) / 3600
-            rows.append(
-                (
-                    c.name,
-                    c.gpus,
-                    c.length_s,
-                    c.arrival,
-                    cr.links,
-                    (cr.first_start if cr.first_start is not None else math.nan) - c.arrival,
-                    cr.interruptions,
-                    cr.interruption_s,
-                    overlap,
-                    (cr.done if cr.done is not None else math.nan) - c.arrival,
-                )
-            )
-        chains = pd.DataFrame(rows, columns=list(CHAIN_COLUMNS))
-        bg = jobs[jobs["chain"] == ""]
-        span = float(np.nanmax(end) - jobs["submit"].min()) if len(jobs) else 0.0
-        busy = float(np.nansum((end - start) * jobs["gpus"].to_numpy()))
-        summary = {
-            "jobs": float(len(bg)),
-            "mean_wait_s": float(bg["wait_s"].mean()) if len(bg) else math.nan,
-            "killed": float(bg["killed"].sum()),
-            "utilization": busy / (self.gpus * span) if span > 0 else math.nan,
-            "chains": float(len(chains)),
-            "mean_interruptions": float(chains["interruptions"].mean())
-            if len(chains)
-            else math.nan,
-            "zero_interruption_share": float((chains["interruptions"] == 0).mean())
-            if len(chains)
-            else math.nan,
+        return _tables(self, cpu_s)
+
+
+def _tables(run: BatchRun, cpu_s: float) -> BatchResult:
+    """Tables and summary of a finished run."""
+    names = list(run.jobs)
+    start = np.array([run.start.get(n, math.nan) for n in names])
+    end = np.array([run.end.get(n, math.nan) for n in names])
+    jobs = pd.DataFrame(
+        {
+            "name": names,
+            "chain": [run.link_of.get(n, "") for n in names],
+            "gpus": [run.jobs[n].gpus for n in names],
+            "submit": [run.submit.get(n, run.jobs[n].arrival) for n in names],
+            "start": start,
+            "end": end,
+            "requested_s": [run.jobs[n].requested_s for n in names],
+            "killed": [
+                n not in run.link_of and run.jobs[n].duration_s > run.jobs[n].requested_s
+                for n in names
+            ],
         }
-        feats = None
-        if self.features is not None:
-            fnames = [n for n in self.features if n in self.start]
-            feats = pd.DataFrame([self.features[n] for n in fnames], columns=list(FEATURES))
-            feats.insert(0, "name", fnames)
-            feats["submit"] = [self.submit[n] for n in fnames]
-            feats["wait_s"] = [self.start[n] - self.submit[n] for n in fnames]
-        return BatchResult(jobs, chains, summary, feats, cpu_s)
+    )
+    jobs["wait_s"] = jobs["start"] - jobs["submit"]
+    rows = []
+    for cr in run.chains.values():
+        c = cr.chain
+        overlap = c.gpus * max(cr.run_s - cr.covered, 0.0) / 3600
+        rows.append(
+            (
+                c.name,
+                c.gpus,
+                c.length_s,
+                c.arrival,
+                cr.links,
+                (cr.first_start if cr.first_start is not None else math.nan) - c.arrival,
+                cr.interruptions,
+                cr.interruption_s,
+                overlap,
+                (cr.done if cr.done is not None else math.nan) - c.arrival,
+            )
+        )
+    chains = pd.DataFrame(rows, columns=list(CHAIN_COLUMNS))
+    bg = jobs[jobs["chain"] == ""]
+    span = float(np.nanmax(end) - jobs["submit"].min()) if len(jobs) else 0.0
+    busy = float(np.nansum((end - start) * jobs["gpus"].to_numpy()))
+    summary = {
+        "jobs": float(len(bg)),
+        "mean_wait_s": float(bg["wait_s"].mean()) if len(bg) else math.nan,
+        "killed": float(bg["killed"].sum()),
+        "utilization": busy / (run.gpus * span) if span > 0 else math.nan,
+        "chains": float(len(chains)),
+        "mean_interruptions": float(chains["interruptions"].mean()) if len(chains) else math.nan,
+        "zero_interruption_share": float((chains["interruptions"] == 0).mean())
+        if len(chains)
+        else math.nan,
+    }
+    feats = None
+    if run.features is not None:
+        fnames = [n for n in run.features if n in run.start]
+        feats = pd.DataFrame([run.features[n] for n in fnames], columns=list(FEATURES))
+        feats.insert(0, "name", fnames)
+        feats["submit"] = [run.submit[n] for n in fnames]
+        feats["wait_s"] = [run.start[n] - run.submit[n] for n in fnames]
+    return BatchResult(jobs, chains, summary, feats, cpu_s)
 
 
 def simulate_batch(
@@ -496,6 +553,34 @@ def simulate_batch(
     ``limit_s`` under a queue policy (a name of ``BATCH_QUEUES`` or a policy object) and a
     provisioner (default: reactive). record_features: keep every job's wait features
     (``FEATURES``) at submission and its wait, to train wait predictors."""
+    run = batch_run(
+        jobs,
+        gpus,
+        limit_s,
+        queue,
+        chains=chains,
+        provisioner=provisioner,
+        step_s=step_s,
+        record_features=record_features,
+    )
+    t0 = time.process_time()
+    run.run()
+    return run.result(time.process_time() - t0)
+
+
+def batch_run(
+    jobs: Sequence[BatchJob],
+    gpus: int,
+    limit_s: float,
+    queue: str | QueuePolicy = "easy",
+    *,
+    chains: Sequence[Chain] = (),
+    provisioner: Provisioner | None = None,
+    step_s: float = DEFAULT_STEP_S,
+    record_features: bool = False,
+) -> BatchRun:
+    """A batch run not yet started, as ``simulate_batch`` sets it up: drive it with ``run()``,
+    or with ``steps()`` to make the provisioning decisions from outside."""
     gpus = check_int("gpus", gpus, 1)
     limit_s = check_positive("limit_s", limit_s)
     step_s = check_positive("step_s", step_s)
@@ -509,7 +594,4 @@ def simulate_batch(
     policy.reset()
     if provisioner is not None:
         provisioner.reset()
-    sim = _BatchSim(jobs, chains, gpus, limit_s, policy, provisioner, step_s, record_features)
-    t0 = time.process_time()
-    sim.run()
-    return sim.result(time.process_time() - t0)
+    return BatchRun(jobs, chains, gpus, limit_s, policy, provisioner, step_s, record_features)

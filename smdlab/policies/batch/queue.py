@@ -92,15 +92,21 @@ class QueuePolicy:
         *,
         fair_share: bool = False,
         half_life_s: float = DEFAULT_HALF_LIFE_S,
+        keep_reservations: bool = True,
     ) -> None:
         self.backfill: Backfill = check_choice("backfill", backfill, BACKFILLS)
         self.fair_share = bool(fair_share)
         self.half_life_s = check_positive("half_life_s", half_life_s)
+        # conservative only: False reserves every queued job again at every decision (the same
+        # schedule, slower; kept to check and measure the shortcuts)
+        self.keep_reservations = bool(keep_reservations)
         fs = "fair_" if self.fair_share else ""
         self.name = f"{fs}{'fifo' if self.backfill == 'none' else self.backfill}"
+        self.reset()
 
     def reset(self) -> None:
-        """Nothing to forget between runs (the policy keeps no state)."""
+        """Forget the kept reservations of conservative backfilling."""
+        self._kept: _Reservations | None = None
 
     def order(self, state: BatchState) -> list[QueuedBatch]:
         """The queue in priority order: submission order, or by account usage then submission."""
@@ -118,7 +124,9 @@ class QueuePolicy:
         if free < min(q.gpus for q in order):
             return ()
         if self.backfill == "conservative":
-            return conservative(order, state)
+            if self.fair_share or not self.keep_reservations:  # fair share: usage reorders it
+                return conservative(order, state)
+            return self._conservative_kept(state)
         t = state.time
         started: list[QueuedBatch] = []
         i = 0
@@ -147,13 +155,54 @@ class QueuePolicy:
                 break
         return tuple(q.name for q in started)
 
+    def _conservative_kept(self, state: BatchState) -> tuple[str, ...]:
+        """Conservative backfilling in submission order, reserving only the jobs that arrived
+        since the last decision when no job has ended or started since (the kept reservations
+        are then exactly those ``conservative`` would make again, all later than now)."""
+        t = state.time
+        running = {(r.name, r.requested_end) for r in state.running}
+        names = [q.name for q in state.queued]
+        kept = self._kept
+        if (
+            kept is not None
+            and t >= kept.time
+            and running == kept.running
+            and names[: len(kept.queued)] == kept.queued
+        ):
+            i = bisect.bisect_right(kept.times, t) - 1
+            times, free = kept.times[i:], kept.free[i:]
+            times[0] = t
+            new = state.queued[len(kept.queued) :]
+            queued = list(kept.queued)
+        else:
+            times, free = running_profile(state)
+            new, queued = state.queued, []
+        started: list[QueuedBatch] = []
+        later = _SuffixMinimum(new)
+        for i, q in enumerate(new):
+            if not later.may_start_now(i, times, free):
+                break  # the rest stay unreserved until a decision needs them
+            if reserve(times, free, q.gpus, q.requested_s) == t:
+                started.append(q)
+            else:
+                queued.append(q.name)
+        running |= {(q.name, t + q.requested_s) for q in started}
+        self._kept = _Reservations(t, running, queued, times, free)
+        return tuple(q.name for q in started)
+
 
 def conservative(order: Sequence[QueuedBatch], state: BatchState) -> tuple[str, ...]:
     """Conservative backfilling: each job in order reserves its earliest slot in the profile of
     free GPUs (by requested times) that delays no earlier reservation; those reserved now start."""
+    times, free = running_profile(state)
     t = state.time
-    # Free GPUs on [times[k], times[k+1]) (the last segment lasts forever).
-    times = [t]
+    return tuple(q.name for q in order if reserve(times, free, q.gpus, q.requested_s) == t)
+
+
+def running_profile(state: BatchState) -> tuple[list[float], list[int]]:
+    """Free GPUs on [times[k], times[k+1]) by the running jobs' requested ends (the last segment
+    lasts forever), from ``state.time`` on."""
+    times = [state.time]
     free = [state.free_gpus]
     for r in sorted(state.running, key=lambda r: r.requested_end):
         if r.requested_end > times[-1]:
@@ -161,29 +210,33 @@ def conservative(order: Sequence[QueuedBatch], state: BatchState) -> tuple[str, 
             free.append(free[-1] + r.gpus)
         else:
             free[-1] += r.gpus
-    started: list[str] = []
-    for q in order:
-        k = _earliest(times, free, q.gpus, q.requested_s)
-        if k is None:
-            continue
-        s = times[k]
-        e = s + q.requested_s
-        j = bisect.bisect_left(times, e)
-        if j == len(times) or times[j] != e:
-            times.insert(j, e)
-            free.insert(j, free[j - 1])
-        for m in range(k, j):
-            free[m] -= q.gpus
-        if s == t:
-            started.append(q.name)
-    return tuple(started)
+    return times, free
+
+
+def reserve(times: list[float], free: list[int], gpus: int, dur: float) -> float | None:
+    """Reserve ``gpus`` GPUs for ``dur`` seconds at the earliest breakpoint of the profile where
+    they stay free (updating it in place); the reservation's start, or None if there is none."""
+    k = _earliest(times, free, gpus, dur)
+    if k is None:
+        return None
+    s = times[k]
+    e = s + dur
+    j = bisect.bisect_left(times, e)
+    if j == len(times) or times[j] != e:
+        times.insert(j, e)
+        free.insert(j, free[j - 1])
+    for m in range(k, j):
+        free[m] -= gpus
+    return s
 
 
 def _earliest(times: list[float], free: list[int], gpus: int, dur: float) -> int | None:
     """Index of the earliest breakpoint from which ``gpus`` GPUs stay free for ``dur`` seconds."""
     n = len(times)
-    for k in range(n):
+    k = 0
+    while k < n:
         if free[k] < gpus:
+            k += 1
             continue
         end = times[k] + dur
         m = k + 1
@@ -191,7 +244,51 @@ def _earliest(times: list[float], free: list[int], gpus: int, dur: float) -> int
             m += 1
         if m == n or times[m] >= end:
             return k
+        # segment m is too full and lies inside the window of every start from k to m
+        k = m + 1
     return None
+
+
+class _SuffixMinimum:
+    """Per GPU count, the shortest requested time among the jobs from each position on: a job
+    can start now only if its GPUs stay free for its requested time from now, and reserving
+    more jobs only lowers the profile, so once no later job passes that test none starts now."""
+
+    def __init__(self, jobs: Sequence[QueuedBatch]) -> None:
+        n = len(jobs)
+        self.shortest: dict[int, list[float]] = {}
+        for g in {q.gpus for q in jobs}:
+            col = [math.inf] * (n + 1)
+            for i in range(n - 1, -1, -1):
+                q = jobs[i]
+                col[i] = min(col[i + 1], q.requested_s) if q.gpus == g else col[i + 1]
+            self.shortest[g] = col
+
+    def may_start_now(self, i: int, times: list[float], free: list[int]) -> bool:
+        """Could a job from position ``i`` on start now in this profile?"""
+        n = len(times)
+        for g, col in self.shortest.items():
+            need = col[i]
+            if need == math.inf or free[0] < g:
+                continue
+            m = 1
+            while m < n and free[m] >= g:
+                m += 1
+            if m == n or times[m] >= times[0] + need:
+                return True
+        return False
+
+
+@dataclass
+class _Reservations:
+    """Conservative backfilling's profile after one decision: its time, the running jobs (name,
+    requested end), the queued jobs in order, and the free GPUs with all their reservations."""
+
+    time: float
+    running: set[tuple[str, float]]
+    queued: list[str]
+    times: list[float]
+    free: list[int]
 
 
 BATCH_QUEUES: dict[str, tuple[str, bool]] = {
