@@ -209,12 +209,14 @@ def simulate_steps(
     record_history: bool = True,
     restart_rule: str = "on_restart",
     storage: Storage | StorageSpec | None = None,
+    bound: bool = True,
 ) -> Generator[ClusterState, Decision, SimResult]:
     """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
     each decision point, applies the Decision sent back, and returns the SimResult at the end.
 
     ``policy`` only sets the execution mode and slot (``resolve_execution``) and is reset once;
-    its ``decide`` is never called.
+    its ``decide`` is never called. ``bound=False`` skips the lower bound's LP at the end
+    (``summary["mean_jct_lower_bound"]`` is NaN), for drivers that never read it.
     """
     sim = _Simulator(
         jobs,
@@ -228,6 +230,7 @@ def simulate_steps(
         restart_rule,
         storage,
     )
+    sim.with_bound = bool(bound)
     return sim.steps()
 
 
