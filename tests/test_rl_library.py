@@ -147,6 +147,7 @@ def test_dl2_trains_through_the_library_after_its_warm_up_from_drf(tmp_path):
         (["train", "ppo", "--env", "nowhere", "--steps", "3"], "workload must be one of"),
         (["train", "ppo", "--steps", "0"], "steps must be"),
         (["train", "deeprm_env", "--steps", "0"], "steps must be"),
+        (["train", "deeprm", "--teacher", "smaller", "--steps", "3"], "teacher: 'smaller' needs"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):
