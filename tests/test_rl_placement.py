@@ -170,6 +170,8 @@ def test_size_choices_and_the_sized_teacher():
     assert c["only_below"] >= c["started_below"] and 0.0 <= c["mass_below"] <= 1.0
     assert c["starts"] == 20 and c["mean_jct"] > 0  # the workload's 20 jobs each start once
     assert SizedTeacher(fallback=False).name == "teacher"
+    with pytest.raises(InvalidInput, match="agent: 'drf' is not a placement agent"):
+        size_choices("drf", seeds=[1000])
 
 
 def test_one_size_is_the_request_only_action_space():

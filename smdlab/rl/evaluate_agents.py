@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from smdlab.errors import InvalidInput
 from smdlab.policies.base import ClusterState, Decision
 from smdlab.policies.learned._placement_agent import PlacementAgentPolicy
 from smdlab.policies.registry import get_policy
@@ -139,6 +140,8 @@ def size_choices(
     base = load_scenario(locality_scenario())
     cluster = base.build_cluster()
     policy = get_policy(agent, **({"weights": weights} if weights else {}))
+    if not isinstance(policy, PlacementAgentPolicy):
+        raise InvalidInput(f"agent: {agent!r} is not a placement agent (deeprm, sched2)")
     rec = _Recorder(policy)
     jcts = []
     for seed in seeds:
