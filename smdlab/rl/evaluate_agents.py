@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from smdlab.errors import InvalidInput
-from smdlab.policies.base import ClusterState, Decision
+from smdlab.policies.base import Policy
 from smdlab.policies.learned._placement_agent import PlacementAgentPolicy
 from smdlab.policies.registry import get_policy
 from smdlab.rl.evaluate import HELD_OUT
@@ -126,23 +126,11 @@ class SizedTeacher(PlacementAgentPolicy):
         """The teacher's next action (``PlacementBuilder.expert_action``)."""
         return builder.expert_action(smaller=self.fallback)
 
-    def decide(self, state: ClusterState) -> Decision:
-        """Start waiting jobs until the teacher waits."""
-        return super().decide(state)
 
-
-def size_choices(
-    agent: str, seeds: Sequence[int] = HELD_OUT, weights: str | None = None
-) -> dict[str, float]:
-    """How ``agent`` (deeprm or sched2) uses its size levels on ``locality_small``'s held-out
-    workloads: decision steps, starts, starts below the request, steps where a job may start only
-    below its request and how often it then does, and the mean softmax mass on starts below."""
+def held_out_mean_jct(policy: Policy, seeds: Sequence[int] = HELD_OUT) -> float:
+    """``policy``'s mean JCT over ``locality_small``'s workloads drawn with ``seeds``."""
     base = load_scenario(locality_scenario())
     cluster = base.build_cluster()
-    policy = get_policy(agent, **({"weights": weights} if weights else {}))
-    if not isinstance(policy, PlacementAgentPolicy):
-        raise InvalidInput(f"agent: {agent!r} is not a placement agent (deeprm, sched2)")
-    rec = _Recorder(policy)
     jcts = []
     for seed in seeds:
         jobs = dataclasses.replace(base, seed=seed).build_jobs(cluster)
@@ -155,9 +143,23 @@ def size_choices(
             record_history=False,
         )
         jcts.append(float(res.summary["mean_jct"]))
+    return float(np.mean(jcts))
+
+
+def size_choices(
+    agent: str, seeds: Sequence[int] = HELD_OUT, weights: str | None = None
+) -> dict[str, float]:
+    """How ``agent`` (deeprm or sched2) uses its size levels on ``locality_small``'s held-out
+    workloads: decision steps, starts, starts below the request, steps where a job may start only
+    below its request and how often it then does, and the mean softmax mass on starts below."""
+    policy = get_policy(agent, **({"weights": weights} if weights else {}))
+    if not isinstance(policy, PlacementAgentPolicy):
+        raise InvalidInput(f"agent: {agent!r} is not a placement agent (deeprm, sched2)")
+    rec = _Recorder(policy)
+    jct = held_out_mean_jct(policy, seeds)
     out: dict[str, float] = dict(rec.counts)
     out["mass_below"] = float(np.mean(rec.mass)) if rec.mass else 0.0
-    out["mean_jct"] = float(np.mean(jcts))
+    out["mean_jct"] = jct
     return out
 
 
@@ -205,23 +207,9 @@ def _print_sizes(seeds: Sequence[int], weights: Mapping[str, str]) -> None:
             f"{c['only_below']:.0f} | {c['started_below']:.0f} | {c['mass_below']:.4f} | "
             f"{c['mean_jct']:,.0f} |"
         )
-    base = load_scenario(locality_scenario())
-    cluster = base.build_cluster()
     for fallback in (False, True):
         policy = SizedTeacher(fallback=fallback)
-        jcts = []
-        for seed in seeds:
-            jobs = dataclasses.replace(base, seed=seed).build_jobs(cluster)
-            res = simulate(
-                jobs,
-                cluster,
-                policy,
-                mode=base.simulation["mode"],
-                restart_s=base.simulation["restart_s"],
-                record_history=False,
-            )
-            jcts.append(float(res.summary["mean_jct"]))
-        print(f"| {policy.name} (3 sizes) | | | | | | | {np.mean(jcts):,.0f} |")
+        print(f"| {policy.name} (3 sizes) | | | | | | | {held_out_mean_jct(policy, seeds):,.0f} |")
 
 
 if __name__ == "__main__":
