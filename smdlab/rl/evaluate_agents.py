@@ -21,7 +21,8 @@ import pandas as pd
 
 from smdlab.errors import InvalidInput
 from smdlab.policies.base import Policy
-from smdlab.policies.learned._placement_agent import PlacementAgentPolicy
+from smdlab.policies.learned.deeprm import DeepRM
+from smdlab.policies.learned.sched2 import Sched2
 from smdlab.policies.registry import get_policy
 from smdlab.rl.evaluate import HELD_OUT
 from smdlab.rl.placement_builder import PlacementBuilder
@@ -70,7 +71,7 @@ class _Recorder:
     """Wraps a placement agent's ``act``: per action, its size level and the masked softmax
     mass the actor gives to starts below the request."""
 
-    def __init__(self, policy: PlacementAgentPolicy) -> None:
+    def __init__(self, policy: DeepRM | Sched2) -> None:
         self.policy = policy
         self.counts = {"decisions": 0, "starts": 0, "below": 0, "only_below": 0, "started_below": 0}
         self.mass: list[float] = []
@@ -106,7 +107,7 @@ class _Recorder:
         return a
 
 
-class SizedTeacher(PlacementAgentPolicy):
+class SizedTeacher(Sched2):
     """The placement agents' warm-up teacher as a policy with ``sizes`` size levels: with
     ``fallback`` its ``smaller`` variant, which starts a job below its request where the teacher
     would wait (``PlacementBuilder.expert_action``). It reads no weights."""
@@ -153,7 +154,7 @@ def size_choices(
     workloads: decision steps, starts, starts below the request, steps where a job may start only
     below its request and how often it then does, and the mean softmax mass on starts below."""
     policy = get_policy(agent, **({"weights": weights} if weights else {}))
-    if not isinstance(policy, PlacementAgentPolicy):
+    if not isinstance(policy, DeepRM | Sched2):
         raise InvalidInput(f"agent: {agent!r} is not a placement agent (deeprm, sched2)")
     rec = _Recorder(policy)
     jct = held_out_mean_jct(policy, seeds)
