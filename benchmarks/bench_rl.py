@@ -1,6 +1,6 @@
 """Speed target: DL2's environment takes at least 2,000 steps per second with a random
 masked policy on 20-job windows. Prints a Markdown table: steady state (the workload pool already
-drawn once) and cold (every episode a new workload draw, its lower bound solved at the end).
+drawn once) and cold (every episode a new workload draw; the environment skips the lower bound's LP).
 
     python benchmarks/bench_rl.py [--steps N] [--pool K]
 """

@@ -615,6 +615,12 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup-lr", type=float, default=1e-3, help="learning rate of the warm-up (default 1e-3)"
     )
     p.add_argument(
+        "--teacher",
+        default="request",
+        help="deeprm, sched2 with --sizes: the warm-up teacher, 'request' (every job at its "
+        "request) or 'smaller' (starts a job below its request rather than wait); default request",
+    )
+    p.add_argument(
         "--lr",
         type=float,
         help="learning rate (default 3e-4, Adam; deeprm_env: 1e-3, RMSProp)",
@@ -691,6 +697,7 @@ def _train(args: argparse.Namespace) -> int:
         entropy=args.entropy,
         warmup=args.warmup or 0,
         warmup_lr=args.warmup_lr,
+        teacher=args.teacher,
     )
     summary = train(args.out, cfg, force=args.force, time_limit=args.time_limit)
     where = f" on {args.env}" if args.agent == "ppo" else ""

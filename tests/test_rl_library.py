@@ -98,6 +98,10 @@ def test_bad_settings_are_refused_in_one_line(tmp_path):
         train(tmp_path, PPOConfig(agent="dl2", sizes=2))
     with pytest.raises(InvalidInput, match="time_limit"):
         train(tmp_path, TINY, time_limit=0)
+    with pytest.raises(InvalidInput, match="teacher: 'smaller' needs deeprm or sched2"):
+        train(tmp_path, PPOConfig(agent="deeprm", teacher="smaller"))
+    with pytest.raises(InvalidInput, match="teacher must be one of"):
+        train(tmp_path, PPOConfig(agent="deeprm", sizes=3, teacher="drf"))
 
 
 def test_a_time_limit_stops_at_a_rollout_boundary_and_its_steps_repeat_the_run(trained, tmp_path):
@@ -143,6 +147,7 @@ def test_dl2_trains_through_the_library_after_its_warm_up_from_drf(tmp_path):
         (["train", "ppo", "--env", "nowhere", "--steps", "3"], "workload must be one of"),
         (["train", "ppo", "--steps", "0"], "steps must be"),
         (["train", "deeprm_env", "--steps", "0"], "steps must be"),
+        (["train", "deeprm", "--teacher", "smaller", "--steps", "3"], "teacher: 'smaller' needs"),
     ],
 )
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, message):

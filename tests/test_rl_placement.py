@@ -140,6 +140,40 @@ def test_sized_actions_start_jobs_at_the_chosen_count_and_masks_hold(observation
     assert info["mean_jct"] > 0
 
 
+def test_the_smaller_teacher_starts_below_the_request_only_where_the_teacher_waits():
+    env = make_env(observation="sched2", sizes=3)
+    env.reset(options={"workload_seed": 1001})
+    below = 0
+    for _ in range(600):
+        b = env.builder
+        if b is None:
+            break
+        plain, smaller = env.expert_action(), env.expert_action(smaller=True)
+        if plain != env.wait_action:  # the teacher starts a job: the variant does the same
+            assert smaller == plain and plain % b.per % b.sizes == 0
+        elif smaller != env.wait_action:  # it would wait: the variant starts a job below
+            assert env.action_masks()[smaller] and smaller % b.per % b.sizes > 0
+            below += 1
+            if below == 3:
+                break
+        _, _, term, _, _ = env.step(smaller)
+        if term:
+            break
+    assert below == 3
+
+
+def test_size_choices_and_the_sized_teacher():
+    from smdlab.rl.evaluate_agents import SizedTeacher, size_choices
+
+    c = size_choices("sched2", seeds=[1000])
+    assert c["decisions"] >= c["starts"] >= c["below"] >= c["started_below"]
+    assert c["only_below"] >= c["started_below"] and 0.0 <= c["mass_below"] <= 1.0
+    assert c["starts"] == 20 and c["mean_jct"] > 0  # the workload's 20 jobs each start once
+    assert SizedTeacher(fallback=False).name == "teacher"
+    with pytest.raises(InvalidInput, match="agent: 'drf' is not a placement agent"):
+        size_choices("drf", seeds=[1000])
+
+
 def test_one_size_is_the_request_only_action_space():
     one = make_env(observation="deeprm")
     three = make_env(observation="deeprm", sizes=3)

@@ -182,6 +182,7 @@ class DL2Env(EpisodeJobs, gym.Env):
             slot_s=self.slot_s,
             restart_s=self.restart_s,
             record_history=False,
+            lower_bound=False,  # the lower bound's LP: a cost per episode nothing here reads
         )
         self.result = None
         self.slots = 0

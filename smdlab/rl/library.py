@@ -127,12 +127,18 @@ class PPOConfig:
     warmup_epochs: int = 10  # passes of cross-entropy over the teacher's steps
     warmup_lr: float = 1e-3
     train_seeds: int = 100
+    # deeprm, sched2 with sizes: "smaller" warms up from the teacher that starts a job below its
+    # request rather than wait (``PlacementBuilder.expert_action``); "request" never does
+    teacher: str = "request"
 
     def checked(self) -> PPOConfig:
         """This config with every field validated (InvalidInput names the bad one)."""
         agent = check_choice("agent", self.agent, AGENTS)
         if agent == "ppo" and self.warmup:
             raise InvalidInput("warmup: the control learner has no teacher; use 0")
+        teacher = check_choice("teacher", self.teacher, TEACHERS)
+        if teacher == "smaller" and (agent not in PLACEMENT or self.sizes < 2):
+            raise InvalidInput("teacher: 'smaller' needs deeprm or sched2 with sizes of 2 or more")
         return dataclasses.replace(
             self,
             agent=agent,
@@ -153,6 +159,7 @@ class PPOConfig:
             warmup_epochs=check_int("warmup_epochs", self.warmup_epochs, 1),
             warmup_lr=check_positive("warmup_lr", self.warmup_lr),
             train_seeds=check_int("train_seeds", self.train_seeds, 1),
+            teacher=teacher,
         )
 
 
@@ -201,6 +208,7 @@ def check_checkpoint(path: str | Path) -> None:
 
 
 PLACEMENT = ("deeprm", "sched2")
+TEACHERS = ("request", "smaller")  # the placement agents' warm-up teachers (PPOConfig.teacher)
 
 
 def agent_env(cfg: PPOConfig) -> Any:
@@ -299,7 +307,7 @@ def imitate(model: Any, env: Any, cfg: PPOConfig) -> tuple[int, list[float]]:
         rewards: list[float] = []
         done = False
         while not done:
-            a = env.expert_action()
+            a = env.expert_action(smaller=True) if cfg.teacher == "smaller" else env.expert_action()
             xs.append(obs)
             masks.append(env.action_masks())
             acts.append(a)

@@ -390,13 +390,15 @@ class PlacementBuilder:
     def _spans(self, tasks: tuple) -> int:
         return len({m for m, w, _ in tasks if w > 0}) or 1
 
-    def expert_action(self, sensitive: float = SENSITIVE) -> int:
+    def expert_action(self, sensitive: float = SENSITIVE, smaller: bool = False) -> int:
         """The warm-up teacher's next action (a locality-aware first fit, ours): the first window
         job by arrival that can start on the fewest machines its request needs, on the best-fit
         such placement (the least free GPUs on the machine chosen first); a job that cannot is
         started anyway on the fewest machines free now if its locality sensitivity is below
         ``sensitive``, else passed over (it waits for room); "wait" when no job is chosen. It
-        starts every job at its request (size level 0)."""
+        starts every job at its request (size level 0). With ``smaller`` (ours), where it would
+        wait it starts instead the first window job that may start below its request, on its
+        first valid placement choice at the largest size that fits."""
         mask = self.mask()
         gpus = self._free_gpus()
         S = self.sizes
@@ -420,6 +422,11 @@ class PlacementBuilder:
             best = min(valid, key=lambda b: (spans[b], gpus[b], b))
             if spans[best] <= f.packed or f.sensitivity < sensitive:
                 return k * self.per + best * S
+        if smaller:
+            starts = np.flatnonzero(mask[:-1])
+            below = starts[starts % self.per % S > 0]
+            if len(below):
+                return int(below[0])
         return self.n_actions - 1 if mask[-1] else int(np.flatnonzero(mask)[0])
 
     def decision(self) -> Decision:

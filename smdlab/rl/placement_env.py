@@ -211,9 +211,12 @@ class PlacementEnv(EpisodeJobs, gym.Env):
             return mask
         return self.builder.mask().copy()
 
-    def expert_action(self) -> int:
-        """The warm-up teacher's next action (``PlacementBuilder.expert_action``)."""
-        return self.wait_action if self.builder is None else self.builder.expert_action()
+    def expert_action(self, smaller: bool = False) -> int:
+        """The warm-up teacher's next action (``PlacementBuilder.expert_action``; ``smaller``:
+        its variant that starts a job below its request rather than wait)."""
+        if self.builder is None:
+            return self.wait_action
+        return self.builder.expert_action(smaller=smaller)
 
     def _info(self, **extra: Any) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -241,6 +244,7 @@ class PlacementEnv(EpisodeJobs, gym.Env):
             mode=self.mode,
             restart_s=self.restart_s,
             record_history=False,
+            lower_bound=False,  # the lower bound's LP: a cost per episode nothing here reads
         )
         self.result = None
         self.steps = 0

@@ -82,8 +82,8 @@ def closed_form_bound(jobs: Sequence[Job], cluster: Cluster, mode: str = "wfbp")
 
 
 def run_bound(sim, job_df: pd.DataFrame) -> float:
-    """The bound for a finished run: over its completed jobs, NaN when the run left the bound's model (GPU-sharing groups, per-worker CPU/memory levels) or was asked not to compute it."""
-    if getattr(sim, "beyond_bound", False) or getattr(sim, "skip_bound", False):
+    """The bound for a finished run: over its completed jobs, NaN when the run left the bound's model (GPU-sharing groups, per-worker CPU/memory levels) or was asked for none."""
+    if getattr(sim, "beyond_bound", False) or not getattr(sim, "with_bound", True):
         return math.nan
     done = set(job_df.loc[job_df.status == "completed", "job"])
     jobs = [j for j in sim.jobs if j.name in done]

@@ -195,7 +195,7 @@ def simulate(
         storage,
     )
     sim.progress = bool(progress)
-    sim.skip_bound = not lower_bound
+    sim.with_bound = bool(lower_bound)
     if sharing_degree is None:
         sharing_degree = sim.settings.sharing_degree
     sim.sharing_degree = check_int("sharing_degree", sharing_degree, 1)
@@ -215,12 +215,14 @@ def simulate_steps(
     record_history: bool = True,
     restart_rule: str = "on_restart",
     storage: Storage | StorageSpec | None = None,
+    lower_bound: bool = True,
 ) -> Generator[ClusterState, Decision, SimResult]:
     """``simulate`` as a generator for an outside driver (``smdlab.rl``): it yields the state at
     each decision point, applies the Decision sent back, and returns the SimResult at the end.
 
     ``policy`` only sets the execution mode and slot (``resolve_execution``) and is reset once;
-    its ``decide`` is never called.
+    its ``decide`` is never called. ``lower_bound=False`` skips the lower bound's LP at the end
+    (``summary["mean_jct_lower_bound"]`` is NaN), for drivers that never read it.
     """
     sim = _Simulator(
         jobs,
@@ -234,6 +236,7 @@ def simulate_steps(
         restart_rule,
         storage,
     )
+    sim.with_bound = bool(lower_bound)
     return sim.steps()
 
 
@@ -241,7 +244,6 @@ class _Simulator(Engine):
     """One run: the engine's state driven by the event loop (``steps``) and a policy."""
 
     progress = False
-    skip_bound = False  # the summary's lower bound left NaN (``simulate(lower_bound=False)``)
 
     def __init__(
         self,
