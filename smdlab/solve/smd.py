@@ -331,7 +331,7 @@ def _most_profitable_per_demand(
 
 
 UNIT_SELECTION_JOBS = 100  # the second candidate selection pays on small instances only
-SLACK_JOBS = 100  # above this many jobs, a slack capacity gives every job its fastest configuration
+SLACK_JOBS = 0  # above this many jobs, a slack capacity gives every job its fastest configuration
 LP_SELECTION_COLUMNS = (
     4000  # above this many configuration columns the LP costs more than SMD itself
 )
