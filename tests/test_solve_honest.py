@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 import time
 
 import pytest
 
-from smdlab.errors import InvalidInput
-from smdlab.solve import api, knapsack, solve
-from smdlab.solve.cases import benchmark_instance
+from smdlab.errors import InvalidInput, SolverError
+from smdlab.solve import api, backends, knapsack, solve
+from smdlab.solve.cases import benchmark_instance, tight_instance
 from smdlab.solve.solution import OPTIMAL_GAP
 from smdlab.viz.solution import exact_label
 
@@ -74,3 +76,40 @@ def test_bad_limits_are_one_line(options, message):
     jobs, cluster = benchmark_instance(4, seed=0)
     with pytest.raises(InvalidInput, match=message):
         solve(jobs, cluster, "milp", **options)
+
+
+def test_a_milp_stopped_by_its_limit_reports_it_and_the_gap_proven_then():
+    jobs, cluster = tight_instance(200, 0, machines=50)
+    # the smallest limit: HiGHS stops at once, with the warm start as its incumbent
+    s = solve(jobs, cluster, "milp", backend="highs", place=False, time_limit=1e-3)
+    assert s.status == "time_limit" and s.time_limit_reached and not s.proven_optimal
+    assert math.isfinite(s.lower_bound) and s.lower_bound <= s.objective
+    assert 0 <= s.gap < 1
+    assert "time limit" in exact_label(s)
+
+
+def test_a_milp_solved_in_a_child_process_gives_the_in_process_answer(monkeypatch):
+    jobs, cluster = benchmark_instance(8, seed=2)
+    here = solve(jobs, cluster, "milp", backend="highs", place=False, time_limit=60)
+    monkeypatch.setattr(backends, "ISOLATE_COLUMNS", 0)
+    child = solve(jobs, cluster, "milp", backend="highs", place=False, time_limit=60)
+    assert "child process" in child.note and "child process" not in here.note
+    assert child.allocation == here.allocation and child.status == here.status == "optimal"
+
+
+def test_a_child_stopped_at_its_limit_reports_the_warm_start_and_a_proven_gap(monkeypatch):
+    monkeypatch.setattr(backends, "ISOLATE_COLUMNS", 0)
+    monkeypatch.setattr(backends, "_highs_isolated", lambda req, limit: None)  # as if stopped
+    jobs, cluster = tight_instance(60, 1, machines=15)
+    s = solve(jobs, cluster, "milp", backend="highs", place=False, time_limit=5)
+    assert s.status == "time_limit" and s.time_limit_reached
+    assert "was stopped" in s.note and "Lagrangian" in s.note
+    assert math.isfinite(s.lower_bound) and 0 <= s.gap < 1
+
+
+def test_a_child_that_overruns_is_stopped():
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    assert backends.run_isolated(argv, b"", 0.2) is None
+    assert backends.run_isolated([sys.executable, "-c", "print(1)"], b"", 30) == b"1\n"
+    with pytest.raises(SolverError, match="exit 3"):
+        backends.run_isolated([sys.executable, "-c", "raise SystemExit(3)"], b"", 30)

@@ -184,8 +184,12 @@ def _solve_milp(inst: Instance, o: MilpOptions) -> _Raw:
         backend=o.backend, time_limit=o.time_limit, mip_gap=o.mip_gap, mask=inst.pareto,
     )  # fmt: skip
     out = _Raw(r.workers, r.ps, r.bound, r.status, [r.backend], [r.note])
+    if not math.isfinite(r.bound):
+        # stopped before the solver proved a bound: resource prices still prove one, cheaply
+        out.lower = _lagrangian(inst)
+        out.notes.append("bound: Lagrangian (the solver had proved none by its time limit)")
     if r.status == "time_limit":
-        gap = (r.objective - r.bound) / r.objective if r.objective > 0 else math.nan
+        gap = (r.objective - out.lower) / r.objective if r.objective > 0 else math.nan
         out.notes.append(
             f"MILP stopped by its time limit: incumbent and bound reported "
             f"(gap proven by then {gap:.3g})"
@@ -259,10 +263,14 @@ def _solve_smd(inst: Instance, o: SmdOptions) -> _Raw:
         out.backends.append(lb.backend)
         out.notes.append(lb.note)
     elif o.bound:
-        out.lower = lagrangian_bound(
-            inst.cost, inst.pareto, inst.alpha, inst.gamma, inst.capacity, _defer(inst)
-        ).bound
+        out.lower = _lagrangian(inst)
     return out
+
+
+def _lagrangian(inst: Instance) -> float:
+    return lagrangian_bound(
+        inst.cost, inst.pareto, inst.alpha, inst.gamma, inst.capacity, _defer(inst)
+    ).bound
 
 
 def _solve_brute(inst: Instance, o: BruteOptions) -> _Raw:

@@ -331,7 +331,7 @@ def _most_profitable_per_demand(
 
 
 UNIT_SELECTION_JOBS = 100  # the second candidate selection pays on small instances only
-SLACK_JOBS = 100  # above this many jobs, a slack capacity gives every job its fastest configuration
+SLACK_JOBS = 0  # above this many jobs, a slack capacity gives every job its fastest configuration
 LP_SELECTION_COLUMNS = (
     4000  # above this many configuration columns the LP costs more than SMD itself
 )
@@ -490,14 +490,14 @@ def smd(
     allocations is kept. With ``polish``, after the iteration's own
     local search, ``defer_search`` may start, stop or exchange jobs where that lowers the
     objective of (P) (deferral charge included); with ``selection="smith"`` the selection is
-    kept as the rule made it. Above ``SLACK_JOBS`` jobs, when every job's fastest configuration
-    fits the capacity at once, that allocation (an optimum of (P)) is returned without iterating.
+    kept as the rule made it. Above ``SLACK_JOBS`` jobs (0: always), when every job's fastest
+    configuration fits the capacity at once, that allocation (an optimum of (P)) is returned
+    without iterating.
     """
     if inst.n > SLACK_JOBS:
         # Capacity slack: when every job's fastest configuration fits at once, that allocation is
         # an optimum of (P) (each job's term is at its minimum, and starting never costs more
-        # than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))). Large instances only, so
-        # smaller ones keep the heuristic's exact results.
+        # than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))).
         fw, fp = fastest_configurations(inst.tables)
         if fits(fw @ inst.alpha + fp @ inst.gamma, inst.capacity):
             return SmdResult(fw, fp, np.ones(inst.n, dtype=bool), None, "")

@@ -85,6 +85,11 @@ class Solution:
         return self.status == "optimal" and self.gap <= OPTIMAL_GAP * (1 + 1e-9)
 
     @property
+    def time_limit_reached(self) -> bool:
+        """Whether the solver stopped at its time limit (its incumbent and the bound proven by then)."""
+        return self.status == "time_limit"
+
+    @property
     def allocation(self) -> dict[str, tuple[int, int]]:
         """Job name -> (workers, ps); (0, 0) for a job not started."""
         return dict(zip(self.jobs, zip(self.workers, self.ps)))
