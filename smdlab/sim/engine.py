@@ -89,7 +89,9 @@ class Engine:
         self.lease_s: float | None = None  # set for a lease_rounds policy: its slot
         self.cluster = cluster
         self.beyond_bound = False  # set when a run leaves the lower bound's model (docs/bound.md)
-        self.with_bound = True  # False: no lower-bound LP at the end (simulate_steps(lower_bound=False))
+        self.with_bound = (
+            True  # False: no lower-bound LP at the end (simulate_steps(lower_bound=False))
+        )
         self.storage_run: StorageRun | None = None  # storage in the run (smdlab.sim.storage)
         self.resources = cluster.resources
         self.capacity = capacity_matrix(cluster)

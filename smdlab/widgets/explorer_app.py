@@ -22,6 +22,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from smdlab.errors import SmdlabError, check_int, check_positive
+from smdlab.model.job import Job
 from smdlab.solve import solve
 from smdlab.solve.api import Method
 from smdlab.solve.solution import Solution
@@ -210,33 +211,8 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
     def _timeline(self, sol: Solution, template: str | None = TEMPLATE):
         i = self.settings.focus
         job, cpu, mem = self._levels(self._jobs[i])
-        w, p = sol.workers[i], sol.ps[i]
-        if job.arch == "allreduce":  # the solver's zero-demand PS slot: the ring runs with p = 0
-            p = 0
-        elif w == 0:
-            p = 1
-        if w == 0:
-            return timeline_spec(
-                job,
-                1,
-                p,
-                self.settings.mode,
-                template=template,
-                cpu=cpu,
-                mem_gb=mem,
-                title=f"{job.name} is not started now; its iteration on 1 worker"
-                + ("" if p == 0 else ", 1 PS"),
-            )
-        return timeline_spec(
-            job,
-            w,
-            p,
-            self.settings.mode,
-            template=template,
-            cpu=cpu,
-            mem_gb=mem,
-            title=f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), "
-            f"{self.settings.mode}",
+        return _focus_timeline(
+            job, sol.workers[i], sol.ps[i], self.settings.mode, template, cpu, mem
         )
 
     def refresh(self, timeline_only: bool = False) -> None:
@@ -486,3 +462,21 @@ class Explorer(ExplorerControls, ScheduleMixin, StatusLineMixin, BackgroundApp, 
 def explorer(settings: ExplorerSettings | None = None, **options: Any) -> Explorer:
     """The live explorer (an ipywidgets container); options: milp_time_limit (s), run_exact, exact_grace_s (s), sim_processes (0: simulate on a thread)."""
     return Explorer(settings, **options)
+
+
+def _focus_timeline(
+    job: Job, w: int, p: int, mode: str, template: str | None, cpu: float | None, mem: float | None
+) -> go.Figure:
+    """The focus job's one-iteration timeline on (w, p) (on 1 worker when it is not started now)."""
+    if job.arch == "allreduce":  # the solver's zero-demand PS slot: the ring runs with p = 0
+        p = 0
+    elif w == 0:
+        p = 1
+    if w == 0:
+        title = f"{job.name} is not started now; its iteration on 1 worker" + (
+            "" if p == 0 else ", 1 PS"
+        )
+        w = 1
+    else:
+        title = f"{job.name}: one iteration on its allocation ({w} workers, {p} PSs), {mode}"
+    return timeline_spec(job, w, p, mode, template=template, cpu=cpu, mem_gb=mem, title=title)
