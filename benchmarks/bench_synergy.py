@@ -26,18 +26,10 @@ from pathlib import Path
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_policies, simulation_options
 from smdlab.workloads.scenario import load_scenario
-from smdlab.workloads.synergy import read_synergy
+from smdlab.workloads.synergy import AUTHORS_SCHEDULERS as AUTHORS, read_synergy
 
 TARGET_RATIO = 5.0
 # smdlab variant -> the authors' scheduler name in their output files
-AUTHORS = {
-    "fifo_proportional": "FIFO_fair",
-    "fifo_tune": "FIFO_tune",
-    "srtf_proportional": "SRTF_fair",
-    "srtf_tune": "SRTF_tune",
-    "las_proportional": "LAS_fair",
-    "las_tune": "LAS_tune",
-}
 
 
 def authors_cpu_s(folder: Path, variant: str, load: str) -> float | None:

@@ -25,15 +25,7 @@ from pathlib import Path
 from smdlab.paths import data_dir
 from smdlab.sim.runner import run_policies, simulation_options
 from smdlab.workloads.scenario import load_scenario
-
-AUTHORS = {
-    "fifo_proportional": "FIFO_fair",
-    "fifo_tune": "FIFO_tune",
-    "srtf_proportional": "SRTF_fair",
-    "srtf_tune": "SRTF_tune",
-    "las_proportional": "LAS_fair",
-    "las_tune": "LAS_tune",
-}
+from smdlab.workloads.synergy import AUTHORS_SCHEDULERS as AUTHORS
 
 
 def reference(ref: Path, load: str | None) -> dict[str, dict[str, float]]:

@@ -43,7 +43,24 @@ from smdlab.model.modelled_throughput import layered_throughput
 from smdlab.model.profiles import LayerProfile
 from smdlab.workloads.base import scaled_to_load
 
-__all__ = ["PROFILE_SOURCES", "PS_DEMANDS", "REQUIRED", "SYNERGY_NETWORKS", "read_synergy"]
+# Each Synergy scenario variant -> the scheduler name in its authors' simulator's output files.
+AUTHORS_SCHEDULERS: dict[str, str] = {
+    "fifo_proportional": "FIFO_fair",
+    "fifo_tune": "FIFO_tune",
+    "srtf_proportional": "SRTF_fair",
+    "srtf_tune": "SRTF_tune",
+    "las_proportional": "LAS_fair",
+    "las_tune": "LAS_tune",
+}
+
+__all__ = [
+    "AUTHORS_SCHEDULERS",
+    "PROFILE_SOURCES",
+    "PS_DEMANDS",
+    "REQUIRED",
+    "SYNERGY_NETWORKS",
+    "read_synergy",
+]
 
 PS_DEMANDS = ("none", "per_network")
 PROFILE_SOURCES = ("synergy", "smdlab")
