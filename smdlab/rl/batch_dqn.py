@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from smdlab.errors import InvalidInput, check_int
+from smdlab.errors import check_int
 from smdlab.policies.batch import ChainView, Provisioner, ProvisionState
 from smdlab.rl.batch_env import SUBMIT, ChainEnv, chain_observation
+from smdlab.rl.extra import rl_import
 
 # The library's DQN with a small MLP; the other values are the library's defaults scaled to a
 # budget of tens of thousands of steps (ours, not tuned beyond a check that it learns).
@@ -36,14 +37,7 @@ DQN_SETTINGS: dict[str, Any] = {
 
 def _dqn() -> Any:
     """stable-baselines3's DQN, or InvalidInput saying how to install it."""
-    try:
-        from stable_baselines3 import DQN
-    except ImportError:
-        raise InvalidInput(
-            "the dqn provisioner needs the rl extra: pip install -e '.[rl]' "
-            "(stable-baselines3, torch CPU)"
-        ) from None
-    return DQN
+    return rl_import("stable_baselines3", "DQN", "provisioner", "the dqn provisioner")
 
 
 def train_dqn(

@@ -29,6 +29,7 @@ import numpy as np
 from smdlab.errors import InvalidInput, check_int, check_positive
 from smdlab.paths import data_dir
 from smdlab.rl.deeprm_env import DeepRMEnv, DeepRMSetting, check_load
+from smdlab.rl.extra import rl_import
 from smdlab.rl.networks import Layers, mlp
 from smdlab.rl.weights import load_weights, save_weights
 
@@ -80,14 +81,7 @@ class DeepRMTrainConfig:
 
 def _torch() -> Any:
     """The torch module, or InvalidInput saying how to install it."""
-    try:
-        import torch
-    except ImportError:
-        raise InvalidInput(
-            "agent: training needs PyTorch; install the rl extra: pip install -e '.[rl]' "
-            "(torch==2.13.0, CPU)"
-        ) from None
-    return torch
+    return rl_import("torch", None, "agent", "training")
 
 
 def _softmax_sample(logits: np.ndarray, mask: np.ndarray, u: float) -> int:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
+from smdlab.rl.extra import rl_import
 from smdlab.rl.networks import Layers, mlp
 from smdlab.rl.placement_builder import MAX_SIZES
 from smdlab.rl.weights import load_weights, save_weights
@@ -49,14 +50,7 @@ HELD_OUT = tuple(range(1000, 1010))  # training draws workload seeds 0-99
 
 def _library() -> Any:
     """sb3-contrib's MaskablePPO, or InvalidInput saying how to install it."""
-    try:
-        from sb3_contrib import MaskablePPO
-    except ImportError:
-        raise InvalidInput(
-            "learner: MaskablePPO needs the rl extra: pip install -e '.[rl]' "
-            "(stable-baselines3, sb3-contrib, torch CPU)"
-        ) from None
-    return MaskablePPO
+    return rl_import("sb3_contrib", "MaskablePPO", "learner", "MaskablePPO")
 
 
 def require_masks(env: Any) -> None:
