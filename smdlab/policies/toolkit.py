@@ -569,7 +569,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     if not changed:
         return decision
     allocations = [a for a in decision.allocations if a.job not in changed]
-    for name in changed:
+    for name in (n for n in jobs if n in changed):  # job order: a set's order varies by hash seed
         tasks = tuple(
             (m, w, p) for m, (w, p) in sorted(per_machine[name].items()) if (w, p) != (0, 0)
         )

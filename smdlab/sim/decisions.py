@@ -9,6 +9,7 @@ queue, resized jobs restart on their new allocation, and started jobs (alone or 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import numpy as np
 
@@ -39,11 +40,14 @@ def apply_decision(sim: Engine, groups: SharingGroups, d: Decision) -> tuple[int
             and sim.alloc_job(a).worker_demand == sim.running[a.job].job.worker_demand
         )
     ]
-    leaving = {*preempt, *(a.job for a in resizes)}
-    touched = {g for n in leaving if (g := sim.running[n].group) is not None}
-    joins = {label for label in by_label if groups.runs(label)}
-    for label in joins & touched:
-        raise InvalidDecision(f"{where}: jobs join group {label!r} while members leave it")
+    # Insertion-ordered (dicts, not sets): the order jobs release and groups regroup in fixes the
+    # float sums and the history's row order, which a set's order would tie to the hash seed.
+    leaving = dict.fromkeys([*preempt, *(a.job for a in resizes)])
+    touched = dict.fromkeys(g for n in leaving if (g := sim.running[n].group) is not None)
+    joins = dict.fromkeys(label for label in by_label if groups.runs(label))
+    for label in joins:
+        if label in touched:
+            raise InvalidDecision(f"{where}: jobs join group {label!r} while members leave it")
     group_use = {label: groups.use(members) for label, members in by_label.items()}
     sim.free = _free_after(sim, groups, leaving, touched, (*starts, *resizes), group_use, joins)
     _preempt(sim, preempt, t)
@@ -61,11 +65,11 @@ def apply_decision(sim: Engine, groups: SharingGroups, d: Decision) -> tuple[int
 def _free_after(
     sim: Engine,
     groups: SharingGroups,
-    leaving: set[str],
-    touched: set[str],
+    leaving: Collection[str],
+    touched: Collection[str],
     taking: tuple,
     group_use: dict[str, np.ndarray],
-    joins: set[str],
+    joins: Collection[str],
 ) -> np.ndarray:
     """Free resources once ``leaving`` jobs release theirs and ``taking`` allocations (and the
     groups) take theirs; raises ``CapacityExceeded`` when a machine would be overfull."""
@@ -143,7 +147,7 @@ def _start(
     groups: SharingGroups,
     starts: list,
     by_label: dict[str, list],
-    joins: set[str],
+    joins: Collection[str],
     group_use: dict[str, np.ndarray],
     t: float,
 ) -> None:

@@ -281,7 +281,7 @@ class Engine:
                 continue
             if r.group is not None:
                 members = groups.get(r.group, {name})
-                oh = sum(self.restart_of(self.jobs[self.index[m]]) for m in members)
+                oh = sum(self.restart_of(self.jobs[self.index[m]]) for m in sorted(members))
             else:
                 oh = self.restart_of(r.job)
             r.resume = max(r.resume, r.seg_start + min(oh, dt))

@@ -8,6 +8,8 @@ share of it. When a member leaves, the rest share the group's use anew and speed
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from smdlab.execution import SHARING_KINDS, TIME_SLICE_S, TIME_SLICE_SWITCH_S
@@ -166,9 +168,9 @@ class SharingGroups:
             use = np.maximum(use, one)
         return use
 
-    def runs(self, gid: str, leaving: set[str] | None = None) -> list[Run]:
+    def runs(self, gid: str, leaving: Collection[str] | None = None) -> list[Run]:
         """Running members of group ``gid``, less ``leaving``."""
-        leaving = leaving or set()
+        leaving = leaving or ()
         running = self.sim.running
         return [
             r
@@ -176,7 +178,7 @@ class SharingGroups:
             if n not in leaving and (r := running.get(n)) is not None and r.group == gid
         ]
 
-    def held_use(self, gid: str, leaving: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    def held_use(self, gid: str, leaving: Collection[str]) -> tuple[np.ndarray, np.ndarray]:
         """(what the members of ``gid`` that stay hold now, what they will hold as a group)."""
         cap = self.sim.capacity
         use = np.zeros_like(cap)
@@ -221,7 +223,7 @@ class SharingGroups:
             )
 
     def start(
-        self, groups: dict[str, list], joins: set[str], group_use: dict[str, np.ndarray]
+        self, groups: dict[str, list], joins: Collection[str], group_use: dict[str, np.ndarray]
     ) -> dict[str, tuple[str, dict[str, float], np.ndarray | None]]:
         """Per label of a decision: (group id, each starting member's speed, each member's share
         of the group's use; None when the members join a running group and regroup after)."""
