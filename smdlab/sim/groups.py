@@ -8,6 +8,7 @@ share of it. When a member leaves, the rest share the group's use anew and speed
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 
 import numpy as np
@@ -33,6 +34,7 @@ class SharingGroups:
         self.members: dict[str, set[str]] = {}  # group id -> job names
         self.kinds: dict[str, str] = {}  # group id -> sharing kind (absent: Muri's interleaving)
         self.accumulation: dict[str, int] = {}  # gradient-accumulation steps of shared jobs
+        self.time_sliced = False  # whether any group of the run was time-sliced
 
     def check(self, allocations, starts, where: str) -> dict[str, list]:
         """Allocations per group label, checked: at most 4 jobs, same counts and placement, all starts."""
@@ -156,6 +158,16 @@ class SharingGroups:
         keep = 1.0 if n == 1 else max(0.0, 1.0 - TIME_SLICE_SWITCH_S / TIME_SLICE_S) / n
         return {j.name: solo[j.name] * keep for j in jobs}
 
+    def gpus_at_once(self) -> float:
+        """GPUs the running jobs hold, each counted alone, a time-sliced member by its turn (1/n of a group of n)."""
+        # Time-sliced members take turns on one set of GPUs: n of them are one job at a time there,
+        # so they count once together; space-shared members run at once and count each.
+        running = self.sim.running.values()
+        if not self.time_sliced:
+            return sum(r.gpus for r in running)
+        turns = Counter(r.group for r in running if self.kinds.get(r.group or "") == "time")
+        return sum(r.gpus / turns[r.group] if r.group in turns else r.gpus for r in running)
+
     def use(self, members) -> np.ndarray:
         """Per-machine use of a group: the maximum of its members' (machines x resources)."""
         sim = self.sim
@@ -240,6 +252,7 @@ class SharingGroups:
             kind = getattr(members[0], "sharing", None)
             if kind is not None:
                 self.kinds[gid] = kind
+                self.time_sliced |= kind == "time"
             speed = self.speeds(jobs, w, p, kind)
             started[label] = (gid, speed, group_use[label] / len(members))
         return started

@@ -128,6 +128,6 @@ class Recorder:
         self.share_area[1] += dt * busy
 
     def gpu_sharing(self) -> float:
-        """Time-weighted mean number of jobs per busy GPU (1.0 without sharing; NaN: no GPU used)."""
+        """Time-weighted mean number of jobs running at once per busy GPU (1.0 without sharing; NaN: no GPU used)."""
         held, busy = self.share_area
         return held / busy if busy > 0 else math.nan

@@ -25,7 +25,6 @@ import heapq
 import math
 import time
 from collections.abc import Generator, Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING, Never
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive, reject_former
@@ -78,7 +77,6 @@ __all__ = [
 # Idle decision points (nothing runs, jobs wait, no arrival pending) a policy that asks for a
 # later decision point may spend before the run is declared stalled.
 IDLE_WAKE_LIMIT = 20
-_GPUS = attrgetter("gpus")  # GPUs a Run holds
 
 
 def _policy_from(policy: Policy | str) -> Policy:
@@ -454,4 +452,4 @@ class _Simulator(Engine):
         dt = t - self.t
         if dt > 0 and self.gpu_index is not None and self.running:
             busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
-            self.log.integrate_sharing(dt, sum(map(_GPUS, self.running.values())), busy)
+            self.log.integrate_sharing(dt, self.groups.gpus_at_once(), busy)
