@@ -71,6 +71,27 @@ def test_bounds_figure_orders_bound_achieved_and_optimum(case):
     assert "optimal" in tr.text[2]
 
 
+def test_figures_and_explorer_name_the_bound_the_solution_carries(case):
+    # A Lagrangian bound was drawn and named "LP lower bound": the label follows bound_kind now.
+    from smdlab.widgets.explorer_panels import StatusLineMixin
+    from smdlab.widgets.scenario import default_settings
+
+    jobs, cluster, smd, exact = case
+    lag = solve(jobs, cluster, "smd", bound_method="lagrangian")
+    assert (smd.bound_kind, lag.bound_kind, exact.bound_kind) == ("lp", "lagrangian", "milp")
+    assert bounds_figure(lag, exact).data[0].x[0] == "Lagrangian bound"
+    assert [tr.name for tr in smd_trace_figure(lag, exact).data][2] == "Lagrangian bound"
+    # the larger of several bounds is drawn, under its own name
+    assert bounds_figure([lag, exact]).data[0].x[0] == (
+        "MILP bound" if exact.lower_bound > lag.lower_bound else "Lagrangian bound"
+    )
+    unbounded = solve(jobs, cluster, "smd", bound=False)
+    assert unbounded.bound_kind == "" and bounds_figure(unbounded).data[0].x[0] == "lower bound"
+    line = StatusLineMixin()  # the explorer's headline reads only these attributes
+    line.settings, line.solution, line.exact_solution = default_settings(), lag, None
+    assert "gap to Lagrangian bound" in line.headline()
+
+
 def test_bounds_figure_marks_a_missing_or_unproven_optimum(case):
     _, _, smd, exact = case
     pending = bounds_figure(smd, exact_note="solving…").data[0]

@@ -164,6 +164,7 @@ class _Raw:
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     objective: float | None = None  # the LP's own objective (method lp); None: the allocation's
+    bound_kind: str = "lp"  # which bound ``lower`` is (Solution.bound_kind)
 
 
 def _defer(inst: Instance) -> np.ndarray | None:
@@ -183,10 +184,10 @@ def _solve_milp(inst: Instance, o: MilpOptions) -> _Raw:
         inst.cost, inst.alpha, inst.gamma, inst.capacity, _defer(inst),
         backend=o.backend, time_limit=o.time_limit, mip_gap=o.mip_gap, mask=inst.pareto,
     )  # fmt: skip
-    out = _Raw(r.workers, r.ps, r.bound, r.status, [r.backend], [r.note])
+    out = _Raw(r.workers, r.ps, r.bound, r.status, [r.backend], [r.note], bound_kind="milp")
     if not math.isfinite(r.bound):
         # stopped before the solver proved a bound: resource prices still prove one, cheaply
-        out.lower = _lagrangian(inst)
+        out.lower, out.bound_kind = _lagrangian(inst), "lagrangian"
         out.notes.append("bound: Lagrangian (the solver had proved none by its time limit)")
     if r.status == "time_limit":
         gap = (r.objective - out.lower) / r.objective if r.objective > 0 else math.nan
@@ -263,7 +264,7 @@ def _solve_smd(inst: Instance, o: SmdOptions) -> _Raw:
         out.backends.append(lb.backend)
         out.notes.append(lb.note)
     elif o.bound:
-        out.lower = _lagrangian(inst)
+        out.lower, out.bound_kind = _lagrangian(inst), "lagrangian"
     return out
 
 
@@ -275,7 +276,7 @@ def _lagrangian(inst: Instance) -> float:
 
 def _solve_brute(inst: Instance, o: BruteOptions) -> _Raw:
     w, p, value = brute_force(inst)
-    return _Raw(w, p, value, "optimal", ["numpy"])
+    return _Raw(w, p, value, "optimal", ["numpy"], bound_kind="exact")
 
 
 _SOLVERS: Mapping[Method, Callable[[Instance, Any], _Raw]] = MappingProxyType(
@@ -425,6 +426,7 @@ def solve(
         objective=float(objective),
         lower_bound=float(lower),
         gap=float(gap),
+        bound_kind=raw.bound_kind if np.isfinite(lower) else "",
         status=raw.status,
         backend=",".join(dict.fromkeys(raw.backends)),
         note=note,

@@ -45,6 +45,9 @@ class Solution:
     pooled_workers, pooled_ps: the allocation before placement (equal to workers/ps without shrinking).
     placement: the placement on machines, when placed.
     shrink_steps: single-task removals placement needed (0 when not placed).
+    bound_kind: which bound ``lower_bound`` is: ``lp`` (the LP relaxation), ``lagrangian`` (resource
+        prices), ``milp`` (the MILP solver's proven bound), ``exact`` (brute force's optimum), or
+        ``""`` (none computed).
     """
 
     method: str
@@ -74,6 +77,7 @@ class Solution:
     pooled_ps: tuple[int, ...] = ()
     placement: PlacementResult | None = None
     shrink_steps: int = 0
+    bound_kind: str = ""
 
     @property
     def proven_optimal(self) -> bool:

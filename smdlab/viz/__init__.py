@@ -1,7 +1,7 @@
 """Plotly figure builders over smdlab's results; each returns a ``plotly.graph_objects.Figure``.
 
 - model: ``timeline_figure`` (one iteration, layer by layer), ``overlap_figure``, ``ratio_figure``.
-- solution: ``allocation_figure``, ``bounds_figure`` (LP bound vs achieved vs exact), ``smd_trace_figure``.
+- solution: ``allocation_figure``, ``bounds_figure`` (lower bound vs achieved vs exact), ``smd_trace_figure``.
 - sim: ``jct_cdf_figure``, ``policy_summary_figure``, ``utilisation_figure``, ``job_gantt_figure``.
 - decomposition: the SMD subproblem taken apart (``ratio_table``, ``subproblem_step``, ``speed_heatmap_figure``).
 - experiments: figures of the numerical experiments (``smdlab reproduce``).

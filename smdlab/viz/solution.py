@@ -169,6 +169,20 @@ def allocation_figure(
     return go.Figure(allocation_spec(solution, jobs, cluster, title=title, template=template))
 
 
+# What each kind of ``Solution.bound_kind`` is called in the figures and the explorer.
+BOUND_LABELS = {
+    "lp": "LP lower bound",
+    "lagrangian": "Lagrangian bound",
+    "milp": "MILP bound",
+    "exact": "optimum (brute force)",
+}
+
+
+def bound_label(solution: Solution) -> str:
+    """The name of ``solution``'s lower bound: LP, Lagrangian, MILP, or brute force's optimum."""
+    return BOUND_LABELS.get(solution.bound_kind, "lower bound")
+
+
 def exact_label(exact: Solution) -> str:
     """What an exact result proved: optimal, or the gap to its bound and why it is not zero."""
     if exact.proven_optimal:
@@ -204,9 +218,10 @@ def bounds_spec(
         _check_solution(s)
     if exact is not None:
         _check_solution(exact)
-    bounds = [s.lower_bound for s in sols if math.isfinite(s.lower_bound)]
-    lower = max(bounds) if bounds else math.nan
-    x = ["LP lower bound"]
+    bounded = [s for s in sols if math.isfinite(s.lower_bound)]
+    best = max(bounded, key=lambda s: s.lower_bound) if bounded else None
+    lower = best.lower_bound if best is not None else math.nan
+    x = [bound_label(best) if best is not None else "lower bound"]
     y = [lower]
     colours = [BOUND_COLORS["lower"]]
     symbols = ["line-ew-open"]
@@ -230,7 +245,7 @@ def bounds_spec(
         symbols.append("diamond" if proven else "diamond-open")
         texts.append(f"{exact.objective:,.0f} {exact_label(exact)}")
     else:
-        # No value yet: a hollow placeholder at the LP bound's height carries the note.
+        # No value yet: a hollow placeholder at the bound's height carries the note.
         y.append(lower if math.isfinite(lower) else 0.0)
         colours.append(BOUND_COLORS["missing"])
         symbols.append("circle-open")
@@ -305,7 +320,7 @@ def smd_trace_figure(
     title: str | None = None,
     template: str | None = TEMPLATE,
 ) -> go.Figure:
-    """SMD's iterations: ||psi|| (log scale) and the true objective, with the LP bound and exact optimum."""
+    """SMD's iterations: ||psi|| (log scale) and the true objective, with its lower bound and exact optimum."""
     _check_solution(solution)
     if solution.method != "smd" or not solution.trace:
         raise InvalidInput(
@@ -351,7 +366,7 @@ def smd_trace_figure(
                 x=xs,
                 y=[solution.lower_bound] * 2,
                 mode="lines",
-                name="LP lower bound",
+                name=bound_label(solution),
                 line={"color": BOUND_COLORS["lower"], "dash": "dash"},
             ),
             row=1,

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from smdlab.solve.solution import Solution
 from smdlab.viz.sim import schedule_spec
-from smdlab.viz.solution import exact_label
+from smdlab.viz.solution import bound_label, exact_label
 from smdlab.viz.style import method_label
 from smdlab.widgets.live import Background, Superseded, sync_figure
 from smdlab.widgets.sim_pool import (
@@ -307,7 +307,7 @@ class StatusLineMixin:
         gap = "n/a" if math.isnan(sol.gap) else f"{sol.gap:.2%}"
         return (
             f"<b>{html.escape(method_label(chosen))}</b>: {len(sol.started)}/{len(sol.jobs)} jobs "
-            f"started, Σ JCT {sol.objective:,.0f} s, gap to LP bound {gap}, solved in "
+            f"started, Σ JCT {sol.objective:,.0f} s, gap to {bound_label(sol)} {gap}, solved in "
             f"{sol.wall_time_s * 1e3:.0f} ms"
         )
 
