@@ -124,6 +124,54 @@ def test_packed_lp_shares_a_gpu_when_the_pair_is_worth_it(solver: str) -> None:
     assert x[2, 2] == pytest.approx(0.0, abs=1e-6) and x[:2, 2].sum() == pytest.approx(1.0)
 
 
+def test_packed_lp_matrix_equals_its_term_by_term_statement(monkeypatch) -> None:
+    # The HiGHS path builds the constraint matrix with array operations; it must be the LP the
+    # policy states term by term (per job, per combination holding it, per GPU type), entry
+    # for entry, zeros left out, so the solution is the same.
+    import scipy.sparse as sp
+
+    import smdlab.solve.gavel_lp as gl
+
+    rng = np.random.default_rng(5)
+    m, k = 14, 3
+    T = rng.uniform(0.0, 10.0, (m, k)) * (rng.random((m, k)) > 0.2)
+    T[:, 2] += 1.0  # every job runs on some type
+    g = rng.choice([1.0, 2.0], m)
+    w = rng.uniform(0.5, 2.0, m)
+    G = np.array([3.0, 4.0, 5.0])
+    pairs = [(a, b) for a in range(m) for b in range(a + 1, m) if g[a] == g[b]]
+    P = rng.uniform(0.0, 8.0, (len(pairs), 2, k)) * (rng.random((len(pairs), 2, k)) > 0.3)
+    seen = {}
+    real = gl.solve_lp
+    monkeypatch.setattr(gl, "solve_lp", lambda *a, **kw: seen.setdefault("a", a) and real(*a, **kw))
+    x = gl.gavel_max_min_fairness_packed(T, g, G, pairs, P, w, solver="highs")
+    combos, nv = m + len(pairs), (m + len(pairs)) * k + 1
+    holding = [[i] for i in range(m)]
+    rate = {(i, i): T[i] for i in range(m)}
+    for p, (a, b) in enumerate(pairs):
+        holding[a].append(m + p)
+        holding[b].append(m + p)
+        rate[a, m + p], rate[b, m + p] = P[p, 0], P[p, 1]
+    sf = np.concatenate([g, g[[a for a, _ in pairs]]])
+    prop = T @ (G / m / (G / m).sum())
+    want = sp.lil_matrix((k + 2 * m, nv))
+    for t in range(k):
+        for c in range(combos):
+            want[t, c * k + t] = sf[c]
+    for i in range(m):
+        for c in holding[i]:
+            for t in range(k):
+                want[k + i, c * k + t] = 1.0
+                v = np.float32(np.float32(rate[i, c][t]) / w[i])
+                want[k + m + i, c * k + t] = -(float(v) * sf[c]) / prop[i]
+        want[k + m + i, nv - 1] = 1.0
+    got = seen["a"][1]
+    want = want.tocsr()
+    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+    np.testing.assert_allclose(got.data, want.data, rtol=1e-12)
+    assert x.shape == (combos, k) and np.all(x.sum(axis=1) >= 0)
+
+
 def test_packed_gavel_mode_runs_a_pair_by_hand(tmp_path: Path) -> None:
     jt = "ResNet-18 (batch size 64)"
     p = tmp_path / "t.trace"

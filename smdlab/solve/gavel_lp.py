@@ -318,17 +318,16 @@ def gavel_max_min_fairness_packed(
         raise InvalidInput("pairs must be (i, j), 0 <= i < j < jobs, of equal scale factors")
     w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
     combos = m + len(pairs)
-    # member[i] = the combinations holding job i (itself first, then its pairs in order)
-    member: list[list[int]] = [[i] for i in range(m)]
-    for p, (a, b) in enumerate(pairs):
-        member[a].append(m + p)
-        member[b].append(m + p)
+    # (job, combination) memberships: each job alone, then both members of each pair
+    first, second = np.asarray(pairs, dtype=int).reshape(-1, 2).T
+    in_pair = m + np.arange(len(pairs))
+    job_of = np.concatenate([np.arange(m), first, second])
+    combo_of = np.concatenate([np.arange(m), in_pair, in_pair])
     # Ti[i, c, t]: job i's steps/s in combination c; Gavel keeps this table in float32
     Ti = np.zeros((m, combos, k), dtype=np.float32)
     Ti[np.arange(m), np.arange(m)] = T
-    for p, (a, b) in enumerate(pairs):
-        Ti[a, m + p] = P[p, 0]
-        Ti[b, m + p] = P[p, 1]
+    Ti[first, in_pair] = P[:, 0]
+    Ti[second, in_pair] = P[:, 1]
     for i in range(m):
         Ti[i] /= w[i]
     sf = np.concatenate([g, g[[a for a, _ in pairs]]]) if pairs else g.copy()
@@ -338,19 +337,32 @@ def gavel_max_min_fairness_packed(
     if np.any(prop <= 0):
         raise InvalidInput("every job needs a positive throughput on some GPU type")
     if gavel_solver(solver) == "ecos":
+        # member[i] = the combinations holding job i (itself first, then its pairs in order)
+        member: list[list[int]] = [[i] for i in range(m)]
+        for p, (a, b) in enumerate(pairs):
+            member[a].append(m + p)
+            member[b].append(m + p)
         return _ecos_packed(Ti, sf, G, member, prop)
     nv = combos * k + 1
-    sfa = np.repeat(sf[:, None], k, axis=1)
     rows = [sp.hstack([sp.kron(sf[None, :], sp.eye(k)), sp.csr_matrix((k, 1))])]
     rhs = [G]
-    own = sp.lil_matrix((m, nv))
-    fair = sp.lil_matrix((m, nv))
-    for i, cs in enumerate(member):
-        for c in cs:
-            own[i, c * k : (c + 1) * k] = 1.0
-            fair[i, c * k : (c + 1) * k] = -(Ti[i, c].astype(float) * sfa[c]) / prop[i, 0]
-        fair[i, nv - 1] = 1.0
-    rows += [own.tocsr(), fair.tocsr()]
+    # Per job i and combination c holding it, columns c*k .. c*k+k-1: 1 in its own row (the job's
+    # share) and -T_i[c, t] g_c / prop_i in its fairness row, which also holds the objective's 1.
+    cols = (combo_of[:, None] * k + np.arange(k)).ravel()
+    at = np.repeat(job_of, k)
+    own = sp.csr_matrix((np.ones(cols.size), (at, cols)), shape=(m, nv))
+    gain = -(Ti[job_of, combo_of].astype(float) * sf[combo_of, None]) / prop[job_of]
+    fair = sp.csr_matrix(
+        (
+            np.concatenate([gain.ravel(), np.ones(m)]),
+            (np.concatenate([at, np.arange(m)]), np.concatenate([cols, np.full(m, nv - 1)])),
+        ),
+        shape=(m, nv),
+    )
+    fair.eliminate_zeros()  # a pair that does not share on a type (rate 0) has no entry there
+    own.sort_indices()
+    fair.sort_indices()
+    rows += [own, fair]
     rhs += [np.ones(m), np.zeros(m)]
     cost = np.zeros(nv)
     cost[-1] = -1.0
