@@ -202,7 +202,8 @@ Markdown(
 # utilisation), SJF-BSBF (best sharing benefit, with gradient accumulation), SJF-FFS (pack when
 # possible), Tiresias and no sharing. One seed says little either way; the full-size figure is
 # `figures/jct_vs_sharing_degree.png` (notebook 05). "jobs per busy GPU" is the mean number of
-# jobs on a busy GPU; utilisation counts a shared GPU once.
+# jobs running at once on a busy GPU (time-sliced jobs take turns: they count once together);
+# utilisation counts a shared GPU once.
 
 # %%
 small = get_config("tiny").replace(online_jobs=24, sharing_degree_values=(1, 2, 3))
