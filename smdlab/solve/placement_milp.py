@@ -70,7 +70,7 @@ class PlacedResult:
     placements: per job, where its tasks run (empty: not started). workers, ps: per job.
     costs: per job, omega_i * W_i / speed on its placement, or its deferral cost.
     objective: sum of costs (the simulator's evaluation). model_objective: the MILP's own value
-    of the same solution (nan for SMD). bound: a proven lower bound (-inf when none).
+    of the same solution (SMD on pools: its allocation's value before placement; nan for SMD). bound: a proven lower bound (-inf when none).
     gap: (objective - bound) / objective. status: optimal, time_limit or heuristic.
     time_limit_reached: whether the solver stopped at its limit. wall_time_s, cpu_time_s: the
     whole call. patterns, variables, rows: the model's size (0 for SMD).
@@ -473,7 +473,7 @@ def smd_placed(
             cluster,
             alloc.placements,
             t0,
-            model_objective=math.nan,
+            model_objective=alloc.planned,
             status="heuristic",
             time_limit_reached=False,
         )

@@ -4,22 +4,27 @@ Our extension of the reconstructed model (docs/solver.md, "SMD on pools of machi
 pooled (P) treats the cluster as one bin whose every configuration runs at the job's table
 speed. On a cluster with several GPU types, or with rack uplinks slower than the NICs they
 carry, the simulator's speed of the same configuration depends on where it sits
-(``smdlab.model.placement_speed``). Here the machines are split into *pools*: machines of one
-GPU type and, when some uplink binds, one rack. A configuration held inside pool g runs at
-``r_ig * S_i(w, p)``, with ``r_ig`` the job's GPU-type ratio on the pool's type
-(``smdlab.model.gpu_types.speed_ratio``, Gavel's measured throughputs) and no uplink divisor (no
-traffic leaves the rack). Each job chooses one option (pool, w, p) or waits:
+(``smdlab.model.placement_speed``): the slowest worker's GPU type, and the uplink divisors of a
+job whose tasks span racks. Here the machines are split into *pools* (one GPU type and, when
+some uplink binds, one rack) and *regions* (one rack when some uplink binds, else the whole
+cluster). A job started in pool g has its workers on g's machines and its PSs anywhere in g's
+region (a PS's GPU type does not change the speed), so it runs at ``r_ig * S_i(w, p)`` with
+``r_ig`` its GPU-type ratio on g's type (``smdlab.model.gpu_types.speed_ratio``, Gavel's
+measured throughputs) and no uplink divisor (no traffic leaves the rack). Each job chooses one
+option (pool, w, p) or waits:
 
     minimise   sum_i N_i / (r_ig S_i(w, p))  +  sum over waiting jobs of defer_i
-    subject to, per pool g and resource k:  sum over jobs in g of (w alpha_ik + p gamma_ik) <= cap_gk
+    subject to, per pool g and resource k:    sum over jobs in g of w alpha_ik <= cap_gk
+               per region q and resource k:  sum over jobs in pools of q of (w alpha_ik + p gamma_ik) <= cap_qk
 
-still a sum of ratios over a multiple-choice multi-dimensional knapsack (G x K dimensions, one
-ratio per option). With the pools of the jobs fixed it separates into G pooled problems of the
-reconstructed form, each job's denominator scaled by a constant (``work = W_i / r_ig``). So SMD
-runs as before with one more choice in its outer selection: the LP relaxation of the whole
-problem picks each job's pool (the pool holding most of its LP mass), then SMD (selection,
-Jong's iteration, local searches) runs in each pool, and the pool's allocation is placed on the
-pool's machines only. A cluster with one pool never reaches this module (``machine_pools``).
+still a sum of ratios over a multiple-choice multi-dimensional knapsack: one ratio per option,
+(pools + regions) x K linear dimensions. With each job's pool fixed it *is* the reconstructed
+pooled (P) with longer demand vectors: a worker of job i demands alpha_i in g's block and in q's
+block, a PS gamma_i in q's block, and the ratio's denominator is scaled by a constant (work
+W_i / r_ig). So SMD runs unchanged on that instance, with one more choice in its outer
+selection: the LP relaxation of the whole problem picks each job's pool (the one holding most
+of its LP mass). Placement then puts each pool's jobs on its machines, their PSs in the region.
+A cluster with one pool never reaches this module (``machine_pools``).
 """
 
 from __future__ import annotations
@@ -34,11 +39,20 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import Placement
+from smdlab.solve.placement import Placement, fit_counts, rack_layout, set_rack_layout
+from smdlab.solve.placement_milp import evaluate
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
 
-__all__ = ["PoolAllocation", "binding_uplinks", "machine_pools", "pool_ratios", "smd_pools"]
+__all__ = [
+    "PoolAllocation",
+    "binding_uplinks",
+    "machine_pools",
+    "pool_instance",
+    "pool_ratios",
+    "regions",
+    "smd_pools",
+]
 
 
 def binding_uplinks(cluster: Cluster) -> bool:
@@ -74,91 +88,216 @@ def pool_ratios(inst: Instance, cluster: Cluster, pools: Sequence[np.ndarray]) -
 
 @dataclass(frozen=True)
 class PoolAllocation:
-    """SMD on pools: per job its pool (-1: waits), workers, PSs and placement."""
+    """SMD on pools: per job its pool (-1: waits), workers, PSs and placement; ``planned``: the
+    objective of SMD's allocation on the pools before placement (what placement could keep)."""
 
     pool: np.ndarray
     workers: np.ndarray
     ps: np.ndarray
     placements: tuple[Placement, ...]
+    planned: float
 
 
-def _pool_instance(inst: Instance, idx: np.ndarray, cap: np.ndarray, ratio: np.ndarray) -> Instance:
-    """The pooled (P) of jobs ``idx`` in one pool: work W_i / r_ig, the whole problem's deferral costs."""
-    sub = Instance(
-        tuple(inst.jobs[i] for i in idx),
-        inst.resources,
-        cap,
-        inst.alpha[idx],
-        inst.gamma[idx],
-        inst.weight[idx],
-        tuple(inst.tables[i] for i in idx),
-        inst.mode,
-        inst.allow_defer,
-        inst.pool_vector,
-        inst.samples[idx] / ratio,
-        None,
-    )
-    # waiting costs the same whichever pool a job was offered: the whole problem's charge
-    sub.__dict__["defer_cost"] = inst.defer_cost[idx]
-    return sub
+def regions(cluster: Cluster, pools: Sequence[np.ndarray]) -> np.ndarray:
+    """(G,) the region of each pool: its rack when some uplink binds, else 0 (the whole cluster)."""
+    if not binding_uplinks(cluster):
+        return np.zeros(len(pools), dtype=np.int64)
+    racks = sorted({cluster.rack_of[int(m[0])] for m in pools})
+    return np.array([racks.index(cluster.rack_of[int(m[0])]) for m in pools], dtype=np.int64)
 
 
-def _assign(inst: Instance, caps: np.ndarray, ratio: np.ndarray) -> np.ndarray:
-    """(n,) each job's pool: where the LP relaxation of the pooled-per-pool knapsack puts most of it."""
-    G, K = caps.shape
+def _demands(
+    inst: Instance, home: np.ndarray, region: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha, gamma) over the pool blocks then the region blocks, each job in pool ``home``."""
+    n, K = inst.alpha.shape
+    G, Q = len(region), int(region.max()) + 1
+    alpha = np.zeros((n, (G + Q) * K))
+    gamma = np.zeros((n, (G + Q) * K))
+    rows = np.arange(n)[:, None]
+    k = np.arange(K)[None, :]
+    alpha[rows, home[:, None] * K + k] = inst.alpha
+    alpha[rows, (G + region[home])[:, None] * K + k] = inst.alpha
+    gamma[rows, (G + region[home])[:, None] * K + k] = inst.gamma
+    return alpha, gamma
+
+
+def _capacity(free: np.ndarray, pools: Sequence[np.ndarray], region: np.ndarray) -> np.ndarray:
+    """((G + Q) * K,) free capacity of each pool, then of each region."""
+    pool_cap = [free[m].sum(axis=0) for m in pools]
+    Q = int(region.max()) + 1
+    reg_cap = [
+        sum((pool_cap[g] for g in np.flatnonzero(region == q)), np.zeros(free.shape[1]))
+        for q in range(Q)
+    ]
+    return np.concatenate(pool_cap + reg_cap)
+
+
+def _assign(
+    inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarray
+) -> np.ndarray:
+    """(n,) each job's pool: where the LP relaxation of the problem on pools puts most of it."""
+    G = len(region)
     job, w, p = np.nonzero(inst.pareto)
     w, p = w + 1, p + 1
-    use = inst.alpha[job] * w[:, None] + inst.gamma[job] * p[:, None]  # (m, K)
     base = inst.cost[job, w - 1, p - 1]
-    cols_cost, cols_use, cols_job, cols_pool = [], [], [], []
+    cost, use, cols_job, cols_pool = [], [], [], []
     for g in range(G):
-        ok = fits(use, caps[g])
-        m = int(ok.sum())
-        block = np.zeros((m, G * K))
-        block[:, g * K : (g + 1) * K] = use[ok]
-        cols_cost.append(base[ok] / ratio[job[ok], g] - inst.defer_cost[job[ok]])
-        cols_use.append(block)
+        a, c = _demands(inst, np.full(inst.n, g), region)
+        u = a[job] * w[:, None] + c[job] * p[:, None]
+        ok = fits(u, cap)
+        cost.append(base[ok] / ratio[job[ok], g] - inst.defer_cost[job[ok]])
+        use.append(u[ok])
         cols_job.append(job[ok])
-        cols_pool.append(np.full(m, g))
+        cols_pool.append(np.full(int(ok.sum()), g))
     cj, cp = np.concatenate(cols_job), np.concatenate(cols_pool)
     model = FlatModel(
-        np.concatenate(cols_cost) / max(1.0, float(inst.defer_cost.max())),
-        np.concatenate(cols_use), cj, inst.n, caps.reshape(-1), eq=False,
+        np.concatenate(cost) / max(1.0, float(inst.defer_cost.max())), np.concatenate(use), cj,
+        inst.n, cap, eq=False,
     )  # fmt: skip
     x = solve_flat(model, integral=False, backend="highs").x
     mass = np.zeros((inst.n, G))
     np.add.at(mass, (cj, cp), x)
-    # a job the LP leaves waiting is offered its fastest pool (the pool's SMD may still start it)
+    # a job the LP leaves waiting is offered its fastest pool (SMD's selection may still start it)
     fastest = np.argmax(ratio, axis=1)
     return np.where(mass.sum(axis=1) > 1e-9, np.argmax(mass, axis=1), fastest)
+
+
+def pool_instance(
+    inst: Instance, home: np.ndarray, ratio: np.ndarray, region: np.ndarray, cap: np.ndarray
+) -> Instance:
+    """The pooled (P) of the jobs in pools ``home`` (module docstring): longer demand vectors,
+    work W_i / r_ig, and the whole problem's deferral costs."""
+    alpha, gamma = _demands(inst, home, region)
+    G, Q = len(region), int(region.max()) + 1
+    names = [f"{r}@pool{g}" for g in range(G) for r in inst.resources]
+    names += [f"{r}@region{q}" for q in range(Q) for r in inst.resources]
+    out = Instance(
+        inst.jobs, tuple(names), cap, alpha, gamma, inst.weight, inst.tables, inst.mode,
+        inst.allow_defer, cap, inst.samples / ratio[np.arange(inst.n), home], None,
+    )  # fmt: skip
+    # waiting costs the same whichever pool a job was offered: the whole problem's charge
+    out.__dict__["defer_cost"] = inst.defer_cost
+    return out
+
+
+def _place_ps(
+    free: np.ndarray, area: np.ndarray, gamma: np.ndarray, ps: int, home: np.ndarray
+) -> np.ndarray:
+    """(machines,) PSs of one job on ``area``'s machines, first those holding its workers
+    (``home``), then first fit; as many of ``ps`` as fit (``free`` updated in place)."""
+    order = np.concatenate([area[np.isin(area, home)], area[~np.isin(area, home)]])
+    counts = np.minimum(fit_counts(free[order], gamma), ps)
+    take = np.minimum(counts, np.maximum(ps - (np.cumsum(counts) - counts), 0))
+    out = np.zeros(free.shape[0], dtype=np.int64)
+    out[order] = take
+    free -= out[:, None] * gamma[None, :]
+    return out
+
+
+def _place_whole(
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    areas: dict[int, np.ndarray],
+    region: np.ndarray,
+    home: np.ndarray,
+    workers: np.ndarray,
+    ps: np.ndarray,
+) -> list[Placement]:
+    """Each pool's jobs placed whole by smdlab's placement on the pool's machines and, without
+    the resources only workers demand, the rest of its region (so only PSs land there)."""
+    free = free.copy()
+    out = [Placement(())] * inst.n
+    for g, machines in enumerate(pools):
+        idx = np.flatnonzero((home == g) & (workers > 0))
+        if not idx.size:
+            continue
+        pairs = np.zeros((inst.n, 2), dtype=int)
+        pairs[idx, 0], pairs[idx, 1] = workers[idx], ps[idx]
+        area = areas[int(region[g])]
+        mine = np.zeros_like(free)
+        mine[area] = free[area]
+        only_w = (inst.alpha[idx] > 0).any(axis=0) & (inst.gamma[idx] == 0).all(axis=0)
+        mine[np.ix_(np.setdiff1d(area, machines), np.flatnonzero(only_w))] = 0.0
+        placed = place_checked(
+            inst.jobs, pairs, cluster, mine, inst.mode, (inst.alpha, inst.gamma), inst.defer_cost
+        )
+        free -= mine - placed.free  # what this pool's jobs took
+        for i in idx.tolist():
+            out[i] = placed.placements[i]
+    return out
+
+
+def _place(
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    areas: Sequence[np.ndarray],
+    home: np.ndarray,
+    workers: np.ndarray,
+    ps: np.ndarray,
+) -> list[Placement]:
+    """Workers on their pool's machines (smdlab's placement, shrinking where they do not fit),
+    then PSs where the workers left room in the region (fewer PSs where not all fit)."""
+    free = free.copy()
+    tasks: list[dict[int, list[int]]] = [{} for _ in range(inst.n)]
+    no_ps = np.zeros_like(inst.gamma)
+    with rack_layout(cluster):  # no rack preference: inside a pool no placement changes the speed
+        set_rack_layout(None)
+        for g, machines in enumerate(pools):
+            idx = np.flatnonzero((home == g) & (workers > 0))
+            if not idx.size:
+                continue
+            pairs = np.zeros((inst.n, 2), dtype=int)
+            pairs[idx, 0], pairs[idx, 1] = workers[idx], ps[idx]
+            mine = np.zeros_like(free)
+            mine[machines] = free[machines]
+            placed = place_checked(inst.jobs, pairs, cluster, mine, inst.mode, (inst.alpha, no_ps))
+            free[machines] = placed.free[machines]
+            for i in idx.tolist():
+                for m, w, _ in placed.placements[i].tasks:
+                    if w:
+                        tasks[i][m] = [w, 0]
+    for i in np.argsort(-ps * (workers > 0), kind="stable").tolist():
+        if not tasks[i]:
+            continue
+        want = int(ps[i])
+        took = _place_ps(free, areas[i], inst.gamma[i], want, np.array(list(tasks[i])))
+        if took.sum() == 0:  # no PS fits: the job waits and its workers' room is given back
+            for m, (w, _) in tasks[i].items():
+                free[m] += w * inst.alpha[i]
+            tasks[i] = {}
+            continue
+        for m in np.flatnonzero(took).tolist():
+            tasks[i].setdefault(m, [0, 0])[1] = int(took[m])
+    return [Placement(tuple((m, w, p) for m, (w, p) in sorted(t.items()))) for t in tasks]
 
 
 def smd_pools(
     inst: Instance, cluster: Cluster, free: np.ndarray, pools: Sequence[np.ndarray]
 ) -> PoolAllocation:
-    """SMD on the pools (module docstring), each pool's allocation placed on its own machines."""
-    caps = np.array([free[m].sum(axis=0) for m in pools])
+    """SMD on the pools (module docstring), each pool's jobs placed on its machines and region."""
+    region = regions(cluster, pools)
+    cap = _capacity(free, pools, region)
     ratio = pool_ratios(inst, cluster, pools)
-    home = _assign(inst, caps, ratio)
-    w = np.zeros(inst.n, dtype=int)
-    p = np.zeros(inst.n, dtype=int)
-    pool = np.full(inst.n, -1)
-    placements = [Placement(())] * inst.n
-    for g, machines in enumerate(pools):
-        idx = np.flatnonzero(home == g)
-        if not idx.size:
-            continue
-        r = smd(_pool_instance(inst, idx, caps[g], ratio[idx, g]))
-        pairs = np.zeros((inst.n, 2), dtype=int)
-        pairs[idx, 0], pairs[idx, 1] = r.workers, r.ps
-        only = np.zeros_like(free)
-        only[machines] = free[machines]  # the pool's machines only
-        placed = place_checked(
-            inst.jobs, pairs, cluster, only, inst.mode, (inst.alpha, inst.gamma), inst.defer_cost
-        )
-        for i in idx.tolist():
-            pl = placed.placements[i]
-            placements[i] = pl
-            if pl.tasks:
-                w[i], p[i], pool[i] = pl.workers, pl.ps, g
-    return PoolAllocation(pool, w, p, tuple(placements))
+    home = _assign(inst, cap, ratio, region)
+    planned_inst = pool_instance(inst, home, ratio, region, cap)
+    r = smd(planned_inst)
+    rack = np.array(cluster.rack_of) if region.max() > 0 else np.zeros(free.shape[0], dtype=int)
+    areas = {int(region[g]): np.flatnonzero(rack == rack[int(m[0])]) for g, m in enumerate(pools)}
+    area = [areas[int(region[home[i]])] for i in range(inst.n)]
+    # two placements of the same allocation; the simulator's speeds decide (neither always wins)
+    with rack_layout(cluster):
+        whole = _place_whole(inst, cluster, free, pools, areas, region, home, r.workers, r.ps)
+    split = _place(inst, cluster, free, pools, area, home, r.workers, r.ps)
+    placements = min(
+        (whole, split), key=lambda pl: float(evaluate(inst, cluster, pl).sum())
+    )
+    w = np.array([pl.workers for pl in placements], dtype=int)
+    p = np.array([pl.ps for pl in placements], dtype=int)
+    pool = np.where(w > 0, home, -1)
+    planned = planned_inst.objective(r.workers, r.ps)
+    return PoolAllocation(pool, w, p, tuple(placements), planned)
