@@ -39,7 +39,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import Placement, fit_counts, rack_layout, set_rack_layout
+from smdlab.solve.placement import TOL, Placement, rack_layout
 from smdlab.solve.placement_milp import evaluate
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
@@ -181,17 +181,21 @@ def pool_instance(
     return out
 
 
-def _place_ps(
-    free: np.ndarray, area: np.ndarray, gamma: np.ndarray, ps: int, home: np.ndarray
-) -> np.ndarray:
-    """(machines,) PSs of one job on ``area``'s machines, first those holding its workers
-    (``home``), then first fit; as many of ``ps`` as fit (``free`` updated in place)."""
-    order = np.concatenate([area[np.isin(area, home)], area[~np.isin(area, home)]])
-    counts = np.minimum(fit_counts(free[order], gamma), ps)
-    take = np.minimum(counts, np.maximum(ps - (np.cumsum(counts) - counts), 0))
-    out = np.zeros(free.shape[0], dtype=np.int64)
-    out[order] = take
-    free -= out[:, None] * gamma[None, :]
+def _best_fit(free: np.ndarray, rows: np.ndarray, demand: np.ndarray, n: int, scale) -> list[int]:
+    """Up to ``n`` tasks of ``demand``, one at a time on the machine of ``rows`` it fits most
+    tightly (least free capacity left, summed over resources as fractions of ``scale``); the
+    machines used, ``free`` updated in place."""
+    out = []
+    tol = TOL * np.maximum(1.0, demand)
+    for _ in range(n):
+        left = free[rows] - demand
+        ok = np.all(left >= -tol, axis=1)
+        if not ok.any():
+            break
+        score = np.where(ok, (left / scale).sum(axis=1), np.inf)
+        m = int(rows[int(np.argmin(score))])
+        free[m] -= demand
+        out.append(m)
     return out
 
 
@@ -232,7 +236,6 @@ def _place_whole(
 
 def _place(
     inst: Instance,
-    cluster: Cluster,
     free: np.ndarray,
     pools: Sequence[np.ndarray],
     areas: Sequence[np.ndarray],
@@ -240,40 +243,35 @@ def _place(
     workers: np.ndarray,
     ps: np.ndarray,
 ) -> list[Placement]:
-    """Workers on their pool's machines (smdlab's placement, shrinking where they do not fit),
-    then PSs where the workers left room in the region (fewer PSs where not all fit)."""
+    """Every job's workers on its pool's machines, then its PSs anywhere in its region, each task
+    by best fit, largest jobs first; a job keeps the tasks that fit (none: it waits)."""
     free = free.copy()
-    tasks: list[dict[int, list[int]]] = [{} for _ in range(inst.n)]
-    no_ps = np.zeros_like(inst.gamma)
-    with rack_layout(cluster):  # no rack preference: inside a pool no placement changes the speed
-        set_rack_layout(None)
-        for g, machines in enumerate(pools):
-            idx = np.flatnonzero((home == g) & (workers > 0))
-            if not idx.size:
-                continue
-            pairs = np.zeros((inst.n, 2), dtype=int)
-            pairs[idx, 0], pairs[idx, 1] = workers[idx], ps[idx]
-            mine = np.zeros_like(free)
-            mine[machines] = free[machines]
-            placed = place_checked(inst.jobs, pairs, cluster, mine, inst.mode, (inst.alpha, no_ps))
-            free[machines] = placed.free[machines]
-            for i in idx.tolist():
-                for m, w, _ in placed.placements[i].tasks:
-                    if w:
-                        tasks[i][m] = [w, 0]
-    for i in np.argsort(-ps * (workers > 0), kind="stable").tolist():
-        if not tasks[i]:
-            continue
-        want = int(ps[i])
-        took = _place_ps(free, areas[i], inst.gamma[i], want, np.array(list(tasks[i])))
-        if took.sum() == 0:  # no PS fits: the job waits and its workers' room is given back
-            for m, (w, _) in tasks[i].items():
-                free[m] += w * inst.alpha[i]
+    total = free.sum(axis=0)
+    scale = np.where(total > 0, total, 1.0)
+    run = np.flatnonzero(workers > 0)
+    size = workers[run] * (inst.alpha[run] / scale).max(axis=1)
+    tasks: dict[int, dict[int, list[int]]] = {}
+    for i in run[np.argsort(-size, kind="stable")].tolist():
+        on = _best_fit(free, pools[int(home[i])], inst.alpha[i], int(workers[i]), scale)
+        if on:
             tasks[i] = {}
+            for m in on:
+                tasks[i].setdefault(m, [0, 0])[0] += 1
+    size = ps[run] * (inst.gamma[run] / scale).max(axis=1)
+    for i in run[np.argsort(-size, kind="stable")].tolist():
+        if i not in tasks:
             continue
-        for m in np.flatnonzero(took).tolist():
-            tasks[i].setdefault(m, [0, 0])[1] = int(took[m])
-    return [Placement(tuple((m, w, p) for m, (w, p) in sorted(t.items()))) for t in tasks]
+        on = _best_fit(free, areas[i], inst.gamma[i], int(ps[i]), scale)
+        if not on:  # no PS fits: the job waits and its workers' room is given back
+            for m, (w, _) in tasks.pop(i).items():
+                free[m] += w * inst.alpha[i]
+            continue
+        for m in on:
+            tasks[i].setdefault(m, [0, 0])[1] += 1
+    out = [Placement(())] * inst.n
+    for i, t in tasks.items():
+        out[i] = Placement(tuple((m, w, p) for m, (w, p) in sorted(t.items())))
+    return out
 
 
 def smd_pools(
@@ -292,7 +290,7 @@ def smd_pools(
     # two placements of the same allocation; the simulator's speeds decide (neither always wins)
     with rack_layout(cluster):
         whole = _place_whole(inst, cluster, free, pools, areas, region, home, r.workers, r.ps)
-    split = _place(inst, cluster, free, pools, area, home, r.workers, r.ps)
+    split = _place(inst, free, pools, area, home, r.workers, r.ps)
     placements = min(
         (whole, split), key=lambda pl: float(evaluate(inst, cluster, pl).sum())
     )
