@@ -39,7 +39,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import TOL, Placement, rack_layout
+from smdlab.solve.placement import TOL, Placement, rack_layout, set_rack_layout
 from smdlab.solve.placement_milp import evaluate
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
@@ -234,20 +234,47 @@ def _place_whole(
     return out
 
 
-def _place(
+def _workers_by_shrink(
     inst: Instance,
+    cluster: Cluster,
     free: np.ndarray,
     pools: Sequence[np.ndarray],
-    areas: Sequence[np.ndarray],
     home: np.ndarray,
     workers: np.ndarray,
     ps: np.ndarray,
-) -> list[Placement]:
-    """Every job's workers on its pool's machines, then its PSs anywhere in its region, each task
-    by best fit, largest jobs first; a job keeps the tasks that fit (none: it waits)."""
-    free = free.copy()
-    total = free.sum(axis=0)
-    scale = np.where(total > 0, total, 1.0)
+) -> dict[int, dict[int, list[int]]]:
+    """Each pool's workers by smdlab's placement (first fit, shrinking where they do not fit);
+    PSs demand nothing in this pass (``free`` updated in place)."""
+    tasks: dict[int, dict[int, list[int]]] = {}
+    no_ps = np.zeros_like(inst.gamma)
+    with rack_layout(cluster):  # no rack preference: inside a pool no placement changes the speed
+        set_rack_layout(None)
+        for g, machines in enumerate(pools):
+            idx = np.flatnonzero((home == g) & (workers > 0))
+            if not idx.size:
+                continue
+            pairs = np.zeros((inst.n, 2), dtype=int)
+            pairs[idx, 0], pairs[idx, 1] = workers[idx], ps[idx]
+            mine = np.zeros_like(free)
+            mine[machines] = free[machines]
+            placed = place_checked(inst.jobs, pairs, cluster, mine, inst.mode, (inst.alpha, no_ps))
+            free[machines] = placed.free[machines]
+            for i in idx.tolist():
+                on = {m: [w, 0] for m, w, _ in placed.placements[i].tasks if w}
+                if on:
+                    tasks[i] = on
+    return tasks
+
+
+def _workers_by_best_fit(
+    inst: Instance,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    home: np.ndarray,
+    workers: np.ndarray,
+    scale: np.ndarray,
+) -> dict[int, dict[int, list[int]]]:
+    """Each job's workers one at a time by best fit on its pool, largest jobs first."""
     run = np.flatnonzero(workers > 0)
     size = workers[run] * (inst.alpha[run] / scale).max(axis=1)
     tasks: dict[int, dict[int, list[int]]] = {}
@@ -257,6 +284,31 @@ def _place(
             tasks[i] = {}
             for m in on:
                 tasks[i].setdefault(m, [0, 0])[0] += 1
+    return tasks
+
+
+def _place_split(
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    areas: Sequence[np.ndarray],
+    home: np.ndarray,
+    workers: np.ndarray,
+    ps: np.ndarray,
+    shrink: bool,
+) -> list[Placement]:
+    """Every job's workers on its pool's machines (``shrink``: smdlab's placement, else best
+    fit), then its PSs by best fit anywhere in its region, largest first; a job keeps the tasks
+    that fit (no PS: it waits)."""
+    free = free.copy()
+    total = free.sum(axis=0)
+    scale = np.where(total > 0, total, 1.0)
+    if shrink:
+        tasks = _workers_by_shrink(inst, cluster, free, pools, home, workers, ps)
+    else:
+        tasks = _workers_by_best_fit(inst, free, pools, home, workers, scale)
+    run = np.flatnonzero(workers > 0)
     size = ps[run] * (inst.gamma[run] / scale).max(axis=1)
     for i in run[np.argsort(-size, kind="stable")].tolist():
         if i not in tasks:
@@ -274,28 +326,64 @@ def _place(
     return out
 
 
+PACKING_MARGINS = (0.0, 0.25, 0.5)  # per machine, as fractions of a planned task's mean demand
+PACKING_LOSS = 0.005  # placement above this share of the plan's objective: plan again with a margin
+
+
 def smd_pools(
     inst: Instance, cluster: Cluster, free: np.ndarray, pools: Sequence[np.ndarray]
 ) -> PoolAllocation:
-    """SMD on the pools (module docstring), each pool's jobs placed on its machines and region."""
+    """SMD on the pools (module docstring), each pool's jobs placed on its machines and region.
+
+    SMD's capacities are pooled, so a plan that fills them can lose tasks in placement (machines
+    are bins). When the placed objective is more than ``PACKING_LOSS`` above the plan's, SMD
+    plans again with each pool's and region's capacity lowered by a packing margin
+    (``PACKING_MARGINS``: per machine, that fraction of a planned task's mean demand in every
+    resource), while that lowers the placed objective. Each plan is placed three ways (whole
+    jobs by smdlab's placement; workers by smdlab's placement or by best fit, then PSs by best
+    fit); the simulator's speeds decide (``evaluate``).
+    """
     region = regions(cluster, pools)
     cap = _capacity(free, pools, region)
     ratio = pool_ratios(inst, cluster, pools)
     home = _assign(inst, cap, ratio, region)
-    planned_inst = pool_instance(inst, home, ratio, region, cap)
-    r = smd(planned_inst)
     rack = np.array(cluster.rack_of) if region.max() > 0 else np.zeros(free.shape[0], dtype=int)
     areas = {int(region[g]): np.flatnonzero(rack == rack[int(m[0])]) for g, m in enumerate(pools)}
     area = [areas[int(region[home[i]])] for i in range(inst.n)]
-    # two placements of the same allocation; the simulator's speeds decide (neither always wins)
-    with rack_layout(cluster):
-        whole = _place_whole(inst, cluster, free, pools, areas, region, home, r.workers, r.ps)
-    split = _place(inst, free, pools, area, home, r.workers, r.ps)
-    placements = min(
-        (whole, split), key=lambda pl: float(evaluate(inst, cluster, pl).sum())
+    per_block = np.array(
+        [len(m) for m in pools] + [len(areas[q]) for q in range(int(region.max()) + 1)]
     )
+    best: tuple[float, list[Placement]] | None = None
+    planned = mean = np.nan
+    for margin in PACKING_MARGINS:
+        lowered = np.maximum(cap - margin * np.kron(per_block, mean), 0.0) if margin else cap
+        plan = pool_instance(inst, home, ratio, region, lowered)
+        r = smd(plan)
+        with rack_layout(cluster):
+            whole = _place_whole(inst, cluster, free, pools, areas, region, home, r.workers, r.ps)
+        split = [
+            _place_split(inst, cluster, free, pools, area, home, r.workers, r.ps, shrink)
+            for shrink in (False, True)
+        ]
+        placed = min(
+            ((float(evaluate(inst, cluster, pl).sum()), pl) for pl in (whole, *split)),
+            key=lambda t: t[0],
+        )
+        value = plan.objective(r.workers, r.ps)
+        if not margin:
+            planned = value
+            run = r.workers > 0
+            count = int(r.workers[run].sum() + r.ps[run].sum())
+            mean = (r.workers[run] @ inst.alpha[run] + r.ps[run] @ inst.gamma[run]) / max(count, 1)
+        elif best is not None and placed[0] >= best[0]:
+            break  # a larger margin no longer pays
+        if best is None or placed[0] < best[0]:
+            best = placed
+        if placed[0] <= value * (1 + PACKING_LOSS):
+            break  # placement kept the plan
+    assert best is not None  # PACKING_MARGINS is not empty
+    placements = best[1]
     w = np.array([pl.workers for pl in placements], dtype=int)
     p = np.array([pl.ps for pl in placements], dtype=int)
     pool = np.where(w > 0, home, -1)
-    planned = planned_inst.objective(r.workers, r.ps)
-    return PoolAllocation(pool, w, p, tuple(placements), planned)
+    return PoolAllocation(pool, w, p, tuple(placements), float(planned))
