@@ -167,14 +167,28 @@ def pool_instance(
     inst: Instance, home: np.ndarray, ratio: np.ndarray, region: np.ndarray, cap: np.ndarray
 ) -> Instance:
     """The pooled (P) of the jobs in pools ``home`` (module docstring): longer demand vectors,
-    work W_i / r_ig, and the whole problem's deferral costs."""
+    work W_i / r_ig, and the whole problem's deferral costs.
+
+    Dimensions that cannot bind are left out (the search is the same, with fewer of them): a
+    pool that is its region's only pool (the region's row covers it), and any dimension that
+    holds every job at its largest configuration at once.
+    """
     alpha, gamma = _demands(inst, home, region)
-    G, Q = len(region), int(region.max()) + 1
+    G, Q, K = len(region), int(region.max()) + 1, inst.K
     names = [f"{r}@pool{g}" for g in range(G) for r in inst.resources]
     names += [f"{r}@region{q}" for q in range(Q) for r in inst.resources]
+    W = np.array([t.shape[0] for t in inst.tables], dtype=float)
+    P = np.array([t.shape[1] for t in inst.tables], dtype=float)
+    keep = W @ alpha + P @ gamma > cap + 1e-9 * np.maximum(1.0, cap)
+    for g in range(G):
+        if np.count_nonzero(region == region[g]) == 1:
+            keep[g * K : (g + 1) * K] = False
+    if not keep.any():
+        keep[G * K] = True  # one dimension, never binding: the instance needs one
     out = Instance(
-        inst.jobs, tuple(names), cap, alpha, gamma, inst.weight, inst.tables, inst.mode,
-        inst.allow_defer, cap, inst.samples / ratio[np.arange(inst.n), home], None,
+        inst.jobs, tuple(np.array(names)[keep].tolist()), cap[keep], alpha[:, keep],
+        gamma[:, keep], inst.weight, inst.tables, inst.mode, inst.allow_defer, cap[keep],
+        inst.samples / ratio[np.arange(inst.n), home], None,
     )  # fmt: skip
     # waiting costs the same whichever pool a job was offered: the whole problem's charge
     out.__dict__["defer_cost"] = inst.defer_cost
