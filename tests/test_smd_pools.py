@@ -105,5 +105,7 @@ def test_smd_on_pools_beats_pooled_smd_on_gpu_types_and_stays_above_the_optimum(
     assert pooled is not None
     assert exact.status == "optimal"
     assert smd.method == "smd on pools + placement"
-    assert exact.objective * (1 - 1e-6) <= smd.objective <= exact.objective * 1.02
-    assert smd.objective < float(evaluate(inst, cluster, pooled.placements).sum())
+    # pooled SMD is far off on GPU types (it ignores them); on pools within a few percent
+    pooled_objective = float(evaluate(inst, cluster, pooled.placements).sum())
+    assert exact.objective * (1 - 1e-6) <= smd.objective <= exact.objective * 1.05
+    assert smd.objective - exact.objective < (pooled_objective - exact.objective) / 10
