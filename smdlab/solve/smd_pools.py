@@ -48,6 +48,7 @@ __all__ = [
     "PoolAllocation",
     "binding_uplinks",
     "machine_pools",
+    "place_on_pools",
     "pool_instance",
     "pool_ratios",
     "regions",
@@ -340,6 +341,41 @@ def _place_split(
     return out
 
 
+def _areas(cluster: Cluster, pools: Sequence[np.ndarray], region: np.ndarray) -> list[np.ndarray]:
+    """The machines of each region (its rack, or every machine when no uplink binds)."""
+    rack = np.array(cluster.rack_of) if region.max() > 0 else np.zeros(len(cluster.machines), int)
+    first = [int(pools[int(np.flatnonzero(region == q)[0])][0]) for q in range(int(region.max()) + 1)]
+    return [np.flatnonzero(rack == rack[m]) for m in first]
+
+
+def place_on_pools(
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    home: np.ndarray,
+    workers: np.ndarray,
+    ps: np.ndarray,
+) -> tuple[float, list[Placement]]:
+    """(objective, placements) of an allocation whose jobs run in pools ``home``: the cheapest,
+    by the simulator's speeds (``evaluate``), of three placements (whole jobs by smdlab's
+    placement; workers by smdlab's placement or by best fit, then PSs by best fit)."""
+    region = regions(cluster, pools)
+    areas = _areas(cluster, pools, region)
+    area = [areas[int(region[g])] for g in home.tolist()]
+    by_region = dict(enumerate(areas))
+    with rack_layout(cluster):
+        whole = _place_whole(inst, cluster, free, pools, by_region, region, home, workers, ps)
+    split = [
+        _place_split(inst, cluster, free, pools, area, home, workers, ps, shrink)
+        for shrink in (False, True)
+    ]
+    return min(
+        ((float(evaluate(inst, cluster, pl).sum()), pl) for pl in (whole, *split)),
+        key=lambda t: t[0],
+    )
+
+
 PACKING_MARGINS = (0.0, 0.25, 0.5)  # per machine, as fractions of a planned task's mean demand
 PACKING_LOSS = 0.005  # placement above this share of the plan's objective: plan again with a margin
 
@@ -353,36 +389,21 @@ def smd_pools(
     are bins). When the placed objective is more than ``PACKING_LOSS`` above the plan's, SMD
     plans again with each pool's and region's capacity lowered by a packing margin
     (``PACKING_MARGINS``: per machine, that fraction of a planned task's mean demand in every
-    resource), while that lowers the placed objective. Each plan is placed three ways (whole
-    jobs by smdlab's placement; workers by smdlab's placement or by best fit, then PSs by best
-    fit); the simulator's speeds decide (``evaluate``).
+    resource), while that lowers the placed objective. Each plan is placed by
+    ``place_on_pools``.
     """
     region = regions(cluster, pools)
     cap = _capacity(free, pools, region)
     ratio = pool_ratios(inst, cluster, pools)
     home = _assign(inst, cap, ratio, region)
-    rack = np.array(cluster.rack_of) if region.max() > 0 else np.zeros(free.shape[0], dtype=int)
-    areas = {int(region[g]): np.flatnonzero(rack == rack[int(m[0])]) for g, m in enumerate(pools)}
-    area = [areas[int(region[home[i]])] for i in range(inst.n)]
-    per_block = np.array(
-        [len(m) for m in pools] + [len(areas[q]) for q in range(int(region.max()) + 1)]
-    )
+    per_block = np.array([len(m) for m in pools] + [len(a) for a in _areas(cluster, pools, region)])
     best: tuple[float, list[Placement]] | None = None
     planned = mean = np.nan
     for margin in PACKING_MARGINS:
         lowered = np.maximum(cap - margin * np.kron(per_block, mean), 0.0) if margin else cap
         plan = pool_instance(inst, home, ratio, region, lowered)
         r = smd(plan)
-        with rack_layout(cluster):
-            whole = _place_whole(inst, cluster, free, pools, areas, region, home, r.workers, r.ps)
-        split = [
-            _place_split(inst, cluster, free, pools, area, home, r.workers, r.ps, shrink)
-            for shrink in (False, True)
-        ]
-        placed = min(
-            ((float(evaluate(inst, cluster, pl).sum()), pl) for pl in (whole, *split)),
-            key=lambda t: t[0],
-        )
+        placed = place_on_pools(inst, cluster, free, pools, home, r.workers, r.ps)
         value = plan.objective(r.workers, r.ps)
         if not margin:
             planned = value
