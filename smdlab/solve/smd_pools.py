@@ -196,10 +196,12 @@ def pool_instance(
     return out
 
 
-def _best_fit(free: np.ndarray, rows: np.ndarray, demand: np.ndarray, n: int, scale) -> list[int]:
-    """Up to ``n`` tasks of ``demand``, one at a time on the machine of ``rows`` it fits most
-    tightly (least free capacity left, summed over resources as fractions of ``scale``); the
-    machines used, ``free`` updated in place."""
+def _fit(
+    free: np.ndarray, rows: np.ndarray, demand: np.ndarray, n: int, scale: np.ndarray, best: bool
+) -> list[int]:
+    """Up to ``n`` tasks of ``demand``, one at a time on the machine of ``rows`` that it leaves
+    with the least (``best``) or the most free capacity, summed over resources as fractions of
+    ``scale``; the machines used, ``free`` updated in place."""
     out = []
     tol = TOL * np.maximum(1.0, demand)
     for _ in range(n):
@@ -207,8 +209,9 @@ def _best_fit(free: np.ndarray, rows: np.ndarray, demand: np.ndarray, n: int, sc
         ok = np.all(left >= -tol, axis=1)
         if not ok.any():
             break
-        score = np.where(ok, (left / scale).sum(axis=1), np.inf)
-        m = int(rows[int(np.argmin(score))])
+        room = (left / scale).sum(axis=1)
+        k = int(np.argmin(np.where(ok, room, np.inf)) if best else np.argmax(np.where(ok, room, -np.inf)))
+        m = int(rows[k])
         free[m] -= demand
         out.append(m)
     return out
@@ -281,7 +284,7 @@ def _workers_by_shrink(
     return tasks
 
 
-def _workers_by_best_fit(
+def _workers_by_worst_fit(
     inst: Instance,
     free: np.ndarray,
     pools: Sequence[np.ndarray],
@@ -289,12 +292,13 @@ def _workers_by_best_fit(
     workers: np.ndarray,
     scale: np.ndarray,
 ) -> dict[int, dict[int, list[int]]]:
-    """Each job's workers one at a time by best fit on its pool, largest jobs first."""
+    """Each job's workers one at a time by worst fit on its pool (the machine with most room
+    left: the pool's room stays spread for the PSs), largest jobs first."""
     run = np.flatnonzero(workers > 0)
     size = workers[run] * (inst.alpha[run] / scale).max(axis=1)
     tasks: dict[int, dict[int, list[int]]] = {}
     for i in run[np.argsort(-size, kind="stable")].tolist():
-        on = _best_fit(free, pools[int(home[i])], inst.alpha[i], int(workers[i]), scale)
+        on = _fit(free, pools[int(home[i])], inst.alpha[i], int(workers[i]), scale, False)
         if on:
             tasks[i] = {}
             for m in on:
@@ -313,7 +317,7 @@ def _place_split(
     ps: np.ndarray,
     shrink: bool,
 ) -> list[Placement]:
-    """Every job's workers on its pool's machines (``shrink``: smdlab's placement, else best
+    """Every job's workers on its pool's machines (``shrink``: smdlab's placement, else worst
     fit), then its PSs by best fit anywhere in its region, largest first; a job keeps the tasks
     that fit (no PS: it waits)."""
     free = free.copy()
@@ -322,13 +326,13 @@ def _place_split(
     if shrink:
         tasks = _workers_by_shrink(inst, cluster, free, pools, home, workers, ps)
     else:
-        tasks = _workers_by_best_fit(inst, free, pools, home, workers, scale)
+        tasks = _workers_by_worst_fit(inst, free, pools, home, workers, scale)
     run = np.flatnonzero(workers > 0)
     size = ps[run] * (inst.gamma[run] / scale).max(axis=1)
     for i in run[np.argsort(-size, kind="stable")].tolist():
         if i not in tasks:
             continue
-        on = _best_fit(free, areas[i], inst.gamma[i], int(ps[i]), scale)
+        on = _fit(free, areas[i], inst.gamma[i], int(ps[i]), scale, True)
         if not on:  # no PS fits: the job waits and its workers' room is given back
             for m, (w, _) in tasks.pop(i).items():
                 free[m] += w * inst.alpha[i]
@@ -348,6 +352,55 @@ def _areas(cluster: Cluster, pools: Sequence[np.ndarray], region: np.ndarray) ->
     return [np.flatnonzero(rack == rack[m]) for m in first]
 
 
+def _restart_left_out(
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    areas: Sequence[np.ndarray],
+    region: np.ndarray,
+    placements: list[Placement],
+    workers: np.ndarray,
+    ps: np.ndarray,
+) -> list[Placement]:
+    """``placements`` plus jobs the plan started that placement left out, each started in the
+    fastest pool that still holds it (its planned configuration, else one worker and one PS; by
+    best fit) where that costs less than waiting."""
+    lost = np.flatnonzero((workers > 0) & np.array([not pl.tasks for pl in placements]))
+    if not lost.size:
+        return placements
+    out = list(placements)
+    left = free.astype(float).copy()
+    for i, pl in enumerate(out):
+        for m, w, p in pl.tasks:
+            left[m] -= w * inst.alpha[i] + p * inst.gamma[i]
+    total = free.sum(axis=0)
+    scale = np.where(total > 0, total, 1.0)
+    ratio = pool_ratios(inst.subset(lost), cluster, pools)
+    for k, i in enumerate(lost.tolist()):
+        done = False
+        for g in np.argsort(-ratio[k], kind="stable").tolist():
+            for w, p in dict.fromkeys(((int(workers[i]), int(ps[i])), (1, 1))):
+                trial = left.copy()
+                on_w = _fit(trial, pools[g], inst.alpha[i], w, scale, False)
+                on_p = _fit(trial, areas[int(region[g])], inst.gamma[i], p, scale, True)
+                if len(on_w) < w or len(on_p) < p:
+                    continue
+                tasks: dict[int, list[int]] = {}
+                for m in on_w:
+                    tasks.setdefault(m, [0, 0])[0] += 1
+                for m in on_p:
+                    tasks.setdefault(m, [0, 0])[1] += 1
+                one = [Placement(())] * inst.n
+                one[i] = Placement(tuple((m, a, b) for m, (a, b) in sorted(tasks.items())))
+                if evaluate(inst, cluster, one)[i] < inst.defer_cost[i]:
+                    out[i], left, done = one[i], trial, True
+                    break
+            if done:
+                break
+    return out
+
+
 def place_on_pools(
     inst: Instance,
     cluster: Cluster,
@@ -359,7 +412,8 @@ def place_on_pools(
 ) -> tuple[float, list[Placement]]:
     """(objective, placements) of an allocation whose jobs run in pools ``home``: the cheapest,
     by the simulator's speeds (``evaluate``), of three placements (whole jobs by smdlab's
-    placement; workers by smdlab's placement or by best fit, then PSs by best fit)."""
+    placement; workers by smdlab's placement or by worst fit, then PSs by best fit), each followed
+    by a second chance, in any pool, for the jobs it left out."""
     region = regions(cluster, pools)
     areas = _areas(cluster, pools, region)
     area = [areas[int(region[g])] for g in home.tolist()]
@@ -370,10 +424,11 @@ def place_on_pools(
         _place_split(inst, cluster, free, pools, area, home, workers, ps, shrink)
         for shrink in (False, True)
     ]
-    return min(
-        ((float(evaluate(inst, cluster, pl).sum()), pl) for pl in (whole, *split)),
-        key=lambda t: t[0],
-    )
+    tried = [
+        _restart_left_out(inst, cluster, free, pools, areas, region, pl, workers, ps)
+        for pl in (whole, *split)
+    ]
+    return min(((float(evaluate(inst, cluster, pl).sum()), pl) for pl in tried), key=lambda t: t[0])
 
 
 PACKING_MARGINS = (0.0, 0.25, 0.5)  # per machine, as fractions of a planned task's mean demand
