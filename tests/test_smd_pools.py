@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from smdlab.model.cluster import Cluster
 from smdlab.model.gpu_types import speed_ratio
-from smdlab.solve.instance import build_instance, task_vectors
+from smdlab.sim.simulator import simulate
 from smdlab.solve.api import solve
+from smdlab.solve.instance import build_instance, task_vectors
 from smdlab.solve.placement import TOL, Placement, rack_layout
 from smdlab.solve.placement_milp import evaluate, placement_instance, smd_placed, solve_placed
 from smdlab.solve.smd_pools import (
@@ -109,3 +111,31 @@ def test_smd_on_pools_beats_pooled_smd_on_gpu_types_and_stays_above_the_optimum(
     pooled_objective = float(evaluate(inst, cluster, pooled.placements).sum())
     assert exact.objective * (1 - 1e-6) <= smd.objective <= exact.objective * 1.05
     assert smd.objective - exact.objective < (pooled_objective - exact.objective) / 10
+
+
+def _arriving(kind: str, n: int, machines: int):
+    jobs, cluster = placement_instance(kind, n, machines, seed=3)
+    return [j.replace(arrival=600.0 * i) for i, j in enumerate(jobs)], cluster
+
+
+def _weighted_jct(result) -> float:
+    df = result.jobs
+    return float((df["weight"] * df["jct"]).sum())
+
+
+def test_the_policy_is_smd_on_a_cluster_of_one_pool():
+    jobs, _ = _arriving("flat", 8, 2)
+    cluster = Cluster.homogeneous(2)
+    for execution in ("elastic", "non_elastic"):
+        a = simulate(jobs, cluster, "smd", execution=execution).jobs
+        b = simulate(jobs, cluster, "smd_pools", execution=execution).jobs
+        pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("execution", ["elastic", "non_elastic"])
+def test_the_policy_keeps_fast_jobs_off_slow_gpus(execution):
+    jobs, cluster = _arriving("typed", 12, 4)
+    pools = simulate(jobs, cluster, "smd_pools", execution=execution)
+    pooled = simulate(jobs, cluster, "smd", execution=execution)
+    assert len(pools.jobs) == len(jobs) and pools.jobs["jct"].notna().all()
+    assert _weighted_jct(pools) < _weighted_jct(pooled)

@@ -107,9 +107,7 @@ def regions(cluster: Cluster, pools: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([racks.index(cluster.rack_of[int(m[0])]) for m in pools], dtype=np.int64)
 
 
-def _demands(
-    inst: Instance, home: np.ndarray, region: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _demands(inst: Instance, home: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(alpha, gamma) over the pool blocks then the region blocks, each job in pool ``home``."""
     n, K = inst.alpha.shape
     G, Q = len(region), int(region.max()) + 1
@@ -134,9 +132,7 @@ def _capacity(free: np.ndarray, pools: Sequence[np.ndarray], region: np.ndarray)
     return np.concatenate(pool_cap + reg_cap)
 
 
-def _assign(
-    inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarray
-) -> np.ndarray:
+def _assign(inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarray) -> np.ndarray:
     """(n,) each job's pool: where the LP relaxation of the problem on pools puts most of it."""
     G = len(region)
     job, w, p = np.nonzero(inst.pareto)
@@ -146,7 +142,7 @@ def _assign(
     for g in range(G):
         a, c = _demands(inst, np.full(inst.n, g), region)
         u = a[job] * w[:, None] + c[job] * p[:, None]
-        ok = fits(u, cap)
+        ok = np.asarray(fits(u, cap), dtype=bool)
         cost.append(base[ok] / ratio[job[ok], g] - inst.defer_cost[job[ok]])
         use.append(u[ok])
         cols_job.append(job[ok])
@@ -210,7 +206,11 @@ def _fit(
         if not ok.any():
             break
         room = (left / scale).sum(axis=1)
-        k = int(np.argmin(np.where(ok, room, np.inf)) if best else np.argmax(np.where(ok, room, -np.inf)))
+        k = int(
+            np.argmin(np.where(ok, room, np.inf))
+            if best
+            else np.argmax(np.where(ok, room, -np.inf))
+        )
         m = int(rows[k])
         free[m] -= demand
         out.append(m)
@@ -348,7 +348,9 @@ def _place_split(
 def _areas(cluster: Cluster, pools: Sequence[np.ndarray], region: np.ndarray) -> list[np.ndarray]:
     """The machines of each region (its rack, or every machine when no uplink binds)."""
     rack = np.array(cluster.rack_of) if region.max() > 0 else np.zeros(len(cluster.machines), int)
-    first = [int(pools[int(np.flatnonzero(region == q)[0])][0]) for q in range(int(region.max()) + 1)]
+    first = [
+        int(pools[int(np.flatnonzero(region == q)[0])][0]) for q in range(int(region.max()) + 1)
+    ]
     return [np.flatnonzero(rack == rack[m]) for m in first]
 
 

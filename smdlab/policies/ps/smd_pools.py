@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from smdlab.policies.base import Allocation, ClusterState, Decision, QueuedJob, RunningJob
+from smdlab.policies.base import (
+    Allocation,
+    ClusterState,
+    Decision,
+    Placement,
+    QueuedJob,
+    RunningJob,
+)
 from smdlab.policies.ps.smd import SMD, _task_rows
 from smdlab.policies.toolkit import queued_jobs, running_by_arrival, with_remaining
 from smdlab.solve.instance import build_instance
@@ -32,7 +39,7 @@ class SMDPools(SMD):
     def decide(self, state: ClusterState) -> Decision:
         """Allocate and place by SMD on pools (``SMD.decide`` where there is one pool)."""
         cluster = state.cluster
-        jobs_now = [e.job for e in (*state.running, *state.queued)]
+        jobs_now = [r.job for r in state.running] + [q.job for q in state.queued]
         if (
             not cluster.has_machines
             or cluster.fabric is not None
@@ -92,7 +99,7 @@ class SMDPools(SMD):
         todo = np.array(
             [a.workers[i] > 0 and not (i < len(active) and same[i]) for i in range(inst.n)]
         )
-        placements = []
+        placements: list[Placement] = []
         if todo.any():
             w = np.where(todo, a.workers, 0)
             p = np.where(todo, a.ps, 0)
