@@ -39,7 +39,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import TOL, Placement, rack_layout, set_rack_layout
+from smdlab.solve.placement import TOL, Placement, rack_layout
 from smdlab.solve.placement_milp import evaluate
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
@@ -252,38 +252,6 @@ def _place_whole(
     return out
 
 
-def _workers_by_shrink(
-    inst: Instance,
-    cluster: Cluster,
-    free: np.ndarray,
-    pools: Sequence[np.ndarray],
-    home: np.ndarray,
-    workers: np.ndarray,
-    ps: np.ndarray,
-) -> dict[int, dict[int, list[int]]]:
-    """Each pool's workers by smdlab's placement (first fit, shrinking where they do not fit);
-    PSs demand nothing in this pass (``free`` updated in place)."""
-    tasks: dict[int, dict[int, list[int]]] = {}
-    no_ps = np.zeros_like(inst.gamma)
-    with rack_layout(cluster):  # no rack preference: inside a pool no placement changes the speed
-        set_rack_layout(None)
-        for g, machines in enumerate(pools):
-            idx = np.flatnonzero((home == g) & (workers > 0))
-            if not idx.size:
-                continue
-            pairs = np.zeros((inst.n, 2), dtype=int)
-            pairs[idx, 0], pairs[idx, 1] = workers[idx], ps[idx]
-            mine = np.zeros_like(free)
-            mine[machines] = free[machines]
-            placed = place_checked(inst.jobs, pairs, cluster, mine, inst.mode, (inst.alpha, no_ps))
-            free[machines] = placed.free[machines]
-            for i in idx.tolist():
-                on = {m: [w, 0] for m, w, _ in placed.placements[i].tasks if w}
-                if on:
-                    tasks[i] = on
-    return tasks
-
-
 def _workers_by_worst_fit(
     inst: Instance,
     free: np.ndarray,
@@ -308,25 +276,19 @@ def _workers_by_worst_fit(
 
 def _place_split(
     inst: Instance,
-    cluster: Cluster,
     free: np.ndarray,
     pools: Sequence[np.ndarray],
     areas: Sequence[np.ndarray],
     home: np.ndarray,
     workers: np.ndarray,
     ps: np.ndarray,
-    shrink: bool,
 ) -> list[Placement]:
-    """Every job's workers on its pool's machines (``shrink``: smdlab's placement, else worst
-    fit), then its PSs by best fit anywhere in its region, largest first; a job keeps the tasks
-    that fit (no PS: it waits)."""
+    """Every job's workers on its pool's machines by worst fit, then its PSs by best fit anywhere
+    in its region, largest first; a job keeps the tasks that fit (no PS: it waits)."""
     free = free.copy()
     total = free.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
-    if shrink:
-        tasks = _workers_by_shrink(inst, cluster, free, pools, home, workers, ps)
-    else:
-        tasks = _workers_by_worst_fit(inst, free, pools, home, workers, scale)
+    tasks = _workers_by_worst_fit(inst, free, pools, home, workers, scale)
     run = np.flatnonzero(workers > 0)
     size = ps[run] * (inst.gamma[run] / scale).max(axis=1)
     for i in run[np.argsort(-size, kind="stable")].tolist():
@@ -412,23 +374,20 @@ def place_on_pools(
     workers: np.ndarray,
     ps: np.ndarray,
 ) -> tuple[float, list[Placement]]:
-    """(objective, placements) of an allocation whose jobs run in pools ``home``: the cheapest,
-    by the simulator's speeds (``evaluate``), of three placements (whole jobs by smdlab's
-    placement; workers by smdlab's placement or by worst fit, then PSs by best fit), each followed
-    by a second chance, in any pool, for the jobs it left out."""
+    """(objective, placements) of an allocation whose jobs run in pools ``home``: the cheaper,
+    by the simulator's speeds (``evaluate``), of two placements (whole jobs by smdlab's
+    placement; workers by worst fit, then PSs by best fit), each followed by a second chance, in
+    any pool, for the jobs it left out."""
     region = regions(cluster, pools)
     areas = _areas(cluster, pools, region)
     area = [areas[int(region[g])] for g in home.tolist()]
     by_region = dict(enumerate(areas))
     with rack_layout(cluster):
         whole = _place_whole(inst, cluster, free, pools, by_region, region, home, workers, ps)
-    split = [
-        _place_split(inst, cluster, free, pools, area, home, workers, ps, shrink)
-        for shrink in (False, True)
-    ]
+    split = _place_split(inst, free, pools, area, home, workers, ps)
     tried = [
         _restart_left_out(inst, cluster, free, pools, areas, region, pl, workers, ps)
-        for pl in (whole, *split)
+        for pl in (whole, split)
     ]
     return min(((float(evaluate(inst, cluster, pl).sum()), pl) for pl in tried), key=lambda t: t[0])
 
