@@ -217,6 +217,17 @@ def _fit(
     return out
 
 
+def _count(tasks: dict[int, list[int]], machines: list[int], kind: int) -> None:
+    """Add one task of ``kind`` (0: worker, 1: PS) per entry of ``machines`` to ``tasks``."""
+    for m in machines:
+        tasks.setdefault(m, [0, 0])[kind] += 1
+
+
+def _as_placement(tasks: dict[int, list[int]]) -> Placement:
+    """``tasks`` ({machine: [workers, PSs]}) as a Placement, machines in order."""
+    return Placement(tuple((m, w, p) for m, (w, p) in sorted(tasks.items())))
+
+
 def _place_whole(
     inst: Instance,
     cluster: Cluster,
@@ -269,8 +280,7 @@ def _workers_by_worst_fit(
         on = _fit(free, pools[int(home[i])], inst.alpha[i], int(workers[i]), scale, False)
         if on:
             tasks[i] = {}
-            for m in on:
-                tasks[i].setdefault(m, [0, 0])[0] += 1
+            _count(tasks[i], on, 0)
     return tasks
 
 
@@ -299,11 +309,10 @@ def _place_split(
             for m, (w, _) in tasks.pop(i).items():
                 free[m] += w * inst.alpha[i]
             continue
-        for m in on:
-            tasks[i].setdefault(m, [0, 0])[1] += 1
+        _count(tasks[i], on, 1)
     out = [Placement(())] * inst.n
     for i, t in tasks.items():
-        out[i] = Placement(tuple((m, w, p) for m, (w, p) in sorted(t.items())))
+        out[i] = _as_placement(t)
     return out
 
 
@@ -351,12 +360,10 @@ def _restart_left_out(
                 if len(on_w) < w or len(on_p) < p:
                     continue
                 tasks: dict[int, list[int]] = {}
-                for m in on_w:
-                    tasks.setdefault(m, [0, 0])[0] += 1
-                for m in on_p:
-                    tasks.setdefault(m, [0, 0])[1] += 1
+                _count(tasks, on_w, 0)
+                _count(tasks, on_p, 1)
                 one = [Placement(())] * inst.n
-                one[i] = Placement(tuple((m, a, b) for m, (a, b) in sorted(tasks.items())))
+                one[i] = _as_placement(tasks)
                 if evaluate(inst, cluster, one)[i] < inst.defer_cost[i]:
                     out[i], left, done = one[i], trial, True
                     break
