@@ -400,7 +400,7 @@ def place_on_pools(
 
 
 PACKING_MARGINS = (0.0, 0.25, 0.5)  # per machine, as fractions of a planned task's mean demand
-PACKING_LOSS = 0.005  # placement above this share of the plan's objective: plan again with a margin
+PACKING_LOSS = 0.02  # placement above this share of the plan's objective: plan again with a margin
 
 
 def smd_pools(
