@@ -39,7 +39,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import TOL, Placement, rack_layout
+from smdlab.solve.placement import TOL, Placement, set_rack_layout
 from smdlab.solve.placement_milp import evaluate
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
@@ -389,8 +389,11 @@ def place_on_pools(
     areas = _areas(cluster, pools, region)
     area = [areas[int(region[g])] for g in home.tolist()]
     by_region = dict(enumerate(areas))
-    with rack_layout(cluster):
+    prev = set_rack_layout(None)  # inside a region no machine changes the speed: no rack rule
+    try:
         whole = _place_whole(inst, cluster, free, pools, by_region, region, home, workers, ps)
+    finally:
+        set_rack_layout(prev)
     split = _place_split(inst, free, pools, area, home, workers, ps)
     tried = [
         _restart_left_out(inst, cluster, free, pools, areas, region, pl, workers, ps)
