@@ -132,8 +132,14 @@ def _capacity(free: np.ndarray, pools: Sequence[np.ndarray], region: np.ndarray)
     return np.concatenate(pool_cap + reg_cap)
 
 
-def _assign(inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarray) -> np.ndarray:
-    """(n,) each job's pool: where the LP relaxation of the problem on pools puts most of it."""
+_STAY = 1e-6  # the LP's tie-break towards a job's current pool, relative to the largest cost
+
+
+def _assign(
+    inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarray, current: np.ndarray
+) -> np.ndarray:
+    """(n,) each job's pool: where the LP relaxation of the problem on pools puts most of it
+    (among equally good pools, the one it runs in now, ``current``; -1: none)."""
     G = len(region)
     job, w, p = np.nonzero(inst.pareto)
     w, p = w + 1, p + 1
@@ -144,6 +150,8 @@ def _assign(inst: Instance, cap: np.ndarray, ratio: np.ndarray, region: np.ndarr
         u = a[job] * w[:, None] + c[job] * p[:, None]
         ok = np.asarray(fits(u, cap), dtype=bool)
         cost.append(base[ok] / ratio[job[ok], g] - inst.defer_cost[job[ok]])
+        if (current == g).any():  # a tie goes to the pool a job runs in: no move for nothing
+            cost[-1] = cost[-1] - _STAY * inst.defer_cost.max() * (current[job[ok]] == g)
         use.append(u[ok])
         cols_job.append(job[ok])
         cols_pool.append(np.full(int(ok.sum()), g))
@@ -407,7 +415,11 @@ PACKING_LOSS = 0.02  # placement above this share of the plan's objective: plan 
 
 
 def smd_pools(
-    inst: Instance, cluster: Cluster, free: np.ndarray, pools: Sequence[np.ndarray]
+    inst: Instance,
+    cluster: Cluster,
+    free: np.ndarray,
+    pools: Sequence[np.ndarray],
+    current: np.ndarray | None = None,
 ) -> PoolAllocation:
     """SMD on the pools (module docstring), each pool's jobs placed on its machines and region.
 
@@ -416,12 +428,14 @@ def smd_pools(
     plans again with each pool's and region's capacity lowered by a packing margin
     (``PACKING_MARGINS``: per machine, that fraction of a planned task's mean demand in every
     resource), while that lowers the placed objective. Each plan is placed by
-    ``place_on_pools``.
+    ``place_on_pools``. current: per job the pool it runs in now (-1: none; default none), which
+    it keeps where another pool is no better.
     """
     region = regions(cluster, pools)
     cap = _capacity(free, pools, region)
     ratio = pool_ratios(inst, cluster, pools)
-    home = _assign(inst, cap, ratio, region)
+    now = np.full(inst.n, -1) if current is None else np.asarray(current, dtype=int)
+    home = _assign(inst, cap, ratio, region, now)
     per_block = np.array([len(m) for m in pools] + [len(a) for a in _areas(cluster, pools, region)])
     best: tuple[float, list[Placement]] | None = None
     planned = mean = np.nan

@@ -78,7 +78,14 @@ class SMDPools(SMD):
             [e.job for e in entries], cluster, free_all.sum(axis=0), state.mode,
             [e.remaining for e in entries],
         )  # fmt: skip
-        a = smd_pools(inst, cluster, free_all, pools)
+        pool_of = np.full(len(cluster.machines), -1)
+        for g, m in enumerate(pools):
+            pool_of[m] = g
+        current = np.full(inst.n, -1)
+        for i, r in enumerate(active):  # the pool holding all of a running job's workers
+            on = {int(pool_of[m]) for m, w, _ in r.placement.tasks if w}
+            current[i] = on.pop() if len(on) == 1 else -1
+        a = smd_pools(inst, cluster, free_all, pools, current)
         region = regions(cluster, pools)
         rack = np.array(cluster.rack_of)
         same = []
