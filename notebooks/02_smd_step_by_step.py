@@ -384,7 +384,8 @@ show(allocation_figure(full["SMD, iteration + local search (default)"], jobs, cl
 # - **pooled** (P): the capacity of all machines pooled, as above; SMD against the MILP.
 # - **placement-aware**: every task on a machine, each machine's capacity respected, and each
 #   job's speed the simulator's speed on its placement (rack uplinks, GPU types). SMD is
-#   followed by smdlab's placement; the exact model (`smdlab.solve.placement_milp.solve_placed`)
+#   followed by smdlab's placement (on the typed cluster: SMD on pools of one GPU type, our
+#   extension, docs/solver.md); the exact model (`smdlab.solve.placement_milp.solve_placed`)
 #   chooses configurations and machines together. Two cluster kinds: *flat* (identical servers)
 #   and *typed* (half K80, half V100 servers). Both methods are priced the same way: the
 #   simulator's speed on the placement each returns.

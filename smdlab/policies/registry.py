@@ -29,6 +29,7 @@ _BUILTIN: dict[str, str] = {
     "optimus": "smdlab.policies.ps.optimus:Optimus",
     "tiresias": "smdlab.policies.ps.tiresias:Tiresias",
     "smd": "smdlab.policies.ps.smd:SMD",
+    "smd_pools": "smdlab.policies.ps.smd_pools:SMDPools",
     "milp": "smdlab.policies.ps.milp:MILP",
     "omru": "smdlab.policies.allreduce.omru:OMRU",
     "omru_noreuse": "smdlab.policies.allreduce.omru_noreuse:OMRUNoReuse",

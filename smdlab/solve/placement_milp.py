@@ -70,7 +70,7 @@ class PlacedResult:
     placements: per job, where its tasks run (empty: not started). workers, ps: per job.
     costs: per job, omega_i * W_i / speed on its placement, or its deferral cost.
     objective: sum of costs (the simulator's evaluation). model_objective: the MILP's own value
-    of the same solution (nan for SMD). bound: a proven lower bound (-inf when none).
+    of the same solution (SMD on pools: its allocation's value before placement; nan for SMD). bound: a proven lower bound (-inf when none).
     gap: (objective - bound) / objective. status: optimal, time_limit or heuristic.
     time_limit_reached: whether the solver stopped at its limit. wall_time_s, cpu_time_s: the
     whole call. patterns, variables, rows: the model's size (0 for SMD).
@@ -454,9 +454,29 @@ def smd_placed(
     jobs: Sequence[Job], cluster: Cluster, *, mode: str = "wfbp", free: np.ndarray | None = None
 ) -> PlacedResult:
     """SMD (no bound, as the policies call it) then smdlab's placement (rack-aware on a racked
-    cluster, as in the simulator), priced by the simulator's speeds like ``solve_placed``."""
+    cluster, as in the simulator), priced by the simulator's speeds like ``solve_placed``.
+
+    On a cluster with several GPU types or binding uplinks, SMD on pools of machines
+    (``smdlab.solve.smd_pools``); otherwise SMD on the pooled (P).
+    """
+    from smdlab.solve.smd_pools import machine_pools, smd_pools  # imports this module's siblings
+
     t0 = (time.perf_counter(), time.process_time())
     inst, f = _prepare(jobs, cluster, free, mode)
+    pools = machine_pools(cluster)
+    if len(pools) > 1:
+        with rack_layout(cluster):
+            alloc = smd_pools(inst, cluster, f, pools)
+        return _result(
+            "smd on pools + placement",
+            inst,
+            cluster,
+            alloc.placements,
+            t0,
+            model_objective=alloc.planned,
+            status="heuristic",
+            time_limit_reached=False,
+        )
     with rack_layout(cluster):
         sol = solve(jobs, cluster, "smd", mode=mode, free=f, place=True, bound=False)
     assert sol.placement is not None  # place=True on a cluster with machines
