@@ -127,6 +127,7 @@ class Tiresias(Policy):
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
         self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
+        self._gn: dict[str, tuple[Job, tuple[str, ...], float]] = {}  # name -> gang's GPU demand
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -181,6 +182,15 @@ class Tiresias(Policy):
         if hit is None or hit[0] is not job:
             hit = self._qg[job.name] = (job, self._gpus(job, *self.request(job)))
         return hit[1]
+
+    def _gang_need(self, job: Job, resources: tuple[str, ...], gi: int) -> float:
+        """GPUs a gang job's whole request takes (gang_placement's demand), cached per job."""
+        hit = self._gn.get(job.name)
+        if hit is None or hit[0] is not job or hit[1] != resources:
+            w, p = job.gang_allocation
+            a, g = task_vectors(job, resources)
+            hit = self._gn[job.name] = (job, resources, float(w * a[gi] + p * g[gi]))
+        return hit[2]
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _move(self, name: str, to: int) -> None:
@@ -241,8 +251,11 @@ class Tiresias(Policy):
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
         gi = resources.index("gpu") if "gpu" in resources else None
-        scalar = gi is not None and all(
-            (qmap.get(n) or rmap[n]).job.gpu_only for n in self._qid if n in live
+        # every live job (waiting or running; the queues hold exactly these now) GPU-only
+        scalar = (
+            gi is not None
+            and all(q.job.gpu_only for q in qmap.values())
+            and all(r.job.gpu_only for r in running)
         )
 
         def held(name: str) -> np.ndarray:
@@ -331,6 +344,14 @@ class Tiresias(Policy):
         """Start every waiting job when all of them fit the free machines (then no pass can preempt)."""
         cluster = state.cluster
         free = np.array(state.free, dtype=float)
+        if "gpu" in cluster.resources and all(q.job.gang for q in qmap.values()):
+            # Gangs take their whole request: more GPUs asked than free means one cannot start
+            # (gang_placement's tolerance, as in SRTF's same check).
+            resources = tuple(cluster.resources)
+            gi = resources.index("gpu")
+            total = sum(self._gang_need(q.job, resources, gi) for q in qmap.values())
+            if total > float(free[:, gi].sum()) + TOL * max(1.0, total):
+                return None
         n_m = free.shape[0]
         allocations = []
         for queue in self._queues:
