@@ -1,5 +1,5 @@
-"""SRTF's ranked queue kept between decisions, Tiresias' GPU-count precheck and gang_placement's
-one-column room change no decision: each is compared with the from-scratch rule it shortcuts."""
+"""SRTF's ranked queue kept between decisions and gang_placement's one-column room change no
+decision: each is compared with the from-scratch rule it shortcuts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from smdlab import Cluster
 from smdlab.experiments.muri_parity import muri_scenario
 from smdlab.policies.base import ClusterState, Decision, Policy, QueuedJob, RunningJob
 from smdlab.policies.ps.srtf import SJF, SRTF
-from smdlab.policies.ps.tiresias import Tiresias
 from smdlab.policies.toolkit import gang_placement
 from smdlab.sim.runner import simulation_options
 from smdlab.sim.simulator import simulate
@@ -28,13 +27,6 @@ class FullRank(SRTF):
 
     def rank(self, entry: QueuedJob | RunningJob, state: ClusterState) -> float:
         return SRTF.rank(self, entry, state)
-
-
-class NoPrecheck(Tiresias):
-    """Tiresias with the GPU-count precheck off (every waiting gang counts zero GPUs)."""
-
-    def _gang_need(self, job, resources, gi) -> float:
-        return 0.0
 
 
 class Twin(Policy):
@@ -100,16 +92,6 @@ def test_srtf_keeps_its_queue_across_runs_only_through_reset():
     first = simulate(jobs, cluster, pol, **opts)
     again = simulate(jobs, cluster, pol, **opts)  # the same instance: reset() empties its queue
     assert first.jobs["finish"].tolist() == again.jobs["finish"].tolist()
-
-
-def test_tiresias_precheck_changes_no_decision():
-    sc, cluster, jobs = _muri_jobs()
-    opts = simulation_options(sc)
-    options = dict(sc.policy_options["tiresias"])
-    twin = Twin(Tiresias(**options), NoPrecheck(**options))
-    simulate(jobs, cluster, twin, **opts)
-    assert twin.states > 100 and twin.moves > 100
-    assert twin.disagreements == 0
 
 
 def test_gang_placement_single_resource_room_matches_the_general_rule():

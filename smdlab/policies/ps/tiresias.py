@@ -127,7 +127,6 @@ class Tiresias(Policy):
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
         self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
-        self._gn: dict[str, tuple[Job, tuple[str, ...], float]] = {}  # name -> gang's GPU demand
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -182,15 +181,6 @@ class Tiresias(Policy):
         if hit is None or hit[0] is not job:
             hit = self._qg[job.name] = (job, self._gpus(job, *self.request(job)))
         return hit[1]
-
-    def _gang_need(self, job: Job, resources: tuple[str, ...], gi: int) -> float:
-        """GPUs a gang job's whole request takes (gang_placement's demand), cached per job."""
-        hit = self._gn.get(job.name)
-        if hit is None or hit[0] is not job or hit[1] != resources:
-            w, p = job.gang_allocation
-            a, g = task_vectors(job, resources)
-            hit = self._gn[job.name] = (job, resources, float(w * a[gi] + p * g[gi]))
-        return hit[2]
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _move(self, name: str, to: int) -> None:
@@ -344,14 +334,6 @@ class Tiresias(Policy):
         """Start every waiting job when all of them fit the free machines (then no pass can preempt)."""
         cluster = state.cluster
         free = np.array(state.free, dtype=float)
-        if "gpu" in cluster.resources and all(q.job.gang for q in qmap.values()):
-            # Gangs take their whole request: more GPUs asked than free means one cannot start
-            # (gang_placement's tolerance, as in SRTF's same check).
-            resources = tuple(cluster.resources)
-            gi = resources.index("gpu")
-            total = sum(self._gang_need(q.job, resources, gi) for q in qmap.values())
-            if total > float(free[:, gi].sum()) + TOL * max(1.0, total):
-                return None
         n_m = free.shape[0]
         allocations = []
         for queue in self._queues:
