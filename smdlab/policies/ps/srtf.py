@@ -27,6 +27,10 @@ bundles: the walk reserves one bundle for it, and it starts on as many bundles a
 n, placed first-fit decreasing; its remaining time is measured at (n, n).
 Assumption: a started job that cannot be placed on real machines after the pooled walk (only
 possible with several resources per machine) waits for the next decision.
+
+Cost: a waiting job's key cannot change while it waits, so the waiting jobs stay ranked between
+decisions (arrivals and re-queued jobs inserted, departures removed, by bisection); a subclass
+with its own ``rank`` (EDF) re-ranks every waiting job at every decision.
 """
 
 from __future__ import annotations
