@@ -241,12 +241,9 @@ class Tiresias(Policy):
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
         gi = resources.index("gpu") if "gpu" in resources else None
-        # every live job (waiting or running; the queues hold exactly these now) GPU-only
-        scalar = (
-            gi is not None
-            and all(q.job.gpu_only for q in qmap.values())
-            and all(r.job.gpu_only for r in running)
-        )
+        # every live job (the queues hold exactly the waiting and running ones now) GPU-only
+        gpu_only = all(q.job.gpu_only for q in qmap.values())
+        scalar = gi is not None and gpu_only and all(r.job.gpu_only for r in running)
 
         def held(name: str) -> np.ndarray:
             r = rmap[name]
