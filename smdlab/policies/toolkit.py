@@ -148,8 +148,15 @@ def gang_placement(
     if job.gpu_only and p == 1 and not pv.any():
         # The one-machine case of the rule below, in one pass: the machine with the most room
         # for this job's workers (lowest index on ties) takes the whole gang and the empty PS.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(wv > 0, (free + TOL) / np.where(wv > 0, wv, 1.0), np.inf).min(axis=1)
+        pos = np.flatnonzero(wv > 0)
+        if len(pos) == 1:  # one resource limits it: that column alone (the same numbers)
+            k = int(pos[0])
+            room = (free[:, k] + TOL) / wv[k]
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room = np.where(wv > 0, (free + TOL) / np.where(wv > 0, wv, 1.0), np.inf).min(
+                    axis=1
+                )
         m = int(np.argmax(room))
         if room[m] >= w:
             return Placement(((m, w, 1),))

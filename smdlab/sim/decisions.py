@@ -28,6 +28,8 @@ def apply_decision(sim: Engine, groups: SharingGroups, d: Decision) -> tuple[int
     """Apply ``d`` at ``sim.t``; return (jobs started, preempted, resized). Raises
     ``InvalidDecision`` (``CapacityExceeded``) before changing anything when ``d`` is not valid."""
     t = sim.t
+    if isinstance(d, Decision) and not d.allocations and not d.preempt:
+        return 0, 0, 0  # nothing to check or change (a busy queue's usual answer)
     where = f"policy {sim.policy_name!r} at t={t:g}"
     preempt, starts, resizes = classify(sim, d, where)
     by_label = groups.check(d.allocations, starts, where)

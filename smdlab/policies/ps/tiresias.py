@@ -241,9 +241,9 @@ class Tiresias(Policy):
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
         gi = resources.index("gpu") if "gpu" in resources else None
-        scalar = gi is not None and all(
-            (qmap.get(n) or rmap[n]).job.gpu_only for n in self._qid if n in live
-        )
+        # every live job (the queues hold exactly the waiting and running ones now) GPU-only
+        gpu_only = all(q.job.gpu_only for q in qmap.values())
+        scalar = gi is not None and gpu_only and all(r.job.gpu_only for r in running)
 
         def held(name: str) -> np.ndarray:
             r = rmap[name]
