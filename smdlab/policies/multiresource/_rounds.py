@@ -300,19 +300,22 @@ class SynergyRounds(Policy):
         now: float,
         cluster: Cluster,
         mode: str,
-    ) -> tuple[list[tuple[Entry, Job]], list[str]]:
+    ) -> tuple[Iterator[tuple[Entry, Job]], list[str]]:
         """Every job ranked from scratch (a subclass's own ``priority`` may read anything), and
         the jobs starved at ``now``."""
         for q in queued:
             self._register(q.job, cluster)
-        submitted = self._jobs.get
-        entries = []
-        for e in (*running, *queued):
+        jobs = self._jobs
+        entries: list[tuple[tuple, Entry, Job]] = []
+        every: list[Entry] = [*running, *queued]
+        for e in every:
             if e.remaining > 0:
-                job = submitted(e.job.name, e.job)
+                job = jobs.get(e.job.name, e.job)
                 entries.append((self._key(e, job, cluster, mode), e, job))
         entries.sort(key=itemgetter(0))
-        return [(e, job) for _, e, job in entries], self._starved([j for _, _, j in entries], now)
+        return iter([(e, job) for _, e, job in entries]), self._starved(
+            [j for _, _, j in entries], now
+        )
 
     def _starved(self, jobs: Sequence[Job], now: float) -> list[str]:
         """Names of ``jobs`` that have not run for more than ``starvation_s`` at ``now``."""
@@ -412,6 +415,7 @@ class SynergyRounds(Policy):
                 continue
             i = id(ent[0])
             k = keys[i]
+            assert k is not None  # a job with an entry has a key
             del ranked[bisect_left(ranked, k)]
             keys[i] = k = (False, *k[1:])
             insort(ranked, k)
