@@ -245,14 +245,8 @@ class SynergyRounds(Policy):
             else np.array(state.free, dtype=float, copy=True)
         )
         running: Sequence[RunningJob] = state.running if state.preemptive else ()
-        if type(self).priority is SynergyRounds.priority:
-            ranked, bumps = self._ranked_incremental(
-                state.queued, running, state.time, cluster, state.mode
-            )
-        else:
-            ranked, bumps = self._ranked_full(
-                state.queued, running, state.time, cluster, state.mode
-            )
+        kept = type(self).priority is SynergyRounds.priority
+        ranked, bumps = (self._ranked_incremental if kept else self._ranked_full)(state, running)
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
@@ -294,15 +288,11 @@ class SynergyRounds(Policy):
         )
 
     def _ranked_full(
-        self,
-        queued: Sequence[QueuedJob],
-        running: Sequence[RunningJob],
-        now: float,
-        cluster: Cluster,
-        mode: str,
+        self, state: ClusterState, running: Sequence[RunningJob]
     ) -> tuple[Iterator[tuple[Entry, Job]], list[str]]:
         """Every job ranked from scratch (a subclass's own ``priority`` may read anything), and
-        the jobs starved at ``now``."""
+        the jobs starved now."""
+        queued, now, cluster, mode = state.queued, state.time, state.cluster, state.mode
         for q in queued:
             self._register(q.job, cluster)
         jobs = self._jobs
@@ -326,12 +316,7 @@ class SynergyRounds(Policy):
         return [j.name for j in jobs if now - last(j.name, j.arrival) > limit]
 
     def _ranked_incremental(
-        self,
-        queued: Sequence[QueuedJob],
-        running: Sequence[RunningJob],
-        now: float,
-        cluster: Cluster,
-        mode: str,
+        self, state: ClusterState, running: Sequence[RunningJob]
     ) -> tuple[Iterator[tuple[Entry, Job]], list[str]]:
         """The same ranking as ``_ranked_full`` for the base policies' keys, kept between rounds.
 
@@ -340,6 +325,7 @@ class SynergyRounds(Policy):
         since the last round are re-keyed in a sorted list; running jobs are keyed afresh and
         merged in lazily (a round reads only the head of the order). Starvation is found from a
         heap of the times queued jobs cross the limit instead of a scan of the queue."""
+        queued, now, cluster, mode = state.queued, state.time, state.cluster, state.mode
         ranked, keys, entry = self._rank, self._qkey, self._qentry
         limit = self.starvation_s
         last = self._last_run.get
