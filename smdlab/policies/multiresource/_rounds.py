@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import ge
+from heapq import heappop, heappush
+from operator import ge, itemgetter
 
 import numpy as np
 
@@ -170,6 +172,14 @@ class SynergyRounds(Policy):
         self._last_run: dict[str, float] = {}  # end of the last round each job ran in
         self._bumped: set[str] = set()  # jobs starved past starvation_s: first in the order
         self._requests: dict[tuple[int, int], tuple[Job, Cluster, tuple[int, int]]] = {}
+        # the kept ranking (``_ranked_incremental``): the queue last seen (id -> job), each queued
+        # job's key (None: nothing left to run), name -> (entry, job), the sorted keys, and
+        # (time it starves, name) of waiting jobs
+        self._queue: dict[int, QueuedJob] = {}
+        self._qkey: dict[int, tuple | None] = {}
+        self._qentry: dict[str, tuple[QueuedJob, Job]] = {}
+        self._rank: list[tuple] = []
+        self._starving: list[tuple[float, str]] = []
 
     # ---- order ----------------------------------------------------------------------------
     def _request(self, job: Job, cluster: Cluster) -> tuple[int, int]:
@@ -226,13 +236,7 @@ class SynergyRounds(Policy):
             k = state.time / state.slot_s
             if abs(k - round(k)) > 1e-9 * max(1.0, k):
                 return Decision()
-        jobs = self._jobs
-        for q in state.queued:
-            if q.job.name not in jobs:
-                jobs[q.job.name] = q.job
-                self._gpu_need(q.job, cluster)  # every job's need is known before the round
         self._slot = state.slot_s
-        entries: list[tuple[tuple, Entry, Job]] = []
         # Without preemption (forced non_elastic) running jobs keep what they hold; the round
         # plans the queued jobs on the free capacity.
         self._free0 = (
@@ -240,54 +244,14 @@ class SynergyRounds(Policy):
             if state.preemptive
             else np.array(state.free, dtype=float, copy=True)
         )
-        every: list[Entry] = (
-            [*state.running, *state.queued] if state.preemptive else list(state.queued)
-        )
-        bumped = self._bumped if self.base != "fifo" else frozenset()
-        submitted = self._jobs.get
-        mode = state.mode
-        slot = self._slot if self.lease_rounds else None
-        # LAS and FIFO keys built inline (the same tuples ``priority`` gives): every round ranks
-        # every job, so this loop is linear in the queue
-        inline = type(self).priority is SynergyRounds.priority
-        las, srtf = self.base == "las", self.base == "srtf"
-        last_levels, srtf_hit = self._last_levels.get, self._srtf.get
-        for e in every:
-            if e.remaining <= 0:
-                continue
-            job = submitted(e.job.name, e.job)
-            name = job.name
-            if not inline:
-                key = (name not in bumped, *self.priority(e, job, cluster, mode))
-            elif srtf:
-                h = srtf_hit(name)
-                if h is not None and h[0] is job and h[1] == last_levels(name) and h[2] == mode:
-                    speed = h[3]
-                else:
-                    speed = self._srtf_speed(job, cluster, mode)
-                key = (name not in bumped, e.remaining / speed, job.arrival, name)
-            elif not las:
-                key = (name not in bumped, job.arrival, name)
-            elif slot:
-                key = (name not in bumped, round(e.attained_service / slot), job.arrival, name)
-            else:
-                key = (name not in bumped, e.attained_service, job.arrival, name)
-            entries.append((key, e, job))
-        entries.sort(key=lambda x: x[0])
-        if self.starvation_s is not None:  # after the sort: it counts from the next round
-            now, limit, last_run = state.time, self.starvation_s, self._last_run.get
-            self._bumped.update(
-                [
-                    job.name
-                    for _, _e, job in entries
-                    if now - last_run(job.name, job.arrival) > limit
-                ]
-            )
+        running: Sequence[RunningJob] = state.running if state.preemptive else ()
+        kept = type(self).priority is SynergyRounds.priority
+        ranked, bumps = (self._ranked_incremental if kept else self._ranked_full)(state, running)
         gi = cluster.resources.index("gpu") if "gpu" in cluster.resources else None
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
         needs = self._needs
-        for _, e, job in entries:
+        for e, job in ranked:
             if gpus_left + TOL < self._min_need:
                 break  # no job left fits in what remains
             hit = needs.get(job.name)
@@ -298,6 +262,7 @@ class SynergyRounds(Policy):
                 continue
             gpus_left -= need
             plans.append(Planned(e, w, p, *best))
+        self._bump(bumps)  # after the ranking: a job starved this round goes first from the next
         self.levels(plans, cluster, state)
         self._last_levels = {}
         for plan in plans:
@@ -305,6 +270,141 @@ class SynergyRounds(Policy):
                 self._last_levels[plan.entry.job.name] = (plan.cpu, plan.mem_gb)
                 self._last_run[plan.entry.job.name] = state.time + (state.slot_s or 0.0)
         return self._decision(plans, state)
+
+    def _register(self, job: Job, cluster: Cluster) -> Job:
+        """The submitted job of this name, recorded (with its GPU need) on first sight."""
+        known = self._jobs.get(job.name)
+        if known is not None:
+            return known
+        self._jobs[job.name] = job
+        self._gpu_need(job, cluster)  # every job's need is known before the round
+        return job
+
+    def _key(self, e: Entry, job: Job, cluster: Cluster, mode: str) -> tuple:
+        """Rank key (smaller first): starved jobs first (not under FIFO), then ``priority``."""
+        return (
+            self.base == "fifo" or job.name not in self._bumped,
+            *self.priority(e, job, cluster, mode),
+        )
+
+    def _ranked_full(
+        self, state: ClusterState, running: Sequence[RunningJob]
+    ) -> tuple[Iterator[tuple[Entry, Job]], list[str]]:
+        """Every job ranked from scratch (a subclass's own ``priority`` may read anything), and
+        the jobs starved now."""
+        queued, now, cluster, mode = state.queued, state.time, state.cluster, state.mode
+        for q in queued:
+            self._register(q.job, cluster)
+        jobs = self._jobs
+        entries: list[tuple[tuple, Entry, Job]] = []
+        every: list[Entry] = [*running, *queued]
+        for e in every:
+            if e.remaining > 0:
+                job = jobs.get(e.job.name, e.job)
+                entries.append((self._key(e, job, cluster, mode), e, job))
+        entries.sort(key=itemgetter(0))
+        return iter([(e, job) for _, e, job in entries]), self._starved(
+            [j for _, _, j in entries], now
+        )
+
+    def _starved(self, jobs: Sequence[Job], now: float) -> list[str]:
+        """Names of ``jobs`` that have not run for more than ``starvation_s`` at ``now``."""
+        limit = self.starvation_s
+        if limit is None:
+            return []
+        last = self._last_run.get
+        return [j.name for j in jobs if now - last(j.name, j.arrival) > limit]
+
+    def _ranked_incremental(
+        self, state: ClusterState, running: Sequence[RunningJob]
+    ) -> tuple[Iterator[tuple[Entry, Job]], list[str]]:
+        """The same ranking as ``_ranked_full`` for the base policies' keys, kept between rounds.
+
+        A queued job's key does not change while it waits (its attained service, remaining work
+        and SRTF speed are those it was queued with), so only jobs that entered or left the queue
+        since the last round are re-keyed in a sorted list; running jobs are keyed afresh and
+        merged in lazily (a round reads only the head of the order). Starvation is found from a
+        heap of the times queued jobs cross the limit instead of a scan of the queue."""
+        queued, now, cluster, mode = state.queued, state.time, state.cluster, state.mode
+        ranked, keys, entry = self._rank, self._qkey, self._qentry
+        limit = self.starvation_s
+        last = self._last_run.get
+        cur = dict(zip(map(id, queued), queued))  # the previous dict keeps old ids from reuse
+        prev = self._queue
+        if cur.keys() != prev.keys():
+            for i in prev.keys() - cur.keys():
+                k = keys.pop(i)
+                if k is not None:
+                    del ranked[bisect_left(ranked, k)]
+                    del entry[k[-1]]
+            for i in cur.keys() - prev.keys():
+                q = cur[i]
+                job = self._register(q.job, cluster)
+                k = None
+                if q.remaining > 0:
+                    k = self._key(q, job, cluster, mode)
+                    insort(ranked, k)
+                    entry[k[-1]] = (q, job)  # every base key ends with the job's name
+                    if limit is not None:
+                        heappush(self._starving, (last(job.name, job.arrival) + limit, job.name))
+                keys[i] = k
+            self._queue = cur
+        submitted = self._jobs.get
+        run = []
+        for e in running:
+            if e.remaining > 0:
+                job = submitted(e.job.name, e.job)
+                run.append((self._key(e, job, cluster, mode), e, job))
+        run.sort(key=itemgetter(0))
+        bumps = self._starved([j for _, _, j in run], now)
+        if limit is not None:
+            heap, later, bumped = self._starving, [], self._bumped
+            edge = now + 1e-6 * max(1.0, abs(now))  # the exact test below decides
+            while heap and heap[0][0] <= edge:
+                d, name = heappop(heap)
+                ent = entry.get(name)
+                if ent is None or name in bumped:
+                    continue  # not waiting (it is queued again with a new time) or bumped
+                lr = last(name, ent[1].arrival)
+                if d != lr + limit:
+                    continue  # it ran since; its re-queueing pushed its new time
+                if now - lr > limit:
+                    bumps.append(name)
+                else:
+                    later.append((d, name))
+            for x in later:
+                heappush(heap, x)
+
+        def walk() -> Iterator[tuple[Entry, Job]]:
+            it = iter(ranked)
+            q = next(it, None)
+            for k, e, job in run:
+                while q is not None and q < k:
+                    yield entry[q[-1]]
+                    q = next(it, None)
+                yield e, job
+            while q is not None:
+                yield entry[q[-1]]
+                q = next(it, None)
+
+        return walk(), bumps
+
+    def _bump(self, names: list[str]) -> None:
+        """Mark ``names`` starved and move the queued ones to the front of the kept order."""
+        ranked, keys = self._rank, self._qkey
+        for name in names:
+            if name in self._bumped:
+                continue
+            self._bumped.add(name)
+            ent = self._qentry.get(name)
+            if ent is None or self.base == "fifo":
+                continue
+            i = id(ent[0])
+            k = keys[i]
+            assert k is not None  # a job with an entry has a key
+            del ranked[bisect_left(ranked, k)]
+            keys[i] = k = (False, *k[1:])
+            insort(ranked, k)
 
     def place_plans(
         self,
