@@ -6,6 +6,7 @@ adds moves that start, stop and exchange jobs where jobs may wait.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -339,40 +340,59 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
     """(total loss, [(job, w, p), ...]): single-task removals from ``started`` jobs covering ``deficit``.
 
     Greedy: each step removes the worker or PS (a job keeps at least (1, 1)) with the smallest
-    loss per freed amount of the still-missing resources (normalised by ``scale``). None when
-    the deficit cannot be covered, or the loss exceeds ``budget``.
+    loss per freed amount of the still-missing resources (normalised by ``scale``; ties: the
+    earlier job, a worker before a PS). None when the deficit cannot be covered, or the loss
+    exceeds ``budget``.
     """
-    need = np.maximum(np.asarray(deficit, dtype=float), 0.0)
-    if not (need > 1e-12).any():
+    need_a = np.maximum(np.asarray(deficit, dtype=float), 0.0)
+    if not (need_a > 1e-12).any():
         return 0.0, []
-    ww, pp = w[started].copy(), p[started].copy()
-    val = cur[started].copy()
+    # Plain floats: a few started jobs and resources, where numpy's per-call cost dominates
+    # (the same operations in the same order, so the same plan).
+    rows = started.tolist()
+    w0, p0 = w[started].tolist(), p[started].tolist()
+    ww, pp, val = list(w0), list(p0), cur[started].tolist()
+    al, ga = alpha[started].tolist(), gamma[started].tolist()
+    sc, need = scale.tolist(), need_a.tolist()
+    done = (1e-9 * np.maximum(1.0, scale)).tolist()
+    item, inf, n = V.item, math.inf, len(rows)
     loss = 0.0
-    rows = started
-    for _ in range(4 * len(started) + 8):
-        lw = np.where(ww > 1, V[rows, np.maximum((ww - 2) * P + (pp - 1), 0)] - val, np.inf)
-        lp = np.where(pp > 1, V[rows, np.maximum((ww - 1) * P + (pp - 2), 0)] - val, np.inf)
-        fw = (np.minimum(alpha[rows], need) / scale).sum(axis=1)
-        fp = (np.minimum(gamma[rows], need) / scale).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rw = np.where(fw > 1e-12, lw / fw, np.inf)
-            rp = np.where(fp > 1e-12, lp / fp, np.inf)
-        kw, kp = int(rw.argmin()), int(rp.argmin())
-        if not (np.isfinite(rw[kw]) or np.isfinite(rp[kp])):
+    for _ in range(4 * n + 8):
+        bw = bp = inf
+        kw = kp = 0
+        dw = dp = inf
+        for i in range(n):
+            lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
+            lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
+            fw = _row_sum([min(a, b) / c for a, b, c in zip(al[i], need, sc)])
+            fp = _row_sum([min(a, b) / c for a, b, c in zip(ga[i], need, sc)])
+            rw = lw / fw if fw > 1e-12 else inf
+            rp = lp / fp if fp > 1e-12 else inf
+            if rw < bw or i == 0:
+                bw, kw, dw = rw, i, lw
+            if rp < bp or i == 0:
+                bp, kp, dp = rp, i, lp
+        if not (math.isfinite(bw) or math.isfinite(bp)):
             return None
-        if rw[kw] <= rp[kp]:
-            k, d = kw, lw[kw]
+        if bw <= bp:
+            k, d = kw, dw
             ww[k] -= 1
-            need = need - alpha[rows[k]]
+            need = [x - y for x, y in zip(need, al[k])]
         else:
-            k, d = kp, lp[kp]
+            k, d = kp, dp
             pp[k] -= 1
-            need = need - gamma[rows[k]]
+            need = [x - y for x, y in zip(need, ga[k])]
         val[k] += d
-        loss += float(d)
+        loss += d
         if loss >= budget:
             return None
-        if not (need > 1e-9 * np.maximum(1.0, scale)).any():
-            changed = ((ww != w[started]) | (pp != p[started])).nonzero()[0]
-            return loss, [(int(rows[i]), int(ww[i]), int(pp[i])) for i in changed]
+        if not any(x > t for x, t in zip(need, done)):
+            return loss, [
+                (rows[i], ww[i], pp[i]) for i in range(n) if ww[i] != w0[i] or pp[i] != p0[i]
+            ]
     return None
+
+
+def _row_sum(xs: list[float]) -> float:
+    """The sum numpy's ``sum(axis=1)`` gives for this row (a running sum below 8 terms)."""
+    return sum(xs) if len(xs) < 8 else float(np.sum(np.array(xs)))
