@@ -356,6 +356,7 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
     sc, need = scale.tolist(), need_a.tolist()
     done = (1e-9 * np.maximum(1.0, scale)).tolist()
     item, inf, n = V.item, math.inf, len(rows)
+    running = len(sc) < 8  # numpy sums fewer than 8 terms one by one
     loss = 0.0
     for _ in range(4 * n + 8):
         bw = bp = inf
@@ -364,8 +365,9 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
         for i in range(n):
             lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
             lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
-            fw = _row_sum([min(a, b) / c for a, b, c in zip(al[i], need, sc)])
-            fp = _row_sum([min(a, b) / c for a, b, c in zip(ga[i], need, sc)])
+            fw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
+            fp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
+            fw, fp = (sum(fw), sum(fp)) if running else (_row_sum(fw), _row_sum(fp))
             rw = lw / fw if fw > 1e-12 else inf
             rp = lp / fp if fp > 1e-12 else inf
             if rw < bw or i == 0:
@@ -394,5 +396,5 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
 
 
 def _row_sum(xs: list[float]) -> float:
-    """The sum numpy's ``sum(axis=1)`` gives for this row (a running sum below 8 terms)."""
-    return sum(xs) if len(xs) < 8 else float(np.sum(np.array(xs)))
+    """The sum numpy's ``sum(axis=1)`` gives for this row (pairwise from 8 terms on)."""
+    return float(np.sum(np.array(xs)))
