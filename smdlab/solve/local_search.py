@@ -365,9 +365,9 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
         for i in range(n):
             lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
             lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
-            fw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
-            fp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
-            fw, fp = (sum(fw), sum(fp)) if running else (_row_sum(fw), _row_sum(fp))
+            tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
+            tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
+            fw, fp = (sum(tw), sum(tp)) if running else (_row_sum(tw), _row_sum(tp))
             rw = lw / fw if fw > 1e-12 else inf
             rp = lp / fp if fp > 1e-12 else inf
             if rw < bw or i == 0:
