@@ -35,6 +35,7 @@ __all__ = [
     "MURI_MATCHINGS",
     "MURI_PACKINGS",
     "OMRU_EPOCH_MODELS",
+    "OPTIMUS_FITS",
     "PIPELINE_TABLES",
     "PROFILE_INDEX",
     "SPEED_TABLES",
@@ -226,6 +227,13 @@ MURI_MATCHINGS: Cache[Any] = Cache(
     key="(per candidate packing, its sorted stage-time rows, in list order): the matched pairs",
     lifetime=_IMMUTABLE,
     maxsize=4096,
+)
+OPTIMUS_FITS: Cache[Any] = Cache(
+    "policies.optimus.loss_fits",
+    key="(estimator seed, noise, job name, finished epochs): the fitted loss curve and its end "
+    "epoch (a job's loss curve is drawn from the seed, the noise and its name alone)",
+    lifetime=_IMMUTABLE,
+    maxsize=65_536,
 )
 # ---- solve ----------------------------------------------------------------------------------
 SPEED_TABLES: Cache[Any] = Cache(

@@ -251,3 +251,23 @@ def test_loss_fit_matches_scipy_curve_fit_on_the_same_weighted_problem():
             float((((y - loss_curve(k, *p)) / sigma) ** 2).sum()) for p in (ours, ref)
         )
         assert sse_ours <= sse_ref * (1 + 1e-6)
+
+
+def test_loss_fits_shared_across_estimators_change_no_estimate():
+    from smdlab.caches import OPTIMUS_FITS
+    from smdlab.policies.ps._convergence import ConvergenceEstimator
+
+    def estimates(seed: int, noise: float) -> list[float]:
+        est = ConvergenceEstimator(noise, seed)
+        return [est.remaining(job(f"j{i}", samples=1e6), r) for i in range(6) for r in (7e5, 2e5)]
+
+    OPTIMUS_FITS.clear()
+    cold = estimates(0, 0.02)
+    other = estimates(1, 0.05)  # another seed and noise: other curves, other entries
+    hits = OPTIMUS_FITS.hits
+    warm = estimates(0, 0.02)
+    assert OPTIMUS_FITS.hits == hits + len(warm)  # every fit of the second run is shared
+    assert warm == cold
+    assert other != cold
+    OPTIMUS_FITS.clear()
+    assert estimates(1, 0.05) == other

@@ -150,3 +150,43 @@ def test_polish_option_is_checked():
         solve(jobs, cluster, "smd", polish="yes")
     with pytest.raises(InvalidInput, match="does not apply to method 'milp'"):
         solve(jobs, cluster, "milp", polish=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shrink_plan_frees_the_deficit_at_the_loss_it_reports(seed):
+    from smdlab.solve.local_search import _shrink_plan
+
+    rng = np.random.default_rng(seed)
+    found = 0
+    for _ in range(60):
+        n, W, P, K = 6, 4, 3, int(rng.integers(2, 10))  # up to 9 resources: both row sums
+        v = _table(rng, n, W, P)
+        V = v.reshape(n, W * P)
+        alpha = rng.integers(0, 4, (n, K)).astype(float)
+        gamma = rng.integers(0, 3, (n, K)).astype(float)
+        scale = rng.uniform(1.0, 20.0, K)
+        w = np.array(
+            [int(rng.integers(1, int(np.isfinite(v[i, :, 0]).sum()) + 1)) for i in range(n)]
+        )
+        p = np.array(
+            [int(rng.integers(1, int(np.isfinite(v[i, 0, :]).sum()) + 1)) for i in range(n)]
+        )
+        cur = V[np.arange(n), (w - 1) * P + p - 1]
+        started = np.flatnonzero(rng.random(n) < 0.7)
+        deficit = rng.uniform(0.0, 6.0, K) * (rng.random(K) < 0.5)
+        plan = _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, 1e9)
+        if plan is None or not plan[1]:
+            continue
+        found += 1
+        loss, changes = plan
+        freed = np.zeros(K)
+        total = 0.0
+        for j, nw, np_ in changes:
+            assert j in started and 1 <= nw <= w[j] and 1 <= np_ <= p[j]
+            freed += alpha[j] * (w[j] - nw) + gamma[j] * (p[j] - np_)
+            total += V[j, (nw - 1) * P + np_ - 1] - cur[j]
+        assert np.all(freed >= deficit - 1e-9 * np.maximum(1.0, scale))
+        assert np.isclose(loss, total)
+        budgeted = _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, loss)
+        assert budgeted is None  # a budget the plan's loss reaches stops it
+    assert found > 0

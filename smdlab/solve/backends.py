@@ -93,6 +93,19 @@ class FlatModel:
         a.sort_indices()
         return a
 
+    def row_blocks(self) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """The job rows and the resource rows of ``matrix()`` as CSR, built directly (the same entries, in the same order)."""
+        m = len(self.cost)
+        idx = np.int32 if m < 2**31 - 1 else np.int64
+        order = np.argsort(self.group, kind="stable")  # columns ascending within each job row
+        ptr = np.concatenate(([0], np.cumsum(np.bincount(self.group, minlength=self.n))))
+        jobs = sp.csr_matrix((np.ones(m), order.astype(idx), ptr.astype(idx)), shape=(self.n, m))
+        use_t = np.ascontiguousarray(self.use.T, dtype=float)
+        r, c = np.nonzero(use_t)  # row-major: resource by resource, columns ascending
+        ptr = np.concatenate(([0], np.cumsum(np.bincount(r, minlength=use_t.shape[0]))))
+        res = sp.csr_matrix((use_t[r, c], c.astype(idx), ptr.astype(idx)), shape=use_t.shape)
+        return jobs, res
+
 
 @dataclass(frozen=True)
 class FlatResult:
@@ -259,13 +272,12 @@ def solve_gurobi(
     import gurobipy as gp
     from gurobipy import GRB
 
-    a = model.matrix().tocsr()
+    jobs, res = model.row_blocks()
     m = len(model.cost)
     env = _gurobi_env()
     with gp.Model(env=env) as g:
         x = g.addMVar(m, lb=0.0, ub=1.0, vtype=GRB.BINARY if integral else GRB.CONTINUOUS)
         g.setObjective(model.cost @ x, GRB.MINIMIZE)
-        jobs, res = a[: model.n], a[model.n :]
         if model.eq:
             g.addConstr(jobs @ x == np.ones(model.n))
         else:

@@ -6,6 +6,7 @@ adds moves that start, stop and exchange jobs where jobs may wait.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -68,17 +69,16 @@ def local_search(
         left = capacity - held.sum(axis=0)
         eps = rtol * max(1e-300, float(np.abs(cur).sum()))
         # (1) best configuration of each job within spare + own capacity
-        ok = np.all(col_use <= (left + held + tol)[job_c], axis=1)
+        ok = (col_use <= (left + held + tol)[job_c]).all(axis=1)
         cand = np.where(ok, col_val, np.inf)
         best_val = np.minimum.reduceat(cand, starts)
-        best_at = np.flatnonzero(cand == best_val[job_c])
-        first = best_at[
-            np.r_[True, job_c[best_at][1:] != job_c[best_at][:-1]]
-        ]  # first best column per job
+        best_at = (cand == best_val[job_c]).nonzero()[0]
+        jb = job_c[best_at]
+        first = best_at[np.concatenate(([True], jb[1:] != jb[:-1]))]  # first best column per job
         gain_re = cur - best_val
         # gain, jobs, new (w, p) per job, resource change: one entry per candidate move
         found: list[tuple[float, tuple[tuple[int, int, int], ...], np.ndarray]] = []
-        for i in np.flatnonzero(gain_re > eps).tolist():
+        for i in (gain_re > eps).nonzero()[0].tolist():
             c = int(first[i])  # (1, 1) always fits, so every job has a best column
             found.append(
                 (float(gain_re[i]), ((i, int(wi[c]) + 1, int(pi[c]) + 1),), col_use[c] - held[i])
@@ -87,12 +87,13 @@ def local_search(
         cw, cp, cc = w[cand_job], p[cand_job], cur[cand_job]
         dn_ok = (cw - cand_dw >= 1) & (cp - cand_dp >= 1)
         up_ok = (cw + cand_dw <= W) & (cp + cand_dp <= P)
-        dn = np.clip(cw - cand_dw - 1, 0, W - 1) * P + np.clip(cp - cand_dp - 1, 0, P - 1)
-        up = np.clip(cw + cand_dw - 1, 0, W - 1) * P + np.clip(cp + cand_dp - 1, 0, P - 1)
+        # integer clips by minimum/maximum (np.clip costs more than the arithmetic here)
+        dn = _clip(cw - cand_dw - 1, W - 1) * P + _clip(cp - cand_dp - 1, P - 1)
+        up = _clip(cw + cand_dw - 1, W - 1) * P + _clip(cp + cand_dp - 1, P - 1)
         loss = np.where(dn_ok, V[cand_job, dn] - cc, np.inf)
         gain = np.where(up_ok, cc - V[cand_job, up], -np.inf)
-        r_ok = np.flatnonzero(np.isfinite(loss))
-        a_ok = np.flatnonzero(gain > eps)
+        r_ok = np.isfinite(loss).nonzero()[0]
+        a_ok = (gain > eps).nonzero()[0]
         if r_ok.size and a_ok.size:
             out, inn = _best_givers(r_ok, a_ok, loss, gain, cand_job, cand_use, left, tol, eps)
             net = gain[inn] - loss[out]
@@ -109,7 +110,7 @@ def local_search(
         touched: set[int] = set()
         room = left + tol
         for _, change, extra in found:
-            if any(j in touched for j, _, _ in change) or np.any(extra > room):
+            if any(j in touched for j, _, _ in change) or (extra > room).any():
                 continue
             room = room - extra
             for j, nw, np_ in change:
@@ -117,6 +118,11 @@ def local_search(
                 touched.add(j)
             moves += 1
     return w, p, moves
+
+
+def _clip(x: np.ndarray, hi: int) -> np.ndarray:
+    """``x`` clipped to [0, hi] (integers: the same values as ``np.clip``)."""
+    return np.minimum(np.maximum(x, 0), hi)
 
 
 def _best_givers(r_ok, a_ok, loss, gain, cand_job, cand_use, left, tol, eps):
@@ -199,11 +205,12 @@ def defer_search(
     col_use = alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]
     col_gain = defer[job_c] - value[job_c, wi, pi]  # > 0: starting there beats waiting
     V = value.reshape(n, W * P)
+    rows = np.arange(n)
     limit = 2 * n + 10 if max_rounds is None else max_rounds
     moves = 0
     for _ in range(limit):
         on = w > 0
-        cur = np.where(on, V[np.arange(n), np.clip((w - 1) * P + (p - 1), 0, W * P - 1)], defer)
+        cur = np.where(on, V[rows, _clip((w - 1) * P + (p - 1), W * P - 1)], defer)
         held = alpha * w[:, None] + gamma * p[:, None]
         left = capacity - held.sum(axis=0) + tol
         eps = rtol * max(1e-300, float(cur.sum()))
@@ -212,20 +219,20 @@ def defer_search(
         near: list[tuple[float, int, int]] = []
         # stop a started job
         drop = np.where(on, cur - defer, -np.inf)
-        i = int(np.argmax(drop))
+        i = int(drop.argmax())
         if drop[i] > best_gain:
             best_gain, best_move = float(drop[i]), (i, None)
         waiting = ~on[job_c]
-        cw = np.flatnonzero(waiting)
+        cw = waiting.nonzero()[0]
         if cw.size:
             # start a waiting job in the spare capacity
-            ok = np.all(col_use[cw] <= left, axis=1)
+            ok = (col_use[cw] <= left).all(axis=1)
             if ok.any():
-                k = cw[ok][int(np.argmax(col_gain[cw[ok]]))]
+                k = cw[ok][int(col_gain[cw[ok]].argmax())]
                 if col_gain[k] > best_gain:
                     best_gain, best_move = float(col_gain[k]), (None, k)
             # exchange: stop started job s (loss defer_s - cost_s), start a waiting column in left + held_s
-            started = np.flatnonzero(on)
+            started = on.nonzero()[0]
             if started.size:
                 loss = defer[started] - cur[started]
                 # the cheapest jobs to stop and the most valuable columns to start bound the work
@@ -235,9 +242,9 @@ def defer_search(
                 cols_x = cw[np.argsort(-col_gain[cw])[: 8 * exchange_candidates]]
                 for lo in range(0, cols_x.size, 4096):  # chunks bound the (columns x started) work
                     part = cols_x[lo : lo + 4096]
-                    fit = np.all(col_use[part][:, None, :] <= room[None, :, :], axis=2)
+                    fit = (col_use[part][:, None, :] <= room[None, :, :]).all(axis=2)
                     net = np.where(fit, col_gain[part][:, None] - sr[None, :], -np.inf)
-                    a, b = np.unravel_index(int(np.argmax(net)), net.shape)
+                    a, b = divmod(int(net.argmax()), net.shape[1])
                     if net[a, b] > best_gain:
                         best_gain, best_move = float(net[a, b]), (int(sl[b]), int(part[a]))
                     # the best few that do not pay at once: tried with a repair if nothing else helps
@@ -255,11 +262,11 @@ def defer_search(
                     ins: list[int] = []
                     used: set[int] = set()
                     while True:
-                        okc = np.all(col_use[cw] <= room_s, axis=1)
+                        okc = (col_use[cw] <= room_s).all(axis=1)
                         okc &= ~np.isin(job_c[cw], list(used)) if used else okc
                         if not okc.any():
                             break
-                        k = int(cw[okc][int(np.argmax(col_gain[cw[okc]]))])
+                        k = int(cw[okc][int(col_gain[cw[okc]].argmax())])
                         total += float(col_gain[k])
                         room_s = room_s - col_use[k]
                         used.add(int(job_c[k]))
@@ -289,13 +296,13 @@ def defer_search(
                 tw[s_] = tp[s_] = 0
                 j = int(job_c[c_])
                 tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
-                st = np.flatnonzero(tw > 0)
+                st = (tw > 0).nonzero()[0]
                 sw, sp, _ = local_search(
                     value[st], mask[st], alpha[st], gamma[st], capacity, tw[st], tp[st], rtol=rtol
                 )
                 tw[st], tp[st] = sw, sp
                 new_cost = np.where(
-                    tw > 0, V[np.arange(n), np.clip((tw - 1) * P + (tp - 1), 0, W * P - 1)], defer
+                    tw > 0, V[rows, _clip((tw - 1) * P + (tp - 1), W * P - 1)], defer
                 ).sum()
                 if new_cost < base - eps:
                     best_move = ("set", (tw, tp))
@@ -320,7 +327,7 @@ def defer_search(
             j = int(job_c[c_])
             w[j], p[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
         moves += 1
-        s = np.flatnonzero(w > 0)
+        s = (w > 0).nonzero()[0]
         if s.size:
             sw, sp, _ = local_search(
                 value[s], mask[s], alpha[s], gamma[s], capacity, w[s], p[s], rtol=rtol
@@ -333,40 +340,61 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
     """(total loss, [(job, w, p), ...]): single-task removals from ``started`` jobs covering ``deficit``.
 
     Greedy: each step removes the worker or PS (a job keeps at least (1, 1)) with the smallest
-    loss per freed amount of the still-missing resources (normalised by ``scale``). None when
-    the deficit cannot be covered, or the loss exceeds ``budget``.
+    loss per freed amount of the still-missing resources (normalised by ``scale``; ties: the
+    earlier job, a worker before a PS). None when the deficit cannot be covered, or the loss
+    exceeds ``budget``.
     """
-    need = np.maximum(np.asarray(deficit, dtype=float), 0.0)
-    if not np.any(need > 1e-12):
+    need_a = np.maximum(np.asarray(deficit, dtype=float), 0.0)
+    if not (need_a > 1e-12).any():
         return 0.0, []
-    ww, pp = w[started].copy(), p[started].copy()
-    val = cur[started].copy()
+    # Plain floats: a few started jobs and resources, where numpy's per-call cost dominates
+    # (the same operations in the same order, so the same plan).
+    rows = started.tolist()
+    w0, p0 = w[started].tolist(), p[started].tolist()
+    ww, pp, val = list(w0), list(p0), cur[started].tolist()
+    al, ga = alpha[started].tolist(), gamma[started].tolist()
+    sc, need = scale.tolist(), need_a.tolist()
+    done = (1e-9 * np.maximum(1.0, scale)).tolist()
+    item, inf, n = V.item, math.inf, len(rows)
+    running = len(sc) < 8  # numpy sums fewer than 8 terms one by one
     loss = 0.0
-    rows = started
-    for _ in range(4 * len(started) + 8):
-        lw = np.where(ww > 1, V[rows, np.clip((ww - 2) * P + (pp - 1), 0, None)] - val, np.inf)
-        lp = np.where(pp > 1, V[rows, np.clip((ww - 1) * P + (pp - 2), 0, None)] - val, np.inf)
-        fw = (np.minimum(alpha[rows], need) / scale).sum(axis=1)
-        fp = (np.minimum(gamma[rows], need) / scale).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rw = np.where(fw > 1e-12, lw / fw, np.inf)
-            rp = np.where(fp > 1e-12, lp / fp, np.inf)
-        kw, kp = int(np.argmin(rw)), int(np.argmin(rp))
-        if not (np.isfinite(rw[kw]) or np.isfinite(rp[kp])):
+    for _ in range(4 * n + 8):
+        bw = bp = inf
+        kw = kp = 0
+        dw = dp = inf
+        for i in range(n):
+            lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
+            lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
+            tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
+            tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
+            fw, fp = (sum(tw), sum(tp)) if running else (_row_sum(tw), _row_sum(tp))
+            rw = lw / fw if fw > 1e-12 else inf
+            rp = lp / fp if fp > 1e-12 else inf
+            if rw < bw or i == 0:
+                bw, kw, dw = rw, i, lw
+            if rp < bp or i == 0:
+                bp, kp, dp = rp, i, lp
+        if not (math.isfinite(bw) or math.isfinite(bp)):
             return None
-        if rw[kw] <= rp[kp]:
-            k, d = kw, lw[kw]
+        if bw <= bp:
+            k, d = kw, dw
             ww[k] -= 1
-            need = need - alpha[rows[k]]
+            need = [x - y for x, y in zip(need, al[k])]
         else:
-            k, d = kp, lp[kp]
+            k, d = kp, dp
             pp[k] -= 1
-            need = need - gamma[rows[k]]
+            need = [x - y for x, y in zip(need, ga[k])]
         val[k] += d
-        loss += float(d)
+        loss += d
         if loss >= budget:
             return None
-        if not np.any(need > 1e-9 * np.maximum(1.0, scale)):
-            changed = np.flatnonzero((ww != w[started]) | (pp != p[started]))
-            return loss, [(int(rows[i]), int(ww[i]), int(pp[i])) for i in changed]
+        if not any(x > t for x, t in zip(need, done)):
+            return loss, [
+                (rows[i], ww[i], pp[i]) for i in range(n) if ww[i] != w0[i] or pp[i] != p0[i]
+            ]
     return None
+
+
+def _row_sum(xs: list[float]) -> float:
+    """The sum numpy's ``sum(axis=1)`` gives for this row (pairwise from 8 terms on)."""
+    return float(np.sum(np.array(xs)))

@@ -27,6 +27,7 @@ import zlib
 
 import numpy as np
 
+from smdlab.caches import OPTIMUS_FITS
 from smdlab.errors import check_int, check_positive
 from smdlab.model.job import Job
 
@@ -116,6 +117,13 @@ def _fit(k: np.ndarray, loss: np.ndarray) -> tuple[float, float, float] | None:
     return float(r[0]) * b, b, float(c[0])
 
 
+def _fit_end(losses: np.ndarray, n: int) -> tuple[tuple[float, float, float] | None, float | None]:
+    """(fitted (a, b, c) or None, estimated end epoch or None) from the losses at epochs 1..n."""
+    params = _fit(np.arange(1, n + 1, dtype=float), losses)
+    e = None if params is None else converged_epoch(*params, start=n)
+    return params, None if e is None else float(e)
+
+
 class ConvergenceEstimator:
     """Seeded loss curves per job and Optimus' estimate of each job's remaining samples from them."""
 
@@ -156,9 +164,12 @@ class ConvergenceEstimator:
         if n >= MIN_POINTS:
             key = (job.name, n)
             if key not in self._fits:
-                params = _fit(np.arange(1, n + 1, dtype=float), observed[1 : n + 1])
-                e = None if params is None else converged_epoch(*params, start=n)
-                self._fits[key] = (params, None if e is None else float(e))
+                # The same curve gives the same fit in every run (the schedule panels of one
+                # kernel simulate the same job names again and again): shared across estimators.
+                shared = (self.seed, self.noise, job.name, n)
+                self._fits[key] = OPTIMUS_FITS.get_or_compute(
+                    shared, lambda: _fit_end(observed[1 : n + 1], n)
+                )
             end = self._fits[key][1]
         if end is None:
             end = done + FALLBACK_EPOCHS
