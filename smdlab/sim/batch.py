@@ -155,7 +155,9 @@ class BatchRun:
         self.features: dict[str, list[float]] | None = {} if record_features else None
         self.fair = bool(getattr(queue, "fair_share", False))
         # a QueuePolicy's own decide, without fair share (whose usage decays at each decision)
-        self.plain_queue = not self.fair and getattr(type(queue), "decide", None) is QueuePolicy.decide
+        self.plain_queue = (
+            not self.fair and getattr(type(queue), "decide", None) is QueuePolicy.decide
+        )
         self.half_life = float(getattr(queue, "half_life_s", 1.0))
         self.usage: dict[str, float] = {}
         self.acct_gpus: dict[str, int] = {}
