@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -21,7 +22,7 @@ from smdlab.policies.batch import (
     RunningBatch,
     shadow,
 )
-from smdlab.sim.batch import simulate_batch
+from smdlab.sim.batch import BatchRun, _SubmitAfter, batch_run, simulate_batch
 from smdlab.sim.errors import InvalidDecision
 from smdlab.workloads.batch import easy_example
 
@@ -247,3 +248,48 @@ def test_kept_conservative_reservations_give_the_same_schedule(seed):
     )
     assert kept.jobs.equals(again.jobs)
     assert kept.jobs["wait_s"].max() > 0  # the queue did fill
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(_states(), st.sampled_from(["none", "easy", "conservative"]))
+def test_given_smallest_queued_job_decides_the_same(state, backfill):
+    # the simulator passes the fewest queued GPUs (kept per event) instead of a scan of the queue
+    smallest = min(q.gpus for q in state.queued)
+    given_min = dataclasses.replace(state, min_queued_gpus=smallest)
+    assert given_min.smallest_queued() == state.smallest_queued() == smallest
+    assert QueuePolicy(backfill).decide(given_min) == QueuePolicy(backfill).decide(state)
+
+
+def _full_probe(run: BatchRun, chain: str, t: float) -> bool:
+    """The oracle's question answered by running the fork until the successor starts."""
+    fork = run.fork()
+    fork.provisioner = _SubmitAfter(chain, t)
+    cr = fork.chains[chain]
+    end = cr.cover_end
+    fork.run(until_submitted=chain)
+    assert cr.pending is not None
+    name = cr.pending
+    fork.run(until=name)
+    return fork.start[name] > end
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_oracle_probe_stopped_at_the_link_end_agrees_with_the_full_fork(seed):
+    limit = 3600.0
+    jobs = _random_background(seed, 200, 16, limit)
+    chains = [Chain(f"c{k}", jobs[40 + 30 * k].arrival, 2 * k + 1, 3 * limit) for k in range(3)]
+    run = batch_run(jobs, 16, limit, "easy", chains=chains, provisioner=Oracle(), step_s=600)
+    gen = run.steps()
+    answers = []
+    try:
+        state = next(gen)
+        while True:
+            for v in state.chains:
+                if v.time_left > 0:
+                    assert v.probe is not None
+                    answers.append(v.probe())
+                    assert answers[-1] == _full_probe(run, v.name, state.time)
+            state = gen.send(run.provisioner.decide(state))
+    except StopIteration:
+        pass
+    assert True in answers and False in answers  # both answers occur

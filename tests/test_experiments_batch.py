@@ -67,3 +67,14 @@ def test_timeline_figure_draws_every_link(setting):
     assert len(fig.data) >= sum(len(r.jobs[r.jobs["chain"] == "c0"]) for r in results.values())
     with pytest.raises(InvalidInput, match="not in every result"):
         chain_timeline_figure(results, "nope")
+
+
+def test_loads_in_worker_processes_give_the_same_rows():
+    cfg = get_config("tiny").replace(batch_loads=(0.6, 0.8))
+    names = ("reactive", "oracle", "learned_rf")
+    said: list[str] = []
+    df = interruption_vs_load(cfg, 2, names, progress=said.append)
+    assert df.equals(interruption_vs_load(cfg, 1, names))
+    assert [m.split(" (")[0] for m in said] == [
+        f"load {x:g}: {n} done" for x in cfg.batch_loads for n in names
+    ]

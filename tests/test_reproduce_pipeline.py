@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,21 @@ def test_csv_bytes_fixed_format_and_zero_noise():
 
     text = csv_bytes(pd.DataFrame({"a": [1, 2], "g": [-5.9e-17, 0.123456789012345]})).decode()
     assert text == "a,g\n1,0\n2,0.123457\n"  # \n line ends whatever the platform
+
+
+def test_worker_warnings_shown_once_per_figure():
+    # warnings.warn as the task: picklable, so the forkserver workers issue the warnings
+    from smdlab.experiments.jct import run_tasks
+    from smdlab.experiments.reproduce import each_warning_once
+
+    shown: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda m, c, f, n, file=None, line=None: shown.append(str(m))
+        with each_warning_once():
+            out = run_tasks(warnings.warn, ["needs 17.7 GB", "other", "needs 17.7 GB"], workers=2)
+            warnings.warn(
+                "needs 17.7 GB", stacklevel=1
+            )  # the parent's own: the same text, not shown again
+    assert out == [None, None, None]
+    assert shown == ["needs 17.7 GB", "other"]

@@ -12,14 +12,17 @@ load; the chains arrive in the window's second half (held out from both).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from smdlab.errors import InvalidInput
 from smdlab.experiments.config import ExperimentConfig, get_config
+from smdlab.experiments.jct import run_tasks
 from smdlab.model.batch import BatchJob, Chain
 from smdlab.policies.batch import FEATURES, Learned, Provisioner, provisioner
 from smdlab.policies.batch.provision import log_wait
@@ -140,12 +143,34 @@ def fit_wait_predictor(train: pd.DataFrame, kind: str, seed: int = 0):
     if kind == "gbr":
         model = GradientBoostingRegressor(n_estimators=150, max_depth=3, random_state=seed)
     elif kind == "rf":
-        model = RandomForestRegressor(
+        forest = RandomForestRegressor(
             n_estimators=50, min_samples_leaf=5, random_state=seed, n_jobs=1
         )
+        return SerialForest(forest.fit(X, y))
     else:
         raise InvalidInput(f"kind must be gbr or rf, got {kind!r}")
     return model.fit(X, y)
+
+
+class SerialForest:
+    """A fitted scikit-learn random forest regressor whose ``predict`` skips joblib: the trees'
+    predictions summed in the same order, then divided, as ``RandomForestRegressor.predict``
+    does with one job (the same floats); its per-call overhead dominated the learned
+    provisioner's one-row predictions."""
+
+    def __init__(self, forest: Any) -> None:
+        self.forest = forest
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Mean prediction of the trees for rows ``X`` (finite floats)."""
+        rows = np.ascontiguousarray(X, dtype=np.float32)  # the forest's own input conversion
+        if rows.ndim != 2 or not np.isfinite(rows).all():
+            return np.asarray(self.forest.predict(X))  # its own checks and messages
+        out = np.zeros(rows.shape[0], dtype=np.float64)
+        for tree in self.forest.estimators_:
+            out += tree.predict(rows, check_input=False)
+        out /= len(self.forest.estimators_)
+        return out
 
 
 def provisioners(setting: BatchSetting, names: Sequence[str], seed: int = 0) -> list[Provisioner]:
@@ -212,6 +237,33 @@ def chain_metrics(chains: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def _load_rows(
+    task: tuple[ExperimentConfig, float, tuple[str, ...], Callable[[str], None] | None],
+) -> tuple[list[dict], list[str]]:
+    """One load's rows of ``interruption_vs_load`` and its progress messages (also passed to
+    the task's progress callback as they happen, if it has one)."""
+    cfg, load, names, progress = task
+    setting = batch_setting(cfg, load)
+    rows, said = [], []
+    for prov in provisioners(setting, names, cfg.batch_seed):
+        t0 = time.process_time()
+        m = chain_metrics(run_chains(setting, prov).chains)
+        rows.append({"load": load, "provisioner": prov.name, **m})
+        b = getattr(prov, "budget", None)
+        trained = (
+            f"; trained {b['steps']:.0f} steps, {b['episodes']:.0f} episodes, "
+            f"{b['cpu_s']:.1f} CPU s, {b['wall_s']:.1f} s wall"
+            if b
+            else ""
+        )
+        said.append(
+            f"load {load:g}: {prov.name} done ({time.process_time() - t0:.1f} CPU s{trained})"
+        )
+        if progress is not None:
+            progress(said[-1])
+    return rows, said
+
+
 def interruption_vs_load(
     config: str | ExperimentConfig = "quick",
     workers: int = 1,
@@ -219,23 +271,20 @@ def interruption_vs_load(
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """One row per (load, provisioner): chain metrics, and the interruption-time reduction
-    against reactive (``reduction``, 1 - its interruption time / reactive's)."""
+    against reactive (``reduction``, 1 - its interruption time / reactive's). workers > 1 runs
+    the loads in worker processes (their progress is reported as each load finishes)."""
     cfg = get_config(config)
-    rows = []
-    for load in cfg.batch_loads:
-        setting = batch_setting(cfg, load)
-        for prov in provisioners(setting, names, cfg.batch_seed):
-            m = chain_metrics(run_chains(setting, prov).chains)
-            rows.append({"load": load, "provisioner": prov.name, **m})
+    names = tuple(names)
+    if workers > 1 and len(cfg.batch_loads) > 1:  # loads are independent: one task each
+        tasks = [(cfg, load, names, None) for load in cfg.batch_loads]
+        rows = []
+        for part, said in run_tasks(_load_rows, tasks, workers):
+            rows += part
             if progress is not None:
-                b = getattr(prov, "budget", None)
-                trained = (
-                    f" (trained {b['steps']:.0f} steps, {b['episodes']:.0f} episodes, "
-                    f"{b['cpu_s']:.1f} CPU s, {b['wall_s']:.1f} s wall)"
-                    if b
-                    else ""
-                )
-                progress(f"load {load:g}: {prov.name} done{trained}")
+                for msg in said:
+                    progress(msg)
+    else:
+        rows = [r for load in cfg.batch_loads for r in _load_rows((cfg, load, names, progress))[0]]
     df = pd.DataFrame(rows)
     reactive = df[df["provisioner"] == "reactive"].set_index("load")["interruption_h"]
     base = df["load"].map(reactive)

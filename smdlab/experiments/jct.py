@@ -9,6 +9,7 @@ are per seed, and the figures show the mean over seeds with its standard error.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -164,7 +165,21 @@ def run_tasks(fn: Callable, tasks: Sequence, workers: int = 1) -> list:
     with ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)), mp_context=get_context("forkserver")
     ) as pool:
-        return list(pool.map(fn, tasks))
+        done = list(pool.map(_recording, [(fn, t) for t in tasks]))
+    # The workers' warnings, issued here (each distinct one once per call), not by each worker.
+    registry: dict = {}
+    for _, caught in done:
+        for text, category, filename, lineno in caught:
+            warnings.warn_explicit(text, category, filename, lineno, registry=registry)
+    return [out for out, _ in done]
+
+
+def _recording(task: tuple[Callable, object]) -> tuple[object, list[tuple]]:
+    """``fn(t)`` in a worker, with the warnings it issued (text, category, file, line)."""
+    fn, t = task
+    with warnings.catch_warnings(record=True) as caught:
+        out = fn(t)
+    return out, [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
 
 
 def jct_sweep(

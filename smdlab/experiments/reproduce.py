@@ -10,6 +10,7 @@ of the same configuration write byte-identical CSVs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -19,7 +20,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -606,6 +607,24 @@ class ImageExporter:
             return pio.to_image(fig, format=fmt, scale=self.scale if fmt == "png" else None)
 
 
+@contextlib.contextmanager
+def each_warning_once() -> Iterator[None]:
+    """Within it, each distinct warning (category and text) is shown once, however many of a
+    figure's tasks issue it."""
+    seen: set[tuple[type, str]] = set()
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def once(message, category, filename, lineno, file=None, line=None) -> None:
+            key = (category, str(message))
+            if key not in seen:
+                seen.add(key)
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = once
+        yield
+
+
 def _log(msg: str) -> None:
     print(f"smdlab reproduce: {msg}", file=sys.stderr, flush=True)
 
@@ -765,7 +784,8 @@ def reproduce(
             say(f"[{k}/{len(names)}] {name}: data up to date; drawing its missing images")
             continue
         t0 = time.perf_counter()
-        df = run_experiment(name, cfg, workers=workers)
+        with each_warning_once():
+            df = run_experiment(name, cfg, workers=workers)
         frames[name] = df
         if "csv" in fmts:
             written += write_files(out, {f"{name}.csv": csv_bytes(df)}, force=force)

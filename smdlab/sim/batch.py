@@ -149,10 +149,15 @@ class BatchRun:
         # queue and running aggregates (the wait features): jobs, GPUs, GPU-seconds requested
         self.q_jobs = self.q_gpus = 0
         self.q_gpu_s = 0.0
+        self.q_sizes: dict[int, int] = {}  # queued jobs per GPU count: the smallest in O(sizes)
         self.r_gpus = 0
         self.r_gpu_end = 0.0  # sum over running jobs of GPUs x requested end
         self.features: dict[str, list[float]] | None = {} if record_features else None
         self.fair = bool(getattr(queue, "fair_share", False))
+        # a QueuePolicy's own decide, without fair share (whose usage decays at each decision)
+        self.plain_queue = (
+            not self.fair and getattr(type(queue), "decide", None) is QueuePolicy.decide
+        )
         self.half_life = float(getattr(queue, "half_life_s", 1.0))
         self.usage: dict[str, float] = {}
         self.acct_gpus: dict[str, int] = {}
@@ -238,6 +243,11 @@ class BatchRun:
         self.q_jobs -= 1
         self.q_gpus -= j.gpus
         self.q_gpu_s -= j.gpus * j.requested_s
+        left = self.q_sizes[j.gpus] - 1
+        if left:
+            self.q_sizes[j.gpus] = left
+        else:
+            del self.q_sizes[j.gpus]
         self.free -= j.gpus
         self.start[name] = t
         chain = self.link_of.get(name)
@@ -296,6 +306,7 @@ class BatchRun:
         self.q_jobs += 1
         self.q_gpus += j.gpus
         self.q_gpu_s += j.gpus * j.requested_s
+        self.q_sizes[j.gpus] = self.q_sizes.get(j.gpus, 0) + 1
 
     def _awaiting(self) -> list[_ChainRun]:
         """Chains whose running link has no successor and does not complete the chain."""
@@ -353,11 +364,11 @@ class BatchRun:
             f"{who} submitted a successor for chain {n!r} at t={t:g}, which {why}"
         )
 
-    def _probe(self, chain: str, t: float):
-        """Seconds of interruption if ``chain``'s successor waited for the next decision point
-        (measured in a fork of the run)."""
+    def _probe(self, chain: str, t: float) -> Callable[[], bool]:
+        """Would ``chain`` be interrupted if its successor waited for the next decision point?
+        (Run in a fork of the run.)"""
 
-        def interruption() -> float:
+        def interrupted() -> bool:
             fork = self.fork()
             fork.provisioner = _SubmitAfter(chain, t)
             cr = fork.chains[chain]
@@ -365,15 +376,27 @@ class BatchRun:
             fork.run(until_submitted=chain)
             name = cr.pending
             assert name is not None  # the running link's end is a decision point
-            fork.run(until=name)
-            return max(fork.start[name] - end, 0.0)
+            # Interrupted iff the successor starts after ``end``: once every event up to ``end``
+            # has run the answer is known, so the fork stops there (or at the start, if earlier).
+            fork.run(until=name, before=math.nextafter(end, math.inf))
+            return fork.start.get(name, math.inf) > end
 
-        return interruption
+        return interrupted
 
     def copy(self) -> BatchRun:
         """An independent copy of the run in its present state (features are not copied)."""
         new = copy.copy(self)
-        for attr in ("heap", "jobs", "link_of", "queued", "running", "start", "end", "submit"):
+        for attr in (
+            "heap",
+            "jobs",
+            "link_of",
+            "queued",
+            "running",
+            "start",
+            "end",
+            "submit",
+            "q_sizes",
+        ):
             setattr(new, attr, copy.copy(getattr(self, attr)))
         new.usage, new.acct_gpus = dict(self.usage), dict(self.acct_gpus)
         new.chains = {k: copy.copy(v) for k, v in self.chains.items()}
@@ -387,7 +410,7 @@ class BatchRun:
         new.resume = True  # forked mid-step: jobs that ended now may not have been replaced yet
         return new
 
-    def _state(self, t: float) -> BatchState:
+    def _state(self, t: float, smallest: int) -> BatchState:
         if self.fair:
             self._decay(t)
         return BatchState(
@@ -397,10 +420,14 @@ class BatchRun:
             tuple(self.queued.values()),
             tuple(self.running.values()),
             self.usage,
+            smallest,
         )
 
     def _decide(self, t: float) -> None:
-        names = self.queue.decide(self._state(t))
+        smallest = min(self.q_sizes)
+        if self.free < smallest and self.plain_queue:
+            return  # QueuePolicy.decide would return () without reading the state
+        names = self.queue.decide(self._state(t, smallest))
         need = 0
         for n in names:
             if n not in self.queued:
@@ -456,10 +483,16 @@ class BatchRun:
             if stop is not None and stop():
                 return
 
-    def run(self, until: str | None = None, until_submitted: str | None = None) -> None:
-        """Run events to the end (or until job ``until`` has started, or chain
-        ``until_submitted`` has a successor waiting), the provisioner deciding at every pause."""
-        gen = self.steps(until, until_submitted)
+    def run(
+        self,
+        until: str | None = None,
+        until_submitted: str | None = None,
+        before: float = math.inf,
+    ) -> None:
+        """Run events to the end (or until job ``until`` has started, chain ``until_submitted``
+        has a successor waiting, or the next event is at or after ``before``), the provisioner
+        deciding at every pause."""
+        gen = self.steps(until, until_submitted, before)
         provisioner = self.provisioner
         try:
             state = next(gen)

@@ -46,15 +46,15 @@ FEATURES: tuple[str, ...] = (
 @dataclass(frozen=True)
 class ChainView:
     """A chain awaiting a decision: its name, GPUs, links so far, seconds its running link has
-    left, the wall time its successor would request, and (oracle only) the interruption (s) the
-    chain would suffer if its successor were deferred to the next decision point."""
+    left, the wall time its successor would request, and (oracle only) a probe: would the chain
+    be interrupted if its successor were deferred to the next decision point?"""
 
     name: str
     gpus: int
     links: int
     time_left: float
     requested_s: float
-    probe: Callable[[], float] | None = None
+    probe: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class Oracle(Provisioner):
             return True
         if view.probe is None:
             raise TypeError("the oracle provisioner needs the simulator's probe")
-        return view.probe() > 0
+        return view.probe()
 
 
 class Learned(Provisioner):

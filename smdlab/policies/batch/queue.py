@@ -59,6 +59,7 @@ class BatchState:
     """What a queue policy sees: time, GPUs, the queue in submission order, the running jobs.
 
     usage: decayed GPU-seconds per account (filled only for a policy with ``fair_share``).
+    min_queued_gpus: the fewest GPUs any queued job needs (0: not given, computed from ``queued``).
     """
 
     time: float
@@ -67,6 +68,13 @@ class BatchState:
     queued: Sequence[QueuedBatch]
     running: Sequence[RunningBatch]
     usage: Mapping[str, float] = field(default_factory=dict)
+    min_queued_gpus: int = 0
+
+    def smallest_queued(self) -> int:
+        """The fewest GPUs any queued job needs (``min_queued_gpus`` when given)."""
+        if self.min_queued_gpus > 0:
+            return self.min_queued_gpus
+        return min(q.gpus for q in self.queued)
 
 
 def shadow(head_gpus: int, free: int, ends: Sequence[tuple[float, int]]) -> tuple[float, int]:
@@ -118,11 +126,9 @@ class QueuePolicy:
     def decide(self, state: BatchState) -> tuple[str, ...]:
         """Names of the queued jobs to start now, in priority order."""
         free = state.free_gpus
-        if not state.queued or free <= 0:
+        if not state.queued or free <= 0 or free < state.smallest_queued():
             return ()
         order = self.order(state)
-        if free < min(q.gpus for q in order):
-            return ()
         if self.backfill == "conservative":
             if self.fair_share or not self.keep_reservations:  # fair share: usage reorders it
                 return conservative(order, state)
