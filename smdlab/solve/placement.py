@@ -43,9 +43,9 @@ import numpy as np
 
 from smdlab.model.cluster import Cluster
 from smdlab.model.job import Job
-from smdlab.solve.instance import (
-    task_vectors,
-)
+from smdlab.model.placement_speed import placement_speed
+from smdlab.model.traffic import Uplinks
+from smdlab.solve.instance import Instance, task_vectors
 
 # Slack on capacity comparisons (relative to the demand where it exceeds 1): amounts are sums of
 # user floats (e.g. 0.1 CPU).
@@ -443,3 +443,27 @@ def first_fit(
     if commit:
         free -= usage(tasks, alpha, gamma, free.shape[0])
     return Placement(tasks)
+
+
+def placed_speeds(
+    jobs: Sequence[Job], cluster: Cluster, placements: Sequence[Placement], mode: str = "wfbp"
+) -> np.ndarray:
+    """(n,) each job's speed (samples/s) on its placement, as the simulator times it (0: not placed)."""
+    up = Uplinks.of(cluster)
+    types = [m.gpu_type for m in cluster.machines]
+    typed = types if any(types) else None
+    out = np.zeros(len(jobs))
+    for i, (job, pl) in enumerate(zip(jobs, placements, strict=True)):
+        if pl.tasks:
+            out[i] = placement_speed(
+                job, pl.workers, pl.ps, mode, tasks=pl.tasks, uplinks=up, machine_types=typed
+            )
+    return out
+
+
+def evaluate(inst: Instance, cluster: Cluster, placements: Sequence[Placement]) -> np.ndarray:
+    """(n,) per-job costs of ``placements``: omega_i W_i / placed speed, or the deferral cost."""
+    speed = placed_speeds(inst.jobs, cluster, placements, inst.mode)
+    with np.errstate(divide="ignore"):
+        run = inst.weight * inst.samples / speed
+    return np.where(speed > 0, run, inst.defer_cost)

@@ -47,7 +47,7 @@ from smdlab.solve.api import MilpOptions, solve
 from smdlab.solve.backends import new_highs
 from smdlab.solve.cases import tight_instance
 from smdlab.solve.instance import Instance, as_amounts, build_instance, check_cluster
-from smdlab.solve.placement import TOL, Placement, rack_layout
+from smdlab.solve.placement import TOL, Placement, evaluate, placed_speeds, rack_layout
 
 __all__ = [
     "DEFAULT_MAX_PATTERNS",
@@ -115,30 +115,6 @@ def _setting(cluster: Cluster) -> _Setting:
     if np.any(rack < 0):
         raise InvalidInput("every machine of a racked cluster must be in a rack (placement model)")
     return _Setting(up, typed, tuple(np.flatnonzero(rack == r) for r in np.unique(rack)))
-
-
-def placed_speeds(
-    jobs: Sequence[Job], cluster: Cluster, placements: Sequence[Placement], mode: str = "wfbp"
-) -> np.ndarray:
-    """(n,) each job's speed (samples/s) on its placement, as the simulator times it (0: not placed)."""
-    up = Uplinks.of(cluster)
-    types = [m.gpu_type for m in cluster.machines]
-    typed = types if any(types) else None
-    out = np.zeros(len(jobs))
-    for i, (job, pl) in enumerate(zip(jobs, placements, strict=True)):
-        if pl.tasks:
-            out[i] = placement_speed(
-                job, pl.workers, pl.ps, mode, tasks=pl.tasks, uplinks=up, machine_types=typed
-            )
-    return out
-
-
-def evaluate(inst: Instance, cluster: Cluster, placements: Sequence[Placement]) -> np.ndarray:
-    """(n,) per-job costs of ``placements``: omega_i W_i / placed speed, or the deferral cost."""
-    speed = placed_speeds(inst.jobs, cluster, placements, inst.mode)
-    with np.errstate(divide="ignore"):
-        run = inst.weight * inst.samples / speed
-    return np.where(speed > 0, run, inst.defer_cost)
 
 
 def _check_jobs(jobs: Sequence[Job], cluster: Cluster) -> None:

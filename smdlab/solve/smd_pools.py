@@ -39,8 +39,7 @@ from smdlab.model.gpu_types import speed_ratio
 from smdlab.model.traffic import Uplinks
 from smdlab.solve.backends import FlatModel, solve_flat
 from smdlab.solve.instance import Instance, fits
-from smdlab.solve.placement import TOL, Placement, set_rack_layout
-from smdlab.solve.placement_milp import evaluate
+from smdlab.solve.placement import TOL, Placement, evaluate, set_rack_layout
 from smdlab.solve.shrink_placement import place_checked
 from smdlab.solve.smd import smd
 

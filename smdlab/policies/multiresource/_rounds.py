@@ -130,6 +130,32 @@ def original(entry: Entry, jobs_by_name: dict[str, Job]) -> Job:
     return jobs_by_name.get(entry.job.name, entry.job)
 
 
+def first_fit(
+    free: list[list[float]],
+    v: tuple[float, ...],
+    gi: int,
+    start: int = 0,
+    low: list[float] | None = None,
+) -> int | None:
+    """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
+    machines before ``start`` are known to hold no GPU. low: ``v`` less TOL, if known."""
+    g = v[gi] - TOL
+    if low is None:
+        low = [b - TOL for b in v]
+    for i in range(start, len(free)):
+        row = free[i]
+        if row[gi] >= g and all(map(ge, row, low)):
+            return i
+    return None
+
+
+def first_with_gpu(free: list[list[float]], gi: int, start: int) -> int:
+    """The first machine from ``start`` on with a free GPU (len(free) if none)."""
+    while start < len(free) and free[start][gi] < 1 - TOL:
+        start += 1
+    return start
+
+
 class SynergyRounds(Policy):
     """Round planning shared by GPU-proportional, Synergy-TUNE and Synergy-OPT (module docstring)."""
 
@@ -481,32 +507,6 @@ class SynergyRounds(Policy):
         if p is None:
             p = self._props[name] = proportional_levels(self._job(plan), 1, 0, cluster)
         return p
-
-    @staticmethod
-    def first_fit(
-        free: list[list[float]],
-        v: tuple[float, ...],
-        gi: int,
-        start: int = 0,
-        low: list[float] | None = None,
-    ) -> int | None:
-        """The lowest-numbered machine whose free row holds ``v`` (Synergy's simulator's rule);
-        machines before ``start`` are known to hold no GPU. low: ``v`` less TOL, if known."""
-        g = v[gi] - TOL
-        if low is None:
-            low = [b - TOL for b in v]
-        for i in range(start, len(free)):
-            row = free[i]
-            if row[gi] >= g and all(map(ge, row, low)):
-                return i
-        return None
-
-    @staticmethod
-    def first_with_gpu(free: list[list[float]], gi: int, start: int) -> int:
-        """The first machine from ``start`` on with a free GPU (len(free) if none)."""
-        while start < len(free) and free[start][gi] < 1 - TOL:
-            start += 1
-        return start
 
     def _job(self, plan: Planned) -> Job:
         return original(plan.entry, self._jobs)

@@ -25,6 +25,8 @@ from smdlab.policies.multiresource._rounds import (
     RULES,
     Planned,
     SynergyRounds,
+    first_fit,
+    first_with_gpu,
     proportional_levels,
 )
 from smdlab.solve.placement import TOL
@@ -68,8 +70,8 @@ class GPUProportional(SynergyRounds):
                     v = self.worker_vector(plan, levels, cluster)
                     hit = shares[plan.entry.job.name] = (levels, v, [b - TOL for b in v])
                 levels, v, low = hit
-                lo = self.first_with_gpu(free, gi, lo)
-                m = self.first_fit(free, v, gi, lo if v[gi] > TOL else 0, low)
+                lo = first_with_gpu(free, gi, lo)
+                m = first_fit(free, v, gi, lo if v[gi] > TOL else 0, low)
                 plan.cpu, plan.mem_gb = levels
                 plan.tasks = None if m is None else ((m, 1, 0),)
                 if m is not None:

@@ -38,6 +38,8 @@ from smdlab.policies.multiresource._rounds import (
     Planned,
     SynergyRounds,
     best_levels,
+    first_fit,
+    first_with_gpu,
     proportional_levels,
 )
 from smdlab.solve.instance import task_vectors
@@ -105,19 +107,19 @@ class SynergyTune(SynergyRounds):
 
         lo = 0  # machines before lo hold no free GPU (a round only fills GPUs)
 
-        def first_fit(v: tuple[float, ...]) -> int | None:
+        def lowest_fit(v: tuple[float, ...]) -> int | None:
             nonlocal lo
-            lo = self.first_with_gpu(free, gi, lo)
-            return self.first_fit(free, v, gi, lo if v[gi] > TOL else 0)
+            lo = first_with_gpu(free, gi, lo)
+            return first_fit(free, v, gi, lo if v[gi] > TOL else 0)
 
         for plan in plans:
             best = best_levels(self._job(plan))
             prop = prop_of(plan)
             levels = best
-            m = first_fit(need(plan, levels))
+            m = lowest_fit(need(plan, levels))
             if m is None and (best[0] > prop[0] or best[1] > prop[1]):
                 levels = prop
-                m = first_fit(need(plan, levels))
+                m = lowest_fit(need(plan, levels))
             if m is None:
                 m = self._peer_step(need(plan, levels), free, gi, on, need, prop_of)
                 if m is not None and not fits(free[m], need(plan, levels)):
