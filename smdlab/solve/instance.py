@@ -186,6 +186,17 @@ class Instance:
         return out
 
     @cached_property
+    def fastest(self) -> tuple[np.ndarray, np.ndarray]:
+        """(workers, ps) of each job's fastest configuration (``fastest_configurations``)."""
+        return fastest_configurations(self.tables)
+
+    @cached_property
+    def caps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(max workers, max PSs) of each job: its speed table's shape."""
+        shape = np.array([t.shape for t in self.tables], dtype=int).reshape(-1, 2)
+        return shape[:, 0], shape[:, 1]
+
+    @cached_property
     def base_duration(self) -> np.ndarray:
         """(n,) d_i(1, 1), without building the grids."""
         if "duration" in self.__dict__:
@@ -379,8 +390,7 @@ class Instance:
         """Raise if an allocation breaks caps, capacity or the every-job-starts rule."""
         w = np.asarray(workers, dtype=int)
         p = np.asarray(ps, dtype=int)
-        caps_w = np.array([t.shape[0] for t in self.tables], dtype=int)
-        caps_p = np.array([t.shape[1] for t in self.tables], dtype=int)
+        caps_w, caps_p = self.caps
         if np.any((w > 0) != (p > 0)) or np.any(w > caps_w) or np.any(p > caps_p) or np.any(w < 0):
             raise AssertionError("allocation outside the jobs' configuration ranges")
         if not self.allow_defer and np.any(w == 0):
@@ -521,6 +531,152 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
     return arr
 
 
+def _checked_capacity(cluster: Cluster, capacity) -> np.ndarray:
+    """``capacity`` as a (K,) float vector over ``cluster.resources``, else InvalidInput."""
+    cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
+    if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
+        raise InvalidInput(
+            f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
+        )
+    return cap
+
+
+def _checked_work(work, n: int) -> np.ndarray | None:
+    """``work`` as an (n,) float vector of amounts > 0 (None stays None), else InvalidInput."""
+    if work is None:
+        return None
+    work = as_amounts("work", work, f"({n},)").reshape(-1)
+    if work.shape != (n,) or not np.all(np.isfinite(work) & (work > 0)):
+        raise InvalidInput(f"work must be {n} finite amounts > 0 (samples per job), got {work!r:.80}")
+    return work
+
+
+def _pool(cluster: Cluster, cap: np.ndarray) -> np.ndarray:
+    """The cluster's capacity vector, raised to ``cap`` (a hand-made capacity above it is its own pool)."""
+    return np.maximum(np.asarray(cluster.capacity_vector, dtype=float), cap)
+
+
+def _check_value_term(value_term) -> None:
+    if value_term is not None and not isinstance(value_term, ValueTerm):
+        raise InvalidInput(
+            f"value_term must be a ValueTerm or None, got {type(value_term).__name__}"
+        )
+
+
+class InstanceRows:
+    """Builds instances of (P) for a changing set of jobs, keeping each job's rows between calls.
+
+    A simulation builds an instance at every decision, while its active jobs change only when one
+    arrives or ends. Each job's demand row, speed table, caps, fastest configuration and weight
+    are computed once, when the job (object) is first seen, and gathered by index after that;
+    jobs absent from a call are forgotten. ``build`` returns what ``build_instance`` returns for
+    the same arguments, array for array, and raises the same errors.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[tuple[str, ...], str] | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self._slot: dict[int, int] = {}  # id(job) -> row; the row keeps the job alive (ids unique)
+        self._jobs: list[Job | None] = []
+        self._tables: list[np.ndarray | None] = []
+        self._rows = np.zeros((0, 0))  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
+        self._unused: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def _add(self, jobs: Sequence[Job], resources: tuple[str, ...], mode: str) -> None:
+        """Rows for ``jobs`` (new, distinct, checked), in free rows or appended ones."""
+        K = len(resources)
+        extra = len(jobs) - len(self._unused)
+        if extra > 0:
+            start = len(self._jobs)
+            grow = max(extra, start)  # amortised: double the rows
+            old = self._rows.reshape(start, 2 * K + 5)
+            self._rows = np.vstack([old, np.zeros((grow, 2 * K + 5))])
+            self._jobs.extend([None] * grow)
+            self._tables.extend([None] * grow)
+            self._unused.extend(range(start + grow - 1, start - 1, -1))
+        for job in jobs:
+            row = self._unused.pop()
+            table = job_speeds(job, mode)
+            fw, fp = fastest_configurations([table])
+            self._rows[row, : 2 * K] = _demand_row(job, resources)
+            self._rows[row, 2 * K :] = (job.weight, fw[0], fp[0], *table.shape)
+            self._jobs[row] = job
+            self._tables[row] = table
+            self._slot[id(job)] = row
+
+    def _forget(self, keep: set[int]) -> None:
+        """Free the rows of jobs outside ``keep`` (ids)."""
+        for key in [k for k in self._slot if k not in keep]:
+            row = self._slot.pop(key)
+            self._jobs[row] = self._tables[row] = None
+            self._unused.append(row)
+
+    def build(
+        self,
+        jobs: Sequence[Job],
+        cluster: Cluster,
+        capacity: np.ndarray,
+        mode: str = "wfbp",
+        work: Sequence[float] | np.ndarray | None = None,
+        value_term: ValueTerm | None = None,
+    ) -> Instance:
+        """``build_instance(jobs, cluster, capacity, mode, work, value_term)``, from the kept rows."""
+        _check_value_term(value_term)
+        check_choice("mode", mode, MODES)
+        jobs = tuple(jobs) if isinstance(jobs, (list, tuple)) else check_jobs(jobs)
+        if not jobs:
+            check_jobs(jobs)  # raises: no jobs
+        check_cluster(cluster)
+        resources = tuple(cluster.resources)
+        if self._key != (resources, mode):
+            self._key = (resources, mode)
+            self._clear()
+        slot = self._slot
+        n = len(jobs)
+        ids = [id(j) for j in jobs]
+        new = [j for j in jobs if id(j) not in slot]  # kept rows' jobs are checked Jobs
+        if new:
+            check_items("jobs", new, Job)
+        if len(set(ids)) != n or len({j.name for j in jobs}) != n:
+            check_jobs(jobs)  # raises: a name twice
+        cap = _checked_capacity(cluster, capacity)
+        if new:
+            for j in new:
+                _demand_row(j, resources)  # raises for an unknown resource, in job order
+            if len(slot) + len(new) > 2 * n:  # forget jobs gone since (ids of kept jobs stay unique)
+                self._forget(set(ids))
+            self._add(new, resources, mode)
+        rows = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
+        K = len(resources)
+        data = self._rows[rows]
+        both = np.ascontiguousarray(data[:, : 2 * K])
+        both.setflags(write=False)
+        tables = tuple(map(self._tables.__getitem__, rows.tolist()))
+        inst = Instance(
+            jobs,
+            resources,
+            cap,
+            both[:, :K],
+            both[:, K:],
+            np.ascontiguousarray(data[:, 2 * K]),
+            tables,  # type: ignore[arg-type]
+            mode,
+            True,
+            _pool(cluster, cap),
+            _checked_work(work, n),
+            value_term,
+        )
+        ints = data[:, 2 * K + 1 :].astype(int)
+        inst.__dict__["fastest"] = (ints[:, 0], ints[:, 1])  # the cached properties, gathered
+        inst.__dict__["caps"] = (ints[:, 2], ints[:, 3])
+        return inst
+
+
 def build_instance(
     jobs: Sequence[Job],
     cluster: Cluster,
@@ -534,29 +690,16 @@ def build_instance(
     work: samples each job processes instead of its ``samples`` (each finite and > 0).
     value_term: the value term of SLO jobs (module docstring); None: (P) as reconstructed.
     """
-    if value_term is not None and not isinstance(value_term, ValueTerm):
-        raise InvalidInput(
-            f"value_term must be a ValueTerm or None, got {type(value_term).__name__}"
-        )
+    _check_value_term(value_term)
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
     check_cluster(cluster)
-    cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
-    if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
-        raise InvalidInput(
-            f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
-        )
+    cap = _checked_capacity(cluster, capacity)
     alpha, gamma = demand_matrices(jobs, cluster)
     tables = [job_speeds(j, mode) for j in jobs]  # a queue seen before costs look-ups only
     weight = np.array([j.weight for j in jobs], dtype=float)
-    pool = np.asarray(cluster.capacity_vector, dtype=float)
-    pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool
-    if work is not None:
-        work = as_amounts("work", work, f"({len(jobs)},)").reshape(-1)
-        if work.shape != (len(jobs),) or not np.all(np.isfinite(work) & (work > 0)):
-            raise InvalidInput(
-                f"work must be {len(jobs)} finite amounts > 0 (samples per job), got {work!r:.80}"
-            )
+    pool = _pool(cluster, cap)
+    work = _checked_work(work, len(jobs))
     return Instance(
         jobs,
         tuple(cluster.resources),

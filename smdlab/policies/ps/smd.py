@@ -24,7 +24,7 @@ from smdlab.policies.toolkit import (
     with_remaining,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
+from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
@@ -84,7 +84,27 @@ class SMD(Policy):
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
         OPTIONS[self.method](**self.options)  # a bad value fails here, not at the first decision
-        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
+        self.last_solution = None
+        self._rows = InstanceRows()  # the active jobs' rows of (P), kept between decisions
+        self._tasks = _TaskRows()
+
+    @property
+    def last_solution(self) -> Solution | None:
+        """The latest decision's Solution (inspection; an elastic decision's is built when read)."""
+        from smdlab.solve.api import PooledSolve
+
+        last = self._last
+        return last.solution if isinstance(last, PooledSolve) else last
+
+    @last_solution.setter
+    def last_solution(self, value) -> None:
+        self._last = value
+
+    def reset(self) -> None:
+        """Forget the rows kept for the previous run's jobs."""
+        super().reset()
+        self._rows = InstanceRows()
+        self._tasks = _TaskRows()
 
     def _solve(
         self,
@@ -94,20 +114,21 @@ class SMD(Policy):
         place: bool,
         work: list[float] | None = None,
     ):
-        from smdlab.solve import solve
+        from smdlab.solve import solve, solve_pooled
 
         cluster = state.cluster
         arg = free if cluster.has_machines else free.sum(axis=0)
-        sol = solve(
-            jobs,
-            cluster,
-            self.method,
-            mode=state.mode,
-            place=place and cluster.has_machines,
-            free=arg,
-            work=work,
-            **self.options,
-        )
+        if place and cluster.has_machines:
+            sol = solve(
+                jobs, cluster, self.method, mode=state.mode, place=True, free=arg, work=work,
+                **self.options,
+            )  # fmt: skip
+        else:  # the pooled allocation only: from the kept rows, without the Solution's report
+            options = dict(self.options)
+            value_term = options.pop("value_term", None)
+            capacity = arg.sum(axis=0) if arg.ndim == 2 else arg
+            inst = self._rows.build(jobs, cluster, capacity, state.mode, work, value_term)
+            sol = solve_pooled(inst, cluster, self.method, **options)
         self.last_solution = sol
         return sol
 
@@ -175,7 +196,7 @@ class SMD(Policy):
             return Decision()
         # What each active job holds, task by task: (machine, resources) rows, summed with add.at
         # (one pass over the tasks, not a machines x resources array per job).
-        machine, use, owner = _task_rows(active, state.cluster.resources)
+        machine, use, owner = self._tasks.rows(active, state.cluster.resources)
         held = np.zeros_like(np.asarray(state.free, dtype=float))
         np.add.at(held, machine, use)
         free_all = np.asarray(state.free, dtype=float) + held
@@ -212,15 +233,30 @@ class SMD(Policy):
         return Decision(allocations, preempt, note=sol.note)
 
 
-def _task_rows(runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
-    K = len(resources)
-    tasks = [t for r in runs for t in r.placement.tasks]
-    if not tasks:
-        return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
-    counts = [len(r.placement.tasks) for r in runs]
-    owner = np.repeat(np.arange(len(runs)), counts)
-    rows = np.array([demand_row(r.job, tuple(resources)) for r in runs]).reshape(len(runs), 2 * K)
-    t = np.array(tasks, dtype=int).reshape(-1, 3)
-    use = t[:, 1:2] * rows[owner, :K] + t[:, 2:3] * rows[owner, K:]
-    return t[:, 0], use, owner
+class _TaskRows:
+    """Each running job's placed task groups as (machine, resources) rows, kept while its placement stays."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[Job, Placement, np.ndarray, np.ndarray]] = {}
+
+    def rows(self, runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
+        res = tuple(resources)
+        K = len(res)
+        old, memo = self._memo, {}
+        machines, uses, counts = [], [], []
+        for r in runs:
+            hit = old.get(r.job.name)
+            if hit is None or hit[0] is not r.job or hit[1] is not r.placement or hit[3].shape[1] != K:
+                row = demand_row(r.job, res)
+                t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
+                hit = (r.job, r.placement, t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:])
+            memo[r.job.name] = hit
+            machines.append(hit[2])
+            uses.append(hit[3])
+            counts.append(hit[2].size)
+        self._memo = memo  # jobs that ended are forgotten
+        if not machines or not sum(counts):
+            return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
+        owner = np.repeat(np.arange(len(runs)), counts)
+        return np.concatenate(machines), np.concatenate(uses), owner
