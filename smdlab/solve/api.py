@@ -256,7 +256,7 @@ def _solve_smd(inst: Instance, o: SmdOptions) -> _Raw:
                 f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
             )
     out.extra["knapsack"] = o.knapsack
-    out.extra["selected"] = tuple(bool(x) for x in s.selected)
+    out.extra["selected"] = tuple(np.asarray(s.selected, dtype=bool).tolist())
     if o.bound and o.bound_method == "lp":
         lb = _lp(inst, o)
         out.lower = lb.bound

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter, is_
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -531,6 +532,9 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
     return arr
 
 
+_name = attrgetter("name")
+
+
 def _checked_capacity(cluster: Cluster, capacity) -> np.ndarray:
     """``capacity`` as a (K,) float vector over ``cluster.resources``, else InvalidInput."""
     cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
@@ -583,6 +587,7 @@ class InstanceRows:
         self._tables: list[np.ndarray | None] = []
         self._rows = np.zeros((0, 0))  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
         self._unused: list[int] = []
+        self._last: tuple[tuple[Job, ...], tuple] | None = None  # the last call's jobs and rows
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -636,44 +641,58 @@ class InstanceRows:
         if self._key != (resources, mode):
             self._key = (resources, mode)
             self._clear()
-        slot = self._slot
         n = len(jobs)
-        ids = [id(j) for j in jobs]
-        new = [j for j in jobs if id(j) not in slot]  # kept rows' jobs are checked Jobs
-        if new:
-            check_items("jobs", new, Job)
-        if len(set(ids)) != n or len({j.name for j in jobs}) != n:
-            check_jobs(jobs)  # raises: a name twice
-        cap = _checked_capacity(cluster, capacity)
-        if new:
-            for j in new:
-                _demand_row(j, resources)  # raises for an unknown resource, in job order
-            if len(slot) + len(new) > 2 * n:  # forget jobs gone since (ids of kept jobs stay unique)
-                self._forget(set(ids))
-            self._add(new, resources, mode)
-        rows = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
         K = len(resources)
-        data = self._rows[rows]
-        both = np.ascontiguousarray(data[:, : 2 * K])
-        both.setflags(write=False)
-        tables = tuple(map(self._tables.__getitem__, rows.tolist()))
+        last = self._last
+        if last is not None and len(last[0]) == n and all(map(is_, jobs, last[0])):
+            rows = last[1]  # the same jobs as the last call (checked then)
+            cap = _checked_capacity(cluster, capacity)
+        else:
+            slot = self._slot
+            ids = list(map(id, jobs))
+            found = list(map(slot.get, ids))
+            new = [jobs[i] for i, f in enumerate(found) if f is None] if None in found else []
+            if new:  # kept rows' jobs are checked Jobs
+                check_items("jobs", new, Job)
+            if len(set(ids)) != n or len(set(map(_name, jobs))) != n:
+                check_jobs(jobs)  # raises: a name twice
+            cap = _checked_capacity(cluster, capacity)
+            if new:
+                for j in new:
+                    _demand_row(j, resources)  # raises for an unknown resource, in job order
+                if len(slot) + len(new) > 2 * n:  # forget jobs gone (kept rows keep ids unique)
+                    self._forget(set(ids))
+                self._add(new, resources, mode)
+            index = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
+            data = self._rows[index]
+            ints = data[:, 2 * K + 1 :].astype(int)
+            rows = (
+                np.ascontiguousarray(data[:, : 2 * K]),
+                np.ascontiguousarray(data[:, 2 * K]),
+                tuple(map(self._tables.__getitem__, index.tolist())),
+                *(np.ascontiguousarray(ints[:, c]) for c in range(4)),
+            )
+            for a in rows:
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)  # shared by the instances of later calls
+            self._last = (jobs, rows)
+        both, weight, tables, fw, fp, cw, cp = rows
         inst = Instance(
             jobs,
             resources,
             cap,
             both[:, :K],
             both[:, K:],
-            np.ascontiguousarray(data[:, 2 * K]),
-            tables,  # type: ignore[arg-type]
+            weight,
+            tables,
             mode,
             True,
             _pool(cluster, cap),
             _checked_work(work, n),
             value_term,
         )
-        ints = data[:, 2 * K + 1 :].astype(int)
-        inst.__dict__["fastest"] = (ints[:, 0], ints[:, 1])  # the cached properties, gathered
-        inst.__dict__["caps"] = (ints[:, 2], ints[:, 3])
+        inst.__dict__["fastest"] = (fw, fp)  # the cached properties, gathered
+        inst.__dict__["caps"] = (cw, cp)
         return inst
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -20,7 +22,6 @@ from smdlab.policies.base import (
 )
 from smdlab.policies.toolkit import (
     queued_jobs,
-    running_by_arrival,
     with_remaining,
     work_conserving_fill,
 )
@@ -190,34 +191,36 @@ class SMD(Policy):
         return Decision(allocations, note=sol.note)
 
     def _decide_elastic(self, state: ClusterState) -> Decision:
-        active = [r for r in running_by_arrival(state) if r.remaining > 0]
+        tasks = self._tasks
+        active = [r for r in tasks.by_arrival(state.running) if r.remaining > 0]
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
         # What each active job holds, task by task: (machine, resources) rows, summed with add.at
         # (one pass over the tasks, not a machines x resources array per job).
-        machine, use, owner = self._tasks.rows(active, state.cluster.resources)
-        held = np.zeros_like(np.asarray(state.free, dtype=float))
-        np.add.at(held, machine, use)
-        free_all = np.asarray(state.free, dtype=float) + held
+        state_free = np.asarray(state.free, dtype=float)
+        machine, use, owner, held = tasks.rows(active, state.cluster.resources, state_free.shape)
+        free_all = state_free + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
         sol = self._solve(
             [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
         )
         sw, sp = sol.workers, sol.ps
-        # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
-        same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
-        keep = {r.job.name for r, k in zip(active, same) if k}
-        kept = np.zeros_like(held)
-        sel = np.array(same, dtype=bool)[owner]
-        np.add.at(kept, machine[sel], use[sel])
-        free = free_all - kept
         n_act = len(active)
-        todo = [
-            (with_remaining(e), (sw[i], sp[i]))
-            for i, e in enumerate(entries)
-            if sw[i] > 0 and not (i < n_act and same[i])
-        ]
+        # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
+        same = np.array(
+            [r.workers == w and r.ps == p for r, w, p in zip(active, sw, sp)], dtype=bool
+        )
+        if same.all():
+            kept = held  # the same sum, in the same order
+        else:
+            kept = np.zeros_like(held)
+            sel = same[owner]
+            np.add.at(kept, machine[sel], use[sel])
+        free = free_all - kept
+        again = np.asarray(sw) > 0  # jobs to place: started, and not a running job kept as it is
+        again[:n_act] &= ~same
+        todo = [(with_remaining(entries[i]), (sw[i], sp[i])) for i in np.flatnonzero(again).tolist()]
         placed = (
             self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
             if todo
@@ -228,35 +231,74 @@ class SMD(Policy):
         )
         started = {a.job for a in allocations}
         preempt = tuple(
-            r.job.name for r in active if r.job.name not in keep and r.job.name not in started
+            r.job.name
+            for r in (active[i] for i in np.flatnonzero(~same).tolist())
+            if r.job.name not in started
         )
         return Decision(allocations, preempt, note=sol.note)
 
 
 class _TaskRows:
-    """Each running job's placed task groups as (machine, resources) rows, kept while its placement stays."""
+    """The running jobs in arrival order and their placed task groups, kept while the same jobs run where they ran.
+
+    Between two decisions a few jobs start, end or move: the order is updated for those (by
+    bisection), and each other job's task rows are reused (looked up by its job and placement
+    objects, which the simulator keeps while a job runs unchanged).
+    """
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[Job, Placement, np.ndarray, np.ndarray]] = {}
+        self._memo: dict[tuple[int, int], tuple] = {}  # (id job, id placement) -> rows, job, placement
+        self._ids: set[int] = set()  # the jobs of the last call (ids; ``_keys`` keeps them alive)
+        self._keys: list[tuple[float, str, int]] = []  # (arrival, name, id) of those jobs, sorted
+        self._jobs: dict[int, Job] = {}
 
-    def rows(self, runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
+    def by_arrival(self, running) -> list[RunningJob]:
+        """The running jobs in arrival order, ties by name (``toolkit.running_by_arrival``)."""
+        items = list(running)
+        ids = list(map(id, map(_job, items)))
+        now = set(ids)
+        if now != self._ids:
+            keys, jobs = self._keys, self._jobs
+            for gone in self._ids - now:
+                job = jobs.pop(gone)
+                del keys[bisect_left(keys, (job.arrival, job.name, gone))]
+            for r in items:
+                if id(r.job) not in jobs:
+                    jobs[id(r.job)] = r.job
+                    insort(keys, (r.job.arrival, r.job.name, id(r.job)))
+            self._ids = now
+        at = dict(zip(ids, items))
+        return [at[k[2]] for k in self._keys]
+
+    def rows(
+        self, runs: list[RunningJob], resources, shape: tuple[int, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(machine, use, owner) per placed task group of ``runs`` (its machine, the resources it holds, the run's index), and their sum per machine."""
         res = tuple(resources)
         K = len(res)
-        old, memo = self._memo, {}
-        machines, uses, counts = [], [], []
-        for r in runs:
-            hit = old.get(r.job.name)
-            if hit is None or hit[0] is not r.job or hit[1] is not r.placement or hit[3].shape[1] != K:
-                row = demand_row(r.job, res)
-                t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
-                hit = (r.job, r.placement, t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:])
-            memo[r.job.name] = hit
-            machines.append(hit[2])
-            uses.append(hit[3])
-            counts.append(hit[2].size)
-        self._memo = memo  # jobs that ended are forgotten
-        if not machines or not sum(counts):
-            return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
-        owner = np.repeat(np.arange(len(runs)), counts)
-        return np.concatenate(machines), np.concatenate(uses), owner
+        keys = list(zip(map(id, map(_job, runs)), map(id, map(_placement, runs))))
+        hits = list(map(self._memo.get, keys))
+        for i in [i for i, h in enumerate(hits) if h is None or h[1].shape[1] != K]:
+            r = runs[i]
+            row = demand_row(r.job, res)
+            t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
+            machine, use = t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:]
+            machine.setflags(write=False)
+            use.setflags(write=False)
+            hits[i] = (machine, use, r.job, r.placement)  # the objects keep their ids unique
+        self._memo = dict(zip(keys, hits))  # jobs that ended or moved are forgotten
+        held = np.zeros(shape)
+        machines = list(map(_first, hits))
+        counts = list(map(len, machines))
+        if not sum(counts):
+            return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int), held
+        machine = np.concatenate(machines)
+        use = np.concatenate(list(map(_second, hits)))
+        np.add.at(held, machine, use)
+        return machine, use, np.repeat(np.arange(len(runs)), counts), held
+
+
+_job = attrgetter("job")
+_placement = attrgetter("placement")
+_first = itemgetter(0)
+_second = itemgetter(1)
