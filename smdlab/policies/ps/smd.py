@@ -203,13 +203,13 @@ class SMD(Policy):
         free_all = state_free + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
         sol = self._solve(
-            [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
+            list(map(_job, entries)), state, free_all, False, list(map(_remaining, entries))
         )
         sw, sp = sol.workers, sol.ps
         n_act = len(active)
         # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
-        same = np.array(
-            [r.workers == w and r.ps == p for r, w, p in zip(active, sw, sp)], dtype=bool
+        same = (np.fromiter(map(_workers, active), int, n_act) == np.asarray(sw[:n_act])) & (
+            np.fromiter(map(_ps, active), int, n_act) == np.asarray(sp[:n_act])
         )
         if same.all():
             kept = held  # the same sum, in the same order
@@ -251,6 +251,7 @@ class _TaskRows:
         self._ids: set[int] = set()  # the jobs of the last call (ids; ``_keys`` keeps them alive)
         self._keys: list[tuple[float, str, int]] = []  # (arrival, name, id) of those jobs, sorted
         self._jobs: dict[int, Job] = {}
+        self._res: tuple[str, ...] = ()  # the resources the memo's rows are over
 
     def by_arrival(self, running) -> list[RunningJob]:
         """The running jobs in arrival order, ties by name (``toolkit.running_by_arrival``)."""
@@ -267,8 +268,7 @@ class _TaskRows:
                     jobs[id(r.job)] = r.job
                     insort(keys, (r.job.arrival, r.job.name, id(r.job)))
             self._ids = now
-        at = dict(zip(ids, items))
-        return [at[k[2]] for k in self._keys]
+        return list(map(dict(zip(ids, items)).__getitem__, map(_third, self._keys)))
 
     def rows(
         self, runs: list[RunningJob], resources, shape: tuple[int, int]
@@ -276,9 +276,11 @@ class _TaskRows:
         """(machine, use, owner) per placed task group of ``runs`` (its machine, the resources it holds, the run's index), and their sum per machine."""
         res = tuple(resources)
         K = len(res)
+        if res != self._res:
+            self._res, self._memo = res, {}
         keys = list(zip(map(id, map(_job, runs)), map(id, map(_placement, runs))))
         hits = list(map(self._memo.get, keys))
-        for i in [i for i, h in enumerate(hits) if h is None or h[1].shape[1] != K]:
+        for i in [i for i, h in enumerate(hits) if h is None] if None in hits else ():
             r = runs[i]
             row = demand_row(r.job, res)
             t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
@@ -302,3 +304,7 @@ _job = attrgetter("job")
 _placement = attrgetter("placement")
 _first = itemgetter(0)
 _second = itemgetter(1)
+_third = itemgetter(2)
+_workers = attrgetter("workers")
+_ps = attrgetter("ps")
+_remaining = attrgetter("remaining")
