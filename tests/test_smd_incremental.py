@@ -9,7 +9,7 @@ import pytest
 from _policy_cases import cluster, job
 
 import smdlab.solve.shrink_placement as shrink_placement
-from smdlab import Cluster, InvalidInput
+from smdlab import InvalidInput
 from smdlab.policies.ps.smd import SMD
 from smdlab.policies.toolkit import running_by_arrival
 from smdlab.sim import simulate
@@ -17,7 +17,6 @@ from smdlab.solve import solve
 from smdlab.solve.api import solve_pooled
 from smdlab.solve.instance import InstanceRows, build_instance
 from smdlab.solve.shrink_placement import place
-from smdlab.workloads import load_philly
 
 GRIDS = ("duration", "cost", "pareto", "share", "fits_alone")
 
@@ -62,14 +61,25 @@ def test_instance_rows_build_what_build_instance_builds_as_jobs_come_and_go():
     rows = InstanceRows()
     rng = np.random.default_rng(1)
     # arrivals, departures, a reordering, the same jobs twice, and a fresh set
-    windows = [jobs[:5], jobs[:8], jobs[2:8], jobs[2:8], jobs[7:1:-1], jobs[3:20], jobs[20:], jobs[:30]]
+    windows = [
+        jobs[:5],
+        jobs[:8],
+        jobs[2:8],
+        jobs[2:8],
+        jobs[7:1:-1],
+        jobs[3:20],
+        jobs[20:],
+        jobs[:30],
+    ]
     for window in windows:
         work = rng.uniform(1e3, 1e5, len(window))
         got = rows.build(window, cl, cap, "wfbp", work)
         _same_instance(got, build_instance(window, cl, cap, "wfbp", work))
         assert len(rows) <= 2 * len(window) + len(window)  # jobs gone are forgotten
     # another mode or resource set starts over
-    _same_instance(rows.build(jobs[:4], cl, cap, "sequential"), build_instance(jobs[:4], cl, cap, "sequential"))
+    _same_instance(
+        rows.build(jobs[:4], cl, cap, "sequential"), build_instance(jobs[:4], cl, cap, "sequential")
+    )
 
 
 def test_instance_rows_raise_what_build_instance_raises():
@@ -149,9 +159,9 @@ def _digest(policy, jobs, cl) -> tuple[str, float, list[float]]:
 
 
 def test_smd_decisions_equal_those_from_scratch():
-    # a Philly window on a cluster small enough to queue (the full method runs, jobs move)
-    jobs = load_philly(first=120, demands="per_network")
-    cl = Cluster.homogeneous(6)
+    # jobs that queue on 8 GPUs (the full method runs, running jobs grow, shrink and move)
+    jobs = [j.replace(arrival=30.0 * i) for i, j in enumerate(_jobs(24, 5))]
+    cl = cluster(2)
     kept = _digest(SMD(), jobs, cl)
     scratch = _digest(_FromScratch(), jobs, cl)
     assert kept[0] == scratch[0] and kept[1] == scratch[1]
@@ -169,5 +179,10 @@ def test_placement_checks_every_machine_or_the_distinct_ones_alike(monkeypatch):
         monkeypatch.setattr(shrink_placement, "_DIRECT_FIT_CHECK", limit)
         results.append(place(jobs, alloc, cl, free))
     a, b = results
-    assert (a.placements, a.workers, a.ps, a.shrink_steps) == (b.placements, b.workers, b.ps, b.shrink_steps)
+    assert (a.placements, a.workers, a.ps, a.shrink_steps) == (
+        b.placements,
+        b.workers,
+        b.ps,
+        b.shrink_steps,
+    )
     assert a.workers[-1] == 0  # the task that fits no machine is left out either way

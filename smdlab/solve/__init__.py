@@ -73,10 +73,10 @@ if TYPE_CHECKING:  # static tools see the real names
         LpOptions as LpOptions,
         Method as Method,
         MilpOptions as MilpOptions,
+        PooledSolve as PooledSolve,
         SmdOptions as SmdOptions,
         solve as solve,
         solve_pooled as solve_pooled,
-        PooledSolve as PooledSolve,
     )
     from smdlab.solve.backends import (
         BACKENDS as BACKENDS,
@@ -87,8 +87,8 @@ if TYPE_CHECKING:  # static tools see the real names
     )
     from smdlab.solve.instance import (
         Instance as Instance,
-        build_instance as build_instance,
         InstanceRows as InstanceRows,
+        build_instance as build_instance,
         demand_matrices as demand_matrices,
         task_vectors as task_vectors,
     )

@@ -368,7 +368,9 @@ class PooledSolve:
         return self._solution
 
 
-def solve_pooled(inst: Instance, cluster: Cluster, method: Method = "smd", **options: Any) -> PooledSolve:
+def solve_pooled(
+    inst: Instance, cluster: Cluster, method: Method = "smd", **options: Any
+) -> PooledSolve:
     """Allocate a built instance's jobs by ``method`` without placing them; the report (costs, H) waits until asked for.
 
     inst: from ``build_instance`` or ``InstanceRows.build`` on ``cluster``; options: as ``solve``'s.
@@ -427,7 +429,9 @@ def _allocate(inst: Instance, cluster: Cluster, method: Method, opts: Options, t
     _check_jobs_fit_cluster(inst, cluster)
     raw = _SOLVERS[method](inst, _remaining(opts, t0))
     if method != "lp":
-        inst.check_allocation(raw.workers, raw.ps)  # a violated capacity is a bug, never a user error
+        inst.check_allocation(
+            raw.workers, raw.ps
+        )  # a violated capacity is a bug, never a user error
     return raw
 
 

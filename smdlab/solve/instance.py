@@ -551,7 +551,9 @@ def _checked_work(work, n: int) -> np.ndarray | None:
         return None
     work = as_amounts("work", work, f"({n},)").reshape(-1)
     if work.shape != (n,) or not np.all(np.isfinite(work) & (work > 0)):
-        raise InvalidInput(f"work must be {n} finite amounts > 0 (samples per job), got {work!r:.80}")
+        raise InvalidInput(
+            f"work must be {n} finite amounts > 0 (samples per job), got {work!r:.80}"
+        )
     return work
 
 
@@ -585,7 +587,9 @@ class InstanceRows:
         self._slot: dict[int, int] = {}  # id(job) -> row; the row keeps the job alive (ids unique)
         self._jobs: list[Job | None] = []
         self._tables: list[np.ndarray | None] = []
-        self._rows = np.zeros((0, 0))  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
+        self._rows = np.zeros(
+            (0, 0)
+        )  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
         self._unused: list[int] = []
         self._last: tuple[tuple[Job, ...], tuple] | None = None  # the last call's jobs and rows
 

@@ -29,7 +29,7 @@ from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, d
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
-    from smdlab.solve.api import Method
+    from smdlab.solve.api import Method, PooledSolve
     from smdlab.solve.solution import Solution
 
 
@@ -119,6 +119,7 @@ class SMD(Policy):
 
         cluster = state.cluster
         arg = free if cluster.has_machines else free.sum(axis=0)
+        sol: Solution | PooledSolve
         if place and cluster.has_machines:
             sol = solve(
                 jobs, cluster, self.method, mode=state.mode, place=True, free=arg, work=work,
@@ -220,7 +221,9 @@ class SMD(Policy):
         free = free_all - kept
         again = np.asarray(sw) > 0  # jobs to place: started, and not a running job kept as it is
         again[:n_act] &= ~same
-        todo = [(with_remaining(entries[i]), (sw[i], sp[i])) for i in np.flatnonzero(again).tolist()]
+        todo = [
+            (with_remaining(entries[i]), (sw[i], sp[i])) for i in np.flatnonzero(again).tolist()
+        ]
         placed = (
             self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
             if todo
@@ -247,7 +250,9 @@ class _TaskRows:
     """
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[int, int], tuple] = {}  # (id job, id placement) -> rows, job, placement
+        self._memo: dict[
+            tuple[int, int], tuple
+        ] = {}  # (id job, id placement) -> rows, job, placement
         self._ids: set[int] = set()  # the jobs of the last call (ids; ``_keys`` keeps them alive)
         self._keys: list[tuple[float, str, int]] = []  # (arrival, name, id) of those jobs, sorted
         self._jobs: dict[int, Job] = {}
@@ -279,7 +284,7 @@ class _TaskRows:
         if res != self._res:
             self._res, self._memo = res, {}
         keys = list(zip(map(id, map(_job, runs)), map(id, map(_placement, runs))))
-        hits = list(map(self._memo.get, keys))
+        hits: list[Any] = list(map(self._memo.get, keys))
         for i in [i for i, h in enumerate(hits) if h is None] if None in hits else ():
             r = runs[i]
             row = demand_row(r.job, res)
