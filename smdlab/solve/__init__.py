@@ -21,11 +21,14 @@ _EXPORTS: dict[str, str] = {
     "MilpOptions": "api",
     "SmdOptions": "api",
     "solve": "api",
+    "solve_pooled": "api",
+    "PooledSolve": "api",
     "BACKENDS": "backends",
     "GUROBI_SIZE_LIMIT": "backends",
     "BRUTE_MAX_COMBINATIONS": "brute",
     "Instance": "instance",
     "build_instance": "instance",
+    "InstanceRows": "instance",
     "demand_matrices": "instance",
     "task_vectors": "instance",
     "KNAPSACKS": "knapsack",
@@ -70,8 +73,10 @@ if TYPE_CHECKING:  # static tools see the real names
         LpOptions as LpOptions,
         Method as Method,
         MilpOptions as MilpOptions,
+        PooledSolve as PooledSolve,
         SmdOptions as SmdOptions,
         solve as solve,
+        solve_pooled as solve_pooled,
     )
     from smdlab.solve.backends import (
         BACKENDS as BACKENDS,
@@ -82,6 +87,7 @@ if TYPE_CHECKING:  # static tools see the real names
     )
     from smdlab.solve.instance import (
         Instance as Instance,
+        InstanceRows as InstanceRows,
         build_instance as build_instance,
         demand_matrices as demand_matrices,
         task_vectors as task_vectors,

@@ -257,7 +257,7 @@ def _solve_smd(inst: Instance, o: SmdOptions) -> _Raw:
                 f"polish: {s.ratio.polish_moves} move(s) lowered the objective by {gain:.3g} (relative)"
             )
     out.extra["knapsack"] = o.knapsack
-    out.extra["selected"] = tuple(bool(x) for x in s.selected)
+    out.extra["selected"] = tuple(np.asarray(s.selected, dtype=bool).tolist())
     if o.bound and o.bound_method == "lp":
         lb = _lp(inst, o)
         out.lower = lb.bound
@@ -347,6 +347,46 @@ def _check_place(place: Any, cluster: Cluster, method: Method) -> bool:
     return bool(place)
 
 
+class PooledSolve:
+    """A method's pooled allocation of a built instance (no placement); its ``Solution`` is built on first use.
+
+    workers, ps: per job, the allocation (0 and 0: not started); note: the method's remarks.
+    """
+
+    def __init__(self, inst: Instance, cluster: Cluster, method: Method, raw: _Raw, t0: float):
+        self.workers: tuple[int, ...] = tuple(np.asarray(raw.workers, dtype=int).tolist())
+        self.ps: tuple[int, ...] = tuple(np.asarray(raw.ps, dtype=int).tolist())
+        self.note = "; ".join(x for x in raw.notes if x)
+        self._args = (inst, raw, cluster, method, False, None, inst.work is not None, t0)
+        self._wall = time.perf_counter() - t0
+        self._solution: Solution | None = None
+
+    @property
+    def solution(self) -> Solution:
+        """The Solution ``solve(..., place=False)`` returns for the same instance (costs, horizon, bound)."""
+        if self._solution is None:
+            self._solution = _report(*self._args, wall=self._wall)
+        return self._solution
+
+
+def solve_pooled(
+    inst: Instance, cluster: Cluster, method: Method = "smd", **options: Any
+) -> PooledSolve:
+    """Allocate a built instance's jobs by ``method`` without placing them; the report (costs, H) waits until asked for.
+
+    inst: from ``build_instance`` or ``InstanceRows.build`` on ``cluster``; options: as ``solve``'s.
+    For a caller that needs the allocation only (a simulated policy at every decision), this is
+    ``solve(..., place=False)`` without pricing every job for the Solution.
+    """
+    t0 = time.perf_counter()
+    check_cluster(cluster)
+    method = check_choice("method", method, METHODS)
+    if not isinstance(inst, Instance):
+        raise InvalidInput(f"inst must be an Instance (build_instance), got {type(inst).__name__}")
+    opts = _options(method, options)
+    return PooledSolve(inst, cluster, method, _allocate(inst, cluster, method, opts, t0), t0)
+
+
 def solve(
     jobs: Sequence[Job],
     cluster: Cluster,
@@ -381,18 +421,41 @@ def solve(
     place = _check_place(place, cluster, method)
     capacity = _capacity(cluster, free)
     inst = build_instance(jobs, cluster, capacity, mode, work, value_term)
-    _check_jobs_fit_cluster(inst, cluster)
+    raw = _allocate(inst, cluster, method, opts, t0)
+    return _report(inst, raw, cluster, method, place, free, work is not None, t0)
 
+
+def _allocate(inst: Instance, cluster: Cluster, method: Method, opts: Options, t0: float) -> _Raw:
+    """The method's pooled allocation of ``inst``, checked against the caps and the capacity."""
+    _check_jobs_fit_cluster(inst, cluster)
     raw = _SOLVERS[method](inst, _remaining(opts, t0))
-    w, p, notes, extra = raw.workers, raw.ps, raw.notes, raw.extra
     if method != "lp":
-        inst.check_allocation(w, p)  # a violated capacity is a bug here, never a user error
+        inst.check_allocation(
+            raw.workers, raw.ps
+        )  # a violated capacity is a bug, never a user error
+    return raw
+
+
+def _report(
+    inst: Instance,
+    raw: _Raw,
+    cluster: Cluster,
+    method: Method,
+    place: bool,
+    free: np.ndarray | None,
+    own_work: bool,
+    t0: float,
+    wall: float | None = None,
+) -> Solution:
+    """The Solution of ``raw``: placed (``place``), priced and described; ``wall``: seconds to report (default: until now)."""
+    mode = inst.mode
+    w, p, notes, extra = raw.workers, raw.ps, list(raw.notes), dict(raw.extra)
     pooled_w, pooled_p = w.copy(), p.copy()
     placement = None
     if place:
         free_m = cluster.machine_matrix if free is None else np.asarray(free, dtype=float)
         placed_jobs = inst.jobs
-        if work is not None:  # placement reads each job's samples
+        if own_work:  # placement reads each job's samples
             placed_jobs = tuple(
                 j.replace(samples=x) for j, x in zip(inst.jobs, inst.samples.tolist())
             )
@@ -431,7 +494,7 @@ def solve(
         backend=",".join(dict.fromkeys(raw.backends)),
         note=note,
         fallback="fallback to HiGHS" in note,
-        wall_time_s=time.perf_counter() - t0,
+        wall_time_s=time.perf_counter() - t0 if wall is None else wall,
         horizon=inst.horizon,
         mode=mode,
         pooled_workers=tuple(np.asarray(pooled_w, dtype=int).tolist()),

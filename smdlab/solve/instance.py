@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter, is_
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -184,6 +185,17 @@ class Instance:
                 kept = np.where(finish <= job.arrival + deadline, value, kept)
             out[i] = scale * (1.0 - kept / slo.max_value)
         return out
+
+    @cached_property
+    def fastest(self) -> tuple[np.ndarray, np.ndarray]:
+        """(workers, ps) of each job's fastest configuration (``fastest_configurations``)."""
+        return fastest_configurations(self.tables)
+
+    @cached_property
+    def caps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(max workers, max PSs) of each job: its speed table's shape."""
+        shape = np.array([t.shape for t in self.tables], dtype=int).reshape(-1, 2)
+        return shape[:, 0], shape[:, 1]
 
     @cached_property
     def base_duration(self) -> np.ndarray:
@@ -379,8 +391,7 @@ class Instance:
         """Raise if an allocation breaks caps, capacity or the every-job-starts rule."""
         w = np.asarray(workers, dtype=int)
         p = np.asarray(ps, dtype=int)
-        caps_w = np.array([t.shape[0] for t in self.tables], dtype=int)
-        caps_p = np.array([t.shape[1] for t in self.tables], dtype=int)
+        caps_w, caps_p = self.caps
         if np.any((w > 0) != (p > 0)) or np.any(w > caps_w) or np.any(p > caps_p) or np.any(w < 0):
             raise AssertionError("allocation outside the jobs' configuration ranges")
         if not self.allow_defer and np.any(w == 0):
@@ -521,6 +532,174 @@ def as_amounts(field: str, value, shape_hint: str) -> np.ndarray:
     return arr
 
 
+_name = attrgetter("name")
+
+
+def _checked_capacity(cluster: Cluster, capacity) -> np.ndarray:
+    """``capacity`` as a (K,) float vector over ``cluster.resources``, else InvalidInput."""
+    cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
+    if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
+        raise InvalidInput(
+            f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
+        )
+    return cap
+
+
+def _checked_work(work, n: int) -> np.ndarray | None:
+    """``work`` as an (n,) float vector of amounts > 0 (None stays None), else InvalidInput."""
+    if work is None:
+        return None
+    work = as_amounts("work", work, f"({n},)").reshape(-1)
+    if work.shape != (n,) or not np.all(np.isfinite(work) & (work > 0)):
+        raise InvalidInput(
+            f"work must be {n} finite amounts > 0 (samples per job), got {work!r:.80}"
+        )
+    return work
+
+
+def _pool(cluster: Cluster, cap: np.ndarray) -> np.ndarray:
+    """The cluster's capacity vector, raised to ``cap`` (a hand-made capacity above it is its own pool)."""
+    return np.maximum(np.asarray(cluster.capacity_vector, dtype=float), cap)
+
+
+def _check_value_term(value_term) -> None:
+    if value_term is not None and not isinstance(value_term, ValueTerm):
+        raise InvalidInput(
+            f"value_term must be a ValueTerm or None, got {type(value_term).__name__}"
+        )
+
+
+class InstanceRows:
+    """Builds instances of (P) for a changing set of jobs, keeping each job's rows between calls.
+
+    A simulation builds an instance at every decision, while its active jobs change only when one
+    arrives or ends. Each job's demand row, speed table, caps, fastest configuration and weight
+    are computed once, when the job (object) is first seen, and gathered by index after that;
+    jobs absent from a call are forgotten. ``build`` returns what ``build_instance`` returns for
+    the same arguments, array for array, and raises the same errors.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[tuple[str, ...], str] | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self._slot: dict[int, int] = {}  # id(job) -> row; the row keeps the job alive (ids unique)
+        self._jobs: list[Job | None] = []
+        self._tables: list[np.ndarray | None] = []
+        self._rows = np.zeros(
+            (0, 0)
+        )  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
+        self._unused: list[int] = []
+        self._last: tuple[tuple[Job, ...], tuple] | None = None  # the last call's jobs and rows
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def _add(self, jobs: Sequence[Job], resources: tuple[str, ...], mode: str) -> None:
+        """Rows for ``jobs`` (new, distinct, checked), in free rows or appended ones."""
+        K = len(resources)
+        extra = len(jobs) - len(self._unused)
+        if extra > 0:
+            start = len(self._jobs)
+            grow = max(extra, start)  # amortised: double the rows
+            old = self._rows.reshape(start, 2 * K + 5)
+            self._rows = np.vstack([old, np.zeros((grow, 2 * K + 5))])
+            self._jobs.extend([None] * grow)
+            self._tables.extend([None] * grow)
+            self._unused.extend(range(start + grow - 1, start - 1, -1))
+        for job in jobs:
+            row = self._unused.pop()
+            table = job_speeds(job, mode)
+            fw, fp = fastest_configurations([table])
+            self._rows[row, : 2 * K] = _demand_row(job, resources)
+            self._rows[row, 2 * K :] = (job.weight, fw[0], fp[0], *table.shape)
+            self._jobs[row] = job
+            self._tables[row] = table
+            self._slot[id(job)] = row
+
+    def _forget(self, keep: set[int]) -> None:
+        """Free the rows of jobs outside ``keep`` (ids)."""
+        for key in [k for k in self._slot if k not in keep]:
+            row = self._slot.pop(key)
+            self._jobs[row] = self._tables[row] = None
+            self._unused.append(row)
+
+    def build(
+        self,
+        jobs: Sequence[Job],
+        cluster: Cluster,
+        capacity: np.ndarray,
+        mode: str = "wfbp",
+        work: Sequence[float] | np.ndarray | None = None,
+        value_term: ValueTerm | None = None,
+    ) -> Instance:
+        """``build_instance(jobs, cluster, capacity, mode, work, value_term)``, from the kept rows."""
+        _check_value_term(value_term)
+        check_choice("mode", mode, MODES)
+        jobs = tuple(jobs) if isinstance(jobs, (list, tuple)) else check_jobs(jobs)
+        if not jobs:
+            check_jobs(jobs)  # raises: no jobs
+        check_cluster(cluster)
+        resources = tuple(cluster.resources)
+        if self._key != (resources, mode):
+            self._key = (resources, mode)
+            self._clear()
+        n = len(jobs)
+        K = len(resources)
+        last = self._last
+        if last is not None and len(last[0]) == n and all(map(is_, jobs, last[0])):
+            rows = last[1]  # the same jobs as the last call (checked then)
+            cap = _checked_capacity(cluster, capacity)
+        else:
+            slot = self._slot
+            ids = list(map(id, jobs))
+            found = list(map(slot.get, ids))
+            new = [jobs[i] for i, f in enumerate(found) if f is None] if None in found else []
+            if new:  # kept rows' jobs are checked Jobs
+                check_items("jobs", new, Job)
+            if len(set(ids)) != n or len(set(map(_name, jobs))) != n:
+                check_jobs(jobs)  # raises: a name twice
+            cap = _checked_capacity(cluster, capacity)
+            if new:
+                for j in new:
+                    _demand_row(j, resources)  # raises for an unknown resource, in job order
+                if len(slot) + len(new) > 2 * n:  # forget jobs gone (kept rows keep ids unique)
+                    self._forget(set(ids))
+                self._add(new, resources, mode)
+            index = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
+            data = self._rows[index]
+            ints = data[:, 2 * K + 1 :].astype(int)
+            rows = (
+                np.ascontiguousarray(data[:, : 2 * K]),
+                np.ascontiguousarray(data[:, 2 * K]),
+                tuple(map(self._tables.__getitem__, index.tolist())),
+                *(np.ascontiguousarray(ints[:, c]) for c in range(4)),
+            )
+            for a in rows:
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)  # shared by the instances of later calls
+            self._last = (jobs, rows)
+        both, weight, tables, fw, fp, cw, cp = rows
+        inst = Instance(
+            jobs,
+            resources,
+            cap,
+            both[:, :K],
+            both[:, K:],
+            weight,
+            tables,
+            mode,
+            True,
+            _pool(cluster, cap),
+            _checked_work(work, n),
+            value_term,
+        )
+        inst.__dict__["fastest"] = (fw, fp)  # the cached properties, gathered
+        inst.__dict__["caps"] = (cw, cp)
+        return inst
+
+
 def build_instance(
     jobs: Sequence[Job],
     cluster: Cluster,
@@ -534,29 +713,16 @@ def build_instance(
     work: samples each job processes instead of its ``samples`` (each finite and > 0).
     value_term: the value term of SLO jobs (module docstring); None: (P) as reconstructed.
     """
-    if value_term is not None and not isinstance(value_term, ValueTerm):
-        raise InvalidInput(
-            f"value_term must be a ValueTerm or None, got {type(value_term).__name__}"
-        )
+    _check_value_term(value_term)
     check_choice("mode", mode, MODES)
     jobs = check_jobs(jobs)
     check_cluster(cluster)
-    cap = as_amounts("capacity", capacity, f"({len(cluster.resources)},)").reshape(-1)
-    if cap.shape != (len(cluster.resources),) or np.any(~np.isfinite(cap)) or np.any(cap < 0):
-        raise InvalidInput(
-            f"capacity must be {len(cluster.resources)} finite amounts >= 0 over {cluster.resources}, got {capacity!r}"
-        )
+    cap = _checked_capacity(cluster, capacity)
     alpha, gamma = demand_matrices(jobs, cluster)
     tables = [job_speeds(j, mode) for j in jobs]  # a queue seen before costs look-ups only
     weight = np.array([j.weight for j in jobs], dtype=float)
-    pool = np.asarray(cluster.capacity_vector, dtype=float)
-    pool = np.maximum(pool, cap)  # a capacity above the cluster's (hand-made) is its own pool
-    if work is not None:
-        work = as_amounts("work", work, f"({len(jobs)},)").reshape(-1)
-        if work.shape != (len(jobs),) or not np.all(np.isfinite(work) & (work > 0)):
-            raise InvalidInput(
-                f"work must be {len(jobs)} finite amounts > 0 (samples per job), got {work!r:.80}"
-            )
+    pool = _pool(cluster, cap)
+    work = _checked_work(work, len(jobs))
     return Instance(
         jobs,
         tuple(cluster.resources),

@@ -262,6 +262,9 @@ def _swap_unit_order(
     return True
 
 
+_DIRECT_FIT_CHECK = 20_000  # up to this many (job, machine) pairs, check every machine row
+
+
 def place(
     jobs: Sequence[Job],
     alloc: Sequence[tuple[int, int]] | np.ndarray,
@@ -329,9 +332,11 @@ def place_checked(
     norm_p = (pd / scale).sum(axis=1)
     shrunk = np.zeros(L, dtype=int)
     steps = 0
+    H = full.shape[0]
     # a task that fits on no machine even before anything is placed can never run: unstart its job
-    # (checked against the distinct machine rows: clusters hold few kinds of machine)
-    kinds = np.unique(free0, axis=0) if free0.size else free0
+    # (checked against the distinct machine rows: clusters hold few kinds of machine; a few tasks
+    # are checked against every row directly, cheaper than finding the distinct ones)
+    kinds = np.unique(free0, axis=0) if free0.size and L * H > _DIRECT_FIT_CHECK else free0
     fits_w = np.all(wd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
     fits_p = np.all(pd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
     never = np.flatnonzero(~(fits_w & fits_p))
@@ -339,7 +344,6 @@ def place_checked(
     w[never] = p[never] = 0
     steps += never.size
     shrinks: _Shrinks | None = None
-    H = full.shape[0]
     free_now = free0.copy()
     # tasks per job: machine -> [workers, PSs] (sparse: a job uses few of many machines)
     placed: list[dict[int, list[int]]] = [{} for _ in range(L)]

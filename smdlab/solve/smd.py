@@ -18,7 +18,7 @@ import numpy as np
 
 from smdlab.errors import InvalidInput, check_choice, check_int, check_positive
 from smdlab.solve.backends import Backend, FlatModel, solve_flat
-from smdlab.solve.instance import Instance, fastest_configurations, fits, pareto_mask
+from smdlab.solve.instance import Instance, fits, pareto_mask
 from smdlab.solve.knapsack import (
     KNAPSACKS,
     Knapsack,
@@ -498,7 +498,7 @@ def smd(
         # Capacity slack: when every job's fastest configuration fits at once, that allocation is
         # an optimum of (P) (each job's term is at its minimum, and starting never costs more
         # than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))).
-        fw, fp = fastest_configurations(inst.tables)
+        fw, fp = inst.fastest
         if fits(fw @ inst.alpha + fp @ inst.gamma, inst.capacity):
             return SmdResult(fw, fp, np.ones(inst.n, dtype=bool), None, "")
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)

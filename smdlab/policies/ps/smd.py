@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -20,15 +22,14 @@ from smdlab.policies.base import (
 )
 from smdlab.policies.toolkit import (
     queued_jobs,
-    running_by_arrival,
     with_remaining,
     work_conserving_fill,
 )
-from smdlab.solve.instance import demand_kinds, demand_matrices, demand_row
+from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
-    from smdlab.solve.api import Method
+    from smdlab.solve.api import Method, PooledSolve
     from smdlab.solve.solution import Solution
 
 
@@ -84,7 +85,27 @@ class SMD(Policy):
             check_choice(f"option of policy {self.name!r}", key, sorted(allowed))
         self.options = {k: v for k, v in self._defaults.items() if k in allowed} | options
         OPTIONS[self.method](**self.options)  # a bad value fails here, not at the first decision
-        self.last_solution: Solution | None = None  # the latest decision's Solution (inspection)
+        self.last_solution = None
+        self._rows = InstanceRows()  # the active jobs' rows of (P), kept between decisions
+        self._tasks = _TaskRows()
+
+    @property
+    def last_solution(self) -> Solution | None:
+        """The latest decision's Solution (inspection; an elastic decision's is built when read)."""
+        from smdlab.solve.api import PooledSolve
+
+        last = self._last
+        return last.solution if isinstance(last, PooledSolve) else last
+
+    @last_solution.setter
+    def last_solution(self, value) -> None:
+        self._last = value
+
+    def reset(self) -> None:
+        """Forget the rows kept for the previous run's jobs."""
+        super().reset()
+        self._rows = InstanceRows()
+        self._tasks = _TaskRows()
 
     def _solve(
         self,
@@ -94,20 +115,22 @@ class SMD(Policy):
         place: bool,
         work: list[float] | None = None,
     ):
-        from smdlab.solve import solve
+        from smdlab.solve import solve, solve_pooled
 
         cluster = state.cluster
         arg = free if cluster.has_machines else free.sum(axis=0)
-        sol = solve(
-            jobs,
-            cluster,
-            self.method,
-            mode=state.mode,
-            place=place and cluster.has_machines,
-            free=arg,
-            work=work,
-            **self.options,
-        )
+        sol: Solution | PooledSolve
+        if place and cluster.has_machines:
+            sol = solve(
+                jobs, cluster, self.method, mode=state.mode, place=True, free=arg, work=work,
+                **self.options,
+            )  # fmt: skip
+        else:  # the pooled allocation only: from the kept rows, without the Solution's report
+            options = dict(self.options)
+            value_term = options.pop("value_term", None)
+            capacity = arg.sum(axis=0) if arg.ndim == 2 else arg
+            inst = self._rows.build(jobs, cluster, capacity, state.mode, work, value_term)
+            sol = solve_pooled(inst, cluster, self.method, **options)
         self.last_solution = sol
         return sol
 
@@ -169,33 +192,37 @@ class SMD(Policy):
         return Decision(allocations, note=sol.note)
 
     def _decide_elastic(self, state: ClusterState) -> Decision:
-        active = [r for r in running_by_arrival(state) if r.remaining > 0]
+        tasks = self._tasks
+        active = [r for r in tasks.by_arrival(state.running) if r.remaining > 0]
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
         # What each active job holds, task by task: (machine, resources) rows, summed with add.at
         # (one pass over the tasks, not a machines x resources array per job).
-        machine, use, owner = _task_rows(active, state.cluster.resources)
-        held = np.zeros_like(np.asarray(state.free, dtype=float))
-        np.add.at(held, machine, use)
-        free_all = np.asarray(state.free, dtype=float) + held
+        state_free = np.asarray(state.free, dtype=float)
+        machine, use, owner, held = tasks.rows(active, state.cluster.resources, state_free.shape)
+        free_all = state_free + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
         sol = self._solve(
-            [e.job for e in entries], state, free_all, False, [e.remaining for e in entries]
+            list(map(_job, entries)), state, free_all, False, list(map(_remaining, entries))
         )
         sw, sp = sol.workers, sol.ps
-        # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
-        same = [(r.workers, r.ps) == (sw[i], sp[i]) for i, r in enumerate(active)]
-        keep = {r.job.name for r, k in zip(active, same) if k}
-        kept = np.zeros_like(held)
-        sel = np.array(same, dtype=bool)[owner]
-        np.add.at(kept, machine[sel], use[sel])
-        free = free_all - kept
         n_act = len(active)
+        # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
+        same = (np.fromiter(map(_workers, active), int, n_act) == np.asarray(sw[:n_act])) & (
+            np.fromiter(map(_ps, active), int, n_act) == np.asarray(sp[:n_act])
+        )
+        if same.all():
+            kept = held  # the same sum, in the same order
+        else:
+            kept = np.zeros_like(held)
+            sel = same[owner]
+            np.add.at(kept, machine[sel], use[sel])
+        free = free_all - kept
+        again = np.asarray(sw) > 0  # jobs to place: started, and not a running job kept as it is
+        again[:n_act] &= ~same
         todo = [
-            (with_remaining(e), (sw[i], sp[i]))
-            for i, e in enumerate(entries)
-            if sw[i] > 0 and not (i < n_act and same[i])
+            (with_remaining(entries[i]), (sw[i], sp[i])) for i in np.flatnonzero(again).tolist()
         ]
         placed = (
             self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
@@ -207,20 +234,82 @@ class SMD(Policy):
         )
         started = {a.job for a in allocations}
         preempt = tuple(
-            r.job.name for r in active if r.job.name not in keep and r.job.name not in started
+            r.job.name
+            for r in (active[i] for i in np.flatnonzero(~same).tolist())
+            if r.job.name not in started
         )
         return Decision(allocations, preempt, note=sol.note)
 
 
-def _task_rows(runs: list[RunningJob], resources) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(machine, use, owner) per placed task group of ``runs``: its machine, the resources it holds, the run's index."""
-    K = len(resources)
-    tasks = [t for r in runs for t in r.placement.tasks]
-    if not tasks:
-        return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int)
-    counts = [len(r.placement.tasks) for r in runs]
-    owner = np.repeat(np.arange(len(runs)), counts)
-    rows = np.array([demand_row(r.job, tuple(resources)) for r in runs]).reshape(len(runs), 2 * K)
-    t = np.array(tasks, dtype=int).reshape(-1, 3)
-    use = t[:, 1:2] * rows[owner, :K] + t[:, 2:3] * rows[owner, K:]
-    return t[:, 0], use, owner
+class _TaskRows:
+    """The running jobs in arrival order and their placed task groups, kept while the same jobs run where they ran.
+
+    Between two decisions a few jobs start, end or move: the order is updated for those (by
+    bisection), and each other job's task rows are reused (looked up by its job and placement
+    objects, which the simulator keeps while a job runs unchanged).
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[
+            tuple[int, int], tuple
+        ] = {}  # (id job, id placement) -> rows, job, placement
+        self._ids: set[int] = set()  # the jobs of the last call (ids; ``_keys`` keeps them alive)
+        self._keys: list[tuple[float, str, int]] = []  # (arrival, name, id) of those jobs, sorted
+        self._jobs: dict[int, Job] = {}
+        self._res: tuple[str, ...] = ()  # the resources the memo's rows are over
+
+    def by_arrival(self, running) -> list[RunningJob]:
+        """The running jobs in arrival order, ties by name (``toolkit.running_by_arrival``)."""
+        items = list(running)
+        ids = list(map(id, map(_job, items)))
+        now = set(ids)
+        if now != self._ids:
+            keys, jobs = self._keys, self._jobs
+            for gone in self._ids - now:
+                job = jobs.pop(gone)
+                del keys[bisect_left(keys, (job.arrival, job.name, gone))]
+            for r in items:
+                if id(r.job) not in jobs:
+                    jobs[id(r.job)] = r.job
+                    insort(keys, (r.job.arrival, r.job.name, id(r.job)))
+            self._ids = now
+        return list(map(dict(zip(ids, items)).__getitem__, map(_third, self._keys)))
+
+    def rows(
+        self, runs: list[RunningJob], resources, shape: tuple[int, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(machine, use, owner) per placed task group of ``runs`` (its machine, the resources it holds, the run's index), and their sum per machine."""
+        res = tuple(resources)
+        K = len(res)
+        if res != self._res:
+            self._res, self._memo = res, {}
+        keys = list(zip(map(id, map(_job, runs)), map(id, map(_placement, runs))))
+        hits: list[Any] = list(map(self._memo.get, keys))
+        for i in [i for i, h in enumerate(hits) if h is None] if None in hits else ():
+            r = runs[i]
+            row = demand_row(r.job, res)
+            t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
+            machine, use = t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:]
+            machine.setflags(write=False)
+            use.setflags(write=False)
+            hits[i] = (machine, use, r.job, r.placement)  # the objects keep their ids unique
+        self._memo = dict(zip(keys, hits))  # jobs that ended or moved are forgotten
+        held = np.zeros(shape)
+        machines = list(map(_first, hits))
+        counts = list(map(len, machines))
+        if not sum(counts):
+            return np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int), held
+        machine = np.concatenate(machines)
+        use = np.concatenate(list(map(_second, hits)))
+        np.add.at(held, machine, use)
+        return machine, use, np.repeat(np.arange(len(runs)), counts), held
+
+
+_job = attrgetter("job")
+_placement = attrgetter("placement")
+_first = itemgetter(0)
+_second = itemgetter(1)
+_third = itemgetter(2)
+_workers = attrgetter("workers")
+_ps = attrgetter("ps")
+_remaining = attrgetter("remaining")
