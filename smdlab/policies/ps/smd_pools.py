@@ -12,7 +12,7 @@ from smdlab.policies.base import (
     QueuedJob,
     RunningJob,
 )
-from smdlab.policies.ps.smd import SMD, _task_rows
+from smdlab.policies.ps.smd import SMD
 from smdlab.policies.toolkit import queued_jobs, running_by_arrival, with_remaining
 from smdlab.solve.instance import build_instance
 from smdlab.solve.smd_pools import machine_pools, place_on_pools, regions, smd_pools
@@ -70,9 +70,8 @@ class SMDPools(SMD):
         entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
         if not entries:
             return Decision()
-        machine, use, owner = _task_rows(active, cluster.resources)
-        held = np.zeros_like(np.asarray(state.free, dtype=float))
-        np.add.at(held, machine, use)
+        shape = np.shape(state.free)
+        machine, use, owner, held = self._tasks.rows(active, cluster.resources, shape)
         free_all = np.asarray(state.free, dtype=float) + held
         inst = build_instance(
             [e.job for e in entries], cluster, free_all.sum(axis=0), state.mode,
