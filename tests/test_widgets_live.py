@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -201,3 +203,22 @@ def test_figure_state_follows_changes_for_views_created_later():
     fw._js2py_layoutDelta = {"layout_delta": {}, "layout_edit_id": 0}  # a view drew it
     sync_figure(fw, {**new, "layout": {"title": {"text": "c"}}})
     assert len(sent) == 1 and fw.get_state()["_widget_layout"]["title"] == {"text": "c"}
+
+
+def test_the_first_figure_widget_leaves_the_iri_grammar_unbuilt_and_iri_checks_unchanged():
+    # A fresh interpreter: this one may have imported jsonschema already.
+    code = (
+        "import sys, smdlab.widgets.live, plotly.graph_objects as go\n"
+        "go.FigureWidget(go.Bar(y=[1]))\n"
+        "print('lark' in sys.modules)\n"
+        "import jsonschema\n"
+        "fc = jsonschema.FormatChecker()\n"
+        "print(fc.conforms('http://example.org/a?b#c', 'iri'), fc.conforms('http://a b/', 'iri'))\n"
+        "import rfc3987_syntax\n"
+        "print(rfc3987_syntax.is_valid_syntax('iri_reference', '/x'), 'lark' in sys.modules)\n"
+    )
+    pytest.importorskip("rfc3987_syntax")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert out == ["False", "True", "False", "True", "True"]
