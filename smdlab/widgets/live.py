@@ -92,8 +92,11 @@ def _same(a: Any, b: Any) -> bool:
 
 def figure_widget(fig: go.Figure | Mapping[str, Any]) -> go.FigureWidget:
     """A FigureWidget showing ``fig`` (a figure or a plain data/layout dict); later changes use ``sync_figure``."""
+    from smdlab.widgets.plotly_bundle import shared_figure_widget
+
     data, layout = _as_spec(fig)
-    fw = go.FigureWidget({"data": data, "layout": layout})
+    # The page gets plotly's browser code once, not once per figure.
+    fw = shared_figure_widget({"data": data, "layout": layout})
     # Plotly resizes a responsive figure on the window's resize event; the apps' RedrawTimer
     # (smdlab.widgets.browser) raises one when a figure's container changed width.
     fw._config = {**fw._config, "responsive": True}
