@@ -1,7 +1,8 @@
 """The other live apps against the explorer's budget: a control change to the last figure or output update, kernel side.
 
-- ``compare()`` (every default policy simulated on the background thread, drawn when all are
-  done): a load change to the callback's return, and to the last figure update (``app.wait()``).
+- ``compare()`` (every default policy simulated on the background thread, each drawn as it
+  finishes): a load change to the callback's return, to the first figure update (the first
+  policy drawn) and to the last (every policy drawn, ``app.wait()``); also the simulations' CPU.
 - Notebook 08's cores slider (the data-stage timeline redrawn in place) and notebook 09's
   ``interact`` (the pair table printed): the notebook's own cells are run, from its jupytext
   source, up to and including the app's cell (``display`` captured, not shown), then each control
@@ -71,20 +72,32 @@ def _timed(set_value, values) -> list[float]:
     return out
 
 
-def _compare(n: int) -> tuple[list[float], list[float]]:
+def _compare(n: int) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Per load change: callback returned, first and last figure update (ms), process CPU (ms)."""
     from smdlab.widgets import compare
 
     app = compare()
     assert app.wait(600)
-    returns, last = [], []
+    draws: list[float] = []
+    real_apply = app._apply
+
+    def apply(results):
+        real_apply(results)
+        draws.append(time.perf_counter())
+
+    app._apply = apply
+    returns, first, last, cpu = [], [], [], []
     for load in [1.1, 1.3, 1.7, 1.9, 2.1, 2.3, 0.9, 0.7, 2.7, 2.9][:n]:
-        t0 = time.perf_counter()
+        draws.clear()
+        c0, t0 = time.process_time(), time.perf_counter()
         app.load.value = load
         returns.append((time.perf_counter() - t0) * 1e3)
         assert app.wait(600)
-        last.append((time.perf_counter() - t0) * 1e3)
+        first.append((draws[0] - t0) * 1e3)
+        last.append((draws[-1] - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
     app.close()
-    return returns, last
+    return returns, first, last, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         ("notebook 09", "batch A: pair table printed", _timed(lambda v: setattr(batch_a, "value", v), values))
     )  # fmt: skip
 
-    returns, last = _compare(args.changes)
+    returns, first, last, cpu = _compare(args.changes)
     rows.append(("compare()", "load: callback returned", returns))
+    rows.append(("compare()", "load: first figure update (first policy drawn)", first))
     rows.append(("compare()", "load: last figure update (every policy simulated)", last))
+    rows.append(("compare()", "load: kernel CPU to the last update (ms, not wall)", cpu))
 
     load_after = os.getloadavg()
     print(
