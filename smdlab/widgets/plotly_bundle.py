@@ -67,13 +67,13 @@ def _classes() -> tuple[type, type]:
 
     source, key = _bundle()
 
-    class PlotlyBundle(anywidget.AnyWidget):  # type: ignore[misc]
+    class PlotlyBundle(anywidget.AnyWidget):
         """Hidden: sends plotly's browser bundle to the page once for every ``SharedFigureWidget``."""
 
         _esm = _CARRIER_ESM.format(key=key)
         bundle = traitlets.Unicode(source).tag(sync=True)
 
-    class SharedFigureWidget(go.FigureWidget):  # type: ignore[misc]
+    class SharedFigureWidget(go.FigureWidget):
         """A FigureWidget whose browser code is the page's shared copy of plotly's bundle."""
 
         _esm = _FIGURE_ESM.format(key=key)
