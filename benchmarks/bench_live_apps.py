@@ -100,6 +100,34 @@ def _compare(n: int) -> tuple[list[float], list[float], list[float], list[float]
     return returns, first, last, cpu
 
 
+def _compare_floor() -> list[tuple[str, float]]:
+    """CPU ms of each default policy's simulation of the compare app's default workload, and of its LP bound."""
+    from smdlab.caches import WORKLOAD_BOUNDS
+    from smdlab.policies.registry import get_policy
+    from smdlab.sim import simulate
+    from smdlab.sim.bound import workload_bound
+    from smdlab.sim.runner import simulation_options
+    from smdlab.widgets import compare
+    from smdlab.widgets.compare_app import DEFAULT_POLICIES
+
+    app = compare(policies=("fifo",))
+    sc = app._current_scenario()
+    app.close()
+    cluster = sc.build_cluster()
+    jobs = sc.build_jobs(cluster)
+    options = {**simulation_options(sc), "lower_bound": False}
+    out = []
+    for p in DEFAULT_POLICIES:
+        c0 = time.process_time()
+        simulate(jobs, cluster, get_policy(p, **sc.policy_options.get(p, {})), **options)
+        out.append((p, (time.process_time() - c0) * 1e3))
+    WORKLOAD_BOUNDS.clear()  # the app computed this workload's bound already
+    c0 = time.process_time()
+    workload_bound(jobs, cluster, options["mode"])
+    out.append(("interval-LP bound", (time.process_time() - c0) * 1e3))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the Markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -128,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("compare()", "load: last figure update (every policy simulated)", last))
     rows.append(("compare()", "load: kernel CPU to the last update (ms, not wall)", cpu))
 
+    floor = _compare_floor()
     load_after = os.getloadavg()
     print(
         f"Kernel side; {args.changes} changes per control, each to a new value. Load average "
@@ -143,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
             f"| {app_name} | {what} | {len(vals)} | {statistics.median(vals):.0f} | "
             f"{_pct(vals, 0.95):.0f} | {max(vals):.0f} |"
         )
+    print(
+        "\nThe compare app's default workload, one interpreter, CPU ms per run: "
+        + ", ".join(f"{p} {ms:.0f}" for p, ms in floor)
+        + f"; the simulations' sum {sum(ms for p, ms in floor[:-1]):.0f}."
+    )
     return 0
 
 
