@@ -222,3 +222,18 @@ def test_the_first_figure_widget_leaves_the_iri_grammar_unbuilt_and_iri_checks_u
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
     assert out == ["False", "True", "False", "True", "True"]
+
+
+def test_figures_share_one_copy_of_plotlys_browser_bundle():
+    from smdlab.widgets import plotly_bundle
+
+    a, b = figure_widget(go.Figure(go.Bar(y=[1]))), figure_widget({"data": [], "layout": {}})
+    source, key = plotly_bundle._bundle()
+    assert source == str(go.FigureWidget._esm) and len(source) > 1_000_000
+    for fw in (a, b):  # each figure's module is the small one naming the page's shared copy
+        assert isinstance(fw, go.FigureWidget) and len(fw._esm) < 1_000 and key in fw._esm
+    carrier = plotly_bundle._CARRIER
+    assert carrier.bundle == source and key in carrier._esm and carrier.comm is not None
+    carrier.close()  # closed by hand: the next figure brings a new carrier for later pages
+    figure_widget({"data": [], "layout": {}})
+    assert plotly_bundle._CARRIER is not carrier and plotly_bundle._CARRIER.comm is not None
