@@ -228,7 +228,7 @@ def test_figures_share_one_copy_of_plotlys_browser_bundle():
     from smdlab.widgets import plotly_bundle
 
     a, b = figure_widget(go.Figure(go.Bar(y=[1]))), figure_widget({"data": [], "layout": {}})
-    source, key = plotly_bundle._bundle()
+    source, key = plotly_bundle._bundle()  # the classes were built from this copy
     assert source == str(go.FigureWidget._esm) and len(source) > 1_000_000
     for fw in (a, b):  # each figure's module is the small one naming the page's shared copy
         assert isinstance(fw, go.FigureWidget) and len(fw._esm) < 1_000 and key in fw._esm

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from functools import cache
 from typing import Any
 
 import traitlets
@@ -48,9 +47,9 @@ _CARRIER_ESM = """export default {{
 """
 _LOCK = threading.Lock()
 _CARRIER: Any = None  # the kernel's carrier widget, created with the first figure
+_CLASSES: tuple[type, type] | None = None  # built at the first figure (see ``_classes``)
 
 
-@cache
 def _bundle() -> tuple[str, str]:
     """plotly's browser bundle and the page-wide key of its shared copy (one per bundle version)."""
     import plotly.graph_objects as go
@@ -59,9 +58,17 @@ def _bundle() -> tuple[str, str]:
     return source, "__smdlab_plotly_" + hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
-@cache
 def _classes() -> tuple[type, type]:
-    """The carrier and figure widget classes (built on first use: importing FigureWidget costs time)."""
+    """The carrier and figure widget classes, built once (on first use: importing FigureWidget costs time)."""
+    global _CLASSES
+    with _LOCK:
+        if _CLASSES is None:
+            _CLASSES = _build_classes()
+        return _CLASSES
+
+
+def _build_classes() -> tuple[type, type]:
+    """The carrier and figure widget classes for the installed plotly bundle."""
     import anywidget
     import plotly.graph_objects as go
 
