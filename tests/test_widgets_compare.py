@@ -106,3 +106,33 @@ def test_the_worker_processes_give_the_results_of_the_thread():
     finally:
         a.close()
         b.close()
+
+
+def test_a_change_draws_each_policy_as_it_finishes_and_solves_the_bound_once(monkeypatch):
+    import smdlab.solve.schedule_bound as schedule_bound
+
+    solves = []
+    real = schedule_bound.mean_jct_lower_bound
+    monkeypatch.setattr(
+        schedule_bound, "mean_jct_lower_bound", lambda *a, **k: solves.append(1) or real(*a, **k)
+    )
+    a = compare(policies=("fifo", "srtf", "drf"), n_jobs=10, machines=2)
+    try:
+        drawn = []
+        real_apply = a._apply
+        a._apply = lambda results: drawn.append(list(results)) or real_apply(results)
+        solves.clear()
+        a.seed.value = 11
+        assert a.wait(120) and not a.background.errors
+        # one draw per finished policy, in the chosen order, the last with all of them
+        assert drawn == [["fifo"], ["fifo", "srtf"], ["fifo", "srtf", "drf"]]
+        assert [tr.name for tr in a.cdf_fig.data] == ["fifo", "srtf", "drf"]
+        bounds = {r.summary["mean_jct_lower_bound"] for r in a.results.values()}
+        assert solves == [1] and len(bounds) == 1  # one LP for the change, shared by the runs
+        drawn.clear()
+        a.seed.value = 11 + 1
+        a.seed.value = 11  # cached: drawn at once, in one draw
+        assert a.wait(120)
+        assert drawn[-1] == ["fifo", "srtf", "drf"]
+    finally:
+        a.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -201,3 +203,37 @@ def test_figure_state_follows_changes_for_views_created_later():
     fw._js2py_layoutDelta = {"layout_delta": {}, "layout_edit_id": 0}  # a view drew it
     sync_figure(fw, {**new, "layout": {"title": {"text": "c"}}})
     assert len(sent) == 1 and fw.get_state()["_widget_layout"]["title"] == {"text": "c"}
+
+
+def test_the_first_figure_widget_leaves_the_iri_grammar_unbuilt_and_iri_checks_unchanged():
+    # A fresh interpreter: this one may have imported jsonschema already.
+    code = (
+        "import sys, smdlab.widgets.live, plotly.graph_objects as go\n"
+        "go.FigureWidget(go.Bar(y=[1]))\n"
+        "print('lark' in sys.modules)\n"
+        "import jsonschema\n"
+        "fc = jsonschema.FormatChecker()\n"
+        "print(fc.conforms('http://example.org/a?b#c', 'iri'), fc.conforms('http://a b/', 'iri'))\n"
+        "import rfc3987_syntax\n"
+        "print(rfc3987_syntax.is_valid_syntax('iri_reference', '/x'), 'lark' in sys.modules)\n"
+    )
+    pytest.importorskip("rfc3987_syntax")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert out == ["False", "True", "False", "True", "True"]
+
+
+def test_figures_share_one_copy_of_plotlys_browser_bundle():
+    from smdlab.widgets import plotly_bundle
+
+    a, b = figure_widget(go.Figure(go.Bar(y=[1]))), figure_widget({"data": [], "layout": {}})
+    source, key = plotly_bundle._bundle()  # the classes were built from this copy
+    assert source == str(go.FigureWidget._esm) and len(source) > 1_000_000
+    for fw in (a, b):  # each figure's module is the small one naming the page's shared copy
+        assert isinstance(fw, go.FigureWidget) and len(fw._esm) < 1_000 and key in fw._esm
+    carrier = plotly_bundle._CARRIER
+    assert carrier.bundle == source and key in carrier._esm and carrier.comm is not None
+    carrier.close()  # closed by hand: the next figure brings a new carrier for later pages
+    figure_widget({"data": [], "layout": {}})
+    assert plotly_bundle._CARRIER is not carrier and plotly_bundle._CARRIER.comm is not None

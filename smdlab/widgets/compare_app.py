@@ -11,6 +11,7 @@ import contextlib
 import html
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as widgets
@@ -232,8 +233,8 @@ class Compare(BackgroundApp, widgets.HBox):
 
     def _simulate_in_pool(
         self, chosen: tuple[str, ...], sc: Scenario, workload: tuple, key: str, still_wanted
-    ) -> None:
-        """Simulate the uncached policies of ``chosen`` at once in the worker processes, into the cache.
+    ) -> Iterator[tuple[str, SimResult]]:
+        """Simulate the uncached policies of ``chosen`` at once in the worker processes, into the cache; yield each as it arrives.
 
         Skipped (the thread then simulates them one by one) while the workers are not ready.
         """
@@ -252,6 +253,7 @@ class Compare(BackgroundApp, widgets.HBox):
         with contextlib.closing(pool.arrivals(self._sim_slot, futures, still_wanted)) as arrivals:
             for policy, result in arrivals:
                 self._cache[(key, policy)] = result
+                yield policy, result
 
     def close(self) -> None:
         """Stop this app's simulations (the workers are shared), the background thread and the widgets."""
@@ -291,23 +293,50 @@ class Compare(BackgroundApp, widgets.HBox):
         key = self._key(sc)
         with self._lock:
             self.status.value = ""
+            self.background.submit(
+                "simulate",
+                lambda wanted, emit: self._work(chosen, sc, key, wanted, emit),
+                self._apply,
+                "simulating",
+                progressive=True,
+            )
 
-            def work(still_wanted) -> dict[str, SimResult]:
-                t0 = time.perf_counter()
-                cluster = sc.build_cluster()
-                workload = (sc.build_jobs(cluster), cluster)
-                self._simulate_in_pool(chosen, sc, workload, key, still_wanted)
-                out = {}
-                for k, p in enumerate(chosen, start=1):
-                    if not still_wanted():
-                        raise Superseded
-                    if (key, p) not in self._cache:
-                        self.background.show(f"simulating {policy_label(p)} ({k}/{len(chosen)})")
-                    out[p] = self._simulate(p, sc, workload, still_wanted)
+    def _work(self, chosen: tuple[str, ...], sc: Scenario, key: str, still_wanted, emit) -> None:
+        """A change's results, emitted as they come: the cached ones at once, then each simulation as it finishes.
+
+        The figures are drawn once per emit (so each policy appears as soon as it is known); the
+        last emit holds every chosen policy. The run's lower bound is an LP cached per workload
+        (``smdlab.sim.bound``): the first simulation of a change computes it, the others reuse it.
+        """
+        t0 = time.perf_counter()
+        out: dict[str, SimResult] = {}
+
+        def arrive(found: dict[str, SimResult]) -> None:
+            out.update(found)
+            if len(out) == len(chosen):
                 self.last_run_s = time.perf_counter() - t0
-                return out
+            emit(self._ordered(out, chosen))
 
-            self.background.submit("simulate", work, self._apply, "simulating", cancellable=True)
+        cached = {p: self._cache[(key, p)] for p in chosen if (key, p) in self._cache}
+        if cached:
+            arrive(cached)
+        if len(out) == len(chosen):
+            return
+        cluster = sc.build_cluster()
+        workload = (sc.build_jobs(cluster), cluster)
+        for policy, result in self._simulate_in_pool(chosen, sc, workload, key, still_wanted):
+            arrive({policy: result})
+        todo = [p for p in chosen if p not in out]
+        for k, p in enumerate(todo, start=1):
+            if not still_wanted():
+                raise Superseded
+            self.background.show(f"simulating {policy_label(p)} ({k}/{len(todo)})")
+            arrive({p: self._simulate(p, sc, workload, still_wanted)})
+
+    @staticmethod
+    def _ordered(results: dict[str, SimResult], chosen: tuple[str, ...]) -> dict[str, SimResult]:
+        """``results`` in the order the policies were chosen (the figures' trace order)."""
+        return {p: results[p] for p in chosen if p in results}
 
     def _apply(self, results: dict[str, SimResult]) -> None:
         self.results = results

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import html
+import importlib
+import importlib.util
+import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,6 +22,45 @@ import plotly.graph_objects as go
 from smdlab.widgets.sim_pool import Superseded as Superseded, stoppable_policy as stoppable_policy
 
 _IGNORED_TRACE_KEYS = {"type", "uid"}
+
+
+def defer_iri_grammar() -> None:
+    """Put off ``rfc3987_syntax``'s parser build from the first FigureWidget to the first IRI validation.
+
+    plotly's first FigureWidget imports nbformat, whose jsonschema imports ``rfc3987_syntax`` for
+    its "iri" format checker; that module builds Lark parsers at import, which cost most of a
+    kernel's CPU before a dashboard's first figure (seconds, measured in bench_voila.py). A
+    stand-in module gives jsonschema the same ``is_valid_syntax`` and loads the real module at
+    its first use, so no validation changes. Nothing happens when it is imported already.
+    """
+    name = "rfc3987_syntax"
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = types.ModuleType(name)
+    stand_in.__spec__ = spec
+
+    def real() -> types.ModuleType:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return importlib.import_module(name)
+
+    def is_valid_syntax(term: str, value: str) -> bool:
+        return real().is_valid_syntax(term, value)
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):  # the import system probes these (__path__): not a use
+            raise AttributeError(attr)
+        return getattr(real(), attr)
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    stand_in.__getattr__ = attribute  # type: ignore[method-assign]
+    sys.modules[name] = stand_in
+
+
+defer_iri_grammar()
 
 
 def _as_spec(fig: go.Figure | Mapping[str, Any]) -> tuple[list[dict], dict]:
@@ -49,8 +92,11 @@ def _same(a: Any, b: Any) -> bool:
 
 def figure_widget(fig: go.Figure | Mapping[str, Any]) -> go.FigureWidget:
     """A FigureWidget showing ``fig`` (a figure or a plain data/layout dict); later changes use ``sync_figure``."""
+    from smdlab.widgets.plotly_bundle import shared_figure_widget
+
     data, layout = _as_spec(fig)
-    fw = go.FigureWidget({"data": data, "layout": layout})
+    # The page gets plotly's browser code once, not once per figure.
+    fw = shared_figure_widget({"data": data, "layout": layout})
     # Plotly resizes a responsive figure on the window's resize event; the apps' RedrawTimer
     # (smdlab.widgets.browser) raises one when a figure's container changed width.
     fw._config = {**fw._config, "responsive": True}
