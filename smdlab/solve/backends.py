@@ -276,13 +276,14 @@ def solve_gurobi(
     m = len(model.cost)
     env = _gurobi_env()
     with gp.Model(env=env) as g:
-        x = g.addMVar(m, lb=0.0, ub=1.0, vtype=GRB.BINARY if integral else GRB.CONTINUOUS)
-        g.setObjective(model.cost @ x, GRB.MINIMIZE)
-        if model.eq:
-            g.addConstr(jobs @ x == np.ones(model.n))
-        else:
-            g.addConstr(jobs @ x <= np.ones(model.n))
-        g.addConstr(res @ x <= model.capacity.astype(float))
+        # The objective as column data and the rows as matrices (addMConstr): the same model as
+        # building matrix expressions, without their per-call cost on the small models of SMD.
+        x = g.addMVar(
+            m, lb=0.0, ub=1.0, obj=model.cost, vtype=GRB.BINARY if integral else GRB.CONTINUOUS
+        )
+        g.ModelSense = GRB.MINIMIZE
+        g.addMConstr(jobs, x, GRB.EQUAL if model.eq else GRB.LESS_EQUAL, np.ones(model.n))
+        g.addMConstr(res, x, GRB.LESS_EQUAL, model.capacity.astype(float))
         if time_limit is not None:
             g.Params.TimeLimit = float(time_limit)
         if integral and mip_gap is not None:
