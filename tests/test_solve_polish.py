@@ -190,3 +190,30 @@ def test_shrink_plan_frees_the_deficit_at_the_loss_it_reports(seed):
         budgeted = _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, loss)
         assert budgeted is None  # a budget the plan's loss reaches stops it
     assert found > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_local_search_on_floats_moves_as_the_array_version(seed, monkeypatch):
+    import smdlab.solve.local_search as ls
+
+    rng = np.random.default_rng(seed)
+    runs = []
+    for small in (True, False):
+        monkeypatch.setattr(ls, "SMALL_JOBS", 10**9 if small else 0)
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in range(40):
+            n, W, P = int(rng.integers(1, 20)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+            K = int(rng.integers(1, 5))  # one resource: numpy sums the held column pairwise
+            v = _table(rng, n, W, P) * 10.0 ** rng.integers(-2, 3, size=(n, 1, 1))
+            alpha = rng.uniform(0.0, 3.0, (n, K)) * (rng.random((n, K)) < 0.8)
+            gamma = rng.uniform(0.0, 2.0, (n, K)) * (rng.random((n, K)) < 0.6)
+            cap = (alpha + gamma).sum(axis=0) * rng.uniform(1.0, 3.0, K)
+            w0, p0 = np.ones(n, dtype=int), np.ones(n, dtype=int)
+            mask = pareto_mask(v) if rng.random() < 0.5 else np.isfinite(v)
+            for rtol in (1e-6, 1e-12):
+                w, p, moves = local_search(v, mask, alpha, gamma, cap, w0, p0, rtol=rtol)
+                out.append((w.tolist(), p.tolist(), moves))
+        runs.append(out)
+    assert runs[0] == runs[1]
+    assert any(m > 0 for _, _, m in runs[0])

@@ -7,6 +7,7 @@ adds moves that start, stop and exchange jobs where jobs may wait.
 from __future__ import annotations
 
 import math
+from operator import add, le
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,11 @@ def local_search(
     keep = mask.copy()
     keep[:, 0, 0] |= np.isfinite(value[:, 0, 0])
     job_c, wi, pi = np.nonzero(keep)  # job-major: each job's columns are contiguous
+    limit = 10 * n + 100 if max_rounds is None else max_rounds
+    if _small(n, value, alpha, gamma, w, p, job_c):
+        return _local_search_small(
+            value, alpha, gamma, capacity, tol, w, p, job_c, wi, pi, rtol, limit
+        )
     col_use = alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]
     col_val = value[job_c, wi, pi]
     starts = np.searchsorted(job_c, np.arange(n))
@@ -61,7 +67,6 @@ def local_search(
     cand_dw = np.repeat([d[0] for d in deltas], n)
     cand_dp = np.repeat([d[1] for d in deltas], n)
     cand_use = alpha[cand_job] * cand_dw[:, None] + gamma[cand_job] * cand_dp[:, None]
-    limit = 10 * n + 100 if max_rounds is None else max_rounds
     moves = 0
     for _ in range(limit):
         cur = V[rows, (w - 1) * P + (p - 1)]
@@ -118,6 +123,140 @@ def local_search(
                 touched.add(j)
             moves += 1
     return w, p, moves
+
+
+# Up to this many jobs ``local_search`` runs on Python floats: a few dozen numpy calls per round
+# on arrays of a handful of jobs cost more than the arithmetic itself.
+SMALL_JOBS = 32
+
+
+def _small(n, value, alpha, gamma, w, p, job_c) -> bool:
+    """Whether the plain-float path gives the same moves: few jobs, float64 tables, every job with
+    a column and a configuration inside its grid (numpy would wrap an index outside it)."""
+    _, W, P = value.shape
+    return (
+        n <= SMALL_JOBS
+        and value.dtype == alpha.dtype == gamma.dtype == np.float64
+        and bool((w >= 1).all() and (w <= W).all() and (p >= 1).all() and (p <= P).all())
+        and np.unique(job_c).size == n
+        and not np.isnan(value).any()
+    )
+
+
+def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
+    """numpy's sum of the contiguous ``x[lo:lo + n]`` (its pairwise summation, the same rounding)."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += x[i]
+        return res
+    if n <= 128:
+        r = x[lo : lo + 8]
+        i = 8
+        while i < n - n % 8:
+            for j in range(8):
+                r[j] += x[lo + i + j]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(i, n):
+            res += x[lo + i]
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sum(x, lo, half) + _pairwise_sum(x, lo + half, n - half)
+
+
+def _local_search_small(value, alpha, gamma, capacity, tol_a, w, p, job_c, wi, pi, rtol, limit):
+    """``local_search`` on Python floats: the same operations in the same order, so the same moves."""
+    n, W, P = value.shape
+    K = capacity.shape[0]
+    item = value.reshape(n, W * P).item
+    al, ga = alpha.tolist(), gamma.tolist()
+    cap, tol = capacity.tolist(), tol_a.tolist()
+    use_all = (alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]).tolist()
+    vals = value[job_c, wi, pi]
+    val_all = vals.tolist()
+    conf_all = list(zip((wi + 1).tolist(), (pi + 1).tolist()))
+    bounds = np.searchsorted(job_c, np.arange(n + 1)).tolist()
+    # each job's columns by increasing cost, ties in column order: the first that fits is the
+    # array version's choice (its least cost, first column among equals)
+    by_cost = np.lexsort((vals, job_c)).tolist()
+    cols = [by_cost[bounds[i] : bounds[i + 1]] for i in range(n)]
+    deltas = ((1, 0), (0, 1), (1, 1))
+    # exchange candidates in the array version's order: (delta, job) with its resource change
+    cands = [(i, dw, dp, [a * dw + g * dp for a, g in zip(al[i], ga[i])])
+             for dw, dp in deltas for i in range(n)]  # fmt: skip
+    ww, pp = w.tolist(), p.tolist()
+    inf = math.inf
+    moves = 0
+    for _ in range(limit):
+        cur = [item(i, (ww[i] - 1) * P + (pp[i] - 1)) for i in range(n)]
+        held = [[a * ww[i] + g * pp[i] for a, g in zip(al[i], ga[i])] for i in range(n)]
+        if K == 1:  # a contiguous column: numpy sums it pairwise
+            tot = [_pairwise_sum([h[0] for h in held], 0, n)]
+        else:
+            tot = list(held[0])
+            for h in held[1:]:
+                tot = [x + y for x, y in zip(tot, h)]
+        left = [c - t for c, t in zip(cap, tot)]
+        eps = rtol * max(1e-300, _pairwise_sum([abs(c) for c in cur], 0, n))
+        found: list[tuple[float, tuple[tuple[int, int, int], ...], list[float]]] = []
+        # (1) best configuration of each job within spare + own capacity
+        for i in range(n):
+            lim = [(x + y) + t for x, y, t in zip(left, held[i], tol)]
+            ci = cur[i]
+            for c in cols[i]:
+                gain = ci - val_all[c]
+                if not gain > eps:
+                    break  # costs only grow along the scan: no later column gains more
+                if all(map(le, use_all[c], lim)):
+                    extra = [u - h for u, h in zip(use_all[c], held[i])]
+                    found.append((gain, ((i, *conf_all[c]),), extra))
+                    break
+        # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taker its best giver
+        loss, gain_x = [], []
+        for i, dw, dp, _ in cands:
+            cw, cp = ww[i], pp[i]
+            ok = cw - dw >= 1 and cp - dp >= 1
+            loss.append(item(i, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
+            ok = cw + dw <= W and cp + dp <= P
+            gain_x.append(cur[i] - item(i, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
+        order = sorted((t for t in range(len(cands)) if math.isfinite(loss[t])), key=loss.__getitem__)
+        # per giver, in increasing loss (ties: candidate order): what it frees, plus the tolerance
+        givers = [(loss[o], cands[o][0], list(map(add, cands[o][3], tol)), o) for o in order]
+        if givers:
+            for t in range(len(cands)):
+                gt = gain_x[t]
+                if not gt > eps:
+                    continue
+                jt, _, _, ut = cands[t]
+                need = [u - x for u, x in zip(ut, left)]  # a giver fits when it frees this much
+                for lo, jo, frees, o in givers:
+                    if not gt - lo > eps:
+                        break  # losses only grow along the scan
+                    if jo != jt and all(map(le, need, frees)):
+                        _, dwo, dpo, uo = cands[o]
+                        found.append((gt - lo,
+                                      ((jo, ww[jo] - dwo, pp[jo] - dpo),
+                                       (jt, ww[jt] + cands[t][1], pp[jt] + cands[t][2])),
+                                      [x - y for x, y in zip(ut, uo)]))  # fmt: skip
+                        break
+        if not found:
+            break
+        found.sort(key=lambda m: -m[0])
+        touched: set[int] = set()
+        room = [x + t for x, t in zip(left, tol)]
+        for _, change, extra in found:
+            if any(j in touched for j, _, _ in change) or any(
+                e > r for e, r in zip(extra, room)
+            ):
+                continue
+            room = [r - e for r, e in zip(room, extra)]
+            for j, nw, np_ in change:
+                ww[j], pp[j] = nw, np_
+                touched.add(j)
+            moves += 1
+    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
 
 
 def _clip(x: np.ndarray, hi: int) -> np.ndarray:
