@@ -158,8 +158,8 @@ def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
                 r[j] += x[lo + i + j]
             i += 8
         res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        for i in range(i, n):
-            res += x[lo + i]
+        for k in range(lo + i, lo + n):
+            res += x[k]
         return res
     half = n // 2
     half -= half % 8
@@ -221,7 +221,9 @@ def _local_search_small(value, alpha, gamma, capacity, tol_a, w, p, job_c, wi, p
             loss.append(item(i, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
             ok = cw + dw <= W and cp + dp <= P
             gain_x.append(cur[i] - item(i, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
-        order = sorted((t for t in range(len(cands)) if math.isfinite(loss[t])), key=loss.__getitem__)
+        order = sorted(
+            (t for t in range(len(cands)) if math.isfinite(loss[t])), key=loss.__getitem__
+        )
         # per giver, in increasing loss (ties: candidate order): what it frees, plus the tolerance
         givers = [(loss[o], cands[o][0], list(map(add, cands[o][3], tol)), o) for o in order]
         if givers:
@@ -247,9 +249,7 @@ def _local_search_small(value, alpha, gamma, capacity, tol_a, w, p, job_c, wi, p
         touched: set[int] = set()
         room = [x + t for x, t in zip(left, tol)]
         for _, change, extra in found:
-            if any(j in touched for j, _, _ in change) or any(
-                e > r for e, r in zip(extra, room)
-            ):
+            if any(j in touched for j, _, _ in change) or any(e > r for e, r in zip(extra, room)):
                 continue
             room = [r - e for r, e in zip(room, extra)]
             for j, nw, np_ in change:
