@@ -217,3 +217,28 @@ def test_local_search_on_floats_moves_as_the_array_version(seed, monkeypatch):
         runs.append(out)
     assert runs[0] == runs[1]
     assert any(m > 0 for _, _, m in runs[0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_defer_search_on_floats_moves_as_the_array_version(seed, monkeypatch):
+    import smdlab.solve.local_search as ls
+
+    runs = []
+    for small in (True, False):
+        monkeypatch.setattr(ls, "SMALL_JOBS", 10**9 if small else 0)
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in range(25):
+            n, W, P = int(rng.integers(2, 16)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+            K = int(rng.integers(1, 4))
+            v = _table(rng, n, W, P)
+            defer = rng.uniform(2.0, 12.0, n)
+            alpha = rng.uniform(0.0, 3.0, (n, K)) * (rng.random((n, K)) < 0.8)
+            gamma = rng.uniform(0.0, 2.0, (n, K)) * (rng.random((n, K)) < 0.6)
+            cap = (alpha + gamma).sum(axis=0) * rng.uniform(0.3, 1.2, K)
+            w0, p0 = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+            w, p, moves = ls.defer_search(v, pareto_mask(v), defer, alpha, gamma, cap, w0, p0)
+            out.append((w.tolist(), p.tolist(), moves))
+        runs.append(out)
+    assert runs[0] == runs[1]
+    assert sum(m for _, _, m in runs[0]) > 25

@@ -7,7 +7,7 @@ adds moves that start, stop and exchange jobs where jobs may wait.
 from __future__ import annotations
 
 import math
-from operator import add, le
+from operator import add, gt, le
 from typing import Any
 
 import numpy as np
@@ -48,14 +48,14 @@ def local_search(
         return w, p, 0
     capacity = np.asarray(capacity, dtype=float)
     tol = 1e-9 * np.maximum(1.0, np.abs(capacity))
+    limit = 10 * n + 100 if max_rounds is None else max_rounds
+    if n <= SMALL_JOBS:
+        tables = _FloatTables(value, mask, alpha, gamma)
+        if tables.usable and tables.fits(w, p):
+            return _local_search_small(tables, list(range(n)), capacity, tol, w, p, rtol, limit)
     keep = mask.copy()
     keep[:, 0, 0] |= np.isfinite(value[:, 0, 0])
     job_c, wi, pi = np.nonzero(keep)  # job-major: each job's columns are contiguous
-    limit = 10 * n + 100 if max_rounds is None else max_rounds
-    if _small(n, value, alpha, gamma, w, p, job_c):
-        return _local_search_small(
-            value, alpha, gamma, capacity, tol, w, p, job_c, wi, pi, rtol, limit
-        )
     col_use = alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]
     col_val = value[job_c, wi, pi]
     starts = np.searchsorted(job_c, np.arange(n))
@@ -128,19 +128,59 @@ def local_search(
 # Up to this many jobs ``local_search`` runs on Python floats: a few dozen numpy calls per round
 # on arrays of a handful of jobs cost more than the arithmetic itself.
 SMALL_JOBS = 32
+_DELTAS = ((1, 0), (0, 1), (1, 1))
 
 
-def _small(n, value, alpha, gamma, w, p, job_c) -> bool:
-    """Whether the plain-float path gives the same moves: few jobs, float64 tables, every job with
-    a column and a configuration inside its grid (numpy would wrap an index outside it)."""
-    _, W, P = value.shape
-    return (
-        n <= SMALL_JOBS
-        and value.dtype == alpha.dtype == gamma.dtype == np.float64
-        and bool((w >= 1).all() and (w <= W).all() and (p >= 1).all() and (p <= P).all())
-        and np.unique(job_c).size == n
-        and not np.isnan(value).any()
-    )
+class _FloatTables:
+    """Each job's kept columns of a (value, mask, alpha, gamma) set as Python floats, by increasing
+    cost (ties in column order), for plain-float local searches on any subset of its jobs.
+
+    ``usable`` is False where the plain-float path could differ from the array one (other than
+    float64 tables, a job without a column, a NaN cost): the caller then uses the arrays.
+    """
+
+    def __init__(self, value: np.ndarray, mask: np.ndarray, alpha: np.ndarray, gamma: np.ndarray):
+        n, W, P = value.shape
+        self.W, self.P = W, P
+        keep = mask.copy()
+        keep[:, 0, 0] |= np.isfinite(value[:, 0, 0])
+        job_c, wi, pi = np.nonzero(keep)  # job-major, as ``local_search`` lists them
+        self.usable = (
+            value.dtype == alpha.dtype == gamma.dtype == np.float64
+            and np.unique(job_c).size == n
+            and not np.isnan(value).any()
+        )
+        if not self.usable:
+            return
+        self.item = value.reshape(n, W * P).item
+        self.al, self.ga = alpha.tolist(), gamma.tolist()
+        use = (alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]).tolist()
+        vals = value[job_c, wi, pi]
+        val = vals.tolist()
+        conf = list(zip((wi + 1).tolist(), (pi + 1).tolist()))
+        bounds = np.searchsorted(job_c, np.arange(n + 1)).tolist()
+        # by increasing cost, ties in column order: the first that fits is the array version's
+        # choice (its least cost, the first column among equals)
+        by_cost = np.lexsort((vals, job_c)).tolist()
+        self.cols = [
+            [(val[c], use[c], conf[c]) for c in by_cost[bounds[i] : bounds[i + 1]]]
+            for i in range(n)
+        ]
+        # per job, what a worker, a PS, or one of each uses (the exchange moves' changes)
+        self.delta = [
+            [[x * dw + y * dp for x, y in zip(self.al[i], self.ga[i])] for dw, dp in _DELTAS]
+            for i in range(n)
+        ]
+
+    def fits(self, w: np.ndarray, p: np.ndarray) -> bool:
+        """Whether every configuration lies inside the grid (numpy would wrap an index outside it)."""
+        return bool(
+            w.size <= SMALL_JOBS
+            and (w >= 1).all()
+            and (w <= self.W).all()
+            and (p >= 1).all()
+            and (p <= self.P).all()
+        )
 
 
 def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
@@ -166,90 +206,78 @@ def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
     return _pairwise_sum(x, lo, half) + _pairwise_sum(x, lo + half, n - half)
 
 
-def _local_search_small(value, alpha, gamma, capacity, tol_a, w, p, job_c, wi, pi, rtol, limit):
-    """``local_search`` on Python floats: the same operations in the same order, so the same moves."""
-    n, W, P = value.shape
+def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limit):
+    """``local_search`` of the table rows ``jobs`` on Python floats: the same operations in the
+    same order, so the same moves; (workers, ps, moves) of those jobs."""
+    n, W, P = len(jobs), t.W, t.P
+    item, al, ga, cols, delta = t.item, t.al, t.ga, t.cols, t.delta
     K = capacity.shape[0]
-    item = value.reshape(n, W * P).item
-    al, ga = alpha.tolist(), gamma.tolist()
     cap, tol = capacity.tolist(), tol_a.tolist()
-    use_all = (alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]).tolist()
-    vals = value[job_c, wi, pi]
-    val_all = vals.tolist()
-    conf_all = list(zip((wi + 1).tolist(), (pi + 1).tolist()))
-    bounds = np.searchsorted(job_c, np.arange(n + 1)).tolist()
-    # each job's columns by increasing cost, ties in column order: the first that fits is the
-    # array version's choice (its least cost, first column among equals)
-    by_cost = np.lexsort((vals, job_c)).tolist()
-    cols = [by_cost[bounds[i] : bounds[i + 1]] for i in range(n)]
-    deltas = ((1, 0), (0, 1), (1, 1))
-    # exchange candidates in the array version's order: (delta, job) with its resource change
-    cands = [(i, dw, dp, [a * dw + g * dp for a, g in zip(al[i], ga[i])])
-             for dw, dp in deltas for i in range(n)]  # fmt: skip
+    # exchange candidates in the array version's order: (delta, job), with the resource change
+    cands = [(i, dw, dp, delta[jobs[i]][k]) for k, (dw, dp) in enumerate(_DELTAS) for i in range(n)]
     ww, pp = w.tolist(), p.tolist()
     inf = math.inf
     moves = 0
     for _ in range(limit):
-        cur = [item(i, (ww[i] - 1) * P + (pp[i] - 1)) for i in range(n)]
-        held = [[a * ww[i] + g * pp[i] for a, g in zip(al[i], ga[i])] for i in range(n)]
+        cur = [item(g, (ww[i] - 1) * P + (pp[i] - 1)) for i, g in enumerate(jobs)]
+        held = [[a * ww[i] + b * pp[i] for a, b in zip(al[g], ga[g])] for i, g in enumerate(jobs)]
         if K == 1:  # a contiguous column: numpy sums it pairwise
             tot = [_pairwise_sum([h[0] for h in held], 0, n)]
         else:
             tot = list(held[0])
             for h in held[1:]:
                 tot = [x + y for x, y in zip(tot, h)]
-        left = [c - t for c, t in zip(cap, tot)]
+        left = [c - x for c, x in zip(cap, tot)]
         eps = rtol * max(1e-300, _pairwise_sum([abs(c) for c in cur], 0, n))
         found: list[tuple[float, tuple[tuple[int, int, int], ...], list[float]]] = []
         # (1) best configuration of each job within spare + own capacity
-        for i in range(n):
-            lim = [(x + y) + t for x, y, t in zip(left, held[i], tol)]
+        for i, g in enumerate(jobs):
+            lim = [(x + y) + e for x, y, e in zip(left, held[i], tol)]
             ci = cur[i]
-            for c in cols[i]:
-                gain = ci - val_all[c]
+            for v, use, conf in cols[g]:
+                gain = ci - v
                 if not gain > eps:
                     break  # costs only grow along the scan: no later column gains more
-                if all(map(le, use_all[c], lim)):
-                    extra = [u - h for u, h in zip(use_all[c], held[i])]
-                    found.append((gain, ((i, *conf_all[c]),), extra))
+                if all(map(le, use, lim)):
+                    found.append((gain, ((i, *conf),), [u - h for u, h in zip(use, held[i])]))
                     break
         # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taker its best giver
         loss, gain_x = [], []
         for i, dw, dp, _ in cands:
-            cw, cp = ww[i], pp[i]
+            cw, cp, g = ww[i], pp[i], jobs[i]
             ok = cw - dw >= 1 and cp - dp >= 1
-            loss.append(item(i, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
+            loss.append(item(g, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
             ok = cw + dw <= W and cp + dp <= P
-            gain_x.append(cur[i] - item(i, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
+            gain_x.append(cur[i] - item(g, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
         order = sorted(
-            (t for t in range(len(cands)) if math.isfinite(loss[t])), key=loss.__getitem__
+            (o for o in range(len(cands)) if math.isfinite(loss[o])), key=loss.__getitem__
         )
         # per giver, in increasing loss (ties: candidate order): what it frees, plus the tolerance
         givers = [(loss[o], cands[o][0], list(map(add, cands[o][3], tol)), o) for o in order]
         if givers:
-            for t in range(len(cands)):
-                gt = gain_x[t]
-                if not gt > eps:
+            for k in range(len(cands)):
+                gk = gain_x[k]
+                if not gk > eps:
                     continue
-                jt, _, _, ut = cands[t]
-                need = [u - x for u, x in zip(ut, left)]  # a giver fits when it frees this much
+                jk, dwk, dpk, uk = cands[k]
+                need = [u - x for u, x in zip(uk, left)]  # a giver fits when it frees this much
                 for lo, jo, frees, o in givers:
-                    if not gt - lo > eps:
+                    if not gk - lo > eps:
                         break  # losses only grow along the scan
-                    if jo != jt and all(map(le, need, frees)):
+                    if jo != jk and all(map(le, need, frees)):
                         _, dwo, dpo, uo = cands[o]
-                        found.append((gt - lo,
+                        found.append((gk - lo,
                                       ((jo, ww[jo] - dwo, pp[jo] - dpo),
-                                       (jt, ww[jt] + cands[t][1], pp[jt] + cands[t][2])),
-                                      [x - y for x, y in zip(ut, uo)]))  # fmt: skip
+                                       (jk, ww[jk] + dwk, pp[jk] + dpk)),
+                                      [x - y for x, y in zip(uk, uo)]))  # fmt: skip
                         break
         if not found:
             break
         found.sort(key=lambda m: -m[0])
         touched: set[int] = set()
-        room = [x + t for x, t in zip(left, tol)]
+        room = [x + e for x, e in zip(left, tol)]
         for _, change, extra in found:
-            if any(j in touched for j, _, _ in change) or any(e > r for e, r in zip(extra, room)):
+            if any(j in touched for j, _, _ in change) or any(map(gt, extra, room)):
                 continue
             room = [r - e for r, e in zip(room, extra)]
             for j, nw, np_ in change:
@@ -347,6 +375,20 @@ def defer_search(
     rows = np.arange(n)
     limit = 2 * n + 10 if max_rounds is None else max_rounds
     moves = 0
+    # the local searches after each move run on subsets of the same tables: their plain-float
+    # columns are built once here (the same as ``local_search`` builds for each subset)
+    tables = _FloatTables(value, mask, alpha, gamma) if n <= 4 * SMALL_JOBS else None
+    tol_ls = 1e-9 * np.maximum(1.0, np.abs(capacity))
+
+    def polish(s: np.ndarray, sw: np.ndarray, sp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``local_search`` of the started jobs ``s`` at (sw, sp)."""
+        if tables is not None and tables.usable and tables.fits(sw, sp):
+            ls = 10 * s.size + 100
+            sw, sp, _ = _local_search_small(tables, s.tolist(), capacity, tol_ls, sw, sp, rtol, ls)
+            return sw, sp
+        sw, sp, _ = local_search(value[s], mask[s], alpha[s], gamma[s], capacity, sw, sp, rtol=rtol)
+        return sw, sp
+
     for _ in range(limit):
         on = w > 0
         cur = np.where(on, V[rows, _clip((w - 1) * P + (p - 1), W * P - 1)], defer)
@@ -436,10 +478,7 @@ def defer_search(
                 j = int(job_c[c_])
                 tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
                 st = (tw > 0).nonzero()[0]
-                sw, sp, _ = local_search(
-                    value[st], mask[st], alpha[st], gamma[st], capacity, tw[st], tp[st], rtol=rtol
-                )
-                tw[st], tp[st] = sw, sp
+                tw[st], tp[st] = polish(st, tw[st], tp[st])
                 new_cost = np.where(
                     tw > 0, V[rows, _clip((tw - 1) * P + (tp - 1), W * P - 1)], defer
                 ).sum()
@@ -468,10 +507,7 @@ def defer_search(
         moves += 1
         s = (w > 0).nonzero()[0]
         if s.size:
-            sw, sp, _ = local_search(
-                value[s], mask[s], alpha[s], gamma[s], capacity, w[s], p[s], rtol=rtol
-            )
-            w[s], p[s] = sw, sp
+            w[s], p[s] = polish(s, w[s], p[s])
     return w, p, moves
 
 
