@@ -45,26 +45,36 @@ def _swaps(base: str) -> list[tuple[Any, str, Any, Any]]:
     """(owner, attribute, this checkout's value, base's value) for every function and method to swap."""
     import importlib
 
-    out: list[tuple[Any, str, Any, Any]] = []
+    pairs: dict[Any, Any] = {}  # this checkout's function -> the base's
+    methods: list[tuple[Any, str, Any, Any]] = []
+    loaded = []
     for name in MODULES:
         live = importlib.import_module(name)
         other = _load(base, name)
+        loaded.append(other)
         for attr, val in vars(other).items():
             mine = getattr(live, attr, None)
             if isinstance(val, types.FunctionType) and isinstance(mine, types.FunctionType):
                 if mine.__module__ == name:
-                    # every module holding this function by name gets the base's
-                    for mod in list(sys.modules.values()):
-                        if getattr(mod, "__name__", "").startswith("smdlab") and (
-                            getattr(mod, attr, None) is mine
-                        ):
-                            out.append((mod, attr, mine, val))
+                    pairs[mine] = val
             elif isinstance(val, type) and isinstance(mine, type) and mine.__module__ == name:
                 for m_name, m_val in vars(val).items():
                     if isinstance(m_val, types.FunctionType) and isinstance(
                         vars(mine).get(m_name), types.FunctionType
                     ):
-                        out.append((mine, m_name, vars(mine)[m_name], m_val))
+                        methods.append((mine, m_name, vars(mine)[m_name], m_val))
+    # the base's modules imported some of these functions by name from this checkout's modules:
+    # point them at the base's own, so a base run calls base code throughout
+    for other in loaded:
+        for attr, val in list(vars(other).items()):
+            if isinstance(val, types.FunctionType) and val in pairs:
+                setattr(other, attr, pairs[val])
+    out = list(methods)
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("smdlab"):
+            for attr, val in list(vars(mod).items()):
+                if isinstance(val, types.FunctionType) and val in pairs:
+                    out.append((mod, attr, val, pairs[val]))
     return out
 
 
