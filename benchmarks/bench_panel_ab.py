@@ -5,7 +5,8 @@ checkout (``--base``, default ``/work/main``) and swapped in for its runs, then 
 everything else is this checkout's. Runs alternate base / this checkout ``--repeat`` times on
 each job mix (notebook 03's default scenario at the given task NIC bandwidths); each task's
 least CPU time per job mix is summed over the mixes. Optimus' shared loss-curve fits are kept
-(a worker keeps them between changes); the interval-LP bound's cache is cleared before each run.
+(a worker keeps them between changes); the interval-LP bound's and the hull segments' caches
+are cleared before each run (a repeated job mix would find them filled).
 
     python benchmarks/bench_panel_ab.py --base /work/main --gbps 21.1,17.8,14.1 --repeat 4
 """
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gbps", default="21.1,17.8,14.1")
     ap.add_argument("--repeat", type=int, default=4)
     args = ap.parse_args(argv)
-    from smdlab.caches import WORKLOAD_BOUNDS
+    from smdlab.caches import HULL_SEGMENTS, WORKLOAD_BOUNDS
     from smdlab.sim.bound import workload_bound
     from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
     from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 _use(swaps, side == "base")
                 for task in tasks:
                     WORKLOAD_BOUNDS.clear()
+                    HULL_SEGMENTS.clear()  # a new job mix: its speed tables' hulls not seen yet
                     c0 = time.process_time()
                     if task == BOUND_TASK:
                         workload_bound(jobs, cluster, settings.mode)
