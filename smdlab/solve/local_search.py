@@ -437,21 +437,30 @@ def defer_search(
                             near.append((float(flat[t]), int(sl[b]), int(part[a])))
             # stop a started job and fill the room it leaves with waiting jobs (best gain first)
             if started.size:
+                # the waiting columns by decreasing gain (ties in column order) on Python floats:
+                # the first that fits and whose job is not in yet is the best one that fits
+                g_w, u_w, j_w = col_gain[cw].tolist(), col_use[cw].tolist(), job_c[cw].tolist()
+                by_gain = [
+                    (g_w[t], u_w[t], j_w[t], int(cw[t]))
+                    for t in sorted(range(len(g_w)), key=lambda t: -g_w[t])
+                ]
+                left_l = left.tolist()
                 for s_ in started[np.argsort(loss)[:shrink_candidates]].tolist():
-                    room_s = left + held[s_]
+                    room_s = [x + y for x, y in zip(left_l, held[s_].tolist())]
                     total = -float(defer[s_] - cur[s_])
                     ins: list[int] = []
                     used: set[int] = set()
                     while True:
-                        okc = (col_use[cw] <= room_s).all(axis=1)
-                        okc &= ~np.isin(job_c[cw], list(used)) if used else okc
-                        if not okc.any():
+                        pick = next(
+                            (c for c in by_gain if c[2] not in used and all(map(le, c[1], room_s))),
+                            None,
+                        )
+                        if pick is None:
                             break
-                        k = int(cw[okc][int(col_gain[cw[okc]].argmax())])
-                        total += float(col_gain[k])
-                        room_s = room_s - col_use[k]
-                        used.add(int(job_c[k]))
-                        ins.append(k)
+                        total += pick[0]
+                        room_s = [x - y for x, y in zip(room_s, pick[1])]
+                        used.add(pick[2])
+                        ins.append(pick[3])
                     if len(ins) > 1 and total > best_gain:
                         best_gain, best_move = total, ([(int(s_), 0, 0)], ins)
             # start a waiting job by shrinking started ones (one task at a time, cheapest loss
@@ -538,13 +547,18 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
         kw = kp = 0
         dw = dp = inf
         for i in range(n):
-            lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
-            lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
-            tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
-            tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
-            fw, fp = (sum(tw), sum(tp)) if running else (_row_sum(tw), _row_sum(tp))
-            rw = lw / fw if fw > 1e-12 else inf
-            rp = lp / fp if fp > 1e-12 else inf
+            # a job at one worker (PS) cannot give one up: its ratio is inf whatever it frees
+            lw = rw = lp = rp = inf
+            if ww[i] > 1:
+                lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i]
+                tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
+                fw = sum(tw) if running else _row_sum(tw)
+                rw = lw / fw if fw > 1e-12 else inf
+            if pp[i] > 1:
+                lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i]
+                tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
+                fp = sum(tp) if running else _row_sum(tp)
+                rp = lp / fp if fp > 1e-12 else inf
             if rw < bw or i == 0:
                 bw, kw, dw = rw, i, lw
             if rp < bp or i == 0:
