@@ -8,7 +8,10 @@ least CPU time per job mix is summed over the mixes. Optimus' shared loss-curve 
 (a worker keeps them between changes); the interval-LP bound's and the hull segments' caches
 are cleared before each run (a repeated job mix would find them filled).
 
-    python benchmarks/bench_panel_ab.py --base /work/main --gbps 21.1,17.8,14.1 --repeat 4
+With ``--breakdown`` it then times SMD's parts in this checkout (selection LP, the second
+candidate selection, Jong's iteration, the defer search; each inclusive of what it calls).
+
+    python benchmarks/bench_panel_ab.py --base /work/main --gbps 21.1,17.8,14.1 --repeat 4 [--breakdown]
 """
 
 from __future__ import annotations
@@ -84,12 +87,72 @@ def _use(swaps: list[tuple[Any, str, Any, Any]], base: bool) -> None:
         setattr(owner, attr, theirs if base else mine)
 
 
+# SMD's parts, timed inclusively where smdlab.solve.smd calls them (``--breakdown``)
+PARTS = ("select_jobs", "_unit_selection", "sum_of_ratios", "defer_search")
+
+
+def breakdown(gbps: list[float], repeat: int) -> None:
+    """Print where SMD's simulation spends its CPU (this checkout), summed over the job mixes (least of ``repeat``)."""
+    import smdlab.solve.smd as smd_mod
+    from smdlab.caches import HULL_SEGMENTS
+    from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
+    from smdlab.widgets.sim_pool import simulate_policy
+
+    spent: dict[str, float] = {}
+    originals = {name: getattr(smd_mod, name) for name in PARTS}
+
+    def timed(name: str, fn: Any) -> Any:
+        def run(*a: Any, **k: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - c0
+
+        return run
+
+    total: dict[str, float] = {}
+    try:
+        for name, fn in originals.items():
+            setattr(smd_mod, name, timed(name, fn))
+        for g in gbps:
+            settings = default_settings().replace(bandwidth_gbps=g)
+            jobs, cluster = build_jobs(settings), build_cluster(settings)
+            best: dict[str, float] | None = None
+            for _ in range(repeat):
+                HULL_SEGMENTS.clear()
+                spent.clear()
+                c0 = time.process_time()
+                simulate_policy(jobs, cluster, "smd", settings.mode, lambda: True, False)
+                run = {**spent, "whole simulation": time.process_time() - c0}
+                if best is None or run["whole simulation"] < best["whole simulation"]:
+                    best = run
+            assert best is not None
+            for key, sec in best.items():
+                total[key] = total.get(key, 0.0) + sec
+    finally:
+        for name, fn in originals.items():
+            setattr(smd_mod, name, fn)
+    whole = total["whole simulation"]
+    print("\n| SMD's simulation, this checkout (CPU ms) | ms | share |\n|---|---:|---:|")
+    for name in PARTS:
+        print(f"| {name} | {total.get(name, 0.0) * 1e3:.0f} | {total.get(name, 0.0) / whole:.0%} |")
+    rest = whole - sum(total.get(name, 0.0) for name in PARTS)
+    print(
+        f"| the rest (instances, the policy's view, placement, simulator) | {rest * 1e3:.0f} | {rest / whole:.0%} |"
+    )
+    print(f"| whole simulation | {whole * 1e3:.0f} | 100% |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print each task's CPU ms (base, this checkout, ratio), summed over the job mixes."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="/work/main")
     ap.add_argument("--gbps", default="21.1,17.8,14.1")
     ap.add_argument("--repeat", type=int, default=4)
+    ap.add_argument(
+        "--breakdown", action="store_true", help="also time SMD's parts (this checkout)"
+    )
     args = ap.parse_args(argv)
     from smdlab.caches import HULL_SEGMENTS, WORKLOAD_BOUNDS
     from smdlab.sim.bound import workload_bound
@@ -133,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     b = sum(total[t, "base"] for t in tasks)
     m = sum(total[t, "this"] for t in tasks)
     print(f"| all seven tasks | {b:.0f} | {m:.0f} | {b / m:.2f} |")
+    if args.breakdown:
+        breakdown([float(x) for x in args.gbps.split(",")], args.repeat)
     return 0
 
 
