@@ -94,6 +94,8 @@ def compare(a: str, b: str) -> int:
         # the bound is an LP's optimum: another simplex path may round its last digits otherwise
         u, v = float.fromhex(x["bound"]), float.fromhex(y["bound"])
         worst = max(worst, abs(u - v) / abs(u))
+        if abs(u - v) > 1e-12 * abs(u):
+            print(f"mix {x['mix']}: bound {u!r} -> {v!r} ({(v - u) / u:+.1e} relative)")
     solves = sum(len(x["smd_solves"]) for x in ra)
     print(
         f"{len(ra)} job mixes, {solves} SMD solves and every policy's mean JCT: "
