@@ -7,6 +7,7 @@ of all jobs are taken in decreasing order of lambda_i * slope while they fit (``
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -155,7 +156,7 @@ class HullKnapsack:
         tail = scale.tobytes()
         rows = [(W, P, m.tobytes(), a.tobytes(), g.tobytes(), tail) for m, a, g in zip(mask, alpha, gamma)]  # fmt: skip
         keys = [(values[j][i].tobytes(), *rows[i]) for j in range(k) for i in range(n)]
-        found = [HULL_SEGMENTS.get(key) for key in keys]
+        found: list[Any] = [HULL_SEGMENTS.get(key) for key in keys]  # (from, to, slope) or None
         todo = [r for r, f in enumerate(found) if f is None]
         if todo:
             tj, ti = np.divmod(np.array(todo), n)
