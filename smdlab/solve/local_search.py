@@ -437,30 +437,21 @@ def defer_search(
                             near.append((float(flat[t]), int(sl[b]), int(part[a])))
             # stop a started job and fill the room it leaves with waiting jobs (best gain first)
             if started.size:
-                # the waiting columns by decreasing gain (ties in column order) on Python floats:
-                # the first that fits and whose job is not in yet is the best one that fits
-                g_w, u_w, j_w = col_gain[cw].tolist(), col_use[cw].tolist(), job_c[cw].tolist()
-                by_gain = [
-                    (g_w[t], u_w[t], j_w[t], int(cw[t]))
-                    for t in sorted(range(len(g_w)), key=lambda t: -g_w[t])
-                ]
-                left_l = left.tolist()
                 for s_ in started[np.argsort(loss)[:shrink_candidates]].tolist():
-                    room_s = [x + y for x, y in zip(left_l, held[s_].tolist())]
+                    room_s = left + held[s_]
                     total = -float(defer[s_] - cur[s_])
                     ins: list[int] = []
                     used: set[int] = set()
                     while True:
-                        pick = next(
-                            (c for c in by_gain if c[2] not in used and all(map(le, c[1], room_s))),
-                            None,
-                        )
-                        if pick is None:
+                        okc = (col_use[cw] <= room_s).all(axis=1)
+                        okc &= ~np.isin(job_c[cw], list(used)) if used else okc
+                        if not okc.any():
                             break
-                        total += pick[0]
-                        room_s = [x - y for x, y in zip(room_s, pick[1])]
-                        used.add(pick[2])
-                        ins.append(pick[3])
+                        k = int(cw[okc][int(col_gain[cw[okc]].argmax())])
+                        total += float(col_gain[k])
+                        room_s = room_s - col_use[k]
+                        used.add(int(job_c[k]))
+                        ins.append(k)
                     if len(ins) > 1 and total > best_gain:
                         best_gain, best_move = total, ([(int(s_), 0, 0)], ins)
             # start a waiting job by shrinking started ones (one task at a time, cheapest loss
