@@ -29,6 +29,7 @@ __all__ = [
     "DEMAND_ROWS",
     "EDITED_PROFILES",
     "GAVEL_TABLES",
+    "HULL_SEGMENTS",
     "ITERATION_TABLES",
     "JOB_VARIANTS",
     "LINK_SPEEDS",
@@ -241,6 +242,13 @@ SPEED_TABLES: Cache[Any] = Cache(
     key="(mode, Job.model_key): every job field the timing model reads",
     lifetime=_IMMUTABLE,
     maxsize=200_000,
+)
+HULL_SEGMENTS: Cache[Any] = Cache(
+    "solve.knapsack_hull.row_segments",
+    key="(W, P, bytes of one job's value row, mask row, worker and PS demand rows, resource "
+    "scale): that job's upper-hull segments (from, to, slope)",
+    lifetime=_IMMUTABLE,
+    maxsize=4096,
 )
 DEMAND_ROWS: Cache[Any] = Cache(
     "solve.instance.demand_rows",

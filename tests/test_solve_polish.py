@@ -190,3 +190,59 @@ def test_shrink_plan_frees_the_deficit_at_the_loss_it_reports(seed):
         budgeted = _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, loss)
         assert budgeted is None  # a budget the plan's loss reaches stops it
     assert found > 0
+
+
+def _both_paths(seed, monkeypatch, draws: int, search) -> list:
+    """``search(rng)``'s results for ``draws`` random instances, on floats then on arrays (SMALL_JOBS)."""
+    import smdlab.solve.local_search as ls
+
+    runs = []
+    for small in (True, False):
+        monkeypatch.setattr(ls, "SMALL_JOBS", 10**9 if small else 0)
+        rng = np.random.default_rng(seed)
+        runs.append([search(rng) for _ in range(draws)])
+    assert runs[0] == runs[1]
+    return runs[0]
+
+
+def _demands(rng, n: int, K: int, room: tuple[float, float]):
+    """Random worker and PS demands (some zero) and a capacity ``room`` times their (1, 1) total."""
+    alpha = rng.uniform(0.0, 3.0, (n, K)) * (rng.random((n, K)) < 0.8)
+    gamma = rng.uniform(0.0, 2.0, (n, K)) * (rng.random((n, K)) < 0.6)
+    return alpha, gamma, (alpha + gamma).sum(axis=0) * rng.uniform(*room, K)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_local_search_on_floats_moves_as_the_array_version(seed, monkeypatch):
+    def search(rng):
+        n, W, P = int(rng.integers(1, 20)), int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        K = int(rng.integers(1, 5))  # one resource: numpy sums the held column pairwise
+        v = _table(rng, n, W, P) * 10.0 ** rng.integers(-2, 3, size=(n, 1, 1))
+        alpha, gamma, cap = _demands(rng, n, K, (1.0, 3.0))
+        w0, p0 = np.ones(n, dtype=int), np.ones(n, dtype=int)
+        mask = pareto_mask(v) if rng.random() < 0.5 else np.isfinite(v)
+        out = []
+        for rtol in (1e-6, 1e-12):
+            w, p, moves = local_search(v, mask, alpha, gamma, cap, w0, p0, rtol=rtol)
+            out.append((w.tolist(), p.tolist(), moves))
+        return out
+
+    results = _both_paths(seed, monkeypatch, 40, search)
+    assert any(m > 0 for r in results for _, _, m in r)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_defer_search_on_floats_moves_as_the_array_version(seed, monkeypatch):
+    from smdlab.solve.local_search import defer_search
+
+    def search(rng):
+        n, W, P = int(rng.integers(2, 16)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        v = _table(rng, n, W, P)
+        defer = rng.uniform(2.0, 12.0, n)
+        alpha, gamma, cap = _demands(rng, n, int(rng.integers(1, 4)), (0.3, 1.2))
+        w0, p0 = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+        w, p, moves = defer_search(v, pareto_mask(v), defer, alpha, gamma, cap, w0, p0)
+        return w.tolist(), p.tolist(), moves
+
+    results = _both_paths(seed, monkeypatch, 25, search)
+    assert sum(m for _, _, m in results) > 25

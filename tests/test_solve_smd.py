@@ -275,3 +275,37 @@ def test_slack_capacity_gives_every_job_its_fastest_configuration(monkeypatch):
     tight_jobs, tight = _mixed_caps_jobs(n, 0.4)  # they do not fit: the method runs as before
     res = solve(tight_jobs, tight, "smd", place=False, bound=False)
     assert res.trace  # Jong's iteration ran
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hull_segments_kept_per_job_row_are_those_of_one_pass(seed):
+    from smdlab.caches import HULL_SEGMENTS
+    from smdlab.solve.instance import pareto_mask
+    from smdlab.solve.knapsack_hull import HullKnapsack, _hull_segments
+
+    rng = np.random.default_rng(seed)
+    n, W, P, K = 9, 6, 5, 3
+    speed = np.cumsum(rng.uniform(0.0, 2.0, (n, W, P)), axis=1).cumsum(axis=2) + 1.0
+    speed[rng.random((n, W, P)) < 0.15] = -np.inf
+    speed[:, 0, 0] = 1.0
+    ratio = -rng.uniform(1.0, 5.0, n)[:, None, None] / np.where(speed > 0, speed, np.nan)
+    ratio = np.where(np.isfinite(ratio), ratio, -np.inf)
+    mask = pareto_mask(np.where(speed > 0, -speed, np.inf))
+    alpha = rng.uniform(0.5, 3.0, (n, K))
+    gamma = rng.uniform(0.0, 2.0, (n, K))
+    cap = rng.uniform(10.0, 30.0, K)
+    scale = np.where(cap > 0, cap, 1.0)
+    HULL_SEGMENTS.clear()
+    # a subset first, so the full call below mixes kept rows and new ones
+    HullKnapsack.several([speed[::2]], mask[::2], alpha[::2], gamma[::2], cap)
+    for table, h in zip(
+        (speed, ratio), HullKnapsack.several([speed, ratio], mask, alpha, gamma, cap)
+    ):
+        want = _hull_segments(table, mask, alpha, gamma, scale)
+        got = (h.seg_job, h.seg_from, h.seg_to, h.seg_slope)
+        assert all(np.array_equal(a, b) for a, b in zip(want, got))
+        assert len(want[0]) > n
+        for lam in (np.ones(n), rng.uniform(0.1, 3.0, n)):
+            w, p = h.solve(lam)
+            plain = HullKnapsack(table, mask, alpha, gamma, cap).solve(lam)
+            assert w.tolist() == plain[0].tolist() and p.tolist() == plain[1].tolist()

@@ -276,13 +276,14 @@ def solve_gurobi(
     m = len(model.cost)
     env = _gurobi_env()
     with gp.Model(env=env) as g:
-        x = g.addMVar(m, lb=0.0, ub=1.0, vtype=GRB.BINARY if integral else GRB.CONTINUOUS)
-        g.setObjective(model.cost @ x, GRB.MINIMIZE)
-        if model.eq:
-            g.addConstr(jobs @ x == np.ones(model.n))
-        else:
-            g.addConstr(jobs @ x <= np.ones(model.n))
-        g.addConstr(res @ x <= model.capacity.astype(float))
+        # The objective as column data and the rows as matrices (addMConstr): the same model as
+        # building matrix expressions, without their per-call cost on the small models of SMD.
+        x = g.addMVar(
+            m, lb=0.0, ub=1.0, obj=model.cost, vtype=GRB.BINARY if integral else GRB.CONTINUOUS
+        )
+        g.ModelSense = GRB.MINIMIZE
+        g.addMConstr(jobs, x, GRB.EQUAL if model.eq else GRB.LESS_EQUAL, np.ones(model.n))
+        g.addMConstr(res, x, GRB.LESS_EQUAL, model.capacity.astype(float))
         if time_limit is not None:
             g.Params.TimeLimit = float(time_limit)
         if integral and mip_gap is not None:
@@ -367,9 +368,12 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=False) -> FlatResult:
+def _lp_highs(
+    cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=False, primal=False
+) -> FlatResult:
     """min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo, by HiGHS' simplex (interior: its
-    interior-point method without crossover, a point inside the optimal face, not a vertex)."""
+    interior-point method without crossover, a point inside the optimal face, not a vertex;
+    primal: its primal simplex without presolve, then its defaults if that does not end optimal)."""
     import highspy
 
     a = sp.vstack([a_ub, a_eq]).tocsc()
@@ -391,8 +395,17 @@ def _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=False) -> F
     if interior:
         h.setOptionValue("solver", "ipm")
         h.setOptionValue("run_crossover", "off")
+    if primal:
+        h.setOptionValue("simplex_strategy", 4)
+        h.setOptionValue("presolve", "off")
     h.run()
     status = h.getModelStatus()
+    if primal and status not in (
+        highspy.HighsModelStatus.kOptimal,
+        highspy.HighsModelStatus.kInfeasible,
+        highspy.HighsModelStatus.kTimeLimit,
+    ):
+        return _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit)
     if status != highspy.HighsModelStatus.kOptimal:
         if status == highspy.HighsModelStatus.kInfeasible:
             raise Infeasible("the LP has no feasible solution")
@@ -437,11 +450,14 @@ def solve_lp(
     backend: Backend = "auto",
     time_limit: float | None = None,
     interior: bool = False,
+    primal: bool = False,
 ) -> FlatResult:
     """A general LP (min cost @ x, a_ub x <= b_ub, a_eq x = b_eq, x >= lo) under the same fallback rules as ``solve_flat``.
 
     interior: HiGHS' interior-point method without crossover (HiGHS only): an optimum inside the
     optimal face rather than a vertex.
+    primal: where HiGHS solves it, its primal simplex without presolve (faster on the interval LP
+        of ``schedule_bound``, whose many interval-capacity rows presolve barely shrinks).
     """
     check_choice("backend", backend, BACKENDS)
     if interior:
@@ -450,7 +466,7 @@ def solve_lp(
         return _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, interior=True)
     nvar = len(cost)
     ncon = a_ub.shape[0] + a_eq.shape[0]
-    args = (cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit)
+    args = (cost, a_ub, b_ub, a_eq, b_eq, lo, time_limit, False, primal)
     if backend == "highs":
         return _lp_highs(*args)
     if backend == "auto" and (nvar > GUROBI_SIZE_LIMIT or ncon > GUROBI_SIZE_LIMIT):
@@ -462,7 +478,7 @@ def solve_lp(
         return FlatResult(res.x, res.objective, res.bound, res.status, res.backend, note)
     t0 = time.perf_counter()
     try:
-        return _lp_gurobi(*args)
+        return _lp_gurobi(*args[:7])
     except (Infeasible, SolverError):
         raise
     except ImportError as exc:
@@ -472,7 +488,7 @@ def solve_lp(
         reason = f"Gurobi failed ({type(exc).__name__}{f' errno {errno}' if errno is not None else ''}: {exc})"
     spent = time.perf_counter() - t0
     remaining = None if time_limit is None else max(1e-3, time_limit - spent)
-    res = _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, remaining)
+    res = _lp_highs(cost, a_ub, b_ub, a_eq, b_eq, lo, remaining, primal=primal)
     return FlatResult(
         res.x, res.objective, res.bound, res.status, res.backend, f"fallback to HiGHS: {reason}"
     )

@@ -6,7 +6,12 @@ of all jobs are taken in decreasing order of lambda_i * slope while they fit (``
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import numpy as np
+
+from smdlab.caches import HULL_SEGMENTS
 
 
 def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
@@ -138,26 +143,42 @@ class HullKnapsack:
 
     @classmethod
     def several(cls, values, mask, alpha, gamma, capacity) -> list[HullKnapsack]:
-        """One knapsack per value table (same mask and demands), hulls computed in one vectorised pass."""
+        """One knapsack per value table (same mask and demands), hulls computed in one vectorised pass.
+
+        A job's hull depends on its own rows alone, so each job row's segments are kept
+        (``HULL_SEGMENTS``) and only rows not seen before are computed: SMD's decisions of a
+        simulation and its two candidate selections share most of the jobs' speed tables.
+        """
         k, n = len(values), values[0].shape[0]
+        _, W, P = values[0].shape
         capacity = np.asarray(capacity, dtype=float)
-        job, fr, to, slope = _hull_segments(
-            np.concatenate(values), np.concatenate([mask] * k), np.tile(alpha, (k, 1)), np.tile(gamma, (k, 1)),
-            np.where(capacity > 0, capacity, 1.0),
-        )  # fmt: skip
+        scale = np.where(capacity > 0, capacity, 1.0)
+        tail = scale.tobytes()
+        rows = [(W, P, m.tobytes(), a.tobytes(), g.tobytes(), tail) for m, a, g in zip(mask, alpha, gamma)]  # fmt: skip
+        keys = [(values[j][i].tobytes(), *rows[i]) for j in range(k) for i in range(n)]
+        found: list[Any] = [HULL_SEGMENTS.get(key) for key in keys]  # (from, to, slope) or None
+        todo = [r for r, f in enumerate(found) if f is None]
+        if todo:
+            tj, ti = np.divmod(np.array(todo), n)
+            job, fr, to, slope = _hull_segments(
+                np.stack([values[j][i] for j, i in zip(tj.tolist(), ti.tolist())]),
+                mask[ti], alpha[ti], gamma[ti], scale,
+            )  # fmt: skip
+            ends = np.searchsorted(job, np.arange(len(todo) + 1)).tolist()
+            for r, (lo, hi) in enumerate(itertools.pairwise(ends)):
+                seg = (fr[lo:hi].copy(), to[lo:hi].copy(), slope[lo:hi].copy())
+                found[todo[r]] = HULL_SEGMENTS.put(keys[todo[r]], seg)
         out = []
         for j in range(k):
-            sel = (job >= j * n) & (job < (j + 1) * n)
-            out.append(
-                cls(
-                    values[j],
-                    mask,
-                    alpha,
-                    gamma,
-                    capacity,
-                    (job[sel] - j * n, fr[sel], to[sel], slope[sel]),
-                )
+            part = found[j * n : (j + 1) * n]
+            counts = [len(f[0]) for f in part]
+            segments = (
+                np.repeat(np.arange(n), counts),
+                np.concatenate([f[0] for f in part]),
+                np.concatenate([f[1] for f in part]),
+                np.concatenate([f[2] for f in part]),
             )
+            out.append(cls(values[j], mask, alpha, gamma, capacity, segments))
         return out
 
     def _apply(self, taken: np.ndarray, w: np.ndarray, p: np.ndarray) -> None:

@@ -7,6 +7,7 @@ adds moves that start, stop and exchange jobs where jobs may wait.
 from __future__ import annotations
 
 import math
+from operator import add, gt, le
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,11 @@ def local_search(
         return w, p, 0
     capacity = np.asarray(capacity, dtype=float)
     tol = 1e-9 * np.maximum(1.0, np.abs(capacity))
+    limit = 10 * n + 100 if max_rounds is None else max_rounds
+    if n <= SMALL_JOBS:
+        tables = _FloatTables(value, mask, alpha, gamma)
+        if tables.usable and tables.fits(w, p):
+            return _local_search_small(tables, list(range(n)), capacity, tol, w, p, rtol, limit)
     keep = mask.copy()
     keep[:, 0, 0] |= np.isfinite(value[:, 0, 0])
     job_c, wi, pi = np.nonzero(keep)  # job-major: each job's columns are contiguous
@@ -61,7 +67,6 @@ def local_search(
     cand_dw = np.repeat([d[0] for d in deltas], n)
     cand_dp = np.repeat([d[1] for d in deltas], n)
     cand_use = alpha[cand_job] * cand_dw[:, None] + gamma[cand_job] * cand_dp[:, None]
-    limit = 10 * n + 100 if max_rounds is None else max_rounds
     moves = 0
     for _ in range(limit):
         cur = V[rows, (w - 1) * P + (p - 1)]
@@ -118,6 +123,168 @@ def local_search(
                 touched.add(j)
             moves += 1
     return w, p, moves
+
+
+# Up to this many jobs ``local_search`` runs on Python floats: a few dozen numpy calls per round
+# on arrays of a handful of jobs cost more than the arithmetic itself.
+SMALL_JOBS = 32
+_DELTAS = ((1, 0), (0, 1), (1, 1))
+
+
+class _FloatTables:
+    """Each job's kept columns of a (value, mask, alpha, gamma) set as Python floats, by increasing
+    cost (ties in column order), for plain-float local searches on any subset of its jobs.
+
+    ``usable`` is False where the plain-float path could differ from the array one (other than
+    float64 tables, a job without a column, a NaN cost): the caller then uses the arrays.
+    """
+
+    def __init__(self, value: np.ndarray, mask: np.ndarray, alpha: np.ndarray, gamma: np.ndarray):
+        n, W, P = value.shape
+        self.W, self.P = W, P
+        keep = mask.copy()
+        keep[:, 0, 0] |= np.isfinite(value[:, 0, 0])
+        job_c, wi, pi = np.nonzero(keep)  # job-major, as ``local_search`` lists them
+        self.usable = (
+            value.dtype == alpha.dtype == gamma.dtype == np.float64
+            and np.unique(job_c).size == n
+            and not np.isnan(value).any()
+        )
+        if not self.usable:
+            return
+        self.item = value.reshape(n, W * P).item
+        self.al, self.ga = alpha.tolist(), gamma.tolist()
+        use = (alpha[job_c] * (wi + 1)[:, None] + gamma[job_c] * (pi + 1)[:, None]).tolist()
+        vals = value[job_c, wi, pi]
+        val = vals.tolist()
+        conf = list(zip((wi + 1).tolist(), (pi + 1).tolist()))
+        bounds = np.searchsorted(job_c, np.arange(n + 1)).tolist()
+        # by increasing cost, ties in column order: the first that fits is the array version's
+        # choice (its least cost, the first column among equals)
+        by_cost = np.lexsort((vals, job_c)).tolist()
+        self.cols = [
+            [(val[c], use[c], conf[c]) for c in by_cost[bounds[i] : bounds[i + 1]]]
+            for i in range(n)
+        ]
+        # per job, what a worker, a PS, or one of each uses (the exchange moves' changes)
+        self.delta = [
+            [[x * dw + y * dp for x, y in zip(self.al[i], self.ga[i])] for dw, dp in _DELTAS]
+            for i in range(n)
+        ]
+
+    def fits(self, w: np.ndarray, p: np.ndarray) -> bool:
+        """Whether every configuration lies inside the grid (numpy would wrap an index outside it)."""
+        return bool(
+            w.size <= SMALL_JOBS
+            and (w >= 1).all()
+            and (w <= self.W).all()
+            and (p >= 1).all()
+            and (p <= self.P).all()
+        )
+
+
+def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
+    """numpy's sum of the contiguous ``x[lo:lo + n]`` (its pairwise summation, the same rounding)."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += x[i]
+        return res
+    if n <= 128:
+        r = x[lo : lo + 8]
+        i = 8
+        while i < n - n % 8:
+            for j in range(8):
+                r[j] += x[lo + i + j]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for k in range(lo + i, lo + n):
+            res += x[k]
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise_sum(x, lo, half) + _pairwise_sum(x, lo + half, n - half)
+
+
+def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limit):
+    """``local_search`` of the table rows ``jobs`` on Python floats: the same operations in the
+    same order, so the same moves; (workers, ps, moves) of those jobs."""
+    n, W, P = len(jobs), t.W, t.P
+    item, al, ga, cols, delta = t.item, t.al, t.ga, t.cols, t.delta
+    K = capacity.shape[0]
+    cap, tol = capacity.tolist(), tol_a.tolist()
+    # exchange candidates in the array version's order: (delta, job), with the resource change
+    cands = [(i, dw, dp, delta[jobs[i]][k]) for k, (dw, dp) in enumerate(_DELTAS) for i in range(n)]
+    ww, pp = w.tolist(), p.tolist()
+    inf = math.inf
+    moves = 0
+    for _ in range(limit):
+        cur = [item(g, (ww[i] - 1) * P + (pp[i] - 1)) for i, g in enumerate(jobs)]
+        held = [[a * ww[i] + b * pp[i] for a, b in zip(al[g], ga[g])] for i, g in enumerate(jobs)]
+        if K == 1:  # a contiguous column: numpy sums it pairwise
+            tot = [_pairwise_sum([h[0] for h in held], 0, n)]
+        else:
+            tot = list(held[0])
+            for h in held[1:]:
+                tot = [x + y for x, y in zip(tot, h)]
+        left = [c - x for c, x in zip(cap, tot)]
+        eps = rtol * max(1e-300, _pairwise_sum([abs(c) for c in cur], 0, n))
+        found: list[tuple[float, tuple[tuple[int, int, int], ...], list[float]]] = []
+        # (1) best configuration of each job within spare + own capacity
+        for i, g in enumerate(jobs):
+            lim = [(x + y) + e for x, y, e in zip(left, held[i], tol)]
+            ci = cur[i]
+            for v, use, conf in cols[g]:
+                gain = ci - v
+                if not gain > eps:
+                    break  # costs only grow along the scan: no later column gains more
+                if all(map(le, use, lim)):
+                    found.append((gain, ((i, *conf),), [u - h for u, h in zip(use, held[i])]))
+                    break
+        # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taker its best giver
+        loss, gain_x = [], []
+        for i, dw, dp, _ in cands:
+            cw, cp, g = ww[i], pp[i], jobs[i]
+            ok = cw - dw >= 1 and cp - dp >= 1
+            loss.append(item(g, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
+            ok = cw + dw <= W and cp + dp <= P
+            gain_x.append(cur[i] - item(g, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
+        order = sorted(
+            (o for o in range(len(cands)) if math.isfinite(loss[o])), key=loss.__getitem__
+        )
+        # per giver, in increasing loss (ties: candidate order): what it frees, plus the tolerance
+        givers = [(loss[o], cands[o][0], list(map(add, cands[o][3], tol)), o) for o in order]
+        if givers:
+            for k in range(len(cands)):
+                gk = gain_x[k]
+                if not gk > eps:
+                    continue
+                jk, dwk, dpk, uk = cands[k]
+                need = [u - x for u, x in zip(uk, left)]  # a giver fits when it frees this much
+                for lo, jo, frees, o in givers:
+                    if not gk - lo > eps:
+                        break  # losses only grow along the scan
+                    if jo != jk and all(map(le, need, frees)):
+                        _, dwo, dpo, uo = cands[o]
+                        found.append((gk - lo,
+                                      ((jo, ww[jo] - dwo, pp[jo] - dpo),
+                                       (jk, ww[jk] + dwk, pp[jk] + dpk)),
+                                      [x - y for x, y in zip(uk, uo)]))  # fmt: skip
+                        break
+        if not found:
+            break
+        found.sort(key=lambda m: -m[0])
+        touched: set[int] = set()
+        room = [x + e for x, e in zip(left, tol)]
+        for _, change, extra in found:
+            if any(j in touched for j, _, _ in change) or any(map(gt, extra, room)):
+                continue
+            room = [r - e for r, e in zip(room, extra)]
+            for j, nw, np_ in change:
+                ww[j], pp[j] = nw, np_
+                touched.add(j)
+            moves += 1
+    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
 
 
 def _clip(x: np.ndarray, hi: int) -> np.ndarray:
@@ -208,6 +375,20 @@ def defer_search(
     rows = np.arange(n)
     limit = 2 * n + 10 if max_rounds is None else max_rounds
     moves = 0
+    # the local searches after each move run on subsets of the same tables: their plain-float
+    # columns are built once here (the same as ``local_search`` builds for each subset)
+    tables = _FloatTables(value, mask, alpha, gamma) if n <= 4 * SMALL_JOBS else None
+    tol_ls = 1e-9 * np.maximum(1.0, np.abs(capacity))
+
+    def polish(s: np.ndarray, sw: np.ndarray, sp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``local_search`` of the started jobs ``s`` at (sw, sp)."""
+        if tables is not None and tables.usable and tables.fits(sw, sp):
+            ls = 10 * s.size + 100
+            sw, sp, _ = _local_search_small(tables, s.tolist(), capacity, tol_ls, sw, sp, rtol, ls)
+            return sw, sp
+        sw, sp, _ = local_search(value[s], mask[s], alpha[s], gamma[s], capacity, sw, sp, rtol=rtol)
+        return sw, sp
+
     for _ in range(limit):
         on = w > 0
         cur = np.where(on, V[rows, _clip((w - 1) * P + (p - 1), W * P - 1)], defer)
@@ -297,10 +478,7 @@ def defer_search(
                 j = int(job_c[c_])
                 tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
                 st = (tw > 0).nonzero()[0]
-                sw, sp, _ = local_search(
-                    value[st], mask[st], alpha[st], gamma[st], capacity, tw[st], tp[st], rtol=rtol
-                )
-                tw[st], tp[st] = sw, sp
+                tw[st], tp[st] = polish(st, tw[st], tp[st])
                 new_cost = np.where(
                     tw > 0, V[rows, _clip((tw - 1) * P + (tp - 1), W * P - 1)], defer
                 ).sum()
@@ -329,10 +507,7 @@ def defer_search(
         moves += 1
         s = (w > 0).nonzero()[0]
         if s.size:
-            sw, sp, _ = local_search(
-                value[s], mask[s], alpha[s], gamma[s], capacity, w[s], p[s], rtol=rtol
-            )
-            w[s], p[s] = sw, sp
+            w[s], p[s] = polish(s, w[s], p[s])
     return w, p, moves
 
 
@@ -363,13 +538,18 @@ def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
         kw = kp = 0
         dw = dp = inf
         for i in range(n):
-            lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i] if ww[i] > 1 else inf
-            lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i] if pp[i] > 1 else inf
-            tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
-            tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
-            fw, fp = (sum(tw), sum(tp)) if running else (_row_sum(tw), _row_sum(tp))
-            rw = lw / fw if fw > 1e-12 else inf
-            rp = lp / fp if fp > 1e-12 else inf
+            # a job at one worker (PS) cannot give one up: its ratio is inf whatever it frees
+            lw = rw = lp = rp = inf
+            if ww[i] > 1:
+                lw = item(rows[i], max((ww[i] - 2) * P + pp[i] - 1, 0)) - val[i]
+                tw = [min(a, b) / c for a, b, c in zip(al[i], need, sc)]
+                fw = sum(tw) if running else _row_sum(tw)
+                rw = lw / fw if fw > 1e-12 else inf
+            if pp[i] > 1:
+                lp = item(rows[i], max((ww[i] - 1) * P + pp[i] - 2, 0)) - val[i]
+                tp = [min(a, b) / c for a, b, c in zip(ga[i], need, sc)]
+                fp = sum(tp) if running else _row_sum(tp)
+                rp = lp / fp if fp > 1e-12 else inf
             if rw < bw or i == 0:
                 bw, kw, dw = rw, i, lw
             if rp < bp or i == 0:

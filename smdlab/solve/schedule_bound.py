@@ -184,8 +184,9 @@ def mean_jct_lower_bound(
     cost = np.concatenate([np.zeros(nx), omega / omega.sum()])
     lo = np.concatenate([np.zeros(nx), release + dmin])
     res = solve_lp(
-        cost, a_ub, np.concatenate(ub), a_eq, work, lo, backend=backend, time_limit=time_limit
-    )
+        cost, a_ub, np.concatenate(ub), a_eq, work, lo, backend=backend, time_limit=time_limit,
+        primal=True,
+    )  # fmt: skip
     value = res.objective - float(omega @ release) / omega.sum()
     return ScheduleBound(
         value=value,

@@ -309,20 +309,23 @@ class Optimus(Policy):
             kind = "ps" if util_p >= util_w else "worker"
             heapq.heappush(heap, (-max(util_p, util_w), jobs[i].arrival, jobs[i].name, i, kind))
 
+        # Python floats from here: one job's few resources per step, where numpy's per-call cost
+        # dominates (the same operations element by element, so the same allocation)
+        room, al, ga = left.tolist(), alpha.tolist(), gamma.tolist()
         for i in range(n):  # one worker and one PS each, while the pooled capacity holds them
-            need = alpha[i] + gamma[i]
-            if np.all(left + TOL * np.maximum(1.0, need) >= need):
+            need = [a + g for a, g in zip(al[i], ga[i])]
+            if _holds(room, need):
                 W[i], P[i] = 1, 1
-                left -= need
+                room = [x - y for x, y in zip(room, need)]
                 push(i)
         while heap:
             neg, _, _, i, kind = heapq.heappop(heap)
             if neg > 0:
                 break  # the best addition slows its job down
-            d = gamma[i] if kind == "ps" else alpha[i]
-            if not np.all(left + TOL * np.maximum(1.0, d) >= d):
+            d = ga[i] if kind == "ps" else al[i]
+            if not _holds(room, d):
                 break  # the source stops at the first addition that does not fit
-            left -= d
+            room = [x - y for x, y in zip(room, d)]
             if kind == "ps":
                 P[i] += 1
             else:
@@ -377,21 +380,28 @@ def place_source(
 ) -> dict[str, tuple[tuple[int, int, int], ...]]:
     """``__place`` of the source: placements (machine, workers, ps) by job name for the jobs placed."""
     cap = capacity_matrix(cluster)
-    free = np.array(free, dtype=float, copy=True)
+    # a list of per-machine lists of Python floats: one machine's few resources per step, where
+    # numpy's per-call cost dominates (the same operations element by element)
+    free = np.array(free, dtype=float, copy=True).tolist()
     res = list(cluster.resources)
     cpu = res.index("cpu") if "cpu" in res else None
-    M = free.shape[0]
+    M = len(free)
 
     def used_cpu(m: int) -> float:
         # machines are ordered by CPU used ("cpu is usually the bottleneck"); without a CPU
         # resource, by the summed used fraction of every resource
         if cpu is not None:
-            return float(cap[m, cpu] - free[m, cpu])
+            return float(cap[m, cpu] - free[m][cpu])
         with np.errstate(divide="ignore", invalid="ignore"):
             return float(np.where(cap[m] > 0, (cap[m] - free[m]) / cap[m], 0.0).sum())
 
-    def fits(m: int, d: np.ndarray) -> bool:
-        return bool((free[m] + TOL * np.maximum(1.0, d) >= d).all())
+    def fits(m: int, d: list[float]) -> bool:
+        return _holds(free[m], d)
+
+    def take(m: int, d: list[float], sign: float) -> None:
+        free[m] = (
+            [x - y for x, y in zip(free[m], d)] if sign > 0 else [x + y for x, y in zip(free[m], d)]
+        )
 
     order = sorted(
         (i for i, (w, p) in enumerate(alloc) if w > 0 and p > 0),
@@ -405,26 +415,28 @@ def place_source(
             break  # an earlier job emptied the machine queue: the rest wait (as in the source)
         job = jobs[i]
         alpha, gamma = task_vectors(job, cluster.resources)
+        al, ga = alpha.tolist(), gamma.tolist()
         w, p = alloc[i]
         cand: list[int] = []
         done = False
-        need = p * gamma + w * alpha
-        slack = (w + p + 1) * TOL * np.maximum(1.0, need)
-        cand_free = np.zeros_like(need)
+        need = [p * g + w * a for a, g in zip(al, ga)]
+        scale = (w + p + 1) * TOL
+        slack = [scale * max(1.0, x) for x in need]
+        cand_free = [0.0] * len(need)
         while nodes:
             cand.append(_pop_near(nodes, cand, M))
-            cand_free += free[cand[-1]]
-            if np.any(cand_free + slack < need):
+            cand_free = [x + y for x, y in zip(cand_free, free[cand[-1]])]
+            if any(x + s < y for x, s, y in zip(cand_free, slack, need)):
                 continue  # these machines cannot hold the job even pooled: the attempt would fail
             got: list[tuple[int, str]] = []
             ok = True
-            for kind, count, d in (("ps", p, gamma), ("worker", w, alpha)):
+            for kind, count, d in (("ps", p, ga), ("worker", w, al)):
                 for t in range(count):
                     m = cand[t % len(cand)]  # evenly over the candidate machines
                     if not fits(m, d):
                         ok = False
                         break
-                    free[m] -= d
+                    take(m, d, 1.0)
                     got.append((m, kind))
                 if not ok:
                     break
@@ -435,7 +447,7 @@ def place_source(
                 done = True
                 break
             for m, kind in got:  # undo, and try with one more machine
-                free[m] += gamma if kind == "ps" else alpha
+                take(m, ga if kind == "ps" else al, -1.0)
         if done:
             continue
         # Every machine tried: PS and worker alternately, each on the first machine it fits.
@@ -443,11 +455,11 @@ def place_source(
         n_ps = n_w = 0
         want_ps = True
         for _ in range(w + p):
-            d = gamma if want_ps else alpha
+            d = ga if want_ps else al
             m_fit = next((m for m in range(M) if fits(m, d)), None)
             if m_fit is None:
                 break
-            free[m_fit] -= d
+            take(m_fit, d, 1.0)
             got.append((m_fit, "ps" if want_ps else "worker"))
             n_ps += want_ps
             n_w += not want_ps
@@ -460,17 +472,24 @@ def place_source(
             out[job.name] = _tasks_of(got)
         else:
             for m, kind in got:
-                free[m] += gamma if kind == "ps" else alpha
+                take(m, ga if kind == "ps" else al, -1.0)
             # Departure (docs/baselines.md): the source's machines are identical, so a job that
             # fits at all fits this way; on unequal machines one that fits only with its PS
             # and worker on particular machines would never run. Place its (1, 1) by first fit,
             # trying both task orders.
-            tasks = first_fit_tasks(free, 1, 1, alpha, gamma)
+            arr = np.array(free)
+            tasks = first_fit_tasks(arr, 1, 1, alpha, gamma)
             if tasks:
-                free -= usage(tasks, alpha, gamma, M)
+                free = (arr - usage(tasks, alpha, gamma, M)).tolist()
                 out[job.name] = tuple(tasks)
         # the machines popped for this job are not put back: later jobs find none
     return out
+
+
+def _holds(free: list[float], d: list[float]) -> bool:
+    """Whether ``free`` holds ``d`` in every resource, up to the shared tolerance (the array test's
+    ``free + TOL * max(1, d) >= d``, element by element)."""
+    return all(x + TOL * max(1.0, y) >= y for x, y in zip(free, d))
 
 
 def _pop_near(nodes: list[tuple[float, int]], cand: list[int], machines: int) -> int:
