@@ -242,6 +242,7 @@ class _Simulator(Engine):
     """One run: the engine's state driven by the event loop (``steps``) and a policy."""
 
     progress = False
+    _busy: float | None = None  # GPUs in use, kept while the free array is unchanged
 
     def __init__(
         self,
@@ -344,6 +345,9 @@ class _Simulator(Engine):
 
             bar = tqdm(total=n_arr, desc=f"simulate {self.policy_name}", unit="job", leave=False)
         wall0 = time.perf_counter()
+        free_seen = None  # the free array ``used`` was computed from
+        used = self.pooled_capacity
+        self._busy = None
         while True:
             t_arr = arrivals[k] if k < n_arr else math.inf
             while self.heap and self.stale(self.heap[0]):
@@ -440,7 +444,10 @@ class _Simulator(Engine):
                 self.network.update(t)
             if self.storage_run is not None:
                 self.storage_run.update(self, t, given)
-            used = self.pooled_capacity - self.free.sum(axis=0)
+            if completed_now or self.free is not free_seen:  # else free is unchanged
+                used = self.pooled_capacity - self.free.sum(axis=0)
+                free_seen = self.free
+                self._busy = None
             log.util_row(t, used, (len(self.running), len(self.queued)), self.free)
         if bar is not None:
             bar.close()
@@ -451,5 +458,8 @@ class _Simulator(Engine):
         """Add the interval since the last event to the GPU-sharing integrals."""
         dt = t - self.t
         if dt > 0 and self.gpu_index is not None and self.running:
-            busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
+            busy = self._busy
+            if busy is None:
+                gi = self.gpu_index
+                busy = self._busy = self.pooled_capacity[gi] - self.free[:, gi].sum()
             self.log.integrate_sharing(dt, self.groups.gpus_at_once(), busy)
