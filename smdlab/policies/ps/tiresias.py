@@ -127,6 +127,7 @@ class Tiresias(Policy):
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
         self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
+        self._ran: set[str] = set()  # the jobs the last pass kept or started
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -231,12 +232,13 @@ class Tiresias(Policy):
             self._queues[k] = {name: None, **self._queues[k]}
             self._pend[name] = [0.0, math.nan]
         live = qmap.keys() | rmap.keys()
-        for name in [n for n in self._qid if n not in live]:  # finished since the last pass
-            del self._queues[self._qid.pop(name)][name]
-            self._base.pop(name, None)
-            self._pend.pop(name, None)
+        if len(self._qid) != len(live):  # the queues hold every live job: others have finished
+            for name in [n for n in self._qid if n not in live]:
+                del self._queues[self._qid.pop(name)][name]
+                self._base.pop(name, None)
+                self._pend.pop(name, None)
         rg = {r.job.name: self._gpus(r.job, r.workers, r.ps) for r in running}
-        self._demote(t, running, rg)
+        moved = self._demote(t, running, rg)
         self._promote(t, qmap)
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
@@ -255,6 +257,7 @@ class Tiresias(Policy):
             left = float(free[:, gi].sum()) + TOL
             if preemption:
                 left += sum(rg.values())
+            qg = self._qg
             for queue in self._queues:
                 for name in queue:
                     r: RunningJob | None = rmap.get(name)
@@ -263,7 +266,9 @@ class Tiresias(Policy):
                             continue
                         need = rg[name]
                     else:
-                        need = self._gang_gpus(qmap[name].job)
+                        job = qmap[name].job
+                        hit = qg.get(name)  # _gang_gpus, inline (once per waiting job per pass)
+                        need = hit[1] if hit is not None and hit[0] is job else self._gang_gpus(job)
                     if need <= left:
                         left -= need
                         if r is None:
@@ -308,9 +313,13 @@ class Tiresias(Policy):
             allocations.append(Allocation(name, w, p, pl))
             started.add(name)
         runs = (rmap.keys() - set(preempt)) | started
-        for k, queue in enumerate(self._queues):  # running jobs ahead of waiting ones, stably
-            order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
-            self._queues[k] = dict.fromkeys(order)
+        # Running jobs ahead of waiting ones, stably. The last pass left them so: unless a job
+        # started, stopped or moved, or the running jobs are not those it kept, nothing moves.
+        if moved or preempt or started or (self._ran & live) != rmap.keys():
+            for k, queue in enumerate(self._queues):
+                order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
+                self._queues[k] = dict.fromkeys(order)
+        self._ran = runs
         for name in preempt:
             self._pend[name][1] = t
         for name in started:
@@ -350,7 +359,8 @@ class Tiresias(Policy):
                 self._pend[a.job] = [acc + t - since, math.nan]
         return Decision(tuple(allocations))
 
-    def _demote(self, t: float, running: list[RunningJob], rg: dict[str, float]) -> None:
+    def _demote(self, t: float, running: list[RunningJob], rg: dict[str, float]) -> int:
+        """Move running jobs whose service reached their queue's limit down; return how many moves."""
         moves = []
         last = len(self.thresholds)
         gpu_time = self.service == "gpu_time"
@@ -371,6 +381,7 @@ class Tiresias(Policy):
             moves = [(k, pos[n], n) for _, k, n in moves]
         for *_, name in sorted(moves):  # a job's lower limit sorts before its higher one
             self._move(name, self._qid[name] + 1)
+        return len(moves)
 
     def _rate(self, r: RunningJob) -> float:
         """Service gained per second while running."""
