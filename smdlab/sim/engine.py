@@ -63,6 +63,7 @@ class Engine:
 
     t: float
     heap: list[tuple[float, int, int]]
+    inline_close = True  # the every-event charge closes segments inline (False: by the Recorder)
     running: dict[str, Run]
     queued: dict[str, QueuedJob]
     _queued_tuple: tuple[QueuedJob, ...] | None
@@ -279,7 +280,7 @@ class Engine:
         log = self.log
         # Without racks a segment's close is inlined (the same sums as Recorder.close_segment):
         # every running job closes one at every event, the run's most frequent move.
-        inline = log.rack_of is None
+        inline = self.inline_close and log.rack_of is None
         records = log.records
         history = log.history if log.record_history else None
         index = self.index
@@ -290,13 +291,11 @@ class Engine:
             dt = t - seg
             if dt <= 0:
                 continue
+            own = r.job.restart_s  # restart_of, inline
+            oh: float = restart_s if own is None else own
             if r.group is not None:
                 members = groups.get(r.group, {name})
                 oh = sum(self.restart_of(self.jobs[index[m]]) for m in sorted(members))
-            else:
-                oh = r.job.restart_s
-                if oh is None:
-                    oh = restart_s
             resume = max(r.resume, seg + min(oh, dt))
             if inline:
                 rem0 = r.rem0

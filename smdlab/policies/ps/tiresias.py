@@ -85,6 +85,7 @@ class Tiresias(Policy):
     name = "tiresias"
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")
+    keep_order = True  # skip re-ordering the queues when the last pass left them in order
 
     def __init__(
         self,
@@ -313,12 +314,8 @@ class Tiresias(Policy):
             allocations.append(Allocation(name, w, p, pl))
             started.add(name)
         runs = (rmap.keys() - set(preempt)) | started
-        # Running jobs ahead of waiting ones, stably. The last pass left them so: unless a job
-        # started, stopped or moved, or the running jobs are not those it kept, nothing moves.
-        if moved or preempt or started or (self._ran & live) != rmap.keys():
-            for k, queue in enumerate(self._queues):
-                order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
-                self._queues[k] = dict.fromkeys(order)
+        if not self.keep_order or moved or preempt or started or (self._ran & live) != rmap.keys():
+            self._runners_first(runs)
         self._ran = runs
         for name in preempt:
             self._pend[name][1] = t
@@ -328,6 +325,17 @@ class Tiresias(Policy):
                 self._pend[name] = [acc + t - since, math.nan]
         wake = self._next_event(t, rmap, qmap, runs, rg)
         return Decision(tuple(allocations), tuple(preempt), wake_at=wake)
+
+    def _runners_first(self, runs: set[str]) -> None:
+        """Move the jobs of ``runs`` ahead of the waiting ones in every queue, stably.
+
+        With ``keep_order``, ``decide`` calls it only when a job started, stopped or moved queue,
+        or the running jobs are not those the last pass kept: otherwise the last call left every
+        queue so.
+        """
+        for k, queue in enumerate(self._queues):
+            order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
+            self._queues[k] = dict.fromkeys(order)
 
     def _place(self, job: Job, cluster: Cluster, free: np.ndarray) -> Placement | None:
         if job.gang:
