@@ -191,7 +191,10 @@ class Tiresias(Policy):
         self._qid[name] = to
 
     def _admit_new(self, queued: Sequence[QueuedJob]) -> None:
-        new = [q for q in queued if q.job.name not in self._qid]
+        self._admit([q for q in queued if q.job.name not in self._qid])
+
+    def _admit(self, new: list[QueuedJob]) -> None:
+        """Put jobs the queues do not hold yet into their queue (0, or by service), by arrival."""
         for q in sorted(new, key=lambda q: q.job.arrival):  # stable: ties keep the queue's order
             name = q.job.name
             k = 0 if q.attained_service <= 0 else self.queue_of(name, q.attained_service)
@@ -209,8 +212,25 @@ class Tiresias(Policy):
         self._last_time = t
         cluster = self._cluster = state.cluster
         resources = tuple(cluster.resources)
-        self._admit_new(state.queued)
-        qmap = {q.job.name: q for q in state.queued if q.remaining > 0}
+        # One pass over the waiting jobs: the new ones, those with work left, whether all of
+        # those are GPU-only.
+        qid = self._qid
+        new: list[QueuedJob] = []
+        qmap: dict[str, QueuedJob] = {}
+        gpu_only = True
+        with_work = 0
+        for q in state.queued:
+            job = q.job
+            if job.name not in qid:
+                new.append(q)
+            if q.remaining > 0:
+                qmap[job.name] = q
+                gpu_only = gpu_only and job.gpu_only
+                with_work += 1
+        if with_work != len(qmap):  # a name twice (a state built by hand): its last entry counts
+            gpu_only = all(q.job.gpu_only for q in qmap.values())
+        if new:
+            self._admit(new)
         if len(self._qid) > 2 * (len(state.queued) + len(state.running)) + 64:
             # forget finished jobs now and then (amortised: the fast path never reads the running)
             live = qmap.keys() | {r.job.name for r in state.running}
@@ -245,7 +265,6 @@ class Tiresias(Policy):
         free = np.array(state.free, dtype=float)
         gi = resources.index("gpu") if "gpu" in resources else None
         # every live job (the queues hold exactly the waiting and running ones now) GPU-only
-        gpu_only = all(q.job.gpu_only for q in qmap.values())
         scalar = gi is not None and gpu_only and all(r.job.gpu_only for r in running)
 
         def held(name: str) -> np.ndarray:
