@@ -190,9 +190,6 @@ class Tiresias(Policy):
         self._queues[to][name] = None
         self._qid[name] = to
 
-    def _admit_new(self, queued: Sequence[QueuedJob]) -> None:
-        self._admit([q for q in queued if q.job.name not in self._qid])
-
     def _admit(self, new: list[QueuedJob]) -> None:
         """Put jobs the queues do not hold yet into their queue (0, or by service), by arrival."""
         for q in sorted(new, key=lambda q: q.job.arrival):  # stable: ties keep the queue's order
@@ -334,7 +331,7 @@ class Tiresias(Policy):
             started.add(name)
         runs = (rmap.keys() - set(preempt)) | started
         if not self.keep_order or moved or preempt or started or (self._ran & live) != rmap.keys():
-            self._runners_first(runs)
+            _runners_first(self._queues, runs)
         self._ran = runs
         for name in preempt:
             self._pend[name][1] = t
@@ -342,19 +339,8 @@ class Tiresias(Policy):
             acc, since = self._pend[name]
             if not math.isnan(since):
                 self._pend[name] = [acc + t - since, math.nan]
-        wake = self._next_event(t, rmap, qmap, runs, rg)
+        wake = _next_event(self, t, rmap, qmap, runs, rg)
         return Decision(tuple(allocations), tuple(preempt), wake_at=wake)
-
-    def _runners_first(self, runs: set[str]) -> None:
-        """Move the jobs of ``runs`` ahead of the waiting ones in every queue, stably.
-
-        With ``keep_order``, ``decide`` calls it only when a job started, stopped or moved queue,
-        or the running jobs are not those the last pass kept: otherwise the last call left every
-        queue so.
-        """
-        for k, queue in enumerate(self._queues):
-            order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
-            self._queues[k] = dict.fromkeys(order)
 
     def _place(self, job: Job, cluster: Cluster, free: np.ndarray) -> Placement | None:
         if job.gang:
@@ -434,45 +420,59 @@ class Tiresias(Policy):
                 self._base[name] = q.attained_service
                 self._pend[name] = [0.0, math.nan]
 
-    def _next_event(
-        self,
-        t: float,
-        rmap: dict[str, RunningJob],
-        qmap: dict[str, QueuedJob],
-        runs: set[str],
-        rg: dict[str, float],
-    ) -> float | None:
-        """Earliest demotion of a running job or promotion of a waiting one (None: none due)."""
-        best = math.inf
-        last = len(self.thresholds)
-        gpu_time = self.service == "gpu_time"
-        for name in runs:
-            k = self._qid[name]
-            if k >= last:
+
+def _runners_first(queues: list[dict[str, None]], runs: set[str]) -> None:
+    """Move the jobs of ``runs`` ahead of the waiting ones in every queue, stably.
+
+    With ``Tiresias.keep_order``, ``decide`` calls it only when a job started, stopped or moved
+    queue, or the running jobs are not those the last pass kept: otherwise the last call left
+    every queue so.
+    """
+    for k, queue in enumerate(queues):
+        order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
+        queues[k] = dict.fromkeys(order)
+
+
+def _next_event(
+    self: Tiresias,
+    t: float,
+    rmap: dict[str, RunningJob],
+    qmap: dict[str, QueuedJob],
+    runs: set[str],
+    rg: dict[str, float],
+) -> float | None:
+    """Earliest demotion of a running job or promotion of a waiting one (None: none due); a
+    module function so that the class stays short."""
+    best = math.inf
+    last = len(self.thresholds)
+    gpu_time = self.service == "gpu_time"
+    for name in runs:
+        k = self._qid[name]
+        if k >= last:
+            continue
+        r = rmap.get(name)
+        if r is not None:
+            g, attained = rg[name], r.attained_service
+        else:  # started now
+            q = qmap[name]
+            g, attained = (
+                self._gpus(q.job, *self.request(q.job, self._cluster)),
+                q.attained_service,
+            )
+        s = attained - self._base.get(name, 0.0)
+        if gpu_time and self.demotion == "muri":
+            best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
+        elif gpu_time:
+            best = min(best, t + (self.thresholds[k] - s) / g)
+        else:
+            best = min(best, t + self.thresholds[k] - s / g)
+    if self.starve_multiple is not None:
+        for name, q in qmap.items():
+            if name in runs or self._qid[name] == 0:
                 continue
-            r = rmap.get(name)
-            if r is not None:
-                g, attained = rg[name], r.attained_service
-            else:  # started now
-                q = qmap[name]
-                g, attained = (
-                    self._gpus(q.job, *self.request(q.job, self._cluster)),
-                    q.attained_service,
-                )
-            s = attained - self._base.get(name, 0.0)
-            if gpu_time and self.demotion == "muri":
-                best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
-            elif gpu_time:
-                best = min(best, t + (self.thresholds[k] - s) / g)
-            else:
-                best = min(best, t + self.thresholds[k] - s / g)
-        if self.starve_multiple is not None:
-            for name, q in qmap.items():
-                if name in runs or self._qid[name] == 0:
-                    continue
-                acc, since = self._pend[name]
-                executed = self._executed(q)
-                if executed > 0:
-                    waited = acc + (0.0 if math.isnan(since) else t - since)
-                    best = min(best, t + self.starve_multiple * executed - waited)
-        return best if best < math.inf and best > t else None
+            acc, since = self._pend[name]
+            executed = self._executed(q)
+            if executed > 0:
+                waited = acc + (0.0 if math.isnan(since) else t - since)
+                best = min(best, t + self.starve_multiple * executed - waited)
+    return best if best < math.inf and best > t else None
