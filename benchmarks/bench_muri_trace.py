@@ -132,6 +132,10 @@ PARTS = (
 )
 
 
+# policy -> (decisions, decisions that start or preempt, history rows) of its last --parts run
+COUNTS: dict[str, tuple[int, int, int]] = {}
+
+
 def _smdlab_parts(name: str) -> dict[str, float]:
     """CPU seconds of each part of smdlab's run of ``name`` on trace3 (``PARTS``)."""
     from smdlab.caches import clear_caches
@@ -167,10 +171,12 @@ def _smdlab_parts(name: str) -> dict[str, float]:
         (simulator, "build_result", "result"),
     ]
     with _timed(spent, where):
-        run_policies(
+        res = run_policies(
             jobs, cluster, [name], policy_options=sc.policy_options, **simulation_options(sc)
-        )
+        )[name]
     spent["event loop, the rest"] = time.process_time() - t2 - sum(spent[p] for p in PARTS[2:-1])
+    d = res.decisions
+    COUNTS[name] = (len(d), int((d["started"] + d["preempted"] > 0).sum()), len(res.history))
     return spent
 
 
@@ -215,6 +221,9 @@ def main() -> None:
                 else:
                     cells.append(min(r[part] for r in runs[p]))
             print(f"| {part} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+        for p in policies:
+            n, changed, rows = COUNTS[p]
+            print(f"{p}: {n:,} decisions ({changed:,} start or preempt), {rows:,} history rows")
         return
     print("| policy | smdlab (CPU s) | authors' simulator (CPU s) | authors / smdlab | target |")
     print("|---|---|---|---|---|")
