@@ -13,15 +13,28 @@ imports: its ``run_sim.main()`` (reading the trace and simulating), in a fresh p
 Prints authors' seconds / smdlab's seconds (the target is >= 5). Runs go one after the other,
 never in parallel; with ``--repeat N`` each side runs N times, alternating, and its fewest CPU
 seconds count (the machine is shared: one run can be slowed by its neighbours, none sped up).
+
+``--parts``: instead, where smdlab's run of each policy goes (CPU seconds, the fewest of
+``--repeat`` runs per part): reading the trace; the first use of each job's model tables (speed
+table, demand rows, gang request), done before the run so that the parts below exclude it; the
+policy's decisions (with the running jobs' views they read, built on first use); applying them;
+the every-event restart charge; the states handed to the policy; building the result; the event
+loop, the rest. Each part is timed by a wrapper around its
+function (which adds about a microsecond per call to the loop's share).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE = REPO / "data" / "muri" / "trace3.csv"
@@ -83,6 +96,90 @@ def _smdlab_seconds(name: str) -> float:
     return time.process_time() - t0
 
 
+@contextlib.contextmanager
+def _timed(spent: dict[str, float], where: list[tuple[Any, str, str]]) -> Iterator[None]:
+    """Within the block, add each (owner, attribute)'s CPU seconds to ``spent[part]``."""
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in where]
+
+    def timer(f: Callable, part: str) -> Callable:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                spent[part] += time.process_time() - t0
+
+        return run
+
+    for (owner, attr, f), (_, _, part) in zip(saved, where, strict=True):
+        setattr(owner, attr, timer(f, part))
+    try:
+        yield
+    finally:
+        for owner, attr, f in saved:
+            setattr(owner, attr, f)
+
+
+PARTS = (
+    "reading the trace",
+    "first use of the jobs' tables",
+    "decisions",
+    "applying decisions",
+    "every-event charge",
+    "states for the policy",
+    "result",
+    "event loop, the rest",
+)
+
+
+# policy -> (decisions, decisions that start or preempt, history rows) of its last --parts run
+COUNTS: dict[str, tuple[int, int, int]] = {}
+
+
+def _smdlab_parts(name: str) -> dict[str, float]:
+    """CPU seconds of each part of smdlab's run of ``name`` on trace3 (``PARTS``)."""
+    from smdlab.caches import clear_caches
+    from smdlab.experiments.muri_parity import muri_scenario
+    from smdlab.model.timing import job_speeds
+    from smdlab.policies.registry import policy_class
+    from smdlab.policies.toolkit import gang_placement
+    from smdlab.sim import simulator
+    from smdlab.sim.engine import Engine
+    from smdlab.sim.runner import run_policies, simulation_options
+    from smdlab.solve.instance import task_vectors
+
+    sc = muri_scenario(TRACE)
+    clear_caches()
+    spent = dict.fromkeys(PARTS, 0.0)
+    t0 = time.process_time()
+    cluster = sc.build_cluster()
+    jobs = sc.build_jobs(cluster)
+    t1 = time.process_time()
+    spent["reading the trace"] = t1 - t0
+    empty = np.zeros((1, len(cluster.resources)))
+    for j in jobs:  # each job's tables, as its first decision and start would build them
+        job_speeds(j, simulation_options(sc)["mode"])
+        task_vectors(j, cluster.resources)
+        gang_placement(j, empty, cluster.resources)
+    t2 = time.process_time()
+    spent["first use of the jobs' tables"] = t2 - t1
+    where = [
+        (policy_class(name), "decide", "decisions"),
+        (simulator, "apply_decision", "applying decisions"),
+        (Engine, "charge_event", "every-event charge"),
+        (simulator._Simulator, "_state", "states for the policy"),
+        (simulator, "build_result", "result"),
+    ]
+    with _timed(spent, where):
+        res = run_policies(
+            jobs, cluster, [name], policy_options=sc.policy_options, **simulation_options(sc)
+        )[name]
+    spent["event loop, the rest"] = time.process_time() - t2 - sum(spent[p] for p in PARTS[2:-1])
+    d = res.decisions
+    COUNTS[name] = (len(d), int((d["started"] + d["preempted"] > 0).sum()), len(res.history))
+    return spent
+
+
 def _warm_up(policies: list[str]) -> None:
     """Run every policy on the trace's first rows once, so that the timed runs import nothing."""
     from smdlab.experiments.muri_parity import muri_scenario
@@ -106,11 +203,28 @@ def main() -> None:
     ap.add_argument("--python", default="python3", help="interpreter for the authors' simulator")
     ap.add_argument("--policies", default="srtf,muri_s,tiresias,muri_l")
     ap.add_argument("--repeat", type=int, default=1, help="runs per side; the fewest seconds count")
+    ap.add_argument("--parts", action="store_true", help="where smdlab's run goes, by part")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error(f"--repeat must be >= 1, got {args.repeat}")
     policies = args.policies.split(",")
     _warm_up(policies)
+    if args.parts:
+        print("| part | " + " | ".join(f"{p} (CPU s)" for p in policies) + " |")
+        print("|---|" + "---|" * len(policies))
+        runs = {p: [_smdlab_parts(p) for _ in range(args.repeat)] for p in policies}
+        for part in (*PARTS, "total"):
+            cells = []
+            for p in policies:
+                if part == "total":
+                    cells.append(min(sum(r.values()) for r in runs[p]))
+                else:
+                    cells.append(min(r[part] for r in runs[p]))
+            print(f"| {part} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+        for p in policies:
+            n, changed, rows = COUNTS[p]
+            print(f"{p}: {n:,} decisions ({changed:,} start or preempt), {rows:,} history rows")
+        return
     print("| policy | smdlab (CPU s) | authors' simulator (CPU s) | authors / smdlab | target |")
     print("|---|---|---|---|---|")
     for name in policies:

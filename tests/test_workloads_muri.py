@@ -16,6 +16,9 @@ from smdlab.errors import InvalidInput
 from smdlab.experiments.muri_parity import agreement, muri_scenario, run_muri
 from smdlab.model.cluster import Cluster
 from smdlab.model.interleave import packing_time, solo_iteration_time
+from smdlab.policies.registry import get_policy
+from smdlab.sim.engine import Engine
+from smdlab.sim.runner import simulation_options
 from smdlab.sim.simulator import simulate
 from smdlab.solve.instance import job_speeds
 from smdlab.workloads.muri import load_muri, read_muri_trace, restart_overhead_s
@@ -119,6 +122,25 @@ def test_every_event_rule_charges_each_running_job_at_each_event(tmp_path):
     assert jct["A"] == pytest.approx(1000.0 + 2 * oh)
     once = simulate(jobs, N8G8, "srtf", restart_s=10)  # on_restart: nothing is restarted
     assert dict(zip(once.jobs["job"], once.jobs["jct"], strict=True))["A"] == pytest.approx(1000)
+
+
+@pytest.mark.parametrize("policy", ["srtf", "tiresias", "muri_s"])
+def test_every_event_charge_inline_closes_segments_as_the_recorder_does(policy, monkeypatch):
+    # The charge closes every running job's segment inline; the Recorder's close is the rule.
+    sc = muri_scenario(DATA / "trace2_first100.csv")
+    cluster = sc.build_cluster()
+    jobs = sc.build_jobs(cluster)
+    pol = get_policy(policy, **sc.policy_options.get(policy, {}))
+    opts = {**simulation_options(sc), "policy": pol, "lower_bound": False}
+    inline = simulate(jobs, cluster, **opts)
+    monkeypatch.setattr(Engine, "inline_close", False)
+    ref = simulate(jobs, cluster, **opts)
+    assert len(inline.history) > 2 * len(jobs)  # a pause and a run per job and event
+    for table in ("jobs", "history", "utilization", "decisions"):
+        a, b = getattr(inline, table), getattr(ref, table)
+        if table == "decisions":
+            a, b = a.drop(columns="scheduler_s"), b.drop(columns="scheduler_s")
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smdlab.errors import Infeasible, InvalidInput, check_choice
-from smdlab.model.job import Job
+from smdlab.model.job import Job, job_memo
 from smdlab.model.pipeline import with_worker_resources
 from smdlab.policies.base import (
     Allocation,
@@ -138,30 +138,46 @@ def gang_placement(
     the free GPUs of the cluster add up to its request, as in Tiresias' count-based scheme.
     ``pooled``: the column sums of ``free`` when the caller keeps them (a cheap first check).
     """
-    w, p = job.gang_allocation
-    wv, pv = task_vectors(job, resources)
-    need = w * wv + p * pv
+    w, p, wv, pv, need, slack, col = _gang_request(job, resources)
     if pooled is None:
         pooled = free.sum(axis=0)
-    if np.any(pooled + TOL * np.maximum(1.0, need) < need):
+    if (pooled + slack < need).any():
         return None
-    if job.gpu_only and p == 1 and not pv.any():
+    if col is not None:
         # The one-machine case of the rule below, in one pass: the machine with the most room
         # for this job's workers (lowest index on ties) takes the whole gang and the empty PS.
-        pos = np.flatnonzero(wv > 0)
-        if len(pos) == 1:  # one resource limits it: that column alone (the same numbers)
-            k = int(pos[0])
-            room = (free[:, k] + TOL) / wv[k]
+        k, per = col
+        if k >= 0:  # one resource limits it: that column alone (the same numbers)
+            room = (free[:, k] + TOL) / per
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(wv > 0, (free + TOL) / np.where(wv > 0, wv, 1.0), np.inf).min(
                     axis=1
                 )
-        m = int(np.argmax(room))
+        m = int(room.argmax())
         if room[m] >= w:
             return Placement(((m, w, 1),))
     tasks = consolidated_tasks(free, w, p, wv, pv)
     return None if tasks is None else Placement(tasks)
+
+
+def _gang_request(job: Job, resources: Sequence[str]) -> tuple:
+    """(w, p, worker vector, PS vector, need, need's tolerance, one-machine rule or None) of a
+    gang job's request, kept in the job's memo (placement asks for it at every decision)."""
+    w, p = job.gang_allocation
+    memo = job_memo(job)  # shared by copies that differ in scheduling fields: keyed by (w, p)
+    key = ("gang_request", tuple(resources), w, p)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    wv, pv = task_vectors(job, resources)
+    need = w * wv + p * pv
+    col = None
+    if job.gpu_only and p == 1 and not pv.any():
+        pos = np.flatnonzero(wv > 0)
+        col = (int(pos[0]), wv[int(pos[0])]) if len(pos) == 1 else (-1, None)
+    hit = memo[key] = (w, p, wv, pv, need, TOL * np.maximum(1.0, need), col)
+    return hit
 
 
 def max_allocation(

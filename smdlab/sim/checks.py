@@ -40,52 +40,56 @@ def as_allreduce(a: Allocation, job: Job) -> Allocation:
     return dataclasses.replace(a, ps=0, placement=Placement(tasks))
 
 
+def _is_int(x: object) -> bool:
+    """An integer count (a bool is not one)."""
+    return type(x) is int or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
 def check_allocation(sim: Engine, a, job: Job) -> None:
     """Raise unless ``a`` gives ``job`` integer counts within its caps on a well-formed placement."""
-    where = f"policy {sim.policy_name!r} at t={sim.t:g}: allocation of job {a.job!r}"
+
+    def where() -> str:  # built only for a message (checks run for every allocation)
+        return f"policy {sim.policy_name!r} at t={sim.t:g}: allocation of job {a.job!r}"
+
     for field, value, low, cap in (
         ("workers", a.workers, 1, job.max_workers),
         ("ps", a.ps, 0 if job.arch == "allreduce" else 1, job.max_ps),
     ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, np.integer))
-            or not low <= value <= cap
-        ):
+        if not _is_int(value) or not low <= value <= cap:
             raise InvalidDecision(
-                f"{where}: {field} must be an integer in [{low}, {cap}], got {value!r}"
+                f"{where()}: {field} must be an integer in [{low}, {cap}], got {value!r}"
             )
     acc = getattr(a, "accumulation", 1)
-    if isinstance(acc, bool) or not isinstance(acc, (int, np.integer)) or acc < 1:
+    if not _is_int(acc) or acc < 1:
         raise InvalidDecision(
-            f"{where}: accumulation (gradient-accumulation steps) must be an integer >= 1, "
+            f"{where()}: accumulation (gradient-accumulation steps) must be an integer >= 1, "
             f"got {acc!r}"
         )
     if not isinstance(a.placement, Placement):
         raise InvalidDecision(
-            f"{where}: placement must be a Placement, got {type(a.placement).__name__}"
+            f"{where()}: placement must be a Placement, got {type(a.placement).__name__}"
         )
     n_machines = sim.capacity.shape[0]
     for task in a.placement.tasks:
         if len(task) != 3:
             raise InvalidDecision(
-                f"{where}: placement tasks must be (machine, workers, ps), got {task!r}"
+                f"{where()}: placement tasks must be (machine, workers, ps), got {task!r}"
             )
         m, w, p = task
-        ok_int = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in task)
+        ok_int = _is_int(m) and _is_int(w) and _is_int(p)
         if not ok_int or not 0 <= m < n_machines or w < 0 or p < 0:
             raise InvalidDecision(
-                f"{where}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
+                f"{where()}: placement task {task!r} must have a machine index in [0, {n_machines - 1}] "
                 f"and workers, ps >= 0"
             )
     if job.gang and (a.workers, a.ps) != job.gang_allocation:
         raise InvalidDecision(
-            f"{where}: job {a.job!r} is a gang of {job.gang_allocation[0]} workers and "
+            f"{where()}: job {a.job!r} is a gang of {job.gang_allocation[0]} workers and "
             f"{job.gang_allocation[1]} PSs (all or nothing); the allocation gives {a.workers} and {a.ps}"
         )
     if (a.placement.workers, a.placement.ps) != (a.workers, a.ps):
         raise InvalidDecision(
-            f"{where}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
+            f"{where()}: placement holds {a.placement.workers} workers and {a.placement.ps} PSs, "
             f"the allocation says {a.workers} and {a.ps}"
         )
 

@@ -19,7 +19,6 @@ from smdlab.sim.engine import Engine
 from smdlab.sim.errors import CapacityExceeded, InvalidDecision
 from smdlab.sim.groups import SharingGroups
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import TOL
 
 __all__ = ["apply_decision"]
 
@@ -94,7 +93,7 @@ def _free_after(
             now = groups.held_use(label, set())[1]
             use = np.maximum(now, use) - now
         free -= use
-    over = free < -TOL * np.maximum(1.0, sim.capacity)
+    over = free < sim.overfull
     if over.any():
         m, k = (int(x) for x in np.argwhere(over)[0])
         raise CapacityExceeded(

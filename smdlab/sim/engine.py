@@ -28,7 +28,7 @@ from smdlab.sim.records import Recorder
 from smdlab.sim.running import Run
 from smdlab.sim.storage import StorageRun
 from smdlab.solve.instance import task_vectors
-from smdlab.solve.placement import capacity_matrix, rack_array
+from smdlab.solve.placement import TOL, capacity_matrix, rack_array
 
 __all__ = ["Engine", "check_jobs"]
 
@@ -63,6 +63,7 @@ class Engine:
 
     t: float
     heap: list[tuple[float, int, int]]
+    inline_close = True  # the every-event charge closes segments inline (False: by the Recorder)
     running: dict[str, Run]
     queued: dict[str, QueuedJob]
     _queued_tuple: tuple[QueuedJob, ...] | None
@@ -97,6 +98,7 @@ class Engine:
         self.capacity = capacity_matrix(cluster)
         self.free = self.capacity.copy()
         self.pooled_capacity = self.capacity.sum(axis=0)
+        self.overfull = -TOL * np.maximum(1.0, self.capacity)  # free below it: over capacity
         self.machine_names = [m.name for m in cluster.machines] or ["pool"]
         # GPU type per machine; None on an untyped cluster (every speed is the tables' speed).
         types = [m.gpu_type for m in cluster.machines]
@@ -275,24 +277,55 @@ class Engine:
         min(overhead, time since its segment began) of its segment, and a new segment begins at
         ``t``. A job's overhead is its own restart seconds, or its group's sum (Muri's simulator
         charges a packing the sum of its members' overheads)."""
+        log = self.log
+        # Without racks a segment's close is inlined (the same sums as Recorder.close_segment):
+        # every running job closes one at every event, the run's most frequent move.
+        inline = self.inline_close and log.rack_of is None
+        records = log.records
+        history = log.history if log.record_history else None
+        index = self.index
+        restart_s = self.restart_s
+        version = self.version
         for name, r in self.running.items():
-            dt = t - r.seg_start
+            seg = r.seg_start
+            dt = t - seg
             if dt <= 0:
                 continue
+            own = r.job.restart_s  # restart_of, inline
+            oh: float = restart_s if own is None else own
             if r.group is not None:
                 members = groups.get(r.group, {name})
-                oh = sum(self.restart_of(self.jobs[self.index[m]]) for m in sorted(members))
+                oh = sum(self.restart_of(self.jobs[index[m]]) for m in sorted(members))
+            resume = max(r.resume, seg + min(oh, dt))
+            if inline:
+                rem0 = r.rem0
+                done = min(rem0, r.speed * max(0.0, t - resume))
+                rec = records[index[name]]
+                rec.run_time += dt
+                rec.worker_time += r.workers * dt
+                rec.ps_time += r.ps * dt
+                rec.samples_done += done
+                if history is not None:
+                    paused = min(t, resume)
+                    if paused > seg:  # the restart pause: resources held, no progress
+                        history.append((name, seg, paused, r.workers, r.ps, 0.0, 0.0))
+                    if t > paused:
+                        history.append((name, paused, t, r.workers, r.ps, r.speed, done))
+                left = rem0 - done
             else:
-                oh = self.restart_of(r.job)
-            r.resume = max(r.resume, r.seg_start + min(oh, dt))
-            left = self.close(r, t, final=False)
+                r.resume = resume
+                left = self.close(r, t, final=False)
             r.att0 += r.gpus * dt
             r.seg_start = r.resume = t
             r.rem0 = left
             r.finish = t + left / r.speed if r.speed > 0 else math.inf
-            self.version += 1
-            r.version = self.version
-            heapq.heappush(self.heap, (r.finish, self.index[name], r.version))
+            version += 1
+            r.version = version
+        self.version = version
+        # Every running job's heap entry is renewed: rebuilt from the running jobs, the heap
+        # drops the stale entries at once (entries compare whole, so the pop order is unchanged).
+        self.heap = [(r.finish, index[name], r.version) for name, r in self.running.items()]
+        heapq.heapify(self.heap)
 
     def stale(self, entry: tuple[float, int, int]) -> bool:
         """Whether a heap entry belongs to a run that has ended or changed since."""

@@ -117,7 +117,11 @@ class Recorder:
         # a row whenever usage or the job counts change (a queue can grow while usage stays put)
         if self._used is None:
             self._used = np.zeros(len(used))
-        if not np.array_equal(used, self._used) or counts != self._counts or not self.util_rows:
+        if (
+            counts != self._counts
+            or not self.util_rows
+            or (used is not self._used and not np.array_equal(used, self._used))
+        ):
             self.util_rows.append((t, *used, *counts))
             self.type_row(t, free)
         self._used, self._counts = used, counts

@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 
+_new = object.__new__
+
 # Idle decision points (nothing runs, jobs wait, no arrival pending) a policy that asks for a
 # later decision point may spend before the run is declared stalled.
 IDLE_WAKE_LIMIT = 20
@@ -242,6 +244,7 @@ class _Simulator(Engine):
     """One run: the engine's state driven by the event loop (``steps``) and a policy."""
 
     progress = False
+    _busy: float | None = None  # GPUs in use, kept while the free array is unchanged
 
     def __init__(
         self,
@@ -294,19 +297,23 @@ class _Simulator(Engine):
         running = RunningView(self.running, t)
         free = self.free.copy()
         free.setflags(write=False)
-        return ClusterState(
-            t,
-            self.cluster,
-            queued,
-            running,
-            free,
-            self.mode,
-            self.execution,
-            self.delta,
-            self.restart_s,
-            self.sharing_degree,
-            None if self.storage_run is None else self.storage_run.view(self),
+        # Fields set directly (the run's execution is checked once, by resolve_execution): a
+        # frozen dataclass's __init__ costs more than the rest of this method, at every decision.
+        state = _new(ClusterState)
+        state.__dict__.update(
+            time=t,
+            cluster=self.cluster,
+            queued=queued,
+            running=running,
+            free=free,
+            mode=self.mode,
+            execution=self.execution,
+            slot_s=self.delta,
+            restart_s=self.restart_s,
+            sharing_degree=self.sharing_degree,
+            storage=None if self.storage_run is None else self.storage_run.view(self),
         )
+        return state
 
     def run(self) -> SimResult:
         """Run to the end, asking the policy at every decision point."""
@@ -344,6 +351,9 @@ class _Simulator(Engine):
 
             bar = tqdm(total=n_arr, desc=f"simulate {self.policy_name}", unit="job", leave=False)
         wall0 = time.perf_counter()
+        free_seen = None  # the free array ``used`` was computed from
+        used = self.pooled_capacity
+        self._busy = None
         while True:
             t_arr = arrivals[k] if k < n_arr else math.inf
             while self.heap and self.stale(self.heap[0]):
@@ -440,7 +450,10 @@ class _Simulator(Engine):
                 self.network.update(t)
             if self.storage_run is not None:
                 self.storage_run.update(self, t, given)
-            used = self.pooled_capacity - self.free.sum(axis=0)
+            if completed_now or self.free is not free_seen:  # else free is unchanged
+                used = self.pooled_capacity - self.free.sum(axis=0)
+                free_seen = self.free
+                self._busy = None
             log.util_row(t, used, (len(self.running), len(self.queued)), self.free)
         if bar is not None:
             bar.close()
@@ -451,5 +464,8 @@ class _Simulator(Engine):
         """Add the interval since the last event to the GPU-sharing integrals."""
         dt = t - self.t
         if dt > 0 and self.gpu_index is not None and self.running:
-            busy = self.pooled_capacity[self.gpu_index] - self.free[:, self.gpu_index].sum()
+            busy = self._busy
+            if busy is None:
+                gi = self.gpu_index
+                busy = self._busy = self.pooled_capacity[gi] - self.free[:, gi].sum()
             self.log.integrate_sharing(dt, self.groups.gpus_at_once(), busy)

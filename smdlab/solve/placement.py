@@ -213,6 +213,9 @@ def _local_tasks_flat(
     return None if takes is None else _tasks(takes[1], takes[0])
 
 
+_SPREAD_AT_ONCE = 4096  # from k = 3 the spread rule tries every k at once, up to this many entries
+
+
 def _spread_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
@@ -228,7 +231,14 @@ def _spread_tasks_flat(
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(pair > 0, (free + TOL) / np.where(pair > 0, pair, 1.0), np.inf).min(axis=1)
     order = np.lexsort((np.arange(n), -room))
-    for k in range(1, min(n, max(workers, ps)) + 1):
+    top = min(n, max(workers, ps))
+    k = 1
+    while k <= top:
+        if k == 3 and top > 3 and top * top * len(alpha) <= _SPREAD_AT_ONCE:
+            found = _first_spread(free[order[:top]], workers, ps, alpha, gamma, k)
+            if found is None:
+                return None
+            k = found
         chosen = order[:k]
         i = np.arange(k)
         ws = workers // k + (i < workers % k)
@@ -237,7 +247,23 @@ def _spread_tasks_flat(
         if np.all(free[chosen] + TOL >= need):
             keep = (ws > 0) | (ps_ > 0)
             return tuple(sorted(zip(chosen[keep].tolist(), ws[keep].tolist(), ps_[keep].tolist())))
+        k += 1
     return None
+
+
+def _first_spread(
+    ranked: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray, lo: int
+) -> int | None:
+    """The first k >= ``lo`` at which ``_spread_tasks_flat``'s even spread fits the first k rows of
+    ``ranked`` (every k at once, with the same element-wise sums and comparisons); None: none."""
+    top = ranked.shape[0]
+    kk = np.arange(lo, top + 1)[:, None]
+    i = np.arange(top)[None, :]
+    ws = workers // kk + (i < workers % kk)
+    ps_ = ps // kk + (i >= kk - ps % kk)
+    need = ws[:, :, None] * alpha + ps_[:, :, None] * gamma
+    fits = ((ranked + TOL >= need).all(axis=2) | (i >= kk)).all(axis=1)
+    return lo + int(fits.argmax()) if fits.any() else None
 
 
 def _consolidated_tasks_flat(

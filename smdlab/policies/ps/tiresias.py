@@ -85,6 +85,7 @@ class Tiresias(Policy):
     name = "tiresias"
     execution = "preemptive"
     executions = ("non_elastic", "preemptive")
+    keep_order = True  # skip re-ordering the queues when the last pass left them in order
 
     def __init__(
         self,
@@ -127,6 +128,7 @@ class Tiresias(Policy):
         self._last_time = -math.inf
         self._cluster: Cluster | None = None
         self._qg: dict[str, tuple[Job, float]] = {}  # name -> (job, GPUs at its request)
+        self._ran: set[str] = set()  # the jobs the last pass kept or started
 
     # ---- requests and service ---------------------------------------------------------------
     def request(self, job: Job, cluster: Cluster | None = None) -> tuple[int, int]:
@@ -188,8 +190,8 @@ class Tiresias(Policy):
         self._queues[to][name] = None
         self._qid[name] = to
 
-    def _admit_new(self, queued: Sequence[QueuedJob]) -> None:
-        new = [q for q in queued if q.job.name not in self._qid]
+    def _admit(self, new: list[QueuedJob]) -> None:
+        """Put jobs the queues do not hold yet into their queue (0, or by service), by arrival."""
         for q in sorted(new, key=lambda q: q.job.arrival):  # stable: ties keep the queue's order
             name = q.job.name
             k = 0 if q.attained_service <= 0 else self.queue_of(name, q.attained_service)
@@ -207,8 +209,25 @@ class Tiresias(Policy):
         self._last_time = t
         cluster = self._cluster = state.cluster
         resources = tuple(cluster.resources)
-        self._admit_new(state.queued)
-        qmap = {q.job.name: q for q in state.queued if q.remaining > 0}
+        # One pass over the waiting jobs: the new ones, those with work left, whether all of
+        # those are GPU-only.
+        qid = self._qid
+        new: list[QueuedJob] = []
+        qmap: dict[str, QueuedJob] = {}
+        gpu_only = True
+        with_work = 0
+        for q in state.queued:
+            job = q.job
+            if job.name not in qid:
+                new.append(q)
+            if q.remaining > 0:
+                qmap[job.name] = q
+                gpu_only = gpu_only and job.gpu_only
+                with_work += 1
+        if with_work != len(qmap):  # a name twice (a state built by hand): its last entry counts
+            gpu_only = all(q.job.gpu_only for q in qmap.values())
+        if new:
+            self._admit(new)
         if len(self._qid) > 2 * (len(state.queued) + len(state.running)) + 64:
             # forget finished jobs now and then (amortised: the fast path never reads the running)
             live = qmap.keys() | {r.job.name for r in state.running}
@@ -231,18 +250,18 @@ class Tiresias(Policy):
             self._queues[k] = {name: None, **self._queues[k]}
             self._pend[name] = [0.0, math.nan]
         live = qmap.keys() | rmap.keys()
-        for name in [n for n in self._qid if n not in live]:  # finished since the last pass
-            del self._queues[self._qid.pop(name)][name]
-            self._base.pop(name, None)
-            self._pend.pop(name, None)
+        if len(self._qid) != len(live):  # the queues hold every live job: others have finished
+            for name in [n for n in self._qid if n not in live]:
+                del self._queues[self._qid.pop(name)][name]
+                self._base.pop(name, None)
+                self._pend.pop(name, None)
         rg = {r.job.name: self._gpus(r.job, r.workers, r.ps) for r in running}
-        self._demote(t, running, rg)
+        moved = self._demote(t, running, rg)
         self._promote(t, qmap)
         n_m = state.free.shape[0]
         free = np.array(state.free, dtype=float)
         gi = resources.index("gpu") if "gpu" in resources else None
         # every live job (the queues hold exactly the waiting and running ones now) GPU-only
-        gpu_only = all(q.job.gpu_only for q in qmap.values())
         scalar = gi is not None and gpu_only and all(r.job.gpu_only for r in running)
 
         def held(name: str) -> np.ndarray:
@@ -255,6 +274,7 @@ class Tiresias(Policy):
             left = float(free[:, gi].sum()) + TOL
             if preemption:
                 left += sum(rg.values())
+            qg = self._qg
             for queue in self._queues:
                 for name in queue:
                     r: RunningJob | None = rmap.get(name)
@@ -263,7 +283,9 @@ class Tiresias(Policy):
                             continue
                         need = rg[name]
                     else:
-                        need = self._gang_gpus(qmap[name].job)
+                        job = qmap[name].job
+                        hit = qg.get(name)  # _gang_gpus, inline (once per waiting job per pass)
+                        need = hit[1] if hit is not None and hit[0] is job else self._gang_gpus(job)
                     if need <= left:
                         left -= need
                         if r is None:
@@ -308,16 +330,16 @@ class Tiresias(Policy):
             allocations.append(Allocation(name, w, p, pl))
             started.add(name)
         runs = (rmap.keys() - set(preempt)) | started
-        for k, queue in enumerate(self._queues):  # running jobs ahead of waiting ones, stably
-            order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
-            self._queues[k] = dict.fromkeys(order)
+        if not self.keep_order or moved or preempt or started or (self._ran & live) != rmap.keys():
+            _runners_first(self._queues, runs)
+        self._ran = runs
         for name in preempt:
             self._pend[name][1] = t
         for name in started:
             acc, since = self._pend[name]
             if not math.isnan(since):
                 self._pend[name] = [acc + t - since, math.nan]
-        wake = self._next_event(t, rmap, qmap, runs, rg)
+        wake = _next_event(self, t, rmap, qmap, runs, rg)
         return Decision(tuple(allocations), tuple(preempt), wake_at=wake)
 
     def _place(self, job: Job, cluster: Cluster, free: np.ndarray) -> Placement | None:
@@ -350,7 +372,8 @@ class Tiresias(Policy):
                 self._pend[a.job] = [acc + t - since, math.nan]
         return Decision(tuple(allocations))
 
-    def _demote(self, t: float, running: list[RunningJob], rg: dict[str, float]) -> None:
+    def _demote(self, t: float, running: list[RunningJob], rg: dict[str, float]) -> int:
+        """Move running jobs whose service reached their queue's limit down; return how many moves."""
         moves = []
         last = len(self.thresholds)
         gpu_time = self.service == "gpu_time"
@@ -371,6 +394,7 @@ class Tiresias(Policy):
             moves = [(k, pos[n], n) for _, k, n in moves]
         for *_, name in sorted(moves):  # a job's lower limit sorts before its higher one
             self._move(name, self._qid[name] + 1)
+        return len(moves)
 
     def _rate(self, r: RunningJob) -> float:
         """Service gained per second while running."""
@@ -396,45 +420,59 @@ class Tiresias(Policy):
                 self._base[name] = q.attained_service
                 self._pend[name] = [0.0, math.nan]
 
-    def _next_event(
-        self,
-        t: float,
-        rmap: dict[str, RunningJob],
-        qmap: dict[str, QueuedJob],
-        runs: set[str],
-        rg: dict[str, float],
-    ) -> float | None:
-        """Earliest demotion of a running job or promotion of a waiting one (None: none due)."""
-        best = math.inf
-        last = len(self.thresholds)
-        gpu_time = self.service == "gpu_time"
-        for name in runs:
-            k = self._qid[name]
-            if k >= last:
+
+def _runners_first(queues: list[dict[str, None]], runs: set[str]) -> None:
+    """Move the jobs of ``runs`` ahead of the waiting ones in every queue, stably.
+
+    With ``Tiresias.keep_order``, ``decide`` calls it only when a job started, stopped or moved
+    queue, or the running jobs are not those the last pass kept: otherwise the last call left
+    every queue so.
+    """
+    for k, queue in enumerate(queues):
+        order = [n for n in queue if n in runs] + [n for n in queue if n not in runs]
+        queues[k] = dict.fromkeys(order)
+
+
+def _next_event(
+    self: Tiresias,
+    t: float,
+    rmap: dict[str, RunningJob],
+    qmap: dict[str, QueuedJob],
+    runs: set[str],
+    rg: dict[str, float],
+) -> float | None:
+    """Earliest demotion of a running job or promotion of a waiting one (None: none due); a
+    module function so that the class stays short."""
+    best = math.inf
+    last = len(self.thresholds)
+    gpu_time = self.service == "gpu_time"
+    for name in runs:
+        k = self._qid[name]
+        if k >= last:
+            continue
+        r = rmap.get(name)
+        if r is not None:
+            g, attained = rg[name], r.attained_service
+        else:  # started now
+            q = qmap[name]
+            g, attained = (
+                self._gpus(q.job, *self.request(q.job, self._cluster)),
+                q.attained_service,
+            )
+        s = attained - self._base.get(name, 0.0)
+        if gpu_time and self.demotion == "muri":
+            best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
+        elif gpu_time:
+            best = min(best, t + (self.thresholds[k] - s) / g)
+        else:
+            best = min(best, t + self.thresholds[k] - s / g)
+    if self.starve_multiple is not None:
+        for name, q in qmap.items():
+            if name in runs or self._qid[name] == 0:
                 continue
-            r = rmap.get(name)
-            if r is not None:
-                g, attained = rg[name], r.attained_service
-            else:  # started now
-                q = qmap[name]
-                g, attained = (
-                    self._gpus(q.job, *self.request(q.job, self._cluster)),
-                    q.attained_service,
-                )
-            s = attained - self._base.get(name, 0.0)
-            if gpu_time and self.demotion == "muri":
-                best = min(best, t + math.ceil(self.thresholds[k] / g - 1e-9) - s / g)
-            elif gpu_time:
-                best = min(best, t + (self.thresholds[k] - s) / g)
-            else:
-                best = min(best, t + self.thresholds[k] - s / g)
-        if self.starve_multiple is not None:
-            for name, q in qmap.items():
-                if name in runs or self._qid[name] == 0:
-                    continue
-                acc, since = self._pend[name]
-                executed = self._executed(q)
-                if executed > 0:
-                    waited = acc + (0.0 if math.isnan(since) else t - since)
-                    best = min(best, t + self.starve_multiple * executed - waited)
-        return best if best < math.inf and best > t else None
+            acc, since = self._pend[name]
+            executed = self._executed(q)
+            if executed > 0:
+                waited = acc + (0.0 if math.isnan(since) else t - since)
+                best = min(best, t + self.starve_multiple * executed - waited)
+    return best if best < math.inf and best > t else None
