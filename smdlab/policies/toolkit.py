@@ -320,15 +320,23 @@ def assemble(
     return Decision(tuple(allocations), preempt, note=note)
 
 
-def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
+def apply_decision(
+    state: ClusterState,
+    decision: Decision,
+    *,
+    running: Mapping[str, RunningJob] | None = None,
+) -> np.ndarray:
     """Free capacity per machine after ``decision`` (raises Infeasible if any machine is exceeded).
 
     Order: preempted jobs release, resized running jobs release their old placement, then every
     allocation takes its placement. Allocations must name queued jobs, or running jobs in elastic mode.
+    running: the running jobs by name when the caller has them (at least every one ``decision``
+    names); default: those of ``state.running``.
     """
     cluster = state.cluster
     free = np.array(state.free, dtype=float, copy=True)
-    running = {r.job.name: r for r in state.running}
+    if running is None:
+        running = {r.job.name: r for r in state.running}
     queued = {q.job.name: q for q in state.queued}
     for name in decision.preempt:
         if name not in running:
@@ -449,7 +457,13 @@ def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
 # ---- work-conserving fill (elastic execution) -------------------------------------------------
 
 
-def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str = "") -> Decision:
+def work_conserving_fill(
+    state: ClusterState,
+    decision: Decision,
+    *,
+    note: str = "",
+    running: Sequence[RunningJob] | None = None,
+) -> Decision:
     """``decision`` plus GPUs that would otherwise stay idle, for elastic execution.
 
     After the decision, while some free GPU can be used by a job below its caps that speeds up
@@ -459,7 +473,10 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     whichever saves more), placed on a machine it already uses where it fits, else by first fit.
     A running job the decision leaves as it is pays ``restart_s`` (``state.restart_s``) when it
     grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
-    Outside elastic execution the decision is returned unchanged.
+    Outside elastic execution the decision is returned unchanged. running: the running jobs that
+    may grow, in ``state.running``'s order, when the caller knows them: at least every one below
+    its worker cap and every one ``decision`` names (the fill changes no other); default: all of
+    ``state.running``.
     """
     if state.execution != "elastic":
         return decision
@@ -470,7 +487,11 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     if "gpu" not in cluster.resources:
         return decision
     gpu = cluster.resources.index("gpu")
-    free = apply_decision(state, decision)
+    if running is None:
+        running = state.running
+        free = apply_decision(state, decision)
+    else:
+        free = apply_decision(state, decision, running={r.job.name: r for r in running})
     n_m = free.shape[0]
     given = {a.job: a for a in decision.allocations}
     preempted = set(decision.preempt)
@@ -478,7 +499,7 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     # Only jobs below their worker cap can take a step (workers only grow here): the others are
     # left out from the start (long traces hold hundreds of jobs at their caps).
     jobs: dict[str, list] = {}
-    for r in state.running:
+    for r in running:
         name = r.job.name
         if name in given:
             alloc = given[name]

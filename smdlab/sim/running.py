@@ -10,7 +10,7 @@ import numpy as np
 from smdlab.model.job import Job
 from smdlab.policies.base import LazySeq, Placement, RunningJob
 
-__all__ = ["Run", "RunningView", "remaining"]
+__all__ = ["Run", "RunningView", "remaining", "remaining_at", "running_job"]
 
 
 @dataclass
@@ -42,7 +42,28 @@ def remaining(r: Run, t: float) -> float:
     return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
 
+def remaining_at(rem0: np.ndarray, speed: np.ndarray, resume: np.ndarray, t: float) -> np.ndarray:
+    """``remaining`` of many runs at ``t`` from arrays of their ``rem0``, ``speed``, ``resume`` (the same floats)."""
+    return np.maximum(0.0, rem0 - speed * np.maximum(0.0, t - resume))
+
+
 _new = object.__new__
+
+
+def running_job(r: Run, t: float) -> RunningJob:
+    """The policy's view of ``r`` at ``t`` (what ``RunningView`` holds for it)."""
+    o = _new(RunningJob)  # fields set directly: a frozen dataclass's __init__ costs twice as much
+    o.__dict__.update(
+        job=r.job,
+        workers=r.workers,
+        ps=r.ps,
+        placement=r.placement,
+        start=r.start,
+        remaining=max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume)),  # remaining()
+        attained_service=r.att0 + r.gpus * (t - r.seg_start),
+        group=r.group,
+    )
+    return o
 
 
 class RunningView(LazySeq[RunningJob]):
@@ -75,3 +96,25 @@ class RunningView(LazySeq[RunningJob]):
 
     def __len__(self) -> int:
         return len(self._running) if self._items is None else len(self._items)
+
+    @property
+    def time(self) -> float:
+        """The decision's time (s): what ``remaining`` is computed at."""
+        return self._t
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """The engine's bookkeeping of the running jobs, in the view's order (read only).
+
+        For a policy that keeps per-job arrays between decisions instead of reading every
+        ``RunningJob`` at each one: a run's ``version`` is unique within a simulation and changes
+        whenever its allocation, placement, speed or remaining work does (the other fields are
+        fixed while it lasts), so the policy refreshes only the runs whose version is new to it;
+        ``remaining_at`` and ``running_job`` give what the view would hold for them.
+        """
+        return tuple(self._running.values())
+
+    @property
+    def source(self) -> object:
+        """The simulation the view belongs to: the same object at every decision of one run."""
+        return self._running

@@ -27,6 +27,7 @@ from smdlab.policies.toolkit import (
 )
 from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
+from smdlab.sim.running import remaining_at, running_job
 
 if TYPE_CHECKING:
     from smdlab.solve.api import Method, PooledSolve
@@ -88,6 +89,7 @@ class SMD(Policy):
         self.last_solution = None
         self._rows = InstanceRows()  # the active jobs' rows of (P), kept between decisions
         self._tasks = _TaskRows()
+        self._runs = _Runs()
 
     @property
     def last_solution(self) -> Solution | None:
@@ -106,6 +108,7 @@ class SMD(Policy):
         super().reset()
         self._rows = InstanceRows()
         self._tasks = _TaskRows()
+        self._runs = _Runs()
 
     def _solve(
         self,
@@ -173,10 +176,8 @@ class SMD(Policy):
 
     def decide(self, state: ClusterState) -> Decision:
         """Allocate (and place) by the reconstructed SMD model's solver."""
-        if (
-            state.execution == "elastic"
-        ):  # then no GPU a job could use stays idle (work-conserving fill)
-            return work_conserving_fill(state, self._decide_elastic(state))
+        if state.execution == "elastic":
+            return self._decide_elastic(state)
         free = np.asarray(state.free, dtype=float)
         queued = queued_jobs(state)
         # When no queued job's (1, 1) fits the free machines (one worker and one PS, on one machine
@@ -192,26 +193,42 @@ class SMD(Policy):
         return Decision(allocations, note=sol.note)
 
     def _decide_elastic(self, state: ClusterState) -> Decision:
-        tasks = self._tasks
-        active = [r for r in tasks.by_arrival(state.running) if r.remaining > 0]
-        entries: list[RunningJob | QueuedJob] = [*active, *queued_jobs(state)]
-        if not entries:
-            return Decision()
+        """The elastic decision, then the work-conserving fill (no GPU a job could use stays idle)."""
+        view = state.running
+        runs = self._runs if _is_view(view) else None
+        queued = queued_jobs(state)
+        if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
+            runs.sync(view, state.cluster.resources)
+            act, rem = runs.active(view.time)
+            jobs_act = runs.jobs_of(act)
+            held_wp = runs.counts[act, :2]
+            machine, use, owner, held = runs.rows(act, np.shape(state.free))
+        else:
+            active = [r for r in self._tasks.by_arrival(view) if r.remaining > 0]
+            jobs_act = list(map(_job, active))
+            rem = np.array(list(map(_remaining, active)), dtype=float)
+            held_wp = np.array([(r.workers, r.ps) for r in active], dtype=int).reshape(-1, 2)
+            machine, use, owner, held = self._tasks.rows(
+                active, state.cluster.resources, np.shape(state.free)
+            )
+        if not jobs_act and not queued:
+            return work_conserving_fill(state, Decision())
+        n_act = len(jobs_act)
+        rem_act: list[float] = rem.tolist()
         # What each active job holds, task by task: (machine, resources) rows, summed with add.at
         # (one pass over the tasks, not a machines x resources array per job).
-        state_free = np.asarray(state.free, dtype=float)
-        machine, use, owner, held = tasks.rows(active, state.cluster.resources, state_free.shape)
-        free_all = state_free + held
+        free_all = np.asarray(state.free, dtype=float) + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
         sol = self._solve(
-            list(map(_job, entries)), state, free_all, False, list(map(_remaining, entries))
+            [*jobs_act, *map(_job, queued)],
+            state,
+            free_all,
+            False,
+            [*rem_act, *map(_remaining, queued)],
         )
-        sw, sp = sol.workers, sol.ps
-        n_act = len(active)
+        sw, sp = np.asarray(sol.workers), np.asarray(sol.ps)
         # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
-        same = (np.fromiter(map(_workers, active), int, n_act) == np.asarray(sw[:n_act])) & (
-            np.fromiter(map(_ps, active), int, n_act) == np.asarray(sp[:n_act])
-        )
+        same = (held_wp[:, 0] == sw[:n_act]) & (held_wp[:, 1] == sp[:n_act])
         if same.all():
             kept = held  # the same sum, in the same order
         else:
@@ -219,26 +236,41 @@ class SMD(Policy):
             sel = same[owner]
             np.add.at(kept, machine[sel], use[sel])
         free = free_all - kept
-        again = np.asarray(sw) > 0  # jobs to place: started, and not a running job kept as it is
+        again = sw > 0  # jobs to place: started, and not a running job kept as it is
         again[:n_act] &= ~same
-        todo = [
-            (with_remaining(entries[i]), (sw[i], sp[i])) for i in np.flatnonzero(again).tolist()
+        todo = np.flatnonzero(again).tolist()
+        jobs_todo = [
+            _at(jobs_act[i], rem_act[i]) if i < n_act else with_remaining(queued[i - n_act])
+            for i in todo
         ]
         placed = (
-            self._placements([j for j, _ in todo], [a for _, a in todo], state, free)
+            self._placements(jobs_todo, [(sw[i], sp[i]) for i in todo], state, free)
             if todo
             else []
         )
         allocations = tuple(
-            Allocation(j.name, *x) for (j, _), x in zip(todo, placed) if x is not None
+            Allocation(j.name, *x) for j, x in zip(jobs_todo, placed) if x is not None
         )
         started = {a.job for a in allocations}
-        preempt = tuple(
-            r.job.name
-            for r in (active[i] for i in np.flatnonzero(~same).tolist())
-            if r.job.name not in started
-        )
-        return Decision(allocations, preempt, note=sol.note)
+        moved = np.flatnonzero(~same).tolist()
+        preempt = tuple(jobs_act[i].name for i in moved if jobs_act[i].name not in started)
+        decision = Decision(allocations, preempt, note=sol.note)
+        if runs is None:
+            return work_conserving_fill(state, decision)
+        # the fill grows only jobs below their worker caps or named by the decision: read those
+        return work_conserving_fill(state, decision, running=runs.growable(act[moved], view.time))
+
+
+def _at(job: Job, remaining: float) -> Job:
+    """``job`` with ``samples`` set to ``remaining`` (``toolkit.with_remaining``)."""
+    return job if remaining == job.samples else job.replace(samples=remaining)
+
+
+def _is_view(running) -> bool:
+    """Whether ``running`` is the simulator's view of its runs (``smdlab.sim.running.RunningView``)."""
+    from smdlab.sim.running import RunningView
+
+    return isinstance(running, RunningView)
 
 
 class _TaskRows:
@@ -305,6 +337,143 @@ class _TaskRows:
         return machine, use, np.repeat(np.arange(len(runs)), counts), held
 
 
+class _Runs:
+    """The simulator's running jobs as arrays kept between decisions, refreshed where they changed.
+
+    Each run (``smdlab.sim.running.Run``) is read once per version: its job, (workers, PSs, worker
+    cap), what ``remaining_at`` needs, and its placed task rows (reused while the job keeps its
+    placement object) go to a slot; the slots are kept in arrival order (ties by name, updated by
+    bisection) and in the simulator's order. A decision then costs a pass over the versions, a
+    gather of arrays and the rows of the jobs that changed.
+    """
+
+    def __init__(self) -> None:
+        self._clear(None, ())
+
+    def _clear(self, source: object, res: tuple[str, ...]) -> None:
+        self._source = source  # the simulation the slots belong to
+        self._res = res
+        self._vers: list[int] = []  # the runs' versions in the simulator's order, at the last sync
+        self._slot: dict[int, int] = {}  # version -> slot
+        self._unused: list[int] = []
+        self._run: list[Any] = []  # per slot: the run (alive while its version is current)
+        self._job: list[Any] = []
+        self._tasks: list[Any] = []  # per slot: (machine, use) of its placed task groups
+        self._keys: list[tuple[float, str, int]] = []  # (arrival, name, slot), sorted
+        self._num = np.zeros((0, 3))  # per slot: rem0, speed, resume
+        self.counts = np.zeros((0, 3), dtype=int)  # per slot: workers, PSs, worker cap
+        self._order = np.zeros(0, dtype=int)  # the slots in arrival order
+        self._where = np.zeros(0, dtype=int)  # the slots in the simulator's order
+        self._last: tuple[bytes, tuple] | None = None  # the last ``rows`` call's slots and result
+
+    def sync(self, view, resources) -> None:
+        """Read the runs of ``view`` whose versions are new; forget the others' old versions."""
+        res = tuple(resources)
+        if view.source is not self._source or res != self._res:
+            self._clear(view.source, res)
+        runs = view.runs
+        vers = list(map(_version, runs))
+        if vers == self._vers:
+            return
+        slot, keys = self._slot, self._keys
+        now = set(vers)
+        gone = slot.keys() - now
+        new = now.difference(slot)
+        reuse: dict[tuple[int, int], Any] = {}  # rows of a job whose run changed but not its placement
+        for v in gone:
+            s = slot.pop(v)
+            r = self._run[s]
+            del keys[bisect_left(keys, (r.job.arrival, r.job.name, s))]
+            reuse[(id(r.job), id(r.placement))] = self._tasks[s]
+            self._run[s] = self._job[s] = self._tasks[s] = None
+            self._unused.append(s)
+        if new:
+            self._grow(len(new))
+            by_version = dict(zip(vers, runs))
+            K = len(res)
+            for v in sorted(new):
+                r = by_version[v]
+                s = self._unused.pop()
+                slot[v] = s
+                job = r.job
+                self._run[s], self._job[s] = r, job
+                self._num[s] = (r.rem0, r.speed, r.resume)
+                self.counts[s] = (r.workers, r.ps, job.max_workers)
+                rows = reuse.get((id(job), id(r.placement)))
+                if rows is None:
+                    row = demand_row(job, res)
+                    t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
+                    rows = (t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:])
+                self._tasks[s] = rows
+                insort(keys, (job.arrival, job.name, s))
+        self._vers = vers
+        self._where = np.fromiter(map(slot.__getitem__, vers), dtype=int, count=len(vers))
+        if gone or new:
+            self._order = np.fromiter(map(_third, keys), dtype=int, count=len(keys))
+
+    def _grow(self, extra: int) -> None:
+        """At least ``extra`` unused slots (doubling)."""
+        n = len(self._run)
+        if extra <= len(self._unused):
+            return
+        grow = max(extra, n, 16)
+        self._run.extend([None] * grow)
+        self._job.extend([None] * grow)
+        self._tasks.extend([None] * grow)
+        self._num = np.vstack([self._num, np.zeros((grow, 3))])
+        self.counts = np.vstack([self.counts, np.zeros((grow, 3), dtype=int)])
+        self._unused.extend(range(n + grow - 1, n - 1, -1))
+
+    def active(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The slots of the running jobs with work left at ``t``, in arrival order, and that work."""
+        order = self._order
+        num = self._num[order]
+        rem = remaining_at(num[:, 0], num[:, 1], num[:, 2], t)
+        left = rem > 0
+        if left.all():
+            return order, rem
+        return order[left], rem[left]
+
+    def jobs_of(self, slots: np.ndarray) -> list[Job]:
+        """The jobs of ``slots``."""
+        return list(map(self._job.__getitem__, slots.tolist()))
+
+    def rows(
+        self, slots: np.ndarray, shape: tuple[int, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(machine, use, owner) per placed task group of ``slots`` and their sum per machine (``_TaskRows.rows``)."""
+        key = slots.tobytes()
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        K = len(self._res)
+        held = np.zeros(shape)
+        hits = list(map(self._tasks.__getitem__, slots.tolist()))
+        machines = list(map(_first, hits))
+        counts = list(map(len, machines))
+        if not sum(counts):
+            out = (np.zeros(0, dtype=int), np.zeros((0, K)), np.zeros(0, dtype=int), held)
+        else:
+            machine = np.concatenate(machines)
+            use = np.concatenate(list(map(_second, hits)))
+            np.add.at(held, machine, use)
+            out = (machine, use, np.repeat(np.arange(len(hits)), counts), held)
+        for a in out:
+            a.setflags(write=False)  # reused by the next call with the same slots
+        self._last = (key, out)
+        return out
+
+    def growable(self, named: np.ndarray, t: float) -> list[RunningJob]:
+        """The running jobs below their worker caps or in ``named`` (slots), in the simulator's order, at ``t``."""
+        where = self._where
+        counts = self.counts[where]
+        pick = counts[:, 0] < counts[:, 2]
+        if len(named):
+            pick[np.isin(where, named)] = True
+        run = self._run
+        return [running_job(run[s], t) for s in where[pick].tolist()]
+
+
 _job = attrgetter("job")
 _placement = attrgetter("placement")
 _first = itemgetter(0)
@@ -313,3 +482,4 @@ _third = itemgetter(2)
 _workers = attrgetter("workers")
 _ps = attrgetter("ps")
 _remaining = attrgetter("remaining")
+_version = attrgetter("version")
