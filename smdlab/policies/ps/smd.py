@@ -198,11 +198,11 @@ class SMD(Policy):
         runs = self._runs if _is_view(view) else None
         queued = queued_jobs(state)
         if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
-            runs.sync(view, state.cluster.resources)
+            runs.sync(view, state.cluster.resources, np.shape(state.free))
             act, rem = runs.active(view.time)
             jobs_act = runs.jobs_of(act)
             held_wp = runs.counts[act, :2]
-            machine, use, owner, held = runs.rows(act, np.shape(state.free))
+            held = runs.held(act, np.shape(state.free))
         else:
             active = [r for r in self._tasks.by_arrival(view) if r.remaining > 0]
             jobs_act = list(map(_job, active))
@@ -231,6 +231,8 @@ class SMD(Policy):
         same = (held_wp[:, 0] == sw[:n_act]) & (held_wp[:, 1] == sp[:n_act])
         if same.all():
             kept = held  # the same sum, in the same order
+        elif runs is not None:
+            kept = runs.kept(act, same, held)
         else:
             kept = np.zeros_like(held)
             sel = same[owner]
@@ -363,14 +365,26 @@ class _Runs:
         self._num = np.zeros((0, 3))  # per slot: rem0, speed, resume
         self.counts = np.zeros((0, 3), dtype=int)  # per slot: workers, PSs, worker cap
         self._order = np.zeros(0, dtype=int)  # the slots in arrival order
+        # What all slots hold per machine, kept by adding and subtracting the rows that change.
+        # It is exact while every amount is a multiple of 2**-10 below 2**30 and every total
+        # below 2**40 (each partial sum is then a float), so it equals any other order's sum;
+        # after one amount or total outside that it is never used again (``rows`` instead).
+        self._held: np.ndarray | None = None
+        self._exact = True
         self._where = np.zeros(0, dtype=int)  # the slots in the simulator's order
         self._last: tuple[bytes, tuple] | None = None  # the last ``rows`` call's slots and result
 
-    def sync(self, view, resources) -> None:
-        """Read the runs of ``view`` whose versions are new; forget the others' old versions."""
+    def sync(self, view, resources, shape: tuple[int, ...]) -> None:
+        """Read the runs of ``view`` whose versions are new; forget the others' old versions.
+
+        shape: the free capacity's (machines, resources).
+        """
         res = tuple(resources)
         if view.source is not self._source or res != self._res:
             self._clear(view.source, res)
+        if self._held is None or self._held.shape != shape:
+            self._clear(view.source, res)
+            self._held = np.zeros(shape)
         runs = view.runs
         vers = list(map(_version, runs))
         if vers == self._vers:
@@ -380,11 +394,14 @@ class _Runs:
         gone = slot.keys() - now
         new = now.difference(slot)
         reuse: dict[tuple[int, int], Any] = {}  # rows of a job whose run changed but not its placement
+        held = self._held
         for v in gone:
             s = slot.pop(v)
             r = self._run[s]
             del keys[bisect_left(keys, (r.job.arrival, r.job.name, s))]
-            reuse[(id(r.job), id(r.placement))] = self._tasks[s]
+            rows = self._tasks[s]
+            reuse[(id(r.job), id(r.placement))] = rows
+            np.subtract.at(held, rows[0], rows[1])
             self._run[s] = self._job[s] = self._tasks[s] = None
             self._unused.append(s)
         if new:
@@ -403,9 +420,13 @@ class _Runs:
                 if rows is None:
                     row = demand_row(job, res)
                     t = np.array(r.placement.tasks, dtype=int).reshape(-1, 3)
-                    rows = (t[:, 0], t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:])
+                    use = t[:, 1:2] * row[:K] + t[:, 2:3] * row[K:]
+                    rows = (t[:, 0], use, _dyadic(use))
                 self._tasks[s] = rows
+                np.add.at(held, rows[0], rows[1])
+                self._exact &= rows[2]
                 insort(keys, (job.arrival, job.name, s))
+        self._exact &= bool(held.max(initial=0) < 2.0**40)
         self._vers = vers
         self._where = np.fromiter(map(slot.__getitem__, vers), dtype=int, count=len(vers))
         if gone or new:
@@ -437,6 +458,29 @@ class _Runs:
     def jobs_of(self, slots: np.ndarray) -> list[Job]:
         """The jobs of ``slots``."""
         return list(map(self._job.__getitem__, slots.tolist()))
+
+    def held(self, slots: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """What the jobs of ``slots`` (a subset of the slots in arrival order) hold per machine."""
+        if not self._exact:
+            return self.rows(slots, shape)[3]
+        held = np.array(self._held)
+        if len(slots) < len(self._order):  # running jobs without work left (they end now)
+            for s in np.setdiff1d(self._order, slots).tolist():
+                np.subtract.at(held, *self._tasks[s][:2])
+        return held
+
+    def kept(self, slots: np.ndarray, same: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """What the jobs of ``slots`` marked ``same`` hold per machine, ``held`` being what all of them hold."""
+        if not self._exact:
+            machine, use, owner, _ = self.rows(slots, held.shape)
+            kept = np.zeros_like(held)
+            sel = same[owner]
+            np.add.at(kept, machine[sel], use[sel])
+            return kept
+        kept = np.array(held)
+        for s in slots[~same].tolist():
+            np.subtract.at(kept, *self._tasks[s][:2])
+        return kept
 
     def rows(
         self, slots: np.ndarray, shape: tuple[int, ...]
@@ -472,6 +516,12 @@ class _Runs:
             pick[np.isin(where, named)] = True
         run = self._run
         return [running_job(run[s], t) for s in where[pick].tolist()]
+
+
+def _dyadic(use: np.ndarray) -> bool:
+    """Whether every amount is a multiple of 2**-10 below 2**30 (then a sum of such below 2**43 is an exact float)."""
+    scaled = use * 1024.0
+    return bool(np.all(scaled == np.round(scaled)) and np.all(np.abs(use) < 2.0**30))
 
 
 _job = attrgetter("job")
