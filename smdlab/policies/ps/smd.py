@@ -208,6 +208,7 @@ class SMD(Policy):
             jobs_act = list(map(_job, active))
             rem = np.array(list(map(_remaining, active)), dtype=float)
             held_wp = np.array([(r.workers, r.ps) for r in active], dtype=int).reshape(-1, 2)
+            # what each active job holds, task by task: (machine, resources) rows summed with add.at
             machine, use, owner, held = self._tasks.rows(
                 active, state.cluster.resources, np.shape(state.free)
             )
@@ -215,8 +216,6 @@ class SMD(Policy):
             return work_conserving_fill(state, Decision())
         n_act = len(jobs_act)
         rem_act: list[float] = rem.tolist()
-        # What each active job holds, task by task: (machine, resources) rows, summed with add.at
-        # (one pass over the tasks, not a machines x resources array per job).
         free_all = np.asarray(state.free, dtype=float) + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
         sol = self._solve(
@@ -226,7 +225,8 @@ class SMD(Policy):
             False,
             [*rem_act, *map(_remaining, queued)],
         )
-        sw, sp = np.asarray(sol.workers), np.asarray(sol.ps)
+        sw0, sp0 = sol.workers, sol.ps
+        sw, sp = np.asarray(sw0), np.asarray(sp0)
         # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
         same = (held_wp[:, 0] == sw[:n_act]) & (held_wp[:, 1] == sp[:n_act])
         if same.all():
@@ -246,7 +246,7 @@ class SMD(Policy):
             for i in todo
         ]
         placed = (
-            self._placements(jobs_todo, [(sw[i], sp[i]) for i in todo], state, free)
+            self._placements(jobs_todo, [(sw0[i], sp0[i]) for i in todo], state, free)
             if todo
             else []
         )
