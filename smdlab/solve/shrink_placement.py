@@ -159,12 +159,47 @@ def _first_live(free: np.ndarray, dead_below: np.ndarray, lo: int) -> int:
     """The first machine from ``lo`` on that may still host a task (H if none)."""
     H, size = free.shape[0], 256
     while lo < H:
-        live = ~np.any(free[lo : lo + size] < dead_below, axis=1)
-        if live.any():
-            return lo + int(live.argmax())
+        dead = _below_any(free[lo : lo + size], dead_below)
+        i = int(dead.argmin())
+        if not dead[i]:
+            return lo + i
         lo += size
         size *= 4
     return H
+
+
+def _below_any(rows: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Per row, whether some column is below ``bound`` (``np.any(rows < bound, axis=1)``, a column at a time)."""
+    if not rows.shape[1]:
+        return np.zeros(rows.shape[0], dtype=bool)
+    out = rows[:, 0] < bound[0]
+    for k in range(1, rows.shape[1]):
+        out |= rows[:, k] < bound[k]
+    return out
+
+
+def _fits_some(demand: np.ndarray, kinds_tol: np.ndarray) -> np.ndarray:
+    """Per row of ``demand``, whether it is <= some row of ``kinds_tol`` in every column."""
+    if len(demand) > 4:
+        return np.all(demand[:, None, :] <= kinds_tol[None], axis=2).any(axis=1)
+    # a few rows: one pass over the machines each (a row fits where no column is below it)
+    return np.array([not _below_any(kinds_tol, d).all() for d in demand], dtype=bool)
+
+
+_TOTALS: dict[int, tuple[Cluster, np.ndarray]] = {}  # id -> (cluster, its machines' total)
+
+
+def _machine_total(cluster: Cluster, full: np.ndarray) -> np.ndarray:
+    """``full.sum(axis=0)`` of ``cluster.machine_matrix``, kept per cluster (a few at a time)."""
+    hit = _TOTALS.get(id(cluster))
+    if hit is not None and hit[0] is cluster:
+        return hit[1]
+    if len(_TOTALS) >= 8:
+        _TOTALS.clear()
+    total = full.sum(axis=0)
+    total.setflags(write=False)
+    _TOTALS[id(cluster)] = (cluster, total)
+    return total
 
 
 def _first_fit_from(
@@ -179,6 +214,10 @@ def _first_fit_from(
     parts = []
     while hi < H and got < need:
         c = fit_counts(free[hi : hi + size], d)
+        if need == 1 and not parts:  # one task: the first machine it fits on (the same as below)
+            first = int((c > 0).argmax())
+            if c[first] > 0:
+                return np.array([hi + first]), np.ones(1, dtype=np.int64)
         parts.append((hi, c))
         got += int(min(c.sum(), need))
         hi += c.size
@@ -318,7 +357,7 @@ def place_checked(
     w_all, p_all = pairs[:, 0].astype(int), pairs[:, 1].astype(int)
     full = cluster.machine_matrix
     free0 = full.astype(float) if free is None else np.array(free, dtype=float)
-    total = full.sum(axis=0)
+    total = _machine_total(cluster, full)
     scale = np.where(total > 0, total, 1.0)
     wd_all, pd_all = demand_matrices(jobs, cluster) if demands is None else demands
     # Only jobs with tasks take part (a long queue of which few start costs little more than its length).
@@ -337,8 +376,9 @@ def place_checked(
     # (checked against the distinct machine rows: clusters hold few kinds of machine; a few tasks
     # are checked against every row directly, cheaper than finding the distinct ones)
     kinds = np.unique(free0, axis=0) if free0.size and L * H > _DIRECT_FIT_CHECK else free0
-    fits_w = np.all(wd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
-    fits_p = np.all(pd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
+    kinds_tol = kinds + TOL
+    fits_w = _fits_some(wd, kinds_tol)
+    fits_p = _fits_some(pd, kinds_tol)
     never = np.flatnonzero(~(fits_w & fits_p))
     shrunk[never] += w[never] + p[never]
     w[never] = p[never] = 0

@@ -151,10 +151,11 @@ class SMD(Policy):
             return [(w, p, Placement(((0, w, p),))) if w > 0 else None for w, p in alloc]
         if sol is not None and sol.placement is not None:
             pr = sol.placement
-        else:
-            from smdlab.solve import place
+        else:  # the solver's allocation of distinct jobs on a free capacity >= 0: checked already
+            from smdlab.solve.shrink_placement import place_checked
 
-            pr = place(jobs, alloc, cluster, free, state.mode)
+            pairs = np.array(alloc, dtype=int).reshape(-1, 2)
+            pr = place_checked(tuple(jobs), pairs, cluster, free, state.mode)
         return [(w, p, pl) if w > 0 else None for w, p, pl in zip(pr.workers, pr.ps, pr.placements)]
 
     @staticmethod
