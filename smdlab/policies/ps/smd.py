@@ -372,7 +372,8 @@ class _Runs:
         # after one amount or total outside that it is never used again (``rows`` instead).
         self._held: np.ndarray | None = None
         self._exact = True
-        self._where = np.zeros(0, dtype=int)  # the slots in the simulator's order
+        self._below: set[int] = set()  # the slots below their worker caps
+        self._version: list[int] = []  # per slot: its run's version
         self._last: tuple[bytes, tuple] | None = None  # the last ``rows`` call's slots and result
 
     def sync(self, view, resources, shape: tuple[int, ...]) -> None:
@@ -404,6 +405,7 @@ class _Runs:
             reuse[(id(r.job), id(r.placement))] = rows
             np.subtract.at(held, rows[0], rows[1])
             self._run[s] = self._job[s] = self._tasks[s] = None
+            self._below.discard(s)
             self._unused.append(s)
         if new:
             self._grow(len(new))
@@ -417,6 +419,9 @@ class _Runs:
                 self._run[s], self._job[s] = r, job
                 self._num[s] = (r.rem0, r.speed, r.resume)
                 self.counts[s] = (r.workers, r.ps, job.max_workers)
+                self._version[s] = v
+                if r.workers < job.max_workers:
+                    self._below.add(s)
                 rows = reuse.get((id(job), id(r.placement)))
                 if rows is None:
                     row = demand_row(job, res)
@@ -429,9 +434,9 @@ class _Runs:
                 insort(keys, (job.arrival, job.name, s))
         self._exact &= bool(held.max(initial=0) < 2.0**40)
         self._vers = vers
-        self._where = np.fromiter(map(slot.__getitem__, vers), dtype=int, count=len(vers))
         if gone or new:
             self._order = np.fromiter(map(_third, keys), dtype=int, count=len(keys))
+            self._last = None  # a slot may hold another run now
 
     def _grow(self, extra: int) -> None:
         """At least ``extra`` unused slots (doubling)."""
@@ -442,6 +447,7 @@ class _Runs:
         self._run.extend([None] * grow)
         self._job.extend([None] * grow)
         self._tasks.extend([None] * grow)
+        self._version.extend([0] * grow)
         self._num = np.vstack([self._num, np.zeros((grow, 3))])
         self.counts = np.vstack([self.counts, np.zeros((grow, 3), dtype=int)])
         self._unused.extend(range(n + grow - 1, n - 1, -1))
@@ -510,13 +516,17 @@ class _Runs:
 
     def growable(self, named: np.ndarray, t: float) -> list[RunningJob]:
         """The running jobs below their worker caps or in ``named`` (slots), in the simulator's order, at ``t``."""
-        where = self._where
-        counts = self.counts[where]
-        pick = counts[:, 0] < counts[:, 2]
-        if len(named):
-            pick[np.isin(where, named)] = True
+        pick = self._below.union(named.tolist())
+        if not pick:
+            return []
+        vers, version = self._vers, self._version
+        if len(pick) <= 8:  # a few: their positions by search
+            at = {s: vers.index(version[s]) for s in pick}
+        else:
+            where = dict(zip(vers, range(len(vers))))
+            at = {s: where[version[s]] for s in pick}
         run = self._run
-        return [running_job(run[s], t) for s in where[pick].tolist()]
+        return [running_job(run[s], t) for s in sorted(pick, key=at.__getitem__)]
 
 
 def _dyadic(use: np.ndarray) -> bool:

@@ -1,0 +1,147 @@
+"""SMD's running jobs kept as arrays between decisions: the same decisions as from the RunningJob view."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+import pytest
+from _policy_cases import cluster, job
+
+from smdlab import Cluster, InvalidInput, Machine
+from smdlab.policies.ps.smd import SMD
+from smdlab.sim import simulate
+from smdlab.solve.instance import InstanceRows, build_instance
+from smdlab.solve.placement import fit_counts
+from smdlab.solve.shrink_placement import _first_fit_from, _first_live, _fits_some
+
+
+def _jobs(n: int, seed: int, cpu=(1.5, 2.0, 4.0), gap: float = 30.0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        caps = int(rng.integers(1, 5))
+        out.append(
+            job(
+                f"j{i}",
+                arrival=gap * i,
+                samples=float(rng.uniform(1e4, 1e6)),
+                max_workers=caps,
+                max_ps=int(rng.integers(1, caps + 1)),
+                worker={"gpu": 1, "cpu": float(rng.choice(cpu)), "bw_gbps": 5},
+                weight=float(rng.choice([1.0, 2.5])),
+            )
+        )
+    return out
+
+
+class _Views(SMD):
+    """SMD reading the running jobs as RunningJob objects (the path for states not from the simulator)."""
+
+    def decide(self, state):
+        return super().decide(dataclasses.replace(state, running=tuple(state.running)))
+
+
+def _digest(policy: SMD, jobs, cl) -> tuple[str, float, int]:
+    digest = hashlib.sha256()
+
+    class Recorder(type(policy)):  # type: ignore[misc, valid-type]
+        def decide(self, state):
+            d = super().decide(state)
+            digest.update(repr(d).encode())
+            return d
+
+    res = simulate(jobs, cl, Recorder(), restart_s=0, record_history=False, lower_bound=False)
+    return digest.hexdigest(), res.summary["mean_jct"], res.summary["preemptions"]
+
+
+@pytest.mark.parametrize(
+    ("cpu", "machines", "restart_s"),
+    [
+        ((1.5, 2.0, 4.0), 2, 0.0),  # amounts whose sums are exact: the kept sum per machine
+        ((1.3, 2.1, 0.7), 2, 0.0),  # amounts whose sums round: summed per decision as before
+        ((1.5, 2.0, 4.0), 3, 60.0),  # restarts: running jobs change speed between decisions
+    ],
+)
+def test_kept_runs_decide_as_the_running_job_view(cpu, machines, restart_s):
+    # jobs that queue on a few GPUs: running jobs grow, shrink, move and are preempted
+    jobs = _jobs(24, 5, cpu)
+    cl = cluster(machines)
+    kept = _digest(SMD(), jobs, cl)
+    views = _digest(_Views(), jobs, cl)
+    assert kept == views
+    # and the same policy object in a second run starts over
+    policy = SMD()
+    _digest(policy, jobs[:6], cl)
+    assert _digest(policy, jobs, cl) == kept
+
+
+def test_kept_runs_on_a_pooled_cluster():
+    pooled = Cluster.pooled(("gpu", "cpu", "bw_gbps"), gpu=6, cpu=48, bw_gbps=200)
+    jobs = _jobs(12, 2)
+    assert _digest(SMD(), jobs, pooled) == _digest(_Views(), jobs, pooled)
+
+
+def test_first_fit_helpers_match_a_scan_of_every_machine():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        H, K = int(rng.integers(1, 300)), int(rng.integers(1, 5))
+        free = rng.choice([0.0, 0.5, 1.0, 2.0, 3.5, 8.0], size=(H, K))
+        d = rng.choice([0.0, 0.5, 1.0, 2.0], size=K)
+        need = int(rng.integers(1, 4))
+        counts = fit_counts(free, d)
+        take = np.clip(need - (np.cumsum(counts) - counts), 0, counts)
+        lo = int(rng.integers(0, H))
+        # machines before lo hold none in the placement's use; here: the scan from lo
+        sub = counts[lo:]
+        want_take = np.clip(need - (np.cumsum(sub) - sub), 0, sub)
+        used, got = _first_fit_from(free, d, need, lo)
+        assert np.array_equal(used, lo + np.flatnonzero(want_take))
+        assert np.array_equal(got, want_take[want_take > 0])
+        assert take.sum() == min(need, counts.sum())
+        dead_below = np.where(d > 0, 0.5 * d, -np.inf)
+        live = ~np.any(free[lo:] < dead_below, axis=1)
+        assert _first_live(free, dead_below, lo) == (lo + int(live.argmax()) if live.any() else H)
+        for rows in (1, 3, 7):
+            demand = rng.choice([0.0, 1.0, 2.0, 9.0], size=(rows, K))
+            want = np.all(demand[:, None, :] <= free[None] + 1e-9, axis=2).any(axis=1)
+            assert np.array_equal(_fits_some(demand, free + 1e-9), want)
+
+
+def test_instance_rows_with_two_kept_jobs_of_one_name():
+    a, b = _jobs(2, 0)
+    a2 = a.replace(samples=a.samples * 2)  # another job object with a's name
+    cl = cluster(2)
+    cap = np.array([8.0, 64.0, 200.0])
+    rows = InstanceRows()
+    rows.build([a, b], cl, cap)
+    rows.build([a2, b], cl, cap)  # both objects named like a are kept now
+    with pytest.raises(InvalidInput) as expected:
+        build_instance([a, a2], cl, cap)
+    with pytest.raises(InvalidInput) as got:
+        rows.build([a, a2], cl, cap)
+    assert str(got.value) == str(expected.value)
+    for window in ([a, b], [b, a2], [a]):
+        got_inst, want = rows.build(window, cl, cap), build_instance(window, cl, cap)
+        assert got_inst.jobs == want.jobs and np.array_equal(got_inst.alpha, want.alpha)
+        assert np.array_equal(got_inst.samples, want.samples)
+
+
+def test_placement_on_two_clusters_in_turn():
+    # the machines' total is kept per cluster: each placement reads its own cluster's
+    def machines(gpus: int) -> Cluster:
+        return Cluster(tuple(Machine(f"m{i}", {"gpu": gpus, "cpu": 8 * gpus, "bw_gbps": 10 * gpus})
+                             for i in range(2)), ("gpu", "cpu", "bw_gbps"))  # fmt: skip
+
+    from smdlab.solve import place
+
+    small, big = machines(2), machines(16)
+    jobs = [j.replace(max_workers=4, max_ps=4) for j in _jobs(3, 1)]
+    alloc = [(3, 1), (2, 1), (1, 1)]
+    first = place(jobs, alloc, small)
+    wide = place(jobs, alloc, big)
+    again = place(jobs, alloc, small)
+    fresh = place(jobs, alloc, machines(2))
+    assert first.placements == again.placements == fresh.placements
+    assert first.workers == again.workers and first.shrink_steps > 0 == wide.shrink_steps
