@@ -98,11 +98,6 @@ class RunningView(LazySeq[RunningJob]):
         return len(self._running) if self._items is None else len(self._items)
 
     @property
-    def time(self) -> float:
-        """The decision's time (s): what ``remaining`` is computed at."""
-        return self._t
-
-    @property
     def runs(self) -> tuple[Run, ...]:
         """The engine's bookkeeping of the running jobs, in the view's order (read only).
 

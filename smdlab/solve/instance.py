@@ -674,11 +674,14 @@ class InstanceRows:
         else:
             slot = self._slot
             found = list(map(slot.get, map(id, jobs)))
-            if None not in found:  # every job kept: distinct rows of distinct names, or a name twice
+            if (
+                None not in found
+            ):  # every job kept: distinct rows of distinct names, or a name twice
                 index = np.array(found, dtype=np.intp)
-                if self._dups or not self._distinct(index):
-                    if len(set(found)) != n or len(set(map(_name, jobs))) != n:
-                        check_jobs(jobs)  # raises: a name twice
+                if (self._dups or not self._distinct(index)) and (
+                    len(set(found)) != n or len(set(map(_name, jobs))) != n
+                ):
+                    check_jobs(jobs)  # raises: a name twice
                 cap = _checked_capacity(cluster, capacity)
             else:
                 ids = list(map(id, jobs))

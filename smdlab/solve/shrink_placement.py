@@ -211,7 +211,7 @@ def _first_fit_from(
     scan of every machine, whose first ``lo`` hold none.
     """
     H, size, hi, got = free.shape[0], 64, lo, 0
-    parts = []
+    parts: list[tuple[int, np.ndarray]] = []
     while hi < H and got < need:
         c = fit_counts(free[hi : hi + size], d)
         if need == 1 and not parts:  # one task: the first machine it fits on (the same as below)

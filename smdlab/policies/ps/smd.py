@@ -17,7 +17,6 @@ from smdlab.policies.base import (
     Decision,
     Placement,
     Policy,
-    QueuedJob,
     RunningJob,
 )
 from smdlab.policies.toolkit import (
@@ -25,9 +24,9 @@ from smdlab.policies.toolkit import (
     with_remaining,
     work_conserving_fill,
 )
+from smdlab.sim.running import remaining_at, running_job
 from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, demand_row
 from smdlab.solve.placement import TOL, first_fit_tasks
-from smdlab.sim.running import remaining_at, running_job
 
 if TYPE_CHECKING:
     from smdlab.solve.api import Method, PooledSolve
@@ -200,7 +199,7 @@ class SMD(Policy):
         queued = queued_jobs(state)
         if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
             runs.sync(view, state.cluster.resources, np.shape(state.free))
-            act, rem = runs.active(view.time)
+            act, rem = runs.active(state.time)
             jobs_act = runs.jobs_of(act)
             held_wp = runs.counts[act, :2]
             held = runs.held(act, np.shape(state.free))
@@ -261,7 +260,7 @@ class SMD(Policy):
         if runs is None:
             return work_conserving_fill(state, decision)
         # the fill grows only jobs below their worker caps or named by the decision: read those
-        return work_conserving_fill(state, decision, running=runs.growable(act[moved], view.time))
+        return work_conserving_fill(state, decision, running=runs.growable(act[moved], state.time))
 
 
 def _at(job: Job, remaining: float) -> Job:
@@ -395,7 +394,8 @@ class _Runs:
         now = set(vers)
         gone = slot.keys() - now
         new = now.difference(slot)
-        reuse: dict[tuple[int, int], Any] = {}  # rows of a job whose run changed but not its placement
+        # the rows of a job whose run changed but not its placement (id job, id placement)
+        reuse: dict[tuple[int, int], Any] = {}
         held = self._held
         for v in gone:
             s = slot.pop(v)
