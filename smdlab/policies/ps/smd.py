@@ -25,7 +25,13 @@ from smdlab.policies.toolkit import (
     work_conserving_fill,
 )
 from smdlab.sim.running import remaining_at, running_job
-from smdlab.solve.instance import InstanceRows, demand_kinds, demand_matrices, demand_row
+from smdlab.solve.instance import (
+    InstanceRows,
+    demand_kinds,
+    demand_matrices,
+    demand_row,
+    fastest_configurations,
+)
 from smdlab.solve.placement import TOL, first_fit_tasks
 
 if TYPE_CHECKING:
@@ -89,6 +95,7 @@ class SMD(Policy):
         self._rows = InstanceRows()  # the active jobs' rows of (P), kept between decisions
         self._tasks = _TaskRows()
         self._runs = _Runs()
+        self._queued_fast: dict[tuple, tuple] = {}  # (id job, mode, resources) -> ``_fastest``
 
     @property
     def last_solution(self) -> Solution | None:
@@ -96,7 +103,7 @@ class SMD(Policy):
         from smdlab.solve.api import PooledSolve
 
         last = self._last
-        return last.solution if isinstance(last, PooledSolve) else last
+        return last.solution if isinstance(last, (PooledSolve, _Deferred)) else last
 
     @last_solution.setter
     def last_solution(self, value) -> None:
@@ -108,6 +115,7 @@ class SMD(Policy):
         self._rows = InstanceRows()
         self._tasks = _TaskRows()
         self._runs = _Runs()
+        self._queued_fast = {}
 
     def _solve(
         self,
@@ -135,6 +143,49 @@ class SMD(Policy):
             sol = solve_pooled(inst, cluster, self.method, **options)
         self.last_solution = sol
         return sol
+
+    def _slack(self, runs: _Runs, act, queued, jobs, work, state, free_all):
+        """SMD's allocation when its slack rule gives every job its fastest configuration
+        (``smdlab.solve.smd.takes_fastest``), from the kept rows without building (P); else None.
+        """
+        from smdlab.solve.instance import _checked_capacity
+        from smdlab.solve.smd import takes_fastest
+
+        if (
+            self.method != "smd"
+            or type(self)._solve is not SMD._solve  # a subclass that changes (P) solves it
+            or "value_term" in self.options
+            or len(queued) > _SLACK_QUEUE
+        ):
+            return None
+        fast = runs.fastest(act)
+        if fast is None:
+            return None
+        fw, fp, use = fast
+        if queued:
+            more = [self._fastest(q.job, state) for q in queued]
+            if not all(x[3] for x in more):  # amounts whose sums round: (P) decides
+                return None
+            fw = np.concatenate([fw, [x[0] for x in more]])
+            fp = np.concatenate([fp, [x[1] for x in more]])
+            use = use + sum(x[2] for x in more)
+        capacity = _checked_capacity(state.cluster, free_all.sum(axis=0))
+        if not takes_fastest(len(jobs), use, capacity):
+            return None
+        sol = _Slack(tuple(fw.tolist()), tuple(fp.tolist()))
+        self.last_solution = _Deferred(self, jobs, state, free_all, work)
+        return sol
+
+    def _fastest(self, job: Job, state: ClusterState) -> tuple:
+        """(fastest workers, PSs, their demand, whether its amounts sum exactly) of a queued job."""
+        key = (id(job), state.mode, state.cluster.resources)
+        hit = self._queued_fast.get(key)
+        if hit is None:
+            if len(self._queued_fast) >= 4096:
+                self._queued_fast.clear()
+            w, p, use = _fastest_use(job, tuple(state.cluster.resources), state.mode)
+            hit = self._queued_fast[key] = (w, p, use, _dyadic(use), job)  # the job keeps its id
+        return hit
 
     def _placements(
         self,
@@ -198,7 +249,7 @@ class SMD(Policy):
         runs = self._runs if _is_view(view) else None
         queued = queued_jobs(state)
         if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
-            runs.sync(view, state.cluster.resources, np.shape(state.free))
+            runs.sync(view, state.cluster.resources, np.shape(state.free), state.mode)
             act, rem = runs.active(state.time)
             jobs_act = runs.jobs_of(act)
             held_wp = runs.counts[act, :2]
@@ -218,13 +269,11 @@ class SMD(Policy):
         rem_act: list[float] = rem.tolist()
         free_all = np.asarray(state.free, dtype=float) + held
         # Each job's remaining work goes to the solver as ``work`` (no copies of the jobs).
-        sol = self._solve(
-            [*jobs_act, *map(_job, queued)],
-            state,
-            free_all,
-            False,
-            [*rem_act, *map(_remaining, queued)],
-        )
+        jobs = [*jobs_act, *map(_job, queued)]
+        work = [*rem_act, *map(_remaining, queued)]
+        sol = None if runs is None else self._slack(runs, act, queued, jobs, work, state, free_all)
+        if sol is None:
+            sol = self._solve(jobs, state, free_all, False, work)
         sw0, sp0 = sol.workers, sol.ps
         sw, sp = np.asarray(sw0), np.asarray(sp0)
         # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
@@ -352,9 +401,14 @@ class _Runs:
     def __init__(self) -> None:
         self._clear(None, ())
 
-    def _clear(self, source: object, res: tuple[str, ...]) -> None:
+    def _clear(self, source: object, res: tuple[str, ...], mode: str = "") -> None:
         self._source = source  # the simulation the slots belong to
         self._res = res
+        self._mode = mode
+        # per slot: the fastest configuration (workers, PSs) and its demand; their sum over slots
+        self._fast = np.zeros((0, 2), dtype=int)
+        self._fast_use = np.zeros((0, len(res)))
+        self._fast_sum = np.zeros(len(res))
         self._vers: list[int] = []  # the runs' versions in the simulator's order, at the last sync
         self._slot: dict[int, int] = {}  # version -> slot
         self._unused: list[int] = []
@@ -375,16 +429,20 @@ class _Runs:
         self._version: list[int] = []  # per slot: its run's version
         self._last: tuple[bytes, tuple] | None = None  # the last ``rows`` call's slots and result
 
-    def sync(self, view, resources, shape: tuple[int, ...]) -> None:
+    def sync(self, view, resources, shape: tuple[int, ...], mode: str) -> None:
         """Read the runs of ``view`` whose versions are new; forget the others' old versions.
 
-        shape: the free capacity's (machines, resources).
+        shape: the free capacity's (machines, resources). mode: the timing model's overlap mode.
         """
         res = tuple(resources)
-        if view.source is not self._source or res != self._res:
-            self._clear(view.source, res)
-        if self._held is None or self._held.shape != shape:
-            self._clear(view.source, res)
+        if (
+            view.source is not self._source
+            or res != self._res
+            or mode != self._mode
+            or self._held is None
+            or self._held.shape != shape
+        ):
+            self._clear(view.source, res, mode)
             self._held = np.zeros(shape)
         runs = view.runs
         vers = list(map(_version, runs))
@@ -404,6 +462,7 @@ class _Runs:
             rows = self._tasks[s]
             reuse[(id(r.job), id(r.placement))] = rows
             np.subtract.at(held, rows[0], rows[1])
+            self._fast_sum -= self._fast_use[s]
             self._run[s] = self._job[s] = self._tasks[s] = None
             self._below.discard(s)
             self._unused.append(s)
@@ -431,8 +490,13 @@ class _Runs:
                 self._tasks[s] = rows
                 np.add.at(held, rows[0], rows[1])
                 self._exact &= rows[2]
+                w, p, use = _fastest_use(job, res, mode)
+                self._fast[s] = (w, p)
+                self._fast_use[s] = use
+                self._fast_sum += use
+                self._exact &= _dyadic(use)
                 insort(keys, (job.arrival, job.name, s))
-        self._exact &= bool(held.max(initial=0) < 2.0**40)
+        self._exact &= bool(max(held.max(initial=0), self._fast_sum.max(initial=0)) < 2.0**40)
         self._vers = vers
         if gone or new:
             self._order = np.fromiter(map(_third, keys), dtype=int, count=len(keys))
@@ -449,6 +513,8 @@ class _Runs:
         self._tasks.extend([None] * grow)
         self._version.extend([0] * grow)
         self._num = np.vstack([self._num, np.zeros((grow, 3))])
+        self._fast = np.vstack([self._fast, np.zeros((grow, 2), dtype=int)])
+        self._fast_use = np.vstack([self._fast_use, np.zeros((grow, len(self._res)))])
         self.counts = np.vstack([self.counts, np.zeros((grow, 3), dtype=int)])
         self._unused.extend(range(n + grow - 1, n - 1, -1))
 
@@ -461,6 +527,17 @@ class _Runs:
         if left.all():
             return order, rem
         return order[left], rem[left]
+
+    def fastest(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(workers, PSs) of the fastest configuration of ``slots`` and their summed demand; None
+        where the sum may round (it is exact as the kept sum per machine is)."""
+        if not self._exact:
+            return None
+        use = np.array(self._fast_sum)
+        if len(slots) < len(self._order):
+            use -= self._fast_use[np.setdiff1d(self._order, slots)].sum(axis=0)
+        fast = self._fast[slots]
+        return fast[:, 0], fast[:, 1], use
 
     def jobs_of(self, slots: np.ndarray) -> list[Job]:
         """The jobs of ``slots``."""
@@ -527,6 +604,50 @@ class _Runs:
             at = {s: where[version[s]] for s in pick}
         run = self._run
         return [running_job(run[s], t) for s in sorted(pick, key=at.__getitem__)]
+
+
+_SLACK_QUEUE = 16  # above this many queued jobs the kept rows' slack check is left to solve
+
+
+class _Slack:
+    """SMD's allocation under its slack rule: every job at its fastest configuration."""
+
+    note = ""
+
+    def __init__(self, workers: tuple[int, ...], ps: tuple[int, ...]):
+        self.workers, self.ps = workers, ps
+
+
+class _Deferred:
+    """The Solution of a decision the slack rule made, solved as ``SMD._solve`` would when read."""
+
+    def __init__(self, policy: SMD, jobs, state, free, work) -> None:
+        self._args = (policy, jobs, state, free, work)
+        self._solution: Solution | None = None
+
+    @property
+    def solution(self) -> Solution:
+        """The decision's Solution (built on first use)."""
+        if self._solution is None:
+            from smdlab.solve import solve_pooled
+
+            policy, jobs, state, free, work = self._args
+            inst = InstanceRows().build(jobs, state.cluster, free.sum(axis=0), state.mode, work)
+            self._solution = solve_pooled(
+                inst, state.cluster, policy.method, **policy.options
+            ).solution
+        return self._solution
+
+
+def _fastest_use(job: Job, resources: tuple[str, ...], mode: str) -> tuple[int, int, np.ndarray]:
+    """(workers, PSs) of ``job``'s fastest configuration and what it holds (``Instance.fastest``)."""
+    from smdlab.model.timing import job_speeds
+
+    K = len(resources)
+    fw, fp = fastest_configurations([job_speeds(job, mode)])
+    row = demand_row(job, resources)
+    w, p = int(fw[0]), int(fp[0])
+    return w, p, w * row[:K] + p * row[K:]
 
 
 def _dyadic(use: np.ndarray) -> bool:
