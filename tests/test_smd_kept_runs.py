@@ -145,3 +145,29 @@ def test_placement_on_two_clusters_in_turn():
     fresh = place(jobs, alloc, machines(2))
     assert first.placements == again.placements == fresh.placements
     assert first.workers == again.workers and first.shrink_steps > 0 == wide.shrink_steps
+
+
+def test_last_solution_of_a_decision_from_the_slack_rule():
+    # a cluster with room for every job's fastest configuration: the kept rows decide, and the
+    # Solution read afterwards is the one the solver gives for that decision
+    jobs = _jobs(8, 4, gap=200.0)
+    cl = cluster(6)
+    seen: dict[str, list] = {"kept": [], "views": []}
+    deferred = []
+
+    def record(policy: SMD, key: str) -> None:
+        class Reader(type(policy)):  # type: ignore[misc, valid-type]
+            def decide(self, state):
+                d = super().decide(state)
+                deferred.append(type(self._last).__name__ == "_Deferred")
+                sol = self.last_solution
+                seen[key].append((sol.jobs, sol.workers, sol.ps, sol.objective, sol.costs))
+                return d
+
+        simulate(jobs, cl, Reader(), restart_s=0, record_history=False, lower_bound=False)
+
+    record(SMD(), "kept")
+    record(_Views(), "views")
+    assert seen["kept"] == seen["views"] and len(seen["kept"]) >= len(jobs)
+    n = len(seen["kept"])
+    assert any(deferred[:n]) and not any(deferred[n:])  # the rule applied; the views never defer
