@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Callable
+from functools import cache
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -148,9 +150,6 @@ class SMD(Policy):
         """SMD's allocation when its slack rule gives every job its fastest configuration
         (``smdlab.solve.smd.takes_fastest``), from the kept rows without building (P); else None.
         """
-        from smdlab.solve.instance import _checked_capacity
-        from smdlab.solve.smd import takes_fastest
-
         if (
             self.method != "smd"
             or type(self)._solve is not SMD._solve  # a subclass that changes (P) solves it
@@ -169,8 +168,7 @@ class SMD(Policy):
             fw = np.concatenate([fw, [x[0] for x in more]])
             fp = np.concatenate([fp, [x[1] for x in more]])
             use = use + sum(x[2] for x in more)
-        capacity = _checked_capacity(state.cluster, free_all.sum(axis=0))
-        if not takes_fastest(len(jobs), use, capacity):
+        if not _takes_fastest()(len(jobs), use, free_all.sum(axis=0)):  # solve's capacity
             return None
         sol = _Slack(tuple(fw.tolist()), tuple(fp.tolist()))
         self.last_solution = _Deferred(self, jobs, state, free_all, work)
@@ -637,6 +635,14 @@ class _Deferred:
                 inst, state.cluster, policy.method, **policy.options
             ).solution
         return self._solution
+
+
+@cache
+def _takes_fastest() -> Callable[[int, np.ndarray, np.ndarray], bool]:
+    """``smdlab.solve.smd.takes_fastest`` (imported on first use: the solver's modules load late)."""
+    from smdlab.solve.smd import takes_fastest
+
+    return takes_fastest
 
 
 def _fastest_use(job: Job, resources: tuple[str, ...], mode: str) -> tuple[int, int, np.ndarray]:
