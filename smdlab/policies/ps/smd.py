@@ -97,7 +97,7 @@ class SMD(Policy):
         self._rows = InstanceRows()  # the active jobs' rows of (P), kept between decisions
         self._tasks = _TaskRows()
         self._runs = _Runs()
-        self._queued_fast: dict[tuple, tuple] = {}  # (id job, mode, resources) -> ``_fastest``
+        self._fast: dict[tuple, tuple] = {}  # (id job, mode, resources) -> ``_fastest``
 
     @property
     def last_solution(self) -> Solution | None:
@@ -117,7 +117,7 @@ class SMD(Policy):
         self._rows = InstanceRows()
         self._tasks = _TaskRows()
         self._runs = _Runs()
-        self._queued_fast = {}
+        self._fast = {}
 
     def _solve(
         self,
@@ -175,14 +175,14 @@ class SMD(Policy):
         return sol
 
     def _fastest(self, job: Job, state: ClusterState) -> tuple:
-        """(fastest workers, PSs, their demand, whether its amounts sum exactly) of a queued job."""
+        """(fastest workers, PSs, their demand, whether its amounts sum exactly) of a job (kept)."""
         key = (id(job), state.mode, state.cluster.resources)
-        hit = self._queued_fast.get(key)
+        hit = self._fast.get(key)
         if hit is None:
-            if len(self._queued_fast) >= 4096:
-                self._queued_fast.clear()
+            if len(self._fast) >= 4096:
+                self._fast.clear()
             w, p, use = _fastest_use(job, tuple(state.cluster.resources), state.mode)
-            hit = self._queued_fast[key] = (w, p, use, _dyadic(use), job)  # the job keeps its id
+            hit = self._fast[key] = (w, p, use, _dyadic(use), job)  # the job keeps its id
         return hit
 
     def _placements(
@@ -247,7 +247,7 @@ class SMD(Policy):
         runs = self._runs if _is_view(view) else None
         queued = queued_jobs(state)
         if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
-            runs.sync(view, state.cluster.resources, np.shape(state.free), state.mode)
+            runs.sync(view, state, lambda job: self._fastest(job, state))
             act, rem = runs.active(state.time)
             jobs_act = runs.jobs_of(act)
             held_wp = runs.counts[act, :2]
@@ -427,12 +427,12 @@ class _Runs:
         self._version: list[int] = []  # per slot: its run's version
         self._last: tuple[bytes, tuple] | None = None  # the last ``rows`` call's slots and result
 
-    def sync(self, view, resources, shape: tuple[int, ...], mode: str) -> None:
-        """Read the runs of ``view`` whose versions are new; forget the others' old versions.
+    def sync(self, view, state: ClusterState, fastest: Callable[[Job], tuple]) -> None:
+        """Read the runs of ``view`` (``state.running``) whose versions are new; forget the others' old versions.
 
-        shape: the free capacity's (machines, resources). mode: the timing model's overlap mode.
+        fastest: a job's (workers, PSs, demand, exact) at its fastest configuration (``SMD._fastest``).
         """
-        res = tuple(resources)
+        res, mode, shape = tuple(state.cluster.resources), state.mode, np.shape(state.free)
         if (
             view.source is not self._source
             or res != self._res
@@ -488,11 +488,11 @@ class _Runs:
                 self._tasks[s] = rows
                 np.add.at(held, rows[0], rows[1])
                 self._exact &= rows[2]
-                w, p, use = _fastest_use(job, res, mode)
+                w, p, use, exact, _ = fastest(job)
                 self._fast[s] = (w, p)
                 self._fast_use[s] = use
                 self._fast_sum += use
-                self._exact &= _dyadic(use)
+                self._exact &= exact
                 insort(keys, (job.arrival, job.name, s))
         self._exact &= bool(max(held.max(initial=0), self._fast_sum.max(initial=0)) < 2.0**40)
         self._vers = vers
