@@ -475,8 +475,8 @@ def work_conserving_fill(
     grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
     Outside elastic execution the decision is returned unchanged. running: the running jobs that
     may grow, in ``state.running``'s order, when the caller knows them: at least every one below
-    its worker cap and every one ``decision`` names (the fill changes no other); default: all of
-    ``state.running``.
+    its worker cap and every one ``decision`` names (the fill changes no other), and then the
+    decision is not checked again when nothing can grow; default: all of ``state.running``.
     """
     if state.execution != "elastic":
         return decision
@@ -487,12 +487,9 @@ def work_conserving_fill(
     if "gpu" not in cluster.resources:
         return decision
     gpu = cluster.resources.index("gpu")
+    told = running is not None
     if running is None:
         running = state.running
-        free = apply_decision(state, decision)
-    else:
-        free = apply_decision(state, decision, running={r.job.name: r for r in running})
-    n_m = free.shape[0]
     given = {a.job: a for a in decision.allocations}
     preempted = set(decision.preempt)
     # per job: [job, remaining, tasks {machine: [w, p]}, pays_restart_if_changed, arrival rank]
@@ -516,6 +513,12 @@ def work_conserving_fill(
             if (got.workers if got is not None else 0) < q.job.max_workers:
                 tasks = got.placement.tasks if got is not None else ()
                 jobs[q.job.name] = [q.job, q.remaining, tasks, False]
+    if told and not jobs:  # nothing can grow (the caller's decision fits by construction)
+        return decision
+    free = apply_decision(
+        state, decision, running={r.job.name: r for r in running} if told else None
+    )
+    n_m = free.shape[0]
     per_machine: dict[str, dict[int, list[int]]] = {}
     for name, (_, _, tasks, _) in jobs.items():
         pm: dict[int, list[int]] = {}

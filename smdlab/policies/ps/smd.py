@@ -170,7 +170,7 @@ class SMD(Policy):
             use = use + sum(x[2] for x in more)
         if not _takes_fastest()(len(jobs), use, free_all.sum(axis=0)):  # solve's capacity
             return None
-        sol = _Slack(tuple(fw.tolist()), tuple(fp.tolist()))
+        sol = _Slack(fw, fp)
         self.last_solution = _Deferred(self, jobs, state, free_all, work)
         return sol
 
@@ -272,8 +272,10 @@ class SMD(Policy):
         sol = None if runs is None else self._slack(runs, act, queued, jobs, work, state, free_all)
         if sol is None:
             sol = self._solve(jobs, state, free_all, False, work)
-        sw0, sp0 = sol.workers, sol.ps
-        sw, sp = np.asarray(sw0), np.asarray(sp0)
+        if isinstance(sol, _Slack):
+            sw, sp = sol.w, sol.p
+        else:
+            sw, sp = np.asarray(sol.workers), np.asarray(sol.ps)
         # running jobs whose new allocation equals what they hold keep it (``toolkit.unchanged``)
         same = (held_wp[:, 0] == sw[:n_act]) & (held_wp[:, 1] == sp[:n_act])
         if same.all():
@@ -293,7 +295,7 @@ class SMD(Policy):
             for i in todo
         ]
         placed = (
-            self._placements(jobs_todo, [(sw0[i], sp0[i]) for i in todo], state, free)
+            self._placements(jobs_todo, [(int(sw[i]), int(sp[i])) for i in todo], state, free)
             if todo
             else []
         )
@@ -608,12 +610,12 @@ _SLACK_QUEUE = 16  # above this many queued jobs the kept rows' slack check is l
 
 
 class _Slack:
-    """SMD's allocation under its slack rule: every job at its fastest configuration."""
+    """SMD's allocation under its slack rule: every job at its fastest configuration (arrays)."""
 
     note = ""
 
-    def __init__(self, workers: tuple[int, ...], ps: tuple[int, ...]):
-        self.workers, self.ps = workers, ps
+    def __init__(self, w: np.ndarray, p: np.ndarray):
+        self.w, self.p = w, p
 
 
 class _Deferred:
