@@ -51,6 +51,8 @@ from smdlab.solve.placement import (
 def queued_jobs(state: ClusterState) -> list[QueuedJob]:
     """Queued jobs with work left, in arrival order (ties by name)."""
     queued = state.queued
+    if len(queued) < 2:  # in order already
+        return [q for q in queued if q.remaining > 0]
     # The simulator's queue is already in arrival order: check that cheaply before sorting.
     arrival = np.array([q.job.arrival for q in queued], dtype=float)
     remaining = np.array([q.remaining for q in queued], dtype=float)

@@ -289,7 +289,7 @@ class SMD(Policy):
         free = free_all - kept
         again = sw > 0  # jobs to place: started, and not a running job kept as it is
         again[:n_act] &= ~same
-        todo = np.flatnonzero(again).tolist()
+        todo = again.nonzero()[0].tolist()
         jobs_todo = [
             _at(jobs_act[i], rem_act[i]) if i < n_act else with_remaining(queued[i - n_act])
             for i in todo
@@ -303,7 +303,7 @@ class SMD(Policy):
             Allocation(j.name, *x) for j, x in zip(jobs_todo, placed) if x is not None
         )
         started = {a.job for a in allocations}
-        moved = np.flatnonzero(~same).tolist()
+        moved = (~same).nonzero()[0].tolist()
         preempt = tuple(jobs_act[i].name for i in moved if jobs_act[i].name not in started)
         decision = Decision(allocations, preempt, note=sol.note)
         if runs is None:
