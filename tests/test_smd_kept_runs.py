@@ -7,7 +7,8 @@ import hashlib
 
 import numpy as np
 import pytest
-from _policy_cases import cluster, job
+from _policy_cases import cluster
+from test_smd_incremental import _jobs as _random_jobs
 
 from smdlab import Cluster, InvalidInput, Machine
 from smdlab.policies.ps.smd import SMD
@@ -17,22 +18,13 @@ from smdlab.solve.placement import fit_counts
 from smdlab.solve.shrink_placement import _first_fit_from, _first_live, _fits_some
 
 
-def _jobs(n: int, seed: int, cpu=(1.5, 2.0, 4.0), gap: float = 30.0):
-    rng = np.random.default_rng(seed)
+def _jobs(n: int, seed: int, cpu: dict[float, float] | None = None, gap: float = 30.0):
+    """``test_smd_incremental``'s random jobs, ``gap`` s apart, their worker CPUs mapped by ``cpu``."""
     out = []
-    for i in range(n):
-        caps = int(rng.integers(1, 5))
-        out.append(
-            job(
-                f"j{i}",
-                arrival=gap * i,
-                samples=float(rng.uniform(1e4, 1e6)),
-                max_workers=caps,
-                max_ps=int(rng.integers(1, caps + 1)),
-                worker={"gpu": 1, "cpu": float(rng.choice(cpu)), "bw_gbps": 5},
-                weight=float(rng.choice([1.0, 2.5])),
-            )
-        )
+    for i, j in enumerate(_random_jobs(n, seed)):
+        if cpu is not None:
+            j = j.replace(worker_demand={**j.worker_demand, "cpu": cpu[j.worker_demand["cpu"]]})
+        out.append(j.replace(arrival=gap * i))
     return out
 
 
@@ -59,9 +51,9 @@ def _digest(policy: SMD, jobs, cl) -> tuple[str, float, int]:
 @pytest.mark.parametrize(
     ("cpu", "machines", "restart_s"),
     [
-        ((1.5, 2.0, 4.0), 2, 0.0),  # amounts whose sums are exact: the kept sum per machine
-        ((1.3, 2.1, 0.7), 2, 0.0),  # amounts whose sums round: summed per decision as before
-        ((1.5, 2.0, 4.0), 3, 60.0),  # restarts: running jobs change speed between decisions
+        (None, 2, 0.0),  # amounts whose sums are exact: the kept sum per machine
+        ({1.5: 1.3, 2.0: 2.1, 4.0: 0.7}, 2, 0.0),  # sums that round: summed per decision as before
+        (None, 3, 60.0),  # restarts: running jobs change speed between decisions
     ],
 )
 def test_kept_runs_decide_as_the_running_job_view(cpu, machines, restart_s):

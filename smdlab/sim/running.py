@@ -52,18 +52,7 @@ _new = object.__new__
 
 def running_job(r: Run, t: float) -> RunningJob:
     """The policy's view of ``r`` at ``t`` (what ``RunningView`` holds for it)."""
-    o = _new(RunningJob)  # fields set directly: a frozen dataclass's __init__ costs twice as much
-    o.__dict__.update(
-        job=r.job,
-        workers=r.workers,
-        ps=r.ps,
-        placement=r.placement,
-        start=r.start,
-        remaining=max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume)),  # remaining()
-        attained_service=r.att0 + r.gpus * (t - r.seg_start),
-        group=r.group,
-    )
-    return o
+    return RunningView({r.job.name: r}, t)[0]
 
 
 class RunningView(LazySeq[RunningJob]):
