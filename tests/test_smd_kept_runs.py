@@ -10,7 +10,7 @@ import pytest
 from _policy_cases import cluster
 from test_smd_incremental import _jobs as _random_jobs
 
-from smdlab import Cluster, InvalidInput, Machine
+from smdlab import Cluster, InvalidInput
 from smdlab.policies.ps.smd import SMD
 from smdlab.sim import simulate
 from smdlab.solve.instance import InstanceRows, build_instance
@@ -118,25 +118,6 @@ def test_instance_rows_with_two_kept_jobs_of_one_name():
         got_inst, want = rows.build(window, cl, cap), build_instance(window, cl, cap)
         assert got_inst.jobs == want.jobs and np.array_equal(got_inst.alpha, want.alpha)
         assert np.array_equal(got_inst.samples, want.samples)
-
-
-def test_placement_on_two_clusters_in_turn():
-    # the machines' total is kept per cluster: each placement reads its own cluster's
-    def machines(gpus: int) -> Cluster:
-        return Cluster(tuple(Machine(f"m{i}", {"gpu": gpus, "cpu": 8 * gpus, "bw_gbps": 10 * gpus})
-                             for i in range(2)), ("gpu", "cpu", "bw_gbps"))  # fmt: skip
-
-    from smdlab.solve import place
-
-    small, big = machines(2), machines(16)
-    jobs = [j.replace(max_workers=4, max_ps=4) for j in _jobs(3, 1)]
-    alloc = [(3, 1), (2, 1), (1, 1)]
-    first = place(jobs, alloc, small)
-    wide = place(jobs, alloc, big)
-    again = place(jobs, alloc, small)
-    fresh = place(jobs, alloc, machines(2))
-    assert first.placements == again.placements == fresh.placements
-    assert first.workers == again.workers and first.shrink_steps > 0 == wide.shrink_steps
 
 
 def test_last_solution_of_a_decision_from_the_slack_rule():

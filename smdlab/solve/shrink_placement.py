@@ -186,22 +186,6 @@ def _fits_some(demand: np.ndarray, kinds_tol: np.ndarray) -> np.ndarray:
     return np.array([not _below_any(kinds_tol, d).all() for d in demand], dtype=bool)
 
 
-_TOTALS: dict[int, tuple[Cluster, np.ndarray]] = {}  # id -> (cluster, its machines' total)
-
-
-def _machine_total(cluster: Cluster, full: np.ndarray) -> np.ndarray:
-    """``full.sum(axis=0)`` of ``cluster.machine_matrix``, kept per cluster (a few at a time)."""
-    hit = _TOTALS.get(id(cluster))
-    if hit is not None and hit[0] is cluster:
-        return hit[1]
-    if len(_TOTALS) >= 8:
-        _TOTALS.clear()
-    total = full.sum(axis=0)
-    total.setflags(write=False)
-    _TOTALS[id(cluster)] = (cluster, total)
-    return total
-
-
 def _first_fit_from(
     free: np.ndarray, d: np.ndarray, need: int, lo: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -357,7 +341,7 @@ def place_checked(
     w_all, p_all = pairs[:, 0].astype(int), pairs[:, 1].astype(int)
     full = cluster.machine_matrix
     free0 = full.astype(float) if free is None else np.array(free, dtype=float)
-    total = _machine_total(cluster, full)
+    total = full.sum(axis=0)
     scale = np.where(total > 0, total, 1.0)
     wd_all, pd_all = demand_matrices(jobs, cluster) if demands is None else demands
     # Only jobs with tasks take part (a long queue of which few start costs little more than its length).

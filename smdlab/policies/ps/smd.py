@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable
-from functools import cache
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -168,7 +167,9 @@ class SMD(Policy):
             fw = np.concatenate([fw, [x[0] for x in more]])
             fp = np.concatenate([fp, [x[1] for x in more]])
             use = use + sum(x[2] for x in more)
-        if not _takes_fastest()(len(jobs), use, free_all.sum(axis=0)):  # solve's capacity
+        from smdlab.solve.smd import takes_fastest  # the solver's modules load on first use
+
+        if not takes_fastest(len(jobs), use, free_all.sum(axis=0)):  # solve's capacity
             return None
         sol = _Slack(fw, fp)
         self.last_solution = _Deferred(self, jobs, state, free_all, work)
@@ -637,14 +638,6 @@ class _Deferred:
                 inst, state.cluster, policy.method, **policy.options
             ).solution
         return self._solution
-
-
-@cache
-def _takes_fastest() -> Callable[[int, np.ndarray, np.ndarray], bool]:
-    """``smdlab.solve.smd.takes_fastest`` (imported on first use: the solver's modules load late)."""
-    from smdlab.solve.smd import takes_fastest
-
-    return takes_fastest
 
 
 def _fastest_use(job: Job, resources: tuple[str, ...], mode: str) -> tuple[int, int, np.ndarray]:
