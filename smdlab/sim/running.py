@@ -10,7 +10,7 @@ import numpy as np
 from smdlab.model.job import Job
 from smdlab.policies.base import LazySeq, Placement, RunningJob
 
-__all__ = ["Run", "RunningView", "remaining", "remaining_at", "running_job"]
+__all__ = ["Run", "RunningView", "remaining"]
 
 
 @dataclass
@@ -42,17 +42,7 @@ def remaining(r: Run, t: float) -> float:
     return max(0.0, r.rem0 - r.speed * max(0.0, t - r.resume))
 
 
-def remaining_at(rem0: np.ndarray, speed: np.ndarray, resume: np.ndarray, t: float) -> np.ndarray:
-    """``remaining`` of many runs at ``t`` from arrays of their ``rem0``, ``speed``, ``resume`` (the same floats)."""
-    return np.maximum(0.0, rem0 - speed * np.maximum(0.0, t - resume))
-
-
 _new = object.__new__
-
-
-def running_job(r: Run, t: float) -> RunningJob:
-    """The policy's view of ``r`` at ``t`` (what ``RunningView`` holds for it)."""
-    return RunningView({r.job.name: r}, t)[0]
 
 
 class RunningView(LazySeq[RunningJob]):
@@ -94,9 +84,18 @@ class RunningView(LazySeq[RunningJob]):
         ``RunningJob`` at each one: a run's ``version`` is unique within a simulation and changes
         whenever its allocation, placement, speed or remaining work does (the other fields are
         fixed while it lasts), so the policy refreshes only the runs whose version is new to it;
-        ``remaining_at`` and ``running_job`` give what the view would hold for them.
+        ``remaining_at`` and ``running_job`` give what the view holds for them.
         """
         return tuple(self._running.values())
+
+    def remaining_at(self, rem0: np.ndarray, speed: np.ndarray, resume: np.ndarray) -> np.ndarray:
+        """``remaining`` at the view's time of runs given as arrays of their ``rem0``, ``speed``
+        and ``resume`` (the same floats as ``RunningJob.remaining``)."""
+        return np.maximum(0.0, rem0 - speed * np.maximum(0.0, self._t - resume))
+
+    def running_job(self, run: Run) -> RunningJob:
+        """What the view holds for ``run`` (one of its ``runs``)."""
+        return RunningView({run.job.name: run}, self._t)[0]
 
     @property
     def source(self) -> object:

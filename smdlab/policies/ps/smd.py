@@ -25,7 +25,6 @@ from smdlab.policies.toolkit import (
     with_remaining,
     work_conserving_fill,
 )
-from smdlab.sim.running import remaining_at, running_job
 from smdlab.solve.instance import (
     InstanceRows,
     demand_kinds,
@@ -249,7 +248,7 @@ class SMD(Policy):
         queued = queued_jobs(state)
         if runs is not None:  # the simulator's runs: kept as arrays, refreshed where they changed
             runs.sync(view, state, lambda job: self._fastest(job, state))
-            act, rem = runs.active(state.time)
+            act, rem = runs.active(view)
             jobs_act = runs.jobs_of(act)
             held_wp = runs.counts[act, :2]
             held = runs.held(act, np.shape(state.free))
@@ -310,7 +309,7 @@ class SMD(Policy):
         if runs is None:
             return work_conserving_fill(state, decision)
         # the fill grows only jobs below their worker caps or named by the decision: read those
-        return work_conserving_fill(state, decision, running=runs.growable(act[moved], state.time))
+        return work_conserving_fill(state, decision, running=runs.growable(act[moved], view))
 
 
 def _at(job: Job, remaining: float) -> Job:
@@ -319,10 +318,10 @@ def _at(job: Job, remaining: float) -> Job:
 
 
 def _is_view(running) -> bool:
-    """Whether ``running`` is the simulator's view of its runs (``smdlab.sim.running.RunningView``)."""
-    from smdlab.sim.running import RunningView
-
-    return isinstance(running, RunningView)
+    """Whether ``running`` is the simulator's view of its runs (``smdlab.sim.running.RunningView``,
+    read by what it offers: ``runs``, ``source``, ``remaining_at``, ``running_job``; the
+    simulator's layer is above the policies')."""
+    return callable(getattr(running, "running_job", None))
 
 
 class _TaskRows:
@@ -519,11 +518,11 @@ class _Runs:
         self.counts = np.vstack([self.counts, np.zeros((grow, 3), dtype=int)])
         self._unused.extend(range(n + grow - 1, n - 1, -1))
 
-    def active(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """The slots of the running jobs with work left at ``t``, in arrival order, and that work."""
+    def active(self, view) -> tuple[np.ndarray, np.ndarray]:
+        """The slots of the running jobs with work left at ``view``'s time, in arrival order, and that work."""
         order = self._order
         num = self._num[order]
-        rem = remaining_at(num[:, 0], num[:, 1], num[:, 2], t)
+        rem = view.remaining_at(num[:, 0], num[:, 1], num[:, 2])
         left = rem > 0
         if left.all():
             return order, rem
@@ -592,8 +591,8 @@ class _Runs:
         self._last = (key, out)
         return out
 
-    def growable(self, named: np.ndarray, t: float) -> list[RunningJob]:
-        """The running jobs below their worker caps or in ``named`` (slots), in the simulator's order, at ``t``."""
+    def growable(self, named: np.ndarray, view) -> list[RunningJob]:
+        """The running jobs below their worker caps or in ``named`` (slots), in the simulator's order, as ``view`` holds them."""
         pick = self._below.union(named.tolist())
         if not pick:
             return []
@@ -604,7 +603,7 @@ class _Runs:
             where = dict(zip(vers, range(len(vers))))
             at = {s: where[version[s]] for s in pick}
         run = self._run
-        return [running_job(run[s], t) for s in sorted(pick, key=at.__getitem__)]
+        return [view.running_job(run[s]) for s in sorted(pick, key=at.__getitem__)]
 
 
 _SLACK_QUEUE = 16  # above this many queued jobs the kept rows' slack check is left to solve
