@@ -51,6 +51,8 @@ from smdlab.solve.placement import (
 def queued_jobs(state: ClusterState) -> list[QueuedJob]:
     """Queued jobs with work left, in arrival order (ties by name)."""
     queued = state.queued
+    if len(queued) < 2:  # in order already
+        return [q for q in queued if q.remaining > 0]
     # The simulator's queue is already in arrival order: check that cheaply before sorting.
     arrival = np.array([q.job.arrival for q in queued], dtype=float)
     remaining = np.array([q.remaining for q in queued], dtype=float)
@@ -336,15 +338,23 @@ def assemble(
     return Decision(tuple(allocations), preempt, note=note)
 
 
-def apply_decision(state: ClusterState, decision: Decision) -> np.ndarray:
+def apply_decision(
+    state: ClusterState,
+    decision: Decision,
+    *,
+    running: Mapping[str, RunningJob] | None = None,
+) -> np.ndarray:
     """Free capacity per machine after ``decision`` (raises Infeasible if any machine is exceeded).
 
     Order: preempted jobs release, resized running jobs release their old placement, then every
     allocation takes its placement. Allocations must name queued jobs, or running jobs in elastic mode.
+    running: the running jobs by name when the caller has them (at least every one ``decision``
+    names); default: those of ``state.running``.
     """
     cluster = state.cluster
     free = np.array(state.free, dtype=float, copy=True)
-    running = {r.job.name: r for r in state.running}
+    if running is None:
+        running = {r.job.name: r for r in state.running}
     queued = {q.job.name: q for q in state.queued}
     for name in decision.preempt:
         if name not in running:
@@ -465,7 +475,13 @@ def enforce_gang(decision: Decision, state: ClusterState) -> Decision:
 # ---- work-conserving fill (elastic execution) -------------------------------------------------
 
 
-def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str = "") -> Decision:
+def work_conserving_fill(
+    state: ClusterState,
+    decision: Decision,
+    *,
+    note: str = "",
+    running: Sequence[RunningJob] | None = None,
+) -> Decision:
     """``decision`` plus GPUs that would otherwise stay idle, for elastic execution.
 
     After the decision, while some free GPU can be used by a job below its caps that speeds up
@@ -475,7 +491,10 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     whichever saves more), placed on a machine it already uses where it fits, else by first fit.
     A running job the decision leaves as it is pays ``restart_s`` (``state.restart_s``) when it
     grows, so it grows only if the saving exceeds that. Each step takes a GPU, so the fill ends.
-    Outside elastic execution the decision is returned unchanged.
+    Outside elastic execution the decision is returned unchanged. running: the running jobs that
+    may grow, in ``state.running``'s order, when the caller knows them: at least every one below
+    its worker cap and every one ``decision`` names (the fill changes no other), and then the
+    decision is not checked again when nothing can grow; default: all of ``state.running``.
     """
     if state.execution != "elastic":
         return decision
@@ -486,15 +505,16 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
     if "gpu" not in cluster.resources:
         return decision
     gpu = cluster.resources.index("gpu")
-    free = apply_decision(state, decision)
-    n_m = free.shape[0]
+    told = running is not None
+    if running is None:
+        running = state.running
     given = {a.job: a for a in decision.allocations}
     preempted = set(decision.preempt)
     # per job: [job, remaining, tasks {machine: [w, p]}, pays_restart_if_changed, arrival rank]
     # Only jobs below their worker cap can take a step (workers only grow here): the others are
     # left out from the start (long traces hold hundreds of jobs at their caps).
     jobs: dict[str, list] = {}
-    for r in state.running:
+    for r in running:
         name = r.job.name
         if name in given:
             alloc = given[name]
@@ -511,6 +531,12 @@ def work_conserving_fill(state: ClusterState, decision: Decision, *, note: str =
             if (got.workers if got is not None else 0) < q.job.max_workers:
                 tasks = got.placement.tasks if got is not None else ()
                 jobs[q.job.name] = [q.job, q.remaining, tasks, False]
+    if told and not jobs:  # nothing can grow (the caller's decision fits by construction)
+        return decision
+    free = apply_decision(
+        state, decision, running={r.job.name: r for r in running} if told else None
+    )
+    n_m = free.shape[0]
     per_machine: dict[str, dict[int, list[int]]] = {}
     for name, (_, _, tasks, _) in jobs.items():
         pm: dict[int, list[int]] = {}

@@ -75,3 +75,29 @@ class RunningView(LazySeq[RunningJob]):
 
     def __len__(self) -> int:
         return len(self._running) if self._items is None else len(self._items)
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """The engine's bookkeeping of the running jobs, in the view's order (read only).
+
+        For a policy that keeps per-job arrays between decisions instead of reading every
+        ``RunningJob`` at each one: a run's ``version`` is unique within a simulation and changes
+        whenever its allocation, placement, speed or remaining work does (the other fields are
+        fixed while it lasts), so the policy refreshes only the runs whose version is new to it;
+        ``remaining_at`` and ``running_job`` give what the view holds for them.
+        """
+        return tuple(self._running.values())
+
+    def remaining_at(self, rem0: np.ndarray, speed: np.ndarray, resume: np.ndarray) -> np.ndarray:
+        """``remaining`` at the view's time of runs given as arrays of their ``rem0``, ``speed``
+        and ``resume`` (the same floats as ``RunningJob.remaining``)."""
+        return np.maximum(0.0, rem0 - speed * np.maximum(0.0, self._t - resume))
+
+    def running_job(self, run: Run) -> RunningJob:
+        """What the view holds for ``run`` (one of its ``runs``)."""
+        return RunningView({run.job.name: run}, self._t)[0]
+
+    @property
+    def source(self) -> object:
+        """The simulation the view belongs to: the same object at every decision of one run."""
+        return self._running

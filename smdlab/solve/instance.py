@@ -592,6 +592,18 @@ class InstanceRows:
         )  # per row: [worker demand, PS demand, weight, fastest w, p, caps W, P]
         self._unused: list[int] = []
         self._last: tuple[tuple[Job, ...], tuple] | None = None  # the last call's jobs and rows
+        self._named: dict[str, int] = {}  # kept rows per job name
+        self._dups = 0  # kept rows whose name another kept row has (0: kept names are distinct)
+        self._mark = np.zeros(0, dtype=np.intp)  # scratch: per row, a position in the call
+
+    def _distinct(self, index: np.ndarray) -> bool:
+        """Whether the rows in ``index`` are distinct."""
+        mark, n = self._mark, len(index)
+        if len(mark) < len(self._jobs):
+            mark = self._mark = np.zeros(len(self._jobs), dtype=np.intp)
+        at = np.arange(n)
+        mark[index] = at
+        return bool((mark[index] == at).all())
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -617,11 +629,19 @@ class InstanceRows:
             self._jobs[row] = job
             self._tables[row] = table
             self._slot[id(job)] = row
+            count = self._named.get(job.name, 0)
+            self._named[job.name] = count + 1
+            self._dups += (count > 0) + (count == 1)  # this row, and the first one of the name
 
     def _forget(self, keep: set[int]) -> None:
         """Free the rows of jobs outside ``keep`` (ids)."""
         for key in [k for k in self._slot if k not in keep]:
             row = self._slot.pop(key)
+            name = self._jobs[row].name  # type: ignore[union-attr]
+            count = self._named.pop(name)
+            if count > 1:
+                self._named[name] = count - 1
+            self._dups -= (count > 1) + (count == 2)
             self._jobs[row] = self._tables[row] = None
             self._unused.append(row)
 
@@ -653,21 +673,29 @@ class InstanceRows:
             cap = _checked_capacity(cluster, capacity)
         else:
             slot = self._slot
-            ids = list(map(id, jobs))
-            found = list(map(slot.get, ids))
-            new = [jobs[i] for i, f in enumerate(found) if f is None] if None in found else []
-            if new:  # kept rows' jobs are checked Jobs
-                check_items("jobs", new, Job)
-            if len(set(ids)) != n or len(set(map(_name, jobs))) != n:
-                check_jobs(jobs)  # raises: a name twice
-            cap = _checked_capacity(cluster, capacity)
-            if new:
+            found = list(map(slot.get, map(id, jobs)))
+            if (
+                None not in found
+            ):  # every job kept: distinct rows of distinct names, or a name twice
+                index = np.array(found, dtype=np.intp)
+                if (self._dups or not self._distinct(index)) and (
+                    len(set(found)) != n or len(set(map(_name, jobs))) != n
+                ):
+                    check_jobs(jobs)  # raises: a name twice
+                cap = _checked_capacity(cluster, capacity)
+            else:
+                ids = list(map(id, jobs))
+                new = [jobs[i] for i, f in enumerate(found) if f is None]
+                check_items("jobs", new, Job)  # kept rows' jobs are checked Jobs
+                if len(set(ids)) != n or len(set(map(_name, jobs))) != n:
+                    check_jobs(jobs)  # raises: a name twice
+                cap = _checked_capacity(cluster, capacity)
                 for j in new:
                     _demand_row(j, resources)  # raises for an unknown resource, in job order
                 if len(slot) + len(new) > 2 * n:  # forget jobs gone (kept rows keep ids unique)
                     self._forget(set(ids))
                 self._add(new, resources, mode)
-            index = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
+                index = np.fromiter(map(slot.__getitem__, ids), dtype=np.intp, count=n)
             data = self._rows[index]
             ints = data[:, 2 * K + 1 :].astype(int)
             rows = (

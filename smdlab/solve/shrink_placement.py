@@ -159,12 +159,31 @@ def _first_live(free: np.ndarray, dead_below: np.ndarray, lo: int) -> int:
     """The first machine from ``lo`` on that may still host a task (H if none)."""
     H, size = free.shape[0], 256
     while lo < H:
-        live = ~np.any(free[lo : lo + size] < dead_below, axis=1)
-        if live.any():
-            return lo + int(live.argmax())
+        dead = _below_any(free[lo : lo + size], dead_below)
+        i = int(dead.argmin())
+        if not dead[i]:
+            return lo + i
         lo += size
         size *= 4
     return H
+
+
+def _below_any(rows: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Per row, whether some column is below ``bound`` (``np.any(rows < bound, axis=1)``, a column at a time)."""
+    if not rows.shape[1]:
+        return np.zeros(rows.shape[0], dtype=bool)
+    out = rows[:, 0] < bound[0]
+    for k in range(1, rows.shape[1]):
+        out |= rows[:, k] < bound[k]
+    return out
+
+
+def _fits_some(demand: np.ndarray, kinds_tol: np.ndarray) -> np.ndarray:
+    """Per row of ``demand``, whether it is <= some row of ``kinds_tol`` in every column."""
+    if len(demand) > 4:
+        return np.all(demand[:, None, :] <= kinds_tol[None], axis=2).any(axis=1)
+    # a few rows: one pass over the machines each (a row fits where no column is below it)
+    return np.array([not _below_any(kinds_tol, d).all() for d in demand], dtype=bool)
 
 
 def _first_fit_from(
@@ -176,9 +195,13 @@ def _first_fit_from(
     scan of every machine, whose first ``lo`` hold none.
     """
     H, size, hi, got = free.shape[0], 64, lo, 0
-    parts = []
+    parts: list[tuple[int, np.ndarray]] = []
     while hi < H and got < need:
         c = fit_counts(free[hi : hi + size], d)
+        if need == 1 and not parts:  # one task: the first machine it fits on (the same as below)
+            first = int((c > 0).argmax())
+            if c[first] > 0:
+                return np.array([hi + first]), np.ones(1, dtype=np.int64)
         parts.append((hi, c))
         got += int(min(c.sum(), need))
         hi += c.size
@@ -337,8 +360,9 @@ def place_checked(
     # (checked against the distinct machine rows: clusters hold few kinds of machine; a few tasks
     # are checked against every row directly, cheaper than finding the distinct ones)
     kinds = np.unique(free0, axis=0) if free0.size and L * H > _DIRECT_FIT_CHECK else free0
-    fits_w = np.all(wd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
-    fits_p = np.all(pd[:, None, :] <= kinds[None] + TOL, axis=2).any(axis=1)
+    kinds_tol = kinds + TOL
+    fits_w = _fits_some(wd, kinds_tol)
+    fits_p = _fits_some(pd, kinds_tol)
     never = np.flatnonzero(~(fits_w & fits_p))
     shrunk[never] += w[never] + p[never]
     w[never] = p[never] = 0

@@ -471,6 +471,16 @@ def _unit_selection(
     return chosen, res.note
 
 
+def takes_fastest(n: int, use: np.ndarray, capacity: np.ndarray) -> bool:
+    """Whether ``smd`` gives each of ``n`` jobs its fastest configuration, ``use`` being their sum.
+
+    Capacity slack: above ``SLACK_JOBS`` jobs, when every job's fastest configuration fits at
+    once, that allocation is an optimum of (P) (each job's term is at its minimum, and starting
+    never costs more than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))).
+    """
+    return n > SLACK_JOBS and bool(fits(use, capacity))
+
+
 def smd(
     inst: Instance,
     *,
@@ -495,11 +505,8 @@ def smd(
     without iterating.
     """
     if inst.n > SLACK_JOBS:
-        # Capacity slack: when every job's fastest configuration fits at once, that allocation is
-        # an optimum of (P) (each job's term is at its minimum, and starting never costs more
-        # than waiting: omega d(c*) <= omega d(r) <= omega (H + d(r))).
         fw, fp = inst.fastest
-        if fits(fw @ inst.alpha + fp @ inst.gamma, inst.capacity):
+        if takes_fastest(inst.n, fw @ inst.alpha + fp @ inst.gamma, inst.capacity):
             return SmdResult(fw, fp, np.ones(inst.n, dtype=bool), None, "")
     selected, note = select_jobs(inst, rule=selection, backend=backend, time_limit=time_limit)
     kw: dict[str, Any] = dict(knapsack=knapsack, tol=tol, max_iter=max_iter, backend=backend,
