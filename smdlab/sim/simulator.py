@@ -74,8 +74,6 @@ __all__ = [
 ]
 
 
-_new = object.__new__
-
 # Idle decision points (nothing runs, jobs wait, no arrival pending) a policy that asks for a
 # later decision point may spend before the run is declared stalled.
 IDLE_WAKE_LIMIT = 20
@@ -297,23 +295,19 @@ class _Simulator(Engine):
         running = RunningView(self.running, t)
         free = self.free.copy()
         free.setflags(write=False)
-        # Fields set directly (the run's execution is checked once, by resolve_execution): a
-        # frozen dataclass's __init__ costs more than the rest of this method, at every decision.
-        state = _new(ClusterState)
-        state.__dict__.update(
-            time=t,
-            cluster=self.cluster,
-            queued=queued,
-            running=running,
-            free=free,
-            mode=self.mode,
-            execution=self.execution,
-            slot_s=self.delta,
-            restart_s=self.restart_s,
-            sharing_degree=self.sharing_degree,
-            storage=None if self.storage_run is None else self.storage_run.view(self),
+        return ClusterState(
+            t,
+            self.cluster,
+            queued,
+            running,
+            free,
+            self.mode,
+            self.execution,
+            self.delta,
+            self.restart_s,
+            self.sharing_degree,
+            None if self.storage_run is None else self.storage_run.view(self),
         )
-        return state
 
     def run(self) -> SimResult:
         """Run to the end, asking the policy at every decision point."""
