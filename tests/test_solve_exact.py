@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 
@@ -188,4 +191,24 @@ def test_time_limit_reports_incumbent_and_bound():
     assert sol.status in ("optimal", "time_limit")
     assert sol.lower_bound <= sol.objective
     if sol.status == "time_limit":
-        assert "time_limit" in sol.note
+        assert "time limit" in sol.note
+
+
+@pytest.mark.parametrize("bound", [-math.inf, 1.0])
+def test_a_stopped_milp_notes_the_limit_and_keeps_a_valid_bound(monkeypatch, bound):
+    """The time-limit branch, forced (a 1e-6 s limit reaches it only on a loaded machine)."""
+    import smdlab.solve.api as api
+
+    real = api.knapsack_exact
+
+    def stopped(*args, **kwargs):
+        r = real(*args, **kwargs)
+        return dataclasses.replace(r, status="time_limit", bound=min(bound, r.objective))
+
+    monkeypatch.setattr(api, "knapsack_exact", stopped)
+    jobs, cluster = small_instance(4, jobs=4)
+    sol = solve(jobs, cluster, "milp", backend="highs", time_limit=5.0)
+    assert sol.status == "time_limit"
+    assert "MILP stopped by its time limit" in sol.note
+    assert 0 < sol.lower_bound <= sol.objective
+    assert ("Lagrangian" in sol.note) == (bound == -math.inf)
