@@ -406,10 +406,11 @@ def defer_search(
         waiting = ~on[job_c]
         cw = waiting.nonzero()[0]
         if cw.size:
+            use_w, gain_w, job_w = col_use[cw], col_gain[cw], job_c[cw]  # the waiting columns
             # start a waiting job in the spare capacity
-            ok = (col_use[cw] <= left).all(axis=1)
+            ok = (use_w <= left).all(axis=1)
             if ok.any():
-                k = cw[ok][int(col_gain[cw[ok]].argmax())]
+                k = cw[ok][int(gain_w[ok].argmax())]
                 if col_gain[k] > best_gain:
                     best_gain, best_move = float(col_gain[k]), (None, k)
             # exchange: stop started job s (loss defer_s - cost_s), start a waiting column in left + held_s
@@ -417,10 +418,11 @@ def defer_search(
             if started.size:
                 loss = defer[started] - cur[started]
                 # the cheapest jobs to stop and the most valuable columns to start bound the work
-                cheap = np.argsort(loss)[:exchange_candidates]
+                by_loss = np.argsort(loss)
+                cheap = by_loss[:exchange_candidates]
                 sl, sr = started[cheap], loss[cheap]
                 room = left[None, :] + held[sl]  # (S, K)
-                cols_x = cw[np.argsort(-col_gain[cw])[: 8 * exchange_candidates]]
+                cols_x = cw[np.argsort(-gain_w)[: 8 * exchange_candidates]]
                 for lo in range(0, cols_x.size, 4096):  # chunks bound the (columns x started) work
                     part = cols_x[lo : lo + 4096]
                     fit = (col_use[part][:, None, :] <= room[None, :, :]).all(axis=2)
@@ -437,28 +439,18 @@ def defer_search(
                             near.append((float(flat[t]), int(sl[b]), int(part[a])))
             # stop a started job and fill the room it leaves with waiting jobs (best gain first)
             if started.size:
-                for s_ in started[np.argsort(loss)[:shrink_candidates]].tolist():
-                    room_s = left + held[s_]
-                    total = -float(defer[s_] - cur[s_])
-                    ins: list[int] = []
-                    used: set[int] = set()
-                    while True:
-                        okc = (col_use[cw] <= room_s).all(axis=1)
-                        okc &= ~np.isin(job_c[cw], list(used)) if used else okc
-                        if not okc.any():
-                            break
-                        k = int(cw[okc][int(col_gain[cw[okc]].argmax())])
-                        total += float(col_gain[k])
-                        room_s = room_s - col_use[k]
-                        used.add(int(job_c[k]))
-                        ins.append(k)
+                for s_ in started[by_loss[:shrink_candidates]].tolist():
+                    total, picks = _fill_room(
+                        use_w, gain_w, job_w, n, left + held[s_], -float(defer[s_] - cur[s_])
+                    )
+                    ins = cw[picks].tolist()
                     if len(ins) > 1 and total > best_gain:
                         best_gain, best_move = total, ([(int(s_), 0, 0)], ins)
             # start a waiting job by shrinking started ones (one task at a time, cheapest loss
             # per freed amount of the missing resources first): the most promising columns only
             if started.size:
-                size = (col_use[cw] / scale).sum(axis=1)
-                top = cw[np.argsort(-col_gain[cw] / np.maximum(size, 1e-12))[:shrink_candidates]]
+                size = (use_w / scale).sum(axis=1)
+                top = cw[np.argsort(-gain_w / np.maximum(size, 1e-12))[:shrink_candidates]]
                 for k in top.tolist():
                     if col_gain[k] <= best_gain:
                         continue
@@ -509,6 +501,28 @@ def defer_search(
         if s.size:
             w[s], p[s] = polish(s, w[s], p[s])
     return w, p, moves
+
+
+def _fill_room(
+    use: np.ndarray, gain: np.ndarray, job: np.ndarray, n: int, room: np.ndarray, total: float
+) -> tuple[float, list[int]]:
+    """Columns (rows of ``use``) started one at a time in ``room``: the best gain that fits (ties:
+    the earlier column), at most one per job, while any fits; (``total`` plus their gains, rows).
+
+    Gains are > 0 (a kept column beats waiting), so the best fitting one is an argmax with the
+    columns that do not fit at -inf; jobs already started are a boolean row, not a set.
+    """
+    picks: list[int] = []
+    used = np.zeros(n, dtype=bool)
+    while True:
+        ok = (use <= room).all(axis=1) & ~used[job]
+        a = int(np.where(ok, gain, -np.inf).argmax())
+        if not ok[a]:
+            return total, picks
+        total += float(gain[a])
+        room = room - use[a]
+        used[job[a]] = True
+        picks.append(a)
 
 
 def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget):
