@@ -145,3 +145,26 @@ def test_fill_room_equals_the_isin_rule(seed):
         want = _fill_room_isin(use, gain, job, room, start)
         got = _fill_room(use, gain, job, n, room, start)
         assert got[0] == want[0] and got[1] == want[1]
+
+
+def _first_over_by_rows(cum, cap):
+    """The previous rule: each resource row searched before the first column found so far."""
+    first = cum.shape[1]
+    for r in range(cum.shape[0]):
+        row = cum[r, :first] > cap[r, 0]
+        k = int(row.argmax()) if first else 0
+        if first and row[k]:
+            first = k
+    return first
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_over_equals_the_row_by_row_search(seed):
+    from smdlab.solve.knapsack_hull import _first_over
+
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        K, m = int(rng.integers(1, 6)), int(rng.integers(0, 40))
+        cum = np.cumsum(rng.choice([0.0, 0.5, 1.0, 3.0], size=(K, m)), axis=1)
+        cap = rng.uniform(0.0, 2.0 * max(m, 1), (K, 1)).round(0)  # ties with the sums
+        assert _first_over(cum, cap) == _first_over_by_rows(cum, cap)

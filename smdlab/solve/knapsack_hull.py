@@ -16,13 +16,11 @@ from smdlab.caches import HULL_SEGMENTS
 
 def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
     """First column where any resource row of ``cum`` (K x m) exceeds ``cap`` (K x 1); m if none."""
-    first = cum.shape[1]
-    for r in range(cum.shape[0]):
-        row = cum[r, :first] > cap[r, 0]
-        k = int(row.argmax()) if first else 0
-        if first and row[k]:
-            first = k
-    return first
+    if not cum.shape[1]:
+        return 0
+    over = (cum > cap).any(axis=0)
+    k = int(over.argmax())
+    return k if over[k] else cum.shape[1]
 
 
 def _hull_segments(value, mask, alpha, gamma, scale):
@@ -131,6 +129,7 @@ class HullKnapsack:
         self.seg_duse_t = np.ascontiguousarray(self.seg_duse.T)
         self.base = (alpha + gamma).sum(axis=0)
         self.tol = 1e-9 * np.maximum(1.0, np.abs(self.capacity))
+        self._cap = (self.capacity + self.tol)[:, None]
         # position of each segment in its job's hull chain
         starts = np.searchsorted(self.seg_job, np.arange(n))
         self.seg_start = starts
@@ -187,12 +186,15 @@ class HullKnapsack:
         """Move each job with taken segments to the end vertex of its furthest one."""
         if not taken.size:
             return
-        far = np.full(self.n, -1)
-        np.maximum.at(far, self.seg_job[taken], self.seg_rank[taken])
-        jobs = np.flatnonzero(far >= 0)
-        seg = self.seg_start[jobs] + far[jobs]
-        w[jobs] = self.seg_w[seg]
-        p[jobs] = self.seg_p[seg]
+        # segments are job-major in hull order: a job's furthest is its last taken index
+        s = np.sort(taken)
+        j = self.seg_job[s]
+        last = np.empty(s.size, dtype=bool)
+        np.not_equal(j[1:], j[:-1], out=last[:-1])
+        last[-1] = True
+        s, j = s[last], j[last]
+        w[j] = self.seg_w[s]
+        p[j] = self.seg_p[s]
 
     def solve(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(workers, ps) for profits lambda_i * V_i (lambda > 0)."""
@@ -210,7 +212,7 @@ class HullKnapsack:
         """(workers, ps): the segments taken in ``order`` while they fit (a job's first misfit closes it)."""
         w = np.ones(self.n, dtype=int)
         p = np.ones(self.n, dtype=int)
-        cap = (self.capacity + self.tol)[:, None]
+        cap = self._cap
         # resources x segments, so cumulative sums run along contiguous rows
         cum = self.base[:, None] + np.cumsum(self.seg_duse_t[:, order], axis=1)
         first = _first_over(cum, cap)
@@ -224,14 +226,17 @@ class HullKnapsack:
             rank = self.seg_rank
             while rest.size:
                 d = self.seg_duse_t[:, rest]
-                slack = cap - used
-                fail = d[0] > slack[0]
-                for r in range(1, d.shape[0]):  # row by row: contiguous and cheap
-                    fail |= d[r] > slack[r]
+                fail = (d > cap - used).any(axis=0)
                 if fail.any():
-                    # close each failing job from its first failing segment (in hull order) onwards
+                    # close each failing job from its first failing segment (in hull order)
+                    # onwards: job-major segments, so a job's first is its least failing index
+                    s = np.sort(rest[fail])
+                    j = self.seg_job[s]
+                    head = np.empty(s.size, dtype=bool)
+                    head[0] = True
+                    np.not_equal(j[1:], j[:-1], out=head[1:])
                     cut = np.full(self.n, np.iinfo(np.int64).max)
-                    np.minimum.at(cut, self.seg_job[rest[fail]], rank[rest[fail]])
+                    cut[j[head]] = rank[s[head]]
                     alive = rank[rest] < cut[self.seg_job[rest]]
                     rest, d = rest[alive], d[:, alive]
                     if not rest.size:
