@@ -168,3 +168,92 @@ def test_first_over_equals_the_row_by_row_search(seed):
         cum = np.cumsum(rng.choice([0.0, 0.5, 1.0, 3.0], size=(K, m)), axis=1)
         cap = rng.uniform(0.0, 2.0 * max(m, 1), (K, 1)).round(0)  # ties with the sums
         assert _first_over(cum, cap) == _first_over_by_rows(cum, cap)
+
+
+def _repairs_on_arrays(t, tried, job_c, wi, pi, w, p, defer, capacity, tol_a, rtol, below, polish):
+    """The previous rule: each trial on arrays, its objective by ``np.where(...).sum()``."""
+    n, W, P = len(w), t.W, t.P
+    V = t.item.__self__
+    rows = np.arange(n)
+    _TRIED.append(len(tried))
+    for _, s_, c_ in tried:
+        tw, tp = w.copy(), p.copy()
+        tw[s_] = tp[s_] = 0
+        j = int(job_c[c_])
+        tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
+        st = (tw > 0).nonzero()[0]
+        tw[st], tp[st] = polish(st, tw[st], tp[st])
+        idx = np.clip((tw - 1) * P + (tp - 1), 0, W * P - 1)
+        if np.where(tw > 0, V[rows, idx], defer).sum() < below:
+            _REPAIRED.append(1)
+            return "set", (tw, tp)
+    return None
+
+
+_REPAIRED: list[int] = []
+_TRIED: list[int] = []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_defer_search_repairs_on_floats_equal_the_array_rule(seed, monkeypatch):
+    import smdlab.solve.local_search as ls
+
+    def runs(rng):
+        out = []
+        for _ in range(30):
+            n, W, P = int(rng.integers(2, 14)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+            v = rng.uniform(1.0, 10.0, size=(n, W, P))
+            defer = rng.uniform(2.0, 12.0, n)
+            K = int(rng.integers(1, 4))
+            alpha = rng.uniform(0.0, 3.0, (n, K)) * (rng.random((n, K)) < 0.8)
+            gamma = rng.uniform(0.0, 2.0, (n, K)) * (rng.random((n, K)) < 0.6)
+            cap = (alpha + gamma).sum(axis=0) * rng.uniform(0.3, 1.2, K)
+            zero = np.zeros(n, dtype=int)
+            w, p, m = ls.defer_search(v, pareto_mask(v), defer, alpha, gamma, cap, zero, zero)
+            out.append((w.tolist(), p.tolist(), m))
+        return out
+
+    floats = runs(np.random.default_rng(seed))
+    _TRIED.clear()
+    monkeypatch.setattr(ls, "_repairs_on_floats", _repairs_on_arrays)
+    assert runs(np.random.default_rng(seed)) == floats
+    assert sum(_TRIED) > 0  # repairs were tried
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_repairs_on_floats_keep_the_trial_the_array_rule_keeps(seed):
+    # the trials themselves, with thresholds around the current objective: some are kept
+    import smdlab.solve.local_search as ls
+
+    rng = np.random.default_rng(seed)
+    _REPAIRED.clear()
+    for _ in range(40):
+        n, W, P, K = int(rng.integers(3, 14)), int(rng.integers(1, 6)), int(rng.integers(1, 6)), 2
+        v = rng.uniform(1.0, 10.0, size=(n, W, P))
+        defer = rng.uniform(2.0, 12.0, n)
+        alpha, gamma = rng.uniform(0.2, 3.0, (n, K)), rng.uniform(0.0, 2.0, (n, K))
+        cap = (alpha + gamma).sum(axis=0) * rng.uniform(0.3, 0.8, K)
+        mask = pareto_mask(v)
+        zero = np.zeros(n, dtype=int)
+        w, p, _ = ls.defer_search(v, mask, defer, alpha, gamma, cap, zero, zero)
+        keep = mask & (v < defer[:, None, None])
+        job_c, wi, pi = np.nonzero(keep)
+        started, waiting = np.flatnonzero(w > 0), np.flatnonzero(w[job_c] == 0)
+        if not started.size or not waiting.size:
+            continue
+        t = ls._FloatTables(v, mask, alpha, gamma)
+        tol = 1e-9 * np.maximum(1.0, np.abs(cap))
+
+        def polish(s, sw, sp, v=v, mask=mask, alpha=alpha, gamma=gamma, cap=cap):
+            return ls.local_search(v[s], mask[s], alpha[s], gamma[s], cap, sw, sp)[:2]
+
+        tried = [(0.0, int(rng.choice(started)), int(rng.choice(waiting))) for _ in range(4)]
+        on = np.where(w > 0, v[np.arange(n), np.maximum(w - 1, 0), np.maximum(p - 1, 0)], defer)
+        below = float(on.sum()) * rng.uniform(0.97, 1.03)
+        args = (t, tried, job_c, wi, pi, w, p, defer, cap, tol, 1e-6, below, polish)
+        got, want = ls._repairs_on_floats(*args), _repairs_on_arrays(*args)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got[1][0].tolist() == want[1][0].tolist()
+            assert got[1][1].tolist() == want[1][1].tolist()
+    assert _REPAIRED  # some trials were kept

@@ -209,13 +209,20 @@ def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
 def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limit):
     """``local_search`` of the table rows ``jobs`` on Python floats: the same operations in the
     same order, so the same moves; (workers, ps, moves) of those jobs."""
+    ww, pp, moves = _local_search_lists(
+        t, jobs, capacity.tolist(), tol_a.tolist(), w.tolist(), p.tolist(), rtol, limit
+    )
+    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
+
+
+def _local_search_lists(t: _FloatTables, jobs, cap, tol, ww, pp, rtol, limit):
+    """``_local_search_small`` on lists (capacity, tolerances, workers, PSs); (ww, pp, moves)."""
     n, W, P = len(jobs), t.W, t.P
     item, al, ga, cols, delta = t.item, t.al, t.ga, t.cols, t.delta
-    K = capacity.shape[0]
-    cap, tol = capacity.tolist(), tol_a.tolist()
+    K = len(cap)
     # exchange candidates in the array version's order: (delta, job), with the resource change
     cands = [(i, dw, dp, delta[jobs[i]][k]) for k, (dw, dp) in enumerate(_DELTAS) for i in range(n)]
-    ww, pp = w.tolist(), p.tolist()
+    ww, pp = list(ww), list(pp)
     inf = math.inf
     moves = 0
     for _ in range(limit):
@@ -284,7 +291,7 @@ def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limi
                 ww[j], pp[j] = nw, np_
                 touched.add(j)
             moves += 1
-    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
+    return ww, pp, moves
 
 
 def _clip(x: np.ndarray, hi: int) -> np.ndarray:
@@ -464,7 +471,14 @@ def defer_search(
             # exchanges that lose a little but free room: accept one if the local search then
             # makes the whole allocation better
             base = float(cur.sum())
-            for _, s_, c_ in sorted(near, reverse=True)[:repair_candidates]:
+            tried = sorted(near, reverse=True)[:repair_candidates]
+            if tables is not None and tables.usable:  # the same trials on lists
+                best_move = _repairs_on_floats(
+                    tables, tried, job_c, wi, pi, w, p, defer, capacity, tol_ls, rtol, base - eps,
+                    polish,
+                )  # fmt: skip
+                tried = []
+            for _, s_, c_ in tried:
                 tw, tp = w.copy(), p.copy()
                 tw[s_] = tp[s_] = 0
                 j = int(job_c[c_])
@@ -501,6 +515,37 @@ def defer_search(
         if s.size:
             w[s], p[s] = polish(s, w[s], p[s])
     return w, p, moves
+
+
+def _repairs_on_floats(t, tried, job_c, wi, pi, w, p, defer, capacity, tol_a, rtol, below, polish):
+    """``defer_search``'s repairs on lists: for each (net, stopped job, started column) of
+    ``tried``, that exchange, then the local search of the started jobs; ("set", (w, p)) for the
+    first whose objective (numpy's sum, the same rounding) is below ``below``, else None."""
+    n, W, P = len(w), t.W, t.P
+    item, cap, tol, dl = t.item, capacity.tolist(), tol_a.tolist(), defer.tolist()
+    wl, pl = w.tolist(), p.tolist()
+    for _, s_, c_ in tried:
+        tw, tp = list(wl), list(pl)
+        tw[s_] = tp[s_] = 0
+        j = int(job_c[c_])
+        tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
+        st = [i for i in range(n) if tw[i] > 0]
+        sw, sp = [tw[i] for i in st], [tp[i] for i in st]
+        if st and len(st) <= SMALL_JOBS and all(1 <= x <= W for x in sw) and all(1 <= x <= P for x in sp):  # fmt: skip
+            sw, sp, _ = _local_search_lists(t, st, cap, tol, sw, sp, rtol, 10 * len(st) + 100)
+        elif st:  # what ``polish`` does with the arrays
+            aw, ap = polish(np.array(st), np.array(sw, dtype=int), np.array(sp, dtype=int))
+            sw, sp = aw.tolist(), ap.tolist()
+        for i, a, b in zip(st, sw, sp):
+            tw[i], tp[i] = a, b
+        last = W * P - 1
+        costs = [
+            item(i, min(max((tw[i] - 1) * P + (tp[i] - 1), 0), last)) if tw[i] > 0 else dl[i]
+            for i in range(n)
+        ]
+        if _pairwise_sum(costs, 0, n) < below:
+            return "set", (np.array(tw, dtype=int), np.array(tp, dtype=int))
+    return None
 
 
 def _fill_room(
