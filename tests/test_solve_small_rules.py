@@ -257,3 +257,30 @@ def test_repairs_on_floats_keep_the_trial_the_array_rule_keeps(seed):
             assert got[1][0].tolist() == want[1][0].tolist()
             assert got[1][1].tolist() == want[1][1].tolist()
     assert _REPAIRED  # some trials were kept
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shrink_plans_from_one_rounds_lists_equal_plans_from_the_arrays(seed):
+    # defer_search reads the started jobs' lists once per round for its several shrink plans
+    from smdlab.solve.local_search import _plan_rows, _shrink_plan
+
+    rng = np.random.default_rng(seed)
+    planned = 0
+    for _ in range(40):
+        n, W, P, K = int(rng.integers(1, 10)), 5, 4, int(rng.integers(1, 6))
+        V = rng.uniform(1.0, 10.0, (n, W * P))
+        alpha = rng.integers(0, 4, (n, K)).astype(float)
+        gamma = rng.integers(0, 3, (n, K)).astype(float)
+        scale = rng.uniform(1.0, 20.0, K)
+        w, p = rng.integers(1, W + 1, n), rng.integers(1, P + 1, n)
+        cur = V[np.arange(n), (w - 1) * P + p - 1]
+        started = np.flatnonzero(rng.random(n) < 0.8)
+        kept = _plan_rows(alpha, gamma, scale, w, p, cur, started)
+        for _ in range(6):  # one round's several plans share the lists
+            deficit = rng.uniform(-1.0, 6.0, K)
+            budget = float(rng.uniform(0.5, 30.0))
+            args = (V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget)
+            want = _shrink_plan(*args)
+            assert _shrink_plan(*args, kept) == want
+            planned += want is not None and bool(want[1])
+    assert planned > 0

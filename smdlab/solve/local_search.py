@@ -458,12 +458,15 @@ def defer_search(
             if started.size:
                 size = (use_w / scale).sum(axis=1)
                 top = cw[np.argsort(-gain_w / np.maximum(size, 1e-12))[:shrink_candidates]]
+                kept = None
                 for k in top.tolist():
                     if col_gain[k] <= best_gain:
                         continue
+                    if kept is None:
+                        kept = _plan_rows(alpha, gamma, scale, w, p, cur, started)
                     plan = _shrink_plan(
                         V, P, alpha, gamma, scale, w, p, cur, started, col_use[k] - left,
-                        col_gain[k] - best_gain,
+                        col_gain[k] - best_gain, kept,
                     )  # fmt: skip
                     if plan is not None and col_gain[k] - plan[0] > best_gain:
                         best_gain, best_move = float(col_gain[k] - plan[0]), (plan[1], int(k))
@@ -570,25 +573,32 @@ def _fill_room(
         picks.append(a)
 
 
-def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget):
+def _plan_rows(alpha, gamma, scale, w, p, cur, started) -> tuple:
+    """What ``_shrink_plan`` reads of the started jobs, as lists (one per defer-search round)."""
+    return (
+        started.tolist(), w[started].tolist(), p[started].tolist(), cur[started].tolist(),
+        alpha[started].tolist(), gamma[started].tolist(), scale.tolist(),
+        (1e-9 * np.maximum(1.0, scale)).tolist(),
+    )  # fmt: skip
+
+
+def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget, kept=None):
     """(total loss, [(job, w, p), ...]): single-task removals from ``started`` jobs covering ``deficit``.
 
     Greedy: each step removes the worker or PS (a job keeps at least (1, 1)) with the smallest
     loss per freed amount of the still-missing resources (normalised by ``scale``; ties: the
     earlier job, a worker before a PS). None when the deficit cannot be covered, or the loss
-    exceeds ``budget``.
+    exceeds ``budget``. ``kept``: ``_plan_rows`` of the same arguments, if made already.
     """
     need_a = np.maximum(np.asarray(deficit, dtype=float), 0.0)
     if not (need_a > 1e-12).any():
         return 0.0, []
     # Plain floats: a few started jobs and resources, where numpy's per-call cost dominates
     # (the same operations in the same order, so the same plan).
-    rows = started.tolist()
-    w0, p0 = w[started].tolist(), p[started].tolist()
-    ww, pp, val = list(w0), list(p0), cur[started].tolist()
-    al, ga = alpha[started].tolist(), gamma[started].tolist()
-    sc, need = scale.tolist(), need_a.tolist()
-    done = (1e-9 * np.maximum(1.0, scale)).tolist()
+    if kept is None:
+        kept = _plan_rows(alpha, gamma, scale, w, p, cur, started)
+    rows, w0, p0, val0, al, ga, sc, done = kept
+    ww, pp, val, need = list(w0), list(p0), list(val0), need_a.tolist()
     item, inf, n = V.item, math.inf, len(rows)
     running = len(sc) < 8  # numpy sums fewer than 8 terms one by one
     loss = 0.0
