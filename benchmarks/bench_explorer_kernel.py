@@ -207,8 +207,8 @@ def _floor(workers: int, repeat: int = 1) -> None:
     """Print each schedule-panel task's CPU time for a new job mix (least of ``repeat`` runs) and the ``workers``-process floor.
 
     Repeated runs keep what a worker keeps between changes (caches keyed by job names, such as
-    Optimus' loss fits), except the interval-LP bound's and SMD's hull segments' caches, which
-    would answer at once.
+    Optimus' loss fits), except the interval-LP bound's and SMD's hull caches, which would answer
+    at once (the hull vertices kept as hints would be right at once).
     """
     from smdlab import caches
     from smdlab.sim.bound import workload_bound
@@ -221,7 +221,8 @@ def _floor(workers: int, repeat: int = 1) -> None:
     cpu: dict[str, float] = {}
     for _ in range(repeat):
         for task in (*SCHEDULE_POLICIES, BOUND_TASK):
-            for kept in ("WORKLOAD_BOUNDS", "HULL_SEGMENTS"):  # (older checkouts lack the second)
+            # (older checkouts lack the hull caches)
+            for kept in ("WORKLOAD_BOUNDS", "HULL_SEGMENTS", "HULL_CHAINS"):
                 if hasattr(caches, kept):
                     getattr(caches, kept).clear()
             c0 = time.process_time()

@@ -284,3 +284,28 @@ def test_shrink_plans_from_one_rounds_lists_equal_plans_from_the_arrays(seed):
             assert _shrink_plan(*args, kept) == want
             planned += want is not None and bool(want[1])
     assert planned > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hull_segments_from_guessed_vertices_equal_those_without(seed):
+    # right guesses (an earlier, slightly different table), wrong, short, long and none
+    rng = np.random.default_rng(seed)
+    n, W, P, K = int(rng.integers(1, 25)), int(rng.integers(1, 9)), int(rng.integers(1, 9)), 4
+    speed, ratio, mask, alpha, gamma = _tables(rng, n, W, P, K)
+    scale = rng.uniform(10.0, 40.0, K)
+    for table in (speed, ratio):
+        want = _hull_segments(table, mask, alpha, gamma, scale)
+        nudged = table * (1 + 1e-13 * rng.standard_normal(table.shape))
+        job, _, to, _ = _hull_segments(nudged, mask, alpha, gamma, scale)
+        earlier = [to[job == i] for i in range(n)]
+        kinds = [
+            earlier,
+            [g[:-1] if len(g) else g for g in earlier],
+            [np.r_[g, rng.integers(0, W * P, 2)] for g in earlier],
+            [rng.integers(0, W * P, int(rng.integers(0, 6))) for _ in range(n)],
+            [None if rng.random() < 0.5 else g for g in earlier],
+        ]
+        for guess in kinds:
+            got = _hull_segments(table, mask, alpha, gamma, scale, guess)
+            for a, b in zip(want, got):
+                assert a.dtype == b.dtype and np.array_equal(a, b)

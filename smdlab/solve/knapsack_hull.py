@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from smdlab.caches import HULL_SEGMENTS
+from smdlab.caches import HULL_CHAINS, HULL_SEGMENTS
 
 
 def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
@@ -23,8 +23,13 @@ def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
     return k if over[k] else cum.shape[1]
 
 
-def _hull_segments(value, mask, alpha, gamma, scale):
-    """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order."""
+def _hull_segments(value, mask, alpha, gamma, scale, guess=None):
+    """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order.
+
+    guess: per row, None or the flat indices believed to be its hull's vertices after (1, 1)
+    (the row's hull in an earlier call): every guessed vertex is checked at once, and a row
+    continues vertex by vertex from its first wrong guess, so a guess changes no result.
+    """
     n, W, P = value.shape
     wg = np.repeat(np.arange(1, W + 1), P)
     pg = np.tile(np.arange(1, P + 1), W)
@@ -43,48 +48,68 @@ def _hull_segments(value, mask, alpha, gamma, scale):
     wk, pk = wg[cols], pg[cols]
     size = (alpha / scale).sum(axis=1)[:, None] * wk + (gamma / scale).sum(axis=1)[:, None] * pk
     keep &= np.isfinite(V)
-    cur = np.zeros(n, dtype=int)
-    seg_job, seg_from, seg_to, seg_slope = [], [], [], []
-    # gift wrapping of the upper hull over all rows at once: next vertex = steepest point to the
-    # right. Rows whose hull ended stay in the arrays (masked out): gathering the active rows
-    # every round cost more than the arithmetic on a few dozen rows of ~20 points.
-    alive = np.ones(n, dtype=bool)  # rows whose hull may continue
     r = np.arange(n)
+    guess = [None] * n if guess is None else guess
+    # guessed vertices as positions in ``cols`` (column 0: (1, 1); -1: none, or not kept now)
+    G = np.full((n, 1 + max((len(g) for g in guess if g is not None), default=0)), -1)
+    G[:, 0] = 0
+    if G.shape[1] > 1:
+        at = np.full((n, W * P), -1)
+        at[jr, fc] = pos
+        for i, g in enumerate(guess):
+            if g is not None and len(g):
+                G[i, 1 : len(g) + 1] = at[i, g]
+    parts = []  # (job, round, from position, to position, slope) of the segments found
     with np.errstate(divide="ignore", invalid="ignore"):
-        while True:
+        # every guessed vertex at once: the same element-wise steps as the gift wrap below
+        c = np.maximum(G, 0)
+        rc = r[:, None]
+        ds = size[:, None, :] - size[rc, c][:, :, None]
+        dv = V[:, None, :] - V[rc, c][:, :, None]
+        ok = keep[:, None, :] & (ds > 1e-12)
+        ok &= (wk[:, None, :] >= wk[rc, c][:, :, None]) & (pk[:, None, :] >= pk[rc, c][:, :, None])
+        slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
+        best = slope.max(axis=2)
+        tie = (slope >= best[:, :, None] * (1 - 1e-12)) & ok
+        nxt = np.where(tie, size[:, None, :], -np.inf).argmax(axis=2)
+        good = best > 0
+        guessed_next = np.full(G.shape, -1)
+        guessed_next[:, :-1] = G[:, 1:]
+        # a row's hull follows its guess up to the first vertex whose next is not the guessed one
+        last = (~good | (guessed_next != nxt)).argmax(axis=1)
+        k = np.arange(G.shape[1])
+        take = good & (k[None, :] <= last[:, None])
+        jt, kt = take.nonzero()
+        parts.append((jt, kt, c[jt, kt], nxt[jt, kt], best[jt, kt]))
+        # the rest by gift wrapping, vertex by vertex: next vertex = steepest point to the right.
+        # Rows whose hull ended stay in the arrays (masked out): gathering the active rows every
+        # round cost more than the arithmetic on a few dozen rows of ~20 points.
+        alive = good[r, last]  # rows whose hull may continue
+        cur = nxt[r, last]
+        step = last + 1
+        while alive.any():
             ds = size - size[r, cur][:, None]
             dv = V - V[r, cur][:, None]
             # only configurations that add tasks (w' >= w, p' >= p): every upgrade then uses
             # more of every resource, so a segment that does not fit now never fits later
             ok = keep & (wk >= wk[r, cur][:, None]) & (pk >= pk[r, cur][:, None]) & (ds > 1e-12)
             slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
-            best = slope.max(axis=1)
-            good = alive & (best > 0)
-            idx = good.nonzero()[0]
+            best1 = slope.max(axis=1)
+            alive &= best1 > 0
+            idx = alive.nonzero()[0]
             if not idx.size:
                 break
             # among the steepest, the farthest point (skips collinear vertices)
-            tie = (slope >= best[:, None] * (1 - 1e-12)) & ok
-            nxt = np.where(tie, size, -np.inf).argmax(axis=1)[idx]
-            seg_job.append(idx)
-            seg_from.append(cols[idx, cur[idx]])
-            seg_to.append(cols[idx, nxt])
-            seg_slope.append(best[idx])
-            cur[idx] = nxt
-            alive = good
-    if not seg_job:
-        empty = np.zeros(0, dtype=int)
-        return empty, empty, empty, np.zeros(0)
-    # segments were produced round by round; return them job-major, in hull order
-    job = np.concatenate(seg_job)
-    rnd = np.concatenate([np.full(len(s), k) for k, s in enumerate(seg_job)])
+            tie = (slope >= best1[:, None] * (1 - 1e-12)) & ok
+            nx = np.where(tie, size, -np.inf).argmax(axis=1)[idx]
+            parts.append((idx, step[idx], cur[idx], nx, best1[idx]))
+            cur[idx] = nx
+            step[idx] += 1
+    job, rnd, fr, to, sl = (np.concatenate(x) for x in zip(*parts))
+    # return them job-major, in hull order
     order = np.lexsort((rnd, job))
-    return (
-        job[order],
-        np.concatenate(seg_from)[order],
-        np.concatenate(seg_to)[order],
-        np.concatenate(seg_slope)[order],
-    )
+    job = job[order]
+    return job, cols[job, fr[order]], cols[job, to[order]], sl[order]
 
 
 class HullKnapsack:
@@ -148,7 +173,9 @@ class HullKnapsack:
 
         A job's hull depends on its own rows alone, so each job row's segments are kept
         (``HULL_SEGMENTS``) and only rows not seen before are computed: SMD's decisions of a
-        simulation and its two candidate selections share most of the jobs' speed tables.
+        simulation and its two candidate selections share most of the jobs' speed tables. A row
+        not seen before starts from the hull vertices of the same table position and demand
+        rows in an earlier call (``HULL_CHAINS``), each checked.
         """
         k, n = len(values), values[0].shape[0]
         _, W, P = values[0].shape
@@ -161,14 +188,18 @@ class HullKnapsack:
         todo = [r for r, f in enumerate(found) if f is None]
         if todo:
             tj, ti = np.divmod(np.array(todo), n)
+            # the same job's hull in an earlier call (its remaining work moves the values by a
+            # few ulps between SMD's decisions): checked vertex by vertex, so only a time saver
+            hints = [(j, *rows[i]) for j, i in zip(tj.tolist(), ti.tolist())]
             job, fr, to, slope = _hull_segments(
                 np.stack([values[j][i] for j, i in zip(tj.tolist(), ti.tolist())]),
-                mask[ti], alpha[ti], gamma[ti], scale,
+                mask[ti], alpha[ti], gamma[ti], scale, [HULL_CHAINS.get(h) for h in hints],
             )  # fmt: skip
             ends = np.searchsorted(job, np.arange(len(todo) + 1)).tolist()
             for r, (lo, hi) in enumerate(itertools.pairwise(ends)):
                 seg = (fr[lo:hi].copy(), to[lo:hi].copy(), slope[lo:hi].copy())
                 found[todo[r]] = HULL_SEGMENTS.put(keys[todo[r]], seg)
+                HULL_CHAINS.put(hints[r], seg[1])
         out = []
         for j in range(k):
             part = found[j * n : (j + 1) * n]
