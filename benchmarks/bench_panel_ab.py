@@ -63,9 +63,8 @@ def _swaps(base: str) -> list[tuple[Any, str, Any, Any]]:
                     pairs[mine] = val
             elif isinstance(val, type) and isinstance(mine, type) and mine.__module__ == name:
                 for m_name, m_val in vars(val).items():
-                    if isinstance(m_val, types.FunctionType) and isinstance(
-                        vars(mine).get(m_name), types.FunctionType
-                    ):
+                    kinds = (types.FunctionType, classmethod, staticmethod)
+                    if isinstance(m_val, kinds) and type(vars(mine).get(m_name)) is type(m_val):
                         methods.append((mine, m_name, vars(mine)[m_name], m_val))
     # the base's modules imported some of these functions by name from this checkout's modules:
     # point them at the base's own, so a base run calls base code throughout
