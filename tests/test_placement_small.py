@@ -21,7 +21,13 @@ def _problems(rng: np.random.Generator, count: int):
 
 
 @pytest.mark.parametrize(
-    "rule", ["_spread_tasks_flat", "_local_tasks_flat", "_consolidated_tasks_flat"]
+    "rule",
+    [
+        "_spread_tasks_flat",
+        "_local_tasks_flat",
+        "_consolidated_tasks_flat",
+        "_first_fit_tasks_flat",
+    ],
 )
 @pytest.mark.parametrize("seed", range(4))
 def test_small_placement_rules_equal_the_array_rules(rule, seed, monkeypatch):
@@ -53,3 +59,13 @@ def test_small_fill_leaves_the_rows_numpy_leaves(seed):
             assert np.array_equal(want_free, np.array(got_free)) and np.array_equal(
                 np.signbit(want_free), np.signbit(np.array(got_free))
             )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_column_sums_round_as_numpy(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        m, K = int(rng.integers(1, 65)), int(rng.integers(1, 9))
+        free = rng.uniform(0.0, 10.0, (m, K)) * 10.0 ** rng.integers(-3, 4, (m, K))
+        want = free.sum(axis=0)
+        assert want.tolist() == pl._column_sums(free.tolist())

@@ -156,6 +156,8 @@ def _first_fit_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits."""
+    if _small(free, alpha, gamma):
+        return _first_fit_tasks_small(free.tolist(), workers, ps, alpha.tolist(), gamma.tolist())
     pooled = free.sum(axis=0)
     if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
         return None  # cannot fit even pooled: skip the per-machine pass
@@ -340,6 +342,50 @@ def _local_tasks_small(free: list, workers: int, ps: int, alpha: list, gamma: li
         return None
     takes = _local_pass_small(free, ps, workers, gamma, alpha)
     return None if takes is None else _tasks_small(takes[1], takes[0])
+
+
+def _column_sums(free: list) -> list:
+    """``free.sum(axis=0)`` of the rows ``free``: row after row, or numpy's pairwise sum for one
+    column (then contiguous)."""
+    if len(free[0]) == 1:
+        from smdlab.solve.local_search import _pairwise_sum
+
+        return [_pairwise_sum([row[0] for row in free], 0, len(free))]
+    tot = [0.0] * len(free[0])
+    for row in free:
+        tot = [t + x for t, x in zip(tot, row)]
+    return tot
+
+
+def _dominant_share_small(demand: list, capacity: list) -> float:
+    """``dominant_share`` on lists."""
+    inf = math.inf
+    return max(d / c if c > 0 else (inf if d > 0 else 0.0) for d, c in zip(demand, capacity))
+
+
+def _first_fit_tasks_small(
+    free: list, workers: int, ps: int, alpha: list, gamma: list
+) -> Tasks | None:
+    """``_first_fit_tasks_flat`` on lists."""
+    pooled = _column_sums(free)
+    if any(workers * a + ps * g > x + TOL * max(1.0, x) for a, g, x in zip(alpha, gamma, pooled)):
+        return None  # cannot fit even pooled: skip the per-machine pass
+    workers_first = _dominant_share_small(alpha, pooled) >= _dominant_share_small(gamma, pooled)
+    for first in (workers_first, not workers_first):
+        work = [list(row) for row in free]
+        order = ((alpha, workers), (gamma, ps)) if first else ((gamma, ps), (alpha, workers))
+        takes = []
+        for demand, n in order:
+            take = _fill_small(work, demand, n)
+            if take is None:
+                break
+            takes.append(take)
+        else:
+            w_take, p_take = takes if first else takes[::-1]
+            return _tasks_small(w_take, p_take)
+        if workers == 0 or ps == 0:
+            return None
+    return None
 
 
 def _spread_tasks_small(
