@@ -309,3 +309,27 @@ def test_hull_segments_from_guessed_vertices_equal_those_without(seed):
             got = _hull_segments(table, mask, alpha, gamma, scale, guess)
             for a, b in zip(want, got):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_local_searches_sharing_a_tables_memo_move_as_fresh_ones(seed):
+    # defer_search's local searches share one table: states met by an earlier search are reused
+    import smdlab.solve.local_search as ls
+
+    rng = np.random.default_rng(seed)
+    n, W, P, K = 12, 5, 4, 3
+    v = rng.uniform(1.0, 10.0, (n, W, P))
+    mask = pareto_mask(v)
+    alpha, gamma = rng.uniform(0.2, 3.0, (n, K)), rng.uniform(0.0, 2.0, (n, K))
+    cap = (alpha + gamma).sum(axis=0) * 1.5
+    shared = ls._FloatTables(v, mask, alpha, gamma)
+    tol = 1e-9 * np.maximum(1.0, cap)
+    for _ in range(30):
+        jobs = sorted(rng.choice(n, int(rng.integers(1, n + 1)), replace=False).tolist())
+        w, p = np.ones(len(jobs), dtype=int), np.ones(len(jobs), dtype=int)
+        args = (jobs, cap, tol, w, p, 1e-6, 200)
+        fresh = ls._local_search_small(ls._FloatTables(v, mask, alpha, gamma), *args)
+        kept = ls._local_search_small(shared, *args)
+        assert fresh[0].tolist() == kept[0].tolist() and fresh[1].tolist() == kept[1].tolist()
+        assert fresh[2] == kept[2]
+    assert len(shared.memo) > n

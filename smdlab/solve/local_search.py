@@ -166,6 +166,9 @@ class _FloatTables:
             [(val[c], use[c], conf[c]) for c in by_cost[bounds[i] : bounds[i + 1]]]
             for i in range(n)
         ]
+        # per (job, workers, PSs): its cost, what it holds, and its exchange moves' losses and
+        # gains, filled as the searches meet them (``_job_state``)
+        self.memo: dict[tuple[int, int, int], tuple] = {}
         # per job, what a worker, a PS, or one of each uses (the exchange moves' changes)
         self.delta = [
             [[x * dw + y * dp for x, y in zip(self.al[i], self.ga[i])] for dw, dp in _DELTAS]
@@ -215,19 +218,39 @@ def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limi
     return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
 
 
+def _job_state(t: _FloatTables, g: int, w: int, p: int) -> tuple:
+    """(cost, held, losses, gains) of table row ``g`` at (w, p), kept in ``t.memo``: losses and
+    gains per move of ``_DELTAS`` (giving up: +inf where it cannot; taking: -inf)."""
+    key = (g, w, p)
+    s = t.memo.get(key)
+    if s is None:
+        item, W, P, inf = t.item, t.W, t.P, math.inf
+        cur = item(g, (w - 1) * P + (p - 1))
+        held = [a * w + b * p for a, b in zip(t.al[g], t.ga[g])]
+        loss = tuple(
+            item(g, (w - dw - 1) * P + (p - dp - 1)) - cur if w - dw >= 1 and p - dp >= 1 else inf
+            for dw, dp in _DELTAS
+        )
+        gain = tuple(
+            cur - item(g, (w + dw - 1) * P + (p + dp - 1)) if w + dw <= W and p + dp <= P else -inf
+            for dw, dp in _DELTAS
+        )
+        s = t.memo[key] = (cur, held, loss, gain)
+    return s
+
+
 def _local_search_lists(t: _FloatTables, jobs, cap, tol, ww, pp, rtol, limit):
     """``_local_search_small`` on lists (capacity, tolerances, workers, PSs); (ww, pp, moves)."""
-    n, W, P = len(jobs), t.W, t.P
-    item, al, ga, cols, delta = t.item, t.al, t.ga, t.cols, t.delta
+    n, cols, delta = len(jobs), t.cols, t.delta
     K = len(cap)
     # exchange candidates in the array version's order: (delta, job), with the resource change
     cands = [(i, dw, dp, delta[jobs[i]][k]) for k, (dw, dp) in enumerate(_DELTAS) for i in range(n)]
     ww, pp = list(ww), list(pp)
-    inf = math.inf
     moves = 0
     for _ in range(limit):
-        cur = [item(g, (ww[i] - 1) * P + (pp[i] - 1)) for i, g in enumerate(jobs)]
-        held = [[a * ww[i] + b * pp[i] for a, b in zip(al[g], ga[g])] for i, g in enumerate(jobs)]
+        states = [_job_state(t, g, ww[i], pp[i]) for i, g in enumerate(jobs)]
+        cur = [x[0] for x in states]
+        held = [x[1] for x in states]
         if K == 1:  # a contiguous column: numpy sums it pairwise
             tot = [_pairwise_sum([h[0] for h in held], 0, n)]
         else:
@@ -249,13 +272,8 @@ def _local_search_lists(t: _FloatTables, jobs, cap, tol, ww, pp, rtol, limit):
                     found.append((gain, ((i, *conf),), [u - h for u, h in zip(use, held[i])]))
                     break
         # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taker its best giver
-        loss, gain_x = [], []
-        for i, dw, dp, _ in cands:
-            cw, cp, g = ww[i], pp[i], jobs[i]
-            ok = cw - dw >= 1 and cp - dp >= 1
-            loss.append(item(g, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
-            ok = cw + dw <= W and cp + dp <= P
-            gain_x.append(cur[i] - item(g, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
+        loss = [x[2][k] for k in range(len(_DELTAS)) for x in states]  # the candidates' order
+        gain_x = [x[3][k] for k in range(len(_DELTAS)) for x in states]
         order = sorted(
             (o for o in range(len(cands)) if math.isfinite(loss[o])), key=loss.__getitem__
         )
