@@ -18,9 +18,9 @@ def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
     """First column where any resource row of ``cum`` (K x m) exceeds ``cap`` (K x 1); m if none."""
     if not cum.shape[1]:
         return 0
-    over = (cum > cap).any(axis=0)
+    over = np.any(cum > cap, axis=0)
     k = int(over.argmax())
-    return k if over[k] else cum.shape[1]
+    return k if bool(over.flat[k]) else cum.shape[1]
 
 
 def _hull_segments(value, mask, alpha, gamma, scale, guess=None):
