@@ -22,7 +22,11 @@ With ``--large``, last: the large-instance switch is ticked, and while its SMD s
 its exact MILP run in the background the focused job is changed every 0.3 s; each change's
 callback time is reported by what was running (the controls answer while they run).
 
-    python benchmarks/bench_explorer_kernel.py [--presses N] [--processes N] [--repeat N] [--large]
+With ``--first-runs``, then: each task's CPU on its first run on the new job mixes of the
+changes (bandwidth, machines, job count), in one process that ran the earlier ones, as a worker
+meets them (new jobs' speed tables and Optimus' fits included).
+
+    python benchmarks/bench_explorer_kernel.py [--presses N] [--processes N] [--repeat N] [--first-runs] [--large]
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--large", action="store_true", help="also time controls during a large solve")
     ap.add_argument(
         "--repeat", type=int, default=1, help="runs of each floor task (the least CPU is kept)"
+    )
+    ap.add_argument(
+        "--first-runs",
+        action="store_true",
+        help="also each task's first run on the job mixes of the changes (as a worker meets them)",
     )
     args = ap.parse_args(argv)
     import smdlab.widgets.explorer_app as mod
@@ -157,9 +166,63 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(per):.0f} | {_pct(per, 0.95):.0f} | {max(per)} |"
         )
     _floor(max(workers, 1), max(1, args.repeat))
+    if args.first_runs:
+        _first_runs(args.presses)
     if args.large:
         _large(workers)
     return 0
+
+
+# The changes that make a new job mix, as scenario settings (compute_scale edits profiles).
+_SETTING = {"bandwidth": "bandwidth_gbps", "machines": "machines", "n_jobs": "n_jobs"}
+
+
+def _first_runs(presses: int) -> None:
+    """Each panel task's CPU on its first run for every new job mix of the changes (bandwidth,
+    machines, job count), in one process that ran the earlier ones, as a worker does; and the
+    two-worker schedule of the pool's submission order (SMD first, each task to the first free
+    worker)."""
+    from smdlab.sim.bound import workload_bound
+    from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
+    from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
+    from smdlab.widgets.sim_pool import BOUND_TASK, simulate_policy
+
+    order = ("smd", *(p for p in SCHEDULE_POLICIES if p != "smd"), BOUND_TASK)
+    settings = default_settings()
+
+    def run(task: str, jobs, cluster) -> float:
+        c0 = time.process_time()
+        if task == BOUND_TASK:
+            workload_bound(jobs, cluster, settings.mode)
+        else:
+            simulate_policy(jobs, cluster, task, settings.mode, lambda: True, lower_bound=False)
+        return (time.process_time() - c0) * 1e3
+
+    jobs, cluster = build_jobs(settings), build_cluster(settings)
+    for task in order:  # the default job mix first, as the explorer opens with it
+        run(task, jobs, cluster)
+    print(
+        "\n| change (each task's first run on its job mix) | SMD, CPU ms | the other six, CPU ms "
+        "| two workers, submission order, CPU ms |\n|---|---:|---:|---:|"
+    )
+    rows = []
+    for control, values in SEQUENCE:
+        if control not in _SETTING:
+            continue
+        for value in values[:presses]:
+            settings = settings.replace(**{_SETTING[control]: value})
+            jobs, cluster = build_jobs(settings), build_cluster(settings)
+            cpu = {task: run(task, jobs, cluster) for task in order}
+            free = [0.0, 0.0]
+            for task in order:
+                free[free.index(min(free))] += cpu[task]
+            rows.append((cpu["smd"], sum(cpu.values()) - cpu["smd"], max(free)))
+            print(
+                f"| {control} = {value} | {rows[-1][0]:.0f} | {rows[-1][1]:.0f} | {max(free):.0f} |"
+            )
+    med = [statistics.median(r[k] for r in rows) for k in range(3)]
+    print(f"| median | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} |")
+    print(f"Load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def _large(workers: int) -> None:
@@ -207,8 +270,8 @@ def _floor(workers: int, repeat: int = 1) -> None:
     """Print each schedule-panel task's CPU time for a new job mix (least of ``repeat`` runs) and the ``workers``-process floor.
 
     Repeated runs keep what a worker keeps between changes (caches keyed by job names, such as
-    Optimus' loss fits), except the interval-LP bound's and SMD's hull segments' caches, which
-    would answer at once.
+    Optimus' loss fits), except the interval-LP bound's and SMD's hull caches, which would answer
+    at once (the hull vertices kept as hints would be right at once).
     """
     from smdlab import caches
     from smdlab.sim.bound import workload_bound
@@ -221,7 +284,8 @@ def _floor(workers: int, repeat: int = 1) -> None:
     cpu: dict[str, float] = {}
     for _ in range(repeat):
         for task in (*SCHEDULE_POLICIES, BOUND_TASK):
-            for kept in ("WORKLOAD_BOUNDS", "HULL_SEGMENTS"):  # (older checkouts lack the second)
+            # (older checkouts lack the hull caches)
+            for kept in ("WORKLOAD_BOUNDS", "HULL_SEGMENTS", "HULL_CHAINS"):
                 if hasattr(caches, kept):
                     getattr(caches, kept).clear()
             c0 = time.process_time()

@@ -5,8 +5,8 @@ checkout (``--base``, default ``/work/main``) and swapped in for its runs, then 
 everything else is this checkout's. Runs alternate base / this checkout ``--repeat`` times on
 each job mix (notebook 03's default scenario at the given task NIC bandwidths); each task's
 least CPU time per job mix is summed over the mixes. Optimus' shared loss-curve fits are kept
-(a worker keeps them between changes); the interval-LP bound's and the hull segments' caches
-are cleared before each run (a repeated job mix would find them filled).
+(a worker keeps them between changes); the interval-LP bound's and the hull caches (segments,
+vertex hints) are cleared before each run (a repeated job mix would find them filled).
 
 With ``--breakdown`` it then times SMD's parts in this checkout (selection LP, the second
 candidate selection, Jong's iteration, the defer search; each inclusive of what it calls).
@@ -63,9 +63,8 @@ def _swaps(base: str) -> list[tuple[Any, str, Any, Any]]:
                     pairs[mine] = val
             elif isinstance(val, type) and isinstance(mine, type) and mine.__module__ == name:
                 for m_name, m_val in vars(val).items():
-                    if isinstance(m_val, types.FunctionType) and isinstance(
-                        vars(mine).get(m_name), types.FunctionType
-                    ):
+                    kinds = (types.FunctionType, classmethod, staticmethod)
+                    if isinstance(m_val, kinds) and type(vars(mine).get(m_name)) is type(m_val):
                         methods.append((mine, m_name, vars(mine)[m_name], m_val))
     # the base's modules imported some of these functions by name from this checkout's modules:
     # point them at the base's own, so a base run calls base code throughout
@@ -94,7 +93,7 @@ PARTS = ("select_jobs", "_unit_selection", "sum_of_ratios", "defer_search")
 def breakdown(gbps: list[float], repeat: int) -> None:
     """Print where SMD's simulation spends its CPU (this checkout), summed over the job mixes (least of ``repeat``)."""
     import smdlab.solve.smd as smd_mod
-    from smdlab.caches import HULL_SEGMENTS
+    from smdlab.caches import HULL_CHAINS, HULL_SEGMENTS
     from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
     from smdlab.widgets.sim_pool import simulate_policy
 
@@ -121,6 +120,7 @@ def breakdown(gbps: list[float], repeat: int) -> None:
             best: dict[str, float] | None = None
             for _ in range(repeat):
                 HULL_SEGMENTS.clear()
+                HULL_CHAINS.clear()
                 spent.clear()
                 c0 = time.process_time()
                 simulate_policy(jobs, cluster, "smd", settings.mode, lambda: True, False)
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown", action="store_true", help="also time SMD's parts (this checkout)"
     )
     args = ap.parse_args(argv)
-    from smdlab.caches import HULL_SEGMENTS, WORKLOAD_BOUNDS
+    from smdlab.caches import HULL_CHAINS, HULL_SEGMENTS, WORKLOAD_BOUNDS
     from smdlab.sim.bound import workload_bound
     from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
     from smdlab.widgets.scenario import build_cluster, build_jobs, default_settings
@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 for task in tasks:
                     WORKLOAD_BOUNDS.clear()
                     HULL_SEGMENTS.clear()  # a new job mix: its speed tables' hulls not seen yet
+                    HULL_CHAINS.clear()  # nor its hull vertices (hints)
                     c0 = time.process_time()
                     if task == BOUND_TASK:
                         workload_bound(jobs, cluster, settings.mode)

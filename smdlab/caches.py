@@ -1,7 +1,8 @@
 """Every module-level cache of smdlab, declared in one place with its key, lifetime and bound.
 
 Each cache holds results of a pure function of its key, so a hit returns what the computation
-would: clearing a cache (``clear_caches()``) changes timings, never results
+would (one holds hints instead, ``HULL_CHAINS``: guesses its user checks before it relies on
+them): clearing a cache (``clear_caches()``) changes timings, never results
 (``tests/test_caches.py`` checks that). Keys are values (numbers, strings, tuples of them, a
 profile's content fingerprint), never ``id()`` of an object: equal inputs built separately share
 an entry, and an entry never outlives the meaning of its key. Every cache is bounded (least
@@ -29,6 +30,7 @@ __all__ = [
     "DEMAND_ROWS",
     "EDITED_PROFILES",
     "GAVEL_TABLES",
+    "HULL_CHAINS",
     "HULL_SEGMENTS",
     "ITERATION_TABLES",
     "JOB_VARIANTS",
@@ -248,6 +250,13 @@ HULL_SEGMENTS: Cache[Any] = Cache(
     key="(W, P, bytes of one job's value row, mask row, worker and PS demand rows, resource "
     "scale): that job's upper-hull segments (from, to, slope)",
     lifetime=_IMMUTABLE,
+    maxsize=4096,
+)
+HULL_CHAINS: Cache[Any] = Cache(
+    "solve.knapsack_hull.chain_hints",
+    key="(table position, W, P, mask row, worker and PS demand rows, resource scale): the hull "
+    "vertices last found for such a row, a guess that ``_hull_segments`` checks",
+    lifetime="a hint: every guessed vertex is checked, so a stale entry costs time, not results",
     maxsize=4096,
 )
 DEMAND_ROWS: Cache[Any] = Cache(

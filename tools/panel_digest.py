@@ -2,7 +2,8 @@
 
 For each job mix (variations of the default explorer scenario) it runs the panel's policies and
 the interval-LP bound, and writes one JSON line per mix: every SMD solve's workers, PSs and
-selection, every policy's mean JCT and the bound (floats written exactly, as hex). Run it with
+selection, every policy's mean JCT, a SHA-256 digest of every policy's decisions (their reprs,
+placements included) and the bound (floats written exactly, as hex). Run it with
 ``PYTHONPATH`` set to each checkout and compare the two files (``--compare A B``): decisions and
 mean JCTs must be equal; for the bound it prints the largest relative difference.
 
@@ -14,6 +15,7 @@ mean JCTs must be equal; for the bound it prints the largest relative difference
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from typing import Any
@@ -48,6 +50,7 @@ def _hex(x: float) -> str:
 def digest(machines: int, gbps: float, n_jobs: int, seed: int) -> dict[str, Any]:
     """Every SMD solve's (workers, ps, selected), every policy's mean JCT and the bound, for one job mix."""
     import smdlab.solve.api as api
+    import smdlab.widgets.sim_pool as pool
     from smdlab.caches import WORKLOAD_BOUNDS
     from smdlab.sim.bound import workload_bound
     from smdlab.widgets.explorer_panels import SCHEDULE_POLICIES
@@ -56,6 +59,20 @@ def digest(machines: int, gbps: float, n_jobs: int, seed: int) -> dict[str, Any]
 
     solves: list[list[Any]] = []
     inner = api.smd_run
+    stoppable = pool.stoppable_policy
+    seen = hashlib.sha256()  # every decision's repr (placements included) of the running policy
+
+    def hashing(policy: Any, still_wanted: Any) -> Any:
+        run = stoppable(policy, still_wanted)
+        decide = run.decide
+
+        def recorded(state: Any) -> Any:
+            d = decide(state)
+            seen.update(repr(d).encode())
+            return d
+
+        run.decide = recorded
+        return run
 
     def recording(*args: Any, **kw: Any) -> Any:
         r = inner(*args, **kw)
@@ -68,12 +85,16 @@ def digest(machines: int, gbps: float, n_jobs: int, seed: int) -> dict[str, Any]
     jobs, cluster = build_jobs(settings), build_cluster(settings)
     out: dict[str, Any] = {"mix": [machines, gbps, n_jobs, seed]}
     api.smd_run = recording
+    pool.stoppable_policy = hashing
     try:
         for policy in SCHEDULE_POLICIES:
+            seen = hashlib.sha256()
             jct = simulate_policy(jobs, cluster, policy, settings.mode, lambda: True, False)
             out[policy] = _hex(jct)
+            out[f"{policy} decisions"] = seen.hexdigest()
     finally:
         api.smd_run = inner
+        pool.stoppable_policy = stoppable
     out["smd_solves"] = solves
     WORKLOAD_BOUNDS.clear()
     out["bound"] = _hex(workload_bound(jobs, cluster, settings.mode))
@@ -98,7 +119,7 @@ def compare(a: str, b: str) -> int:
             print(f"mix {x['mix']}: bound {u!r} -> {v!r} ({(v - u) / u:+.1e} relative)")
     solves = sum(len(x["smd_solves"]) for x in ra)
     print(
-        f"{len(ra)} job mixes, {solves} SMD solves and every policy's mean JCT: "
+        f"{len(ra)} job mixes, {solves} SMD solves, every policy's mean JCT and decisions: "
         f"{'all equal' if not bad else f'{bad} mixes differ'}; "
         f"interval-LP bound: largest relative difference {worst:.1e}"
     )

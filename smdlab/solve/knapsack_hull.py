@@ -11,22 +11,25 @@ from typing import Any
 
 import numpy as np
 
-from smdlab.caches import HULL_SEGMENTS
+from smdlab.caches import HULL_CHAINS, HULL_SEGMENTS
 
 
 def _first_over(cum: np.ndarray, cap: np.ndarray) -> int:
     """First column where any resource row of ``cum`` (K x m) exceeds ``cap`` (K x 1); m if none."""
-    first = cum.shape[1]
-    for r in range(cum.shape[0]):
-        row = cum[r, :first] > cap[r, 0]
-        k = int(row.argmax()) if first else 0
-        if first and row[k]:
-            first = k
-    return first
+    if not cum.shape[1]:
+        return 0
+    over = np.any(cum > cap, axis=0)
+    k = int(over.argmax())
+    return k if bool(over.flat[k]) else cum.shape[1]
 
 
-def _hull_segments(value, mask, alpha, gamma, scale):
-    """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order."""
+def _hull_segments(value, mask, alpha, gamma, scale, guess=None):
+    """Upper-hull segments (job, from, to flat index, slope) of every job, job-major in hull order.
+
+    guess: per row, None or the flat indices believed to be its hull's vertices after (1, 1)
+    (the row's hull in an earlier call): every guessed vertex is checked at once, and a row
+    continues vertex by vertex from its first wrong guess, so a guess changes no result.
+    """
     n, W, P = value.shape
     wg = np.repeat(np.arange(1, W + 1), P)
     pg = np.tile(np.arange(1, P + 1), W)
@@ -45,49 +48,68 @@ def _hull_segments(value, mask, alpha, gamma, scale):
     wk, pk = wg[cols], pg[cols]
     size = (alpha / scale).sum(axis=1)[:, None] * wk + (gamma / scale).sum(axis=1)[:, None] * pk
     keep &= np.isfinite(V)
-    cur = np.zeros(n, dtype=int)
-    seg_job, seg_from, seg_to, seg_slope = [], [], [], []
-    act = np.arange(n)  # jobs whose hull may continue
-    # gift wrapping of the upper hull, vectorised over the active jobs: next vertex = steepest point to the right
-    while act.size:
-        c = cur[act]
-        sz, vv, kk = size[act], V[act], keep[act]
-        r = np.arange(act.size)
-        ds = sz - sz[r, c][:, None]
-        dv = vv - vv[r, c][:, None]
-        # only configurations that add tasks (w' >= w, p' >= p): every upgrade then uses more of
-        # every resource, so a segment that does not fit now never fits later (see ``solve``)
-        wa, pa = wk[act], pk[act]
-        ok = kk & (wa >= wa[r, c][:, None]) & (pa >= pa[r, c][:, None]) & (ds > 1e-12)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
-        best = slope.max(axis=1)
+    r = np.arange(n)
+    guess = [None] * n if guess is None else guess
+    # guessed vertices as positions in ``cols`` (column 0: (1, 1); -1: none, or not kept now)
+    G = np.full((n, 1 + max((len(g) for g in guess if g is not None), default=0)), -1)
+    G[:, 0] = 0
+    if G.shape[1] > 1:
+        at = np.full((n, W * P), -1)
+        at[jr, fc] = pos
+        for i, g in enumerate(guess):
+            if g is not None and len(g):
+                G[i, 1 : len(g) + 1] = at[i, g]
+    parts = []  # (job, round, from position, to position, slope) of the segments found
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # every guessed vertex at once: the same element-wise steps as the gift wrap below
+        c = np.maximum(G, 0)
+        rc = r[:, None]
+        ds = size[:, None, :] - size[rc, c][:, :, None]
+        dv = V[:, None, :] - V[rc, c][:, :, None]
+        ok = keep[:, None, :] & (ds > 1e-12)
+        ok &= (wk[:, None, :] >= wk[rc, c][:, :, None]) & (pk[:, None, :] >= pk[rc, c][:, :, None])
+        slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
+        best = slope.max(axis=2)
+        tie = (slope >= best[:, :, None] * (1 - 1e-12)) & ok
+        nxt = np.where(tie, size[:, None, :], -np.inf).argmax(axis=2)
         good = best > 0
-        if not good.any():
-            break
-        # among the steepest, the farthest point (skips collinear vertices)
-        tie = (slope >= best[:, None] * (1 - 1e-12)) & ok
-        nxt = np.where(tie, sz, -np.inf).argmax(axis=1)
-        idx = act[good]
-        seg_job.append(idx)
-        seg_from.append(cols[idx, c[good]])
-        seg_to.append(cols[idx, nxt[good]])
-        seg_slope.append(best[good])
-        cur[idx] = nxt[good]
-        act = idx
-    if not seg_job:
-        empty = np.zeros(0, dtype=int)
-        return empty, empty, empty, np.zeros(0)
-    # segments were produced round by round; return them job-major, in hull order
-    job = np.concatenate(seg_job)
-    rnd = np.concatenate([np.full(len(s), k) for k, s in enumerate(seg_job)])
+        guessed_next = np.full(G.shape, -1)
+        guessed_next[:, :-1] = G[:, 1:]
+        # a row's hull follows its guess up to the first vertex whose next is not the guessed one
+        last = (~good | (guessed_next != nxt)).argmax(axis=1)
+        k = np.arange(G.shape[1])
+        take = good & (k[None, :] <= last[:, None])
+        jt, kt = take.nonzero()
+        parts.append((jt, kt, c[jt, kt], nxt[jt, kt], best[jt, kt]))
+        # the rest by gift wrapping, vertex by vertex: next vertex = steepest point to the right.
+        # Rows whose hull ended stay in the arrays (masked out): gathering the active rows every
+        # round cost more than the arithmetic on a few dozen rows of ~20 points.
+        alive = good[r, last]  # rows whose hull may continue
+        cur = nxt[r, last]
+        step = last + 1
+        while alive.any():
+            ds = size - size[r, cur][:, None]
+            dv = V - V[r, cur][:, None]
+            # only configurations that add tasks (w' >= w, p' >= p): every upgrade then uses
+            # more of every resource, so a segment that does not fit now never fits later
+            ok = keep & (wk >= wk[r, cur][:, None]) & (pk >= pk[r, cur][:, None]) & (ds > 1e-12)
+            slope = np.where(ok, dv / np.where(ok, ds, 1.0), -np.inf)
+            best1 = slope.max(axis=1)
+            alive &= best1 > 0
+            idx = alive.nonzero()[0]
+            if not idx.size:
+                break
+            # among the steepest, the farthest point (skips collinear vertices)
+            tie = (slope >= best1[:, None] * (1 - 1e-12)) & ok
+            nx = np.where(tie, size, -np.inf).argmax(axis=1)[idx]
+            parts.append((idx, step[idx], cur[idx], nx, best1[idx]))
+            cur[idx] = nx
+            step[idx] += 1
+    job, rnd, fr, to, sl = (np.concatenate(x) for x in zip(*parts))
+    # return them job-major, in hull order
     order = np.lexsort((rnd, job))
-    return (
-        job[order],
-        np.concatenate(seg_from)[order],
-        np.concatenate(seg_to)[order],
-        np.concatenate(seg_slope)[order],
-    )
+    job = job[order]
+    return job, cols[job, fr[order]], cols[job, to[order]], sl[order]
 
 
 class HullKnapsack:
@@ -132,6 +154,7 @@ class HullKnapsack:
         self.seg_duse_t = np.ascontiguousarray(self.seg_duse.T)
         self.base = (alpha + gamma).sum(axis=0)
         self.tol = 1e-9 * np.maximum(1.0, np.abs(self.capacity))
+        self._cap = (self.capacity + self.tol)[:, None]
         # position of each segment in its job's hull chain
         starts = np.searchsorted(self.seg_job, np.arange(n))
         self.seg_start = starts
@@ -140,6 +163,9 @@ class HullKnapsack:
             if len(self.seg_job)
             else np.zeros(0, dtype=int)
         )
+        # allocation per greedy order: lambda enters ``solve`` only through the order of the
+        # segments, and SMD's iterations meet the same order again (a fifth of its solves)
+        self._by_order: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def several(cls, values, mask, alpha, gamma, capacity) -> list[HullKnapsack]:
@@ -147,7 +173,9 @@ class HullKnapsack:
 
         A job's hull depends on its own rows alone, so each job row's segments are kept
         (``HULL_SEGMENTS``) and only rows not seen before are computed: SMD's decisions of a
-        simulation and its two candidate selections share most of the jobs' speed tables.
+        simulation and its two candidate selections share most of the jobs' speed tables. A row
+        not seen before starts from the hull vertices of the same table position and demand
+        rows in an earlier call (``HULL_CHAINS``), each checked.
         """
         k, n = len(values), values[0].shape[0]
         _, W, P = values[0].shape
@@ -160,14 +188,18 @@ class HullKnapsack:
         todo = [r for r, f in enumerate(found) if f is None]
         if todo:
             tj, ti = np.divmod(np.array(todo), n)
+            # the same job's hull in an earlier call (its remaining work moves the values by a
+            # few ulps between SMD's decisions): checked vertex by vertex, so only a time saver
+            hints = [(j, *rows[i]) for j, i in zip(tj.tolist(), ti.tolist())]
             job, fr, to, slope = _hull_segments(
                 np.stack([values[j][i] for j, i in zip(tj.tolist(), ti.tolist())]),
-                mask[ti], alpha[ti], gamma[ti], scale,
+                mask[ti], alpha[ti], gamma[ti], scale, [HULL_CHAINS.get(h) for h in hints],
             )  # fmt: skip
             ends = np.searchsorted(job, np.arange(len(todo) + 1)).tolist()
             for r, (lo, hi) in enumerate(itertools.pairwise(ends)):
                 seg = (fr[lo:hi].copy(), to[lo:hi].copy(), slope[lo:hi].copy())
                 found[todo[r]] = HULL_SEGMENTS.put(keys[todo[r]], seg)
+                HULL_CHAINS.put(hints[r], seg[1])
         out = []
         for j in range(k):
             part = found[j * n : (j + 1) * n]
@@ -185,22 +217,33 @@ class HullKnapsack:
         """Move each job with taken segments to the end vertex of its furthest one."""
         if not taken.size:
             return
-        far = np.full(self.n, -1)
-        np.maximum.at(far, self.seg_job[taken], self.seg_rank[taken])
-        jobs = np.flatnonzero(far >= 0)
-        seg = self.seg_start[jobs] + far[jobs]
-        w[jobs] = self.seg_w[seg]
-        p[jobs] = self.seg_p[seg]
+        # segments are job-major in hull order: a job's furthest is its last taken index
+        s = np.sort(taken)
+        j = self.seg_job[s]
+        last = np.empty(s.size, dtype=bool)
+        np.not_equal(j[1:], j[:-1], out=last[:-1])
+        last[-1] = True
+        s, j = s[last], j[last]
+        w[j] = self.seg_w[s]
+        p[j] = self.seg_p[s]
 
     def solve(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(workers, ps) for profits lambda_i * V_i (lambda > 0)."""
-        w = np.ones(self.n, dtype=int)
-        p = np.ones(self.n, dtype=int)
         if not len(self.seg_job):
-            return w, p
+            return np.ones(self.n, dtype=int), np.ones(self.n, dtype=int)
         eff = np.asarray(lam, dtype=float)[self.seg_job] * self.seg_slope
         order = np.argsort(-eff, kind="stable")
-        cap = (self.capacity + self.tol)[:, None]
+        key = order.tobytes()
+        seen = self._by_order.get(key)
+        if seen is None:
+            seen = self._by_order[key] = self._greedy(order)
+        return seen[0].copy(), seen[1].copy()
+
+    def _greedy(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(workers, ps): the segments taken in ``order`` while they fit (a job's first misfit closes it)."""
+        w = np.ones(self.n, dtype=int)
+        p = np.ones(self.n, dtype=int)
+        cap = self._cap
         # resources x segments, so cumulative sums run along contiguous rows
         cum = self.base[:, None] + np.cumsum(self.seg_duse_t[:, order], axis=1)
         first = _first_over(cum, cap)
@@ -214,14 +257,17 @@ class HullKnapsack:
             rank = self.seg_rank
             while rest.size:
                 d = self.seg_duse_t[:, rest]
-                slack = cap - used
-                fail = d[0] > slack[0]
-                for r in range(1, d.shape[0]):  # row by row: contiguous and cheap
-                    fail |= d[r] > slack[r]
+                fail = (d > cap - used).any(axis=0)
                 if fail.any():
-                    # close each failing job from its first failing segment (in hull order) onwards
+                    # close each failing job from its first failing segment (in hull order)
+                    # onwards: job-major segments, so a job's first is its least failing index
+                    s = np.sort(rest[fail])
+                    j = self.seg_job[s]
+                    head = np.empty(s.size, dtype=bool)
+                    head[0] = True
+                    np.not_equal(j[1:], j[:-1], out=head[1:])
                     cut = np.full(self.n, np.iinfo(np.int64).max)
-                    np.minimum.at(cut, self.seg_job[rest[fail]], rank[rest[fail]])
+                    cut[j[head]] = rank[s[head]]
                     alive = rank[rest] < cut[self.seg_job[rest]]
                     rest, d = rest[alive], d[:, alive]
                     if not rest.size:

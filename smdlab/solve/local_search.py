@@ -166,6 +166,9 @@ class _FloatTables:
             [(val[c], use[c], conf[c]) for c in by_cost[bounds[i] : bounds[i + 1]]]
             for i in range(n)
         ]
+        # per (job, workers, PSs): its cost, what it holds, and its exchange moves' losses and
+        # gains, filled as the searches meet them (``_job_state``)
+        self.memo: dict[tuple[int, int, int], tuple] = {}
         # per job, what a worker, a PS, or one of each uses (the exchange moves' changes)
         self.delta = [
             [[x * dw + y * dp for x, y in zip(self.al[i], self.ga[i])] for dw, dp in _DELTAS]
@@ -209,18 +212,45 @@ def _pairwise_sum(x: list[float], lo: int, n: int) -> float:
 def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limit):
     """``local_search`` of the table rows ``jobs`` on Python floats: the same operations in the
     same order, so the same moves; (workers, ps, moves) of those jobs."""
-    n, W, P = len(jobs), t.W, t.P
-    item, al, ga, cols, delta = t.item, t.al, t.ga, t.cols, t.delta
-    K = capacity.shape[0]
-    cap, tol = capacity.tolist(), tol_a.tolist()
+    ww, pp, moves = _local_search_lists(
+        t, jobs, capacity.tolist(), tol_a.tolist(), w.tolist(), p.tolist(), rtol, limit
+    )
+    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
+
+
+def _job_state(t: _FloatTables, g: int, w: int, p: int) -> tuple:
+    """(cost, held, losses, gains) of table row ``g`` at (w, p), kept in ``t.memo``: losses and
+    gains per move of ``_DELTAS`` (giving up: +inf where it cannot; taking: -inf)."""
+    key = (g, w, p)
+    s = t.memo.get(key)
+    if s is None:
+        item, W, P, inf = t.item, t.W, t.P, math.inf
+        cur = item(g, (w - 1) * P + (p - 1))
+        held = [a * w + b * p for a, b in zip(t.al[g], t.ga[g])]
+        loss = tuple(
+            item(g, (w - dw - 1) * P + (p - dp - 1)) - cur if w - dw >= 1 and p - dp >= 1 else inf
+            for dw, dp in _DELTAS
+        )
+        gain = tuple(
+            cur - item(g, (w + dw - 1) * P + (p + dp - 1)) if w + dw <= W and p + dp <= P else -inf
+            for dw, dp in _DELTAS
+        )
+        s = t.memo[key] = (cur, held, loss, gain)
+    return s
+
+
+def _local_search_lists(t: _FloatTables, jobs, cap, tol, ww, pp, rtol, limit):
+    """``_local_search_small`` on lists (capacity, tolerances, workers, PSs); (ww, pp, moves)."""
+    n, cols, delta = len(jobs), t.cols, t.delta
+    K = len(cap)
     # exchange candidates in the array version's order: (delta, job), with the resource change
     cands = [(i, dw, dp, delta[jobs[i]][k]) for k, (dw, dp) in enumerate(_DELTAS) for i in range(n)]
-    ww, pp = w.tolist(), p.tolist()
-    inf = math.inf
+    ww, pp = list(ww), list(pp)
     moves = 0
     for _ in range(limit):
-        cur = [item(g, (ww[i] - 1) * P + (pp[i] - 1)) for i, g in enumerate(jobs)]
-        held = [[a * ww[i] + b * pp[i] for a, b in zip(al[g], ga[g])] for i, g in enumerate(jobs)]
+        states = [_job_state(t, g, ww[i], pp[i]) for i, g in enumerate(jobs)]
+        cur = [x[0] for x in states]
+        held = [x[1] for x in states]
         if K == 1:  # a contiguous column: numpy sums it pairwise
             tot = [_pairwise_sum([h[0] for h in held], 0, n)]
         else:
@@ -242,13 +272,8 @@ def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limi
                     found.append((gain, ((i, *conf),), [u - h for u, h in zip(use, held[i])]))
                     break
         # (2) job a gives up tasks (loss), job b != a takes tasks (gain); per taker its best giver
-        loss, gain_x = [], []
-        for i, dw, dp, _ in cands:
-            cw, cp, g = ww[i], pp[i], jobs[i]
-            ok = cw - dw >= 1 and cp - dp >= 1
-            loss.append(item(g, (cw - dw - 1) * P + (cp - dp - 1)) - cur[i] if ok else inf)
-            ok = cw + dw <= W and cp + dp <= P
-            gain_x.append(cur[i] - item(g, (cw + dw - 1) * P + (cp + dp - 1)) if ok else -inf)
+        loss = [x[2][k] for k in range(len(_DELTAS)) for x in states]  # the candidates' order
+        gain_x = [x[3][k] for k in range(len(_DELTAS)) for x in states]
         order = sorted(
             (o for o in range(len(cands)) if math.isfinite(loss[o])), key=loss.__getitem__
         )
@@ -284,7 +309,7 @@ def _local_search_small(t: _FloatTables, jobs, capacity, tol_a, w, p, rtol, limi
                 ww[j], pp[j] = nw, np_
                 touched.add(j)
             moves += 1
-    return np.array(ww, dtype=int), np.array(pp, dtype=int), moves
+    return ww, pp, moves
 
 
 def _clip(x: np.ndarray, hi: int) -> np.ndarray:
@@ -406,10 +431,11 @@ def defer_search(
         waiting = ~on[job_c]
         cw = waiting.nonzero()[0]
         if cw.size:
+            use_w, gain_w, job_w = col_use[cw], col_gain[cw], job_c[cw]  # the waiting columns
             # start a waiting job in the spare capacity
-            ok = (col_use[cw] <= left).all(axis=1)
+            ok = (use_w <= left).all(axis=1)
             if ok.any():
-                k = cw[ok][int(col_gain[cw[ok]].argmax())]
+                k = cw[ok][int(gain_w[ok].argmax())]
                 if col_gain[k] > best_gain:
                     best_gain, best_move = float(col_gain[k]), (None, k)
             # exchange: stop started job s (loss defer_s - cost_s), start a waiting column in left + held_s
@@ -417,10 +443,11 @@ def defer_search(
             if started.size:
                 loss = defer[started] - cur[started]
                 # the cheapest jobs to stop and the most valuable columns to start bound the work
-                cheap = np.argsort(loss)[:exchange_candidates]
+                by_loss = np.argsort(loss)
+                cheap = by_loss[:exchange_candidates]
                 sl, sr = started[cheap], loss[cheap]
                 room = left[None, :] + held[sl]  # (S, K)
-                cols_x = cw[np.argsort(-col_gain[cw])[: 8 * exchange_candidates]]
+                cols_x = cw[np.argsort(-gain_w)[: 8 * exchange_candidates]]
                 for lo in range(0, cols_x.size, 4096):  # chunks bound the (columns x started) work
                     part = cols_x[lo : lo + 4096]
                     fit = (col_use[part][:, None, :] <= room[None, :, :]).all(axis=2)
@@ -437,34 +464,27 @@ def defer_search(
                             near.append((float(flat[t]), int(sl[b]), int(part[a])))
             # stop a started job and fill the room it leaves with waiting jobs (best gain first)
             if started.size:
-                for s_ in started[np.argsort(loss)[:shrink_candidates]].tolist():
-                    room_s = left + held[s_]
-                    total = -float(defer[s_] - cur[s_])
-                    ins: list[int] = []
-                    used: set[int] = set()
-                    while True:
-                        okc = (col_use[cw] <= room_s).all(axis=1)
-                        okc &= ~np.isin(job_c[cw], list(used)) if used else okc
-                        if not okc.any():
-                            break
-                        k = int(cw[okc][int(col_gain[cw[okc]].argmax())])
-                        total += float(col_gain[k])
-                        room_s = room_s - col_use[k]
-                        used.add(int(job_c[k]))
-                        ins.append(k)
+                for s_ in started[by_loss[:shrink_candidates]].tolist():
+                    total, picks = _fill_room(
+                        use_w, gain_w, job_w, n, left + held[s_], -float(defer[s_] - cur[s_])
+                    )
+                    ins = cw[picks].tolist()
                     if len(ins) > 1 and total > best_gain:
                         best_gain, best_move = total, ([(int(s_), 0, 0)], ins)
             # start a waiting job by shrinking started ones (one task at a time, cheapest loss
             # per freed amount of the missing resources first): the most promising columns only
             if started.size:
-                size = (col_use[cw] / scale).sum(axis=1)
-                top = cw[np.argsort(-col_gain[cw] / np.maximum(size, 1e-12))[:shrink_candidates]]
+                size = (use_w / scale).sum(axis=1)
+                top = cw[np.argsort(-gain_w / np.maximum(size, 1e-12))[:shrink_candidates]]
+                kept = None
                 for k in top.tolist():
                     if col_gain[k] <= best_gain:
                         continue
+                    if kept is None:
+                        kept = _plan_rows(alpha, gamma, scale, w, p, cur, started)
                     plan = _shrink_plan(
                         V, P, alpha, gamma, scale, w, p, cur, started, col_use[k] - left,
-                        col_gain[k] - best_gain,
+                        col_gain[k] - best_gain, kept,
                     )  # fmt: skip
                     if plan is not None and col_gain[k] - plan[0] > best_gain:
                         best_gain, best_move = float(col_gain[k] - plan[0]), (plan[1], int(k))
@@ -472,7 +492,14 @@ def defer_search(
             # exchanges that lose a little but free room: accept one if the local search then
             # makes the whole allocation better
             base = float(cur.sum())
-            for _, s_, c_ in sorted(near, reverse=True)[:repair_candidates]:
+            tried = sorted(near, reverse=True)[:repair_candidates]
+            if tables is not None and tables.usable:  # the same trials on lists
+                best_move = _repairs_on_floats(
+                    tables, tried, job_c, wi, pi, w, p, defer, capacity, tol_ls, rtol, base - eps,
+                    polish,
+                )  # fmt: skip
+                tried = []
+            for _, s_, c_ in tried:
                 tw, tp = w.copy(), p.copy()
                 tw[s_] = tp[s_] = 0
                 j = int(job_c[c_])
@@ -511,25 +538,85 @@ def defer_search(
     return w, p, moves
 
 
-def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget):
+def _repairs_on_floats(t, tried, job_c, wi, pi, w, p, defer, capacity, tol_a, rtol, below, polish):
+    """``defer_search``'s repairs on lists: for each (net, stopped job, started column) of
+    ``tried``, that exchange, then the local search of the started jobs; ("set", (w, p)) for the
+    first whose objective (numpy's sum, the same rounding) is below ``below``, else None."""
+    n, W, P = len(w), t.W, t.P
+    item, cap, tol, dl = t.item, capacity.tolist(), tol_a.tolist(), defer.tolist()
+    wl, pl = w.tolist(), p.tolist()
+    for _, s_, c_ in tried:
+        tw, tp = list(wl), list(pl)
+        tw[s_] = tp[s_] = 0
+        j = int(job_c[c_])
+        tw[j], tp[j] = int(wi[c_]) + 1, int(pi[c_]) + 1
+        st = [i for i in range(n) if tw[i] > 0]
+        sw, sp = [tw[i] for i in st], [tp[i] for i in st]
+        if st and len(st) <= SMALL_JOBS and all(1 <= x <= W for x in sw) and all(1 <= x <= P for x in sp):  # fmt: skip
+            sw, sp, _ = _local_search_lists(t, st, cap, tol, sw, sp, rtol, 10 * len(st) + 100)
+        elif st:  # what ``polish`` does with the arrays
+            aw, ap = polish(np.array(st), np.array(sw, dtype=int), np.array(sp, dtype=int))
+            sw, sp = aw.tolist(), ap.tolist()
+        for i, a, b in zip(st, sw, sp):
+            tw[i], tp[i] = a, b
+        last = W * P - 1
+        costs = [
+            item(i, min(max((tw[i] - 1) * P + (tp[i] - 1), 0), last)) if tw[i] > 0 else dl[i]
+            for i in range(n)
+        ]
+        if _pairwise_sum(costs, 0, n) < below:
+            return "set", (np.array(tw, dtype=int), np.array(tp, dtype=int))
+    return None
+
+
+def _fill_room(
+    use: np.ndarray, gain: np.ndarray, job: np.ndarray, n: int, room: np.ndarray, total: float
+) -> tuple[float, list[int]]:
+    """Columns (rows of ``use``) started one at a time in ``room``: the best gain that fits (ties:
+    the earlier column), at most one per job, while any fits; (``total`` plus their gains, rows).
+
+    Gains are > 0 (a kept column beats waiting), so the best fitting one is an argmax with the
+    columns that do not fit at -inf; jobs already started are a boolean row, not a set.
+    """
+    picks: list[int] = []
+    used = np.zeros(n, dtype=bool)
+    while True:
+        ok = (use <= room).all(axis=1) & ~used[job]
+        a = int(np.where(ok, gain, -np.inf).argmax())
+        if not ok[a]:
+            return total, picks
+        total += float(gain[a])
+        room = room - use[a]
+        used[job[a]] = True
+        picks.append(a)
+
+
+def _plan_rows(alpha, gamma, scale, w, p, cur, started) -> tuple:
+    """What ``_shrink_plan`` reads of the started jobs, as lists (one per defer-search round)."""
+    return (
+        started.tolist(), w[started].tolist(), p[started].tolist(), cur[started].tolist(),
+        alpha[started].tolist(), gamma[started].tolist(), scale.tolist(),
+        (1e-9 * np.maximum(1.0, scale)).tolist(),
+    )  # fmt: skip
+
+
+def _shrink_plan(V, P, alpha, gamma, scale, w, p, cur, started, deficit, budget, kept=None):
     """(total loss, [(job, w, p), ...]): single-task removals from ``started`` jobs covering ``deficit``.
 
     Greedy: each step removes the worker or PS (a job keeps at least (1, 1)) with the smallest
     loss per freed amount of the still-missing resources (normalised by ``scale``; ties: the
     earlier job, a worker before a PS). None when the deficit cannot be covered, or the loss
-    exceeds ``budget``.
+    exceeds ``budget``. ``kept``: ``_plan_rows`` of the same arguments, if made already.
     """
     need_a = np.maximum(np.asarray(deficit, dtype=float), 0.0)
     if not (need_a > 1e-12).any():
         return 0.0, []
     # Plain floats: a few started jobs and resources, where numpy's per-call cost dominates
     # (the same operations in the same order, so the same plan).
-    rows = started.tolist()
-    w0, p0 = w[started].tolist(), p[started].tolist()
-    ww, pp, val = list(w0), list(p0), cur[started].tolist()
-    al, ga = alpha[started].tolist(), gamma[started].tolist()
-    sc, need = scale.tolist(), need_a.tolist()
-    done = (1e-9 * np.maximum(1.0, scale)).tolist()
+    if kept is None:
+        kept = _plan_rows(alpha, gamma, scale, w, p, cur, started)
+    rows, w0, p0, val0, al, ga, sc, done = kept
+    ww, pp, val, need = list(w0), list(p0), list(val0), need_a.tolist()
     item, inf, n = V.item, math.inf, len(rows)
     running = len(sc) < 8  # numpy sums fewer than 8 terms one by one
     loss = 0.0

@@ -35,6 +35,7 @@ jobs placed at once, shrunk where it does not fit: the solver's placement).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -155,6 +156,8 @@ def _first_fit_tasks_flat(
     free: np.ndarray, workers: int, ps: int, alpha: np.ndarray, gamma: np.ndarray
 ) -> Tasks | None:
     """First-fit decreasing: the task type of larger dominant share first, each on the lowest-index machine it fits."""
+    if _small(free, alpha, gamma):
+        return _first_fit_tasks_small(free.tolist(), workers, ps, alpha.tolist(), gamma.tolist())
     pooled = free.sum(axis=0)
     if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
         return None  # cannot fit even pooled: skip the per-machine pass
@@ -204,6 +207,8 @@ def _local_tasks_flat(
     the same with the PSs first (``Ledger.add_pair``'s retry): for one worker and one PS one of
     the two orders places the job whenever any placement exists.
     """
+    if _small(free, alpha, gamma):
+        return _local_tasks_small(free.tolist(), workers, ps, alpha.tolist(), gamma.tolist())
     takes = _local_pass(free, workers, ps, alpha, gamma)
     if takes is not None:
         return _tasks(*takes)
@@ -226,6 +231,8 @@ def _spread_tasks_flat(
     // k (+1 for the *last* ps % k, so remainders do not pile on one machine). The first k at
     which every share fits wins; None if none does.
     """
+    if _small(free, alpha, gamma):
+        return _spread_tasks_small(free.tolist(), workers, ps, alpha.tolist(), gamma.tolist())
     n = free.shape[0]
     pair = alpha + gamma
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -264,6 +271,143 @@ def _first_spread(
     need = ws[:, :, None] * alpha + ps_[:, :, None] * gamma
     fits = ((ranked + TOL >= need).all(axis=2) | (i >= kk)).all(axis=1)
     return lo + int(fits.argmax()) if fits.any() else None
+
+
+# Up to this many machines x resources the spread and local rules run on Python floats: the same
+# element-wise sums and comparisons, without numpy's per-call cost on a handful of machines.
+SMALL_PLACE = 64
+
+
+def _small(free: np.ndarray, alpha: np.ndarray, gamma: np.ndarray) -> bool:
+    """Whether the rules' plain-float versions apply (a small float64 problem)."""
+    return (
+        free.ndim == 2
+        and free.size <= SMALL_PLACE
+        and free.dtype == alpha.dtype == gamma.dtype == np.float64
+    )
+
+
+def _fit_counts_small(free: list, d: list) -> list:
+    """``fit_counts`` on lists."""
+    pos = [r for r, x in enumerate(d) if x > 0]
+    if not pos:
+        return [_UNBOUNDED] * len(free)
+    slack = [TOL * max(1.0, d[r]) for r in pos]
+    return [
+        max(min(math.floor((row[r] + e) / d[r]) for r, e in zip(pos, slack)), 0) for row in free
+    ]
+
+
+def _fill_small(free: list, d: list, n: int, order: list | None = None) -> list | None:
+    """``fill`` on lists (``free``'s rows are replaced on success)."""
+    if n <= 0:
+        return [0] * len(free)
+    counts = _fit_counts_small(free, d)
+    seq = range(len(free)) if order is None else order
+    c = [counts[m] for m in seq]
+    if not c or sum(c) < n:
+        return None
+    take = [0] * len(free)
+    before = 0
+    for m, x in zip(seq, c):
+        take[m] = min(max(n - before, 0), x)  # np.clip(n - before, 0, c)
+        before += x
+    for m, t in enumerate(take):  # every row, as numpy does (0 * x may be -0.0)
+        free[m] = [f - t * x for f, x in zip(free[m], d)]
+    return take
+
+
+def _local_pass_small(free: list, n1: int, n2: int, d1: list, d2: list):
+    """``_local_pass`` on lists."""
+    work = [list(row) for row in free]
+    take1 = _fill_small(work, d1, n1)
+    if take1 is None:
+        return None
+    used = [m for m, t in enumerate(take1) if t]
+    rest = [m for m, t in enumerate(take1) if t == 0]
+    take2 = _fill_small(work, d2, n2, sorted(used, key=lambda m: -take1[m]) + rest)
+    return None if take2 is None else (take1, take2)
+
+
+def _tasks_small(w_take: list, p_take: list) -> Tasks:
+    return tuple((m, w, p) for m, (w, p) in enumerate(zip(w_take, p_take)) if w + p)
+
+
+def _local_tasks_small(free: list, workers: int, ps: int, alpha: list, gamma: list) -> Tasks | None:
+    """``_local_tasks_flat`` on lists."""
+    takes = _local_pass_small(free, workers, ps, alpha, gamma)
+    if takes is not None:
+        return _tasks_small(*takes)
+    if workers == 0 or ps == 0:
+        return None
+    takes = _local_pass_small(free, ps, workers, gamma, alpha)
+    return None if takes is None else _tasks_small(takes[1], takes[0])
+
+
+def _column_sums(free: list) -> list:
+    """``free.sum(axis=0)`` of the rows ``free``: row after row, or numpy's pairwise sum for one
+    column (then contiguous)."""
+    if len(free[0]) == 1:
+        from smdlab.solve.local_search import _pairwise_sum
+
+        return [_pairwise_sum([row[0] for row in free], 0, len(free))]
+    tot = [0.0] * len(free[0])
+    for row in free:
+        tot = [t + x for t, x in zip(tot, row)]
+    return tot
+
+
+def _dominant_share_small(demand: list, capacity: list) -> float:
+    """``dominant_share`` on lists."""
+    inf = math.inf
+    return max(d / c if c > 0 else (inf if d > 0 else 0.0) for d, c in zip(demand, capacity))
+
+
+def _first_fit_tasks_small(
+    free: list, workers: int, ps: int, alpha: list, gamma: list
+) -> Tasks | None:
+    """``_first_fit_tasks_flat`` on lists."""
+    pooled = _column_sums(free)
+    if any(workers * a + ps * g > x + TOL * max(1.0, x) for a, g, x in zip(alpha, gamma, pooled)):
+        return None  # cannot fit even pooled: skip the per-machine pass
+    workers_first = _dominant_share_small(alpha, pooled) >= _dominant_share_small(gamma, pooled)
+    for first in (workers_first, not workers_first):
+        work = [list(row) for row in free]
+        order = ((alpha, workers), (gamma, ps)) if first else ((gamma, ps), (alpha, workers))
+        takes = []
+        for demand, n in order:
+            take = _fill_small(work, demand, n)
+            if take is None:
+                break
+            takes.append(take)
+        else:
+            w_take, p_take = takes if first else takes[::-1]
+            return _tasks_small(w_take, p_take)
+        if workers == 0 or ps == 0:
+            return None
+    return None
+
+
+def _spread_tasks_small(
+    free: list, workers: int, ps: int, alpha: list, gamma: list
+) -> Tasks | None:
+    """``_spread_tasks_flat`` on lists: every k in turn (the array version's jump to the first
+    fitting k from 3 on checks the same k's with the same comparisons)."""
+    n, inf = len(free), math.inf
+    pair = [a + g for a, g in zip(alpha, gamma)]
+    room = [min((f + TOL) / x if x > 0 else inf for f, x in zip(row, pair)) for row in free]
+    order = sorted(range(n), key=lambda m: (-room[m], m))
+    top = min(n, max(workers, ps))
+    for k in range(1, top + 1):
+        ws = [workers // k + (i < workers % k) for i in range(k)]
+        pk = [ps // k + (i >= k - ps % k) for i in range(k)]
+        if all(
+            f + TOL >= ws[i] * a + pk[i] * g
+            for i in range(k)
+            for f, a, g in zip(free[order[i]], alpha, gamma)
+        ):
+            return tuple(sorted((order[i], ws[i], pk[i]) for i in range(k) if ws[i] or pk[i]))
+    return None
 
 
 def _consolidated_tasks_flat(

@@ -24,9 +24,18 @@ from smdlab.policies.toolkit import (
     work_conserving_fill,
 )
 from smdlab.solve.instance import demand_matrices, task_vectors
-from smdlab.solve.placement import TOL, capacity_matrix, prefer, rack_preference, usage
+from smdlab.solve.placement import (
+    TOL,
+    active_racks,
+    capacity_matrix,
+    prefer,
+    rack_preference,
+    usage,
+)
 
 NodeChoice = Literal["fit", "dl2"]  # the machine rule of a bundle (class docstring)
+# Up to this many machines x resources the filling runs on Python floats (``_fill_small_loop``).
+_SMALL = 64
 
 
 class DRF(Policy):
@@ -100,6 +109,11 @@ class DRF(Policy):
         if not jobs:
             return Decision()
         alpha, gamma = demand_matrices(jobs, cluster)
+        # a few machines and resources, no racks: the same arithmetic on Python floats (numpy's
+        # row sums of fewer than 8 terms add them one by one, as ``sum`` does)
+        small = free.size <= _SMALL and free.shape[1] < 8 and active_racks(free.shape[0]) is None
+        if small:
+            return self._fill_small(state, jobs, alpha, gamma, free, machine_cap, machine_inv, inv)
         bundle = alpha + gamma
         n = len(jobs)
         w = [0] * n
@@ -158,6 +172,72 @@ class DRF(Policy):
                 share = float((w[i] * bundle[i] * inv).max())
                 heapq.heappush(heap, (share, arrival, name, i))
         return _decision(state, jobs, w, w, tasks)
+
+    def _fill_small(self, state, jobs, alpha, gamma, free, machine_cap, machine_inv, inv):
+        """The filling of ``_decide_paper`` on Python floats (a few machines, no racks)."""
+        w, tasks = _fill_small_loop(
+            jobs, alpha.tolist(), gamma.tolist(), free.tolist(), machine_cap.tolist(),
+            machine_inv.tolist(), inv.tolist(), self.node_choice == "dl2",
+        )  # fmt: skip
+        return _decision(state, jobs, w, w, tasks)
+
+
+def _fill_small_loop(jobs, alpha, gamma, free, cap, cinv, inv, dl2: bool):
+    """``DRF._decide_paper``'s filling on lists (no racks): (workers per job, tasks per job)."""
+    n = len(jobs)
+    bundle = [[a + g for a, g in zip(ra, rg)] for ra, rg in zip(alpha, gamma)]
+    w = [0] * n
+    tasks: list[dict[int, list[int]]] = [{} for _ in range(n)]
+    heap = [(0.0, jobs[i].arrival, jobs[i].name, i) for i in range(n)]
+    heapq.heapify(heap)
+
+    def least_loaded(d: list) -> int | None:
+        e = [TOL * max(1.0, x) for x in d]
+        fits = [all(f + t >= x for f, t, x in zip(row, e, d)) for row in free]
+        load = [
+            sum([(c - f) * v for c, f, v in zip(cr, fr, vr)]) for cr, fr, vr in zip(cap, free, cinv)
+        ]
+        if dl2:  # the least-loaded machine only (first of equal loads)
+            m = load.index(min(load))
+            return m if fits[m] else None
+        best = None
+        for m, ok in enumerate(fits):
+            if ok and (best is None or load[m] < load[best]):
+                best = m
+        return best
+
+    def put(i: int, m: int, kind: int, d: list) -> None:
+        free[m] = [f - x for f, x in zip(free[m], d)]
+        tasks[i].setdefault(m, [0, 0])[kind] += 1
+
+    while heap:
+        _, arrival, name, i = heapq.heappop(heap)
+        m = least_loaded(bundle[i])
+        if m is not None:
+            put(i, m, 0, alpha[i])
+            put(i, m, 1, gamma[i])
+        else:
+            placed = False
+            for first, second, k1, k2 in ((alpha[i], gamma[i], 0, 1), (gamma[i], alpha[i], 1, 0)):
+                m1 = least_loaded(first)
+                if m1 is None:
+                    continue
+                row = free[m1]
+                free[m1] = [f - x for f, x in zip(row, first)]
+                m2 = least_loaded(second)
+                free[m1] = [f + x for f, x in zip(free[m1], first)]
+                if m2 is not None:
+                    put(i, m1, k1, first)
+                    put(i, m2, k2, second)
+                    placed = True
+                    break
+            if not placed:
+                break
+        w[i] += 1
+        if w[i] < jobs[i].max_workers and w[i] < jobs[i].max_ps:
+            share = max(w[i] * b * v for b, v in zip(bundle[i], inv))
+            heapq.heappush(heap, (share, arrival, name, i))
+    return w, tasks
 
 
 def _decision(
