@@ -100,6 +100,23 @@ def test_jobs_built_in_one_construction_equal_calibrated_then_replaced(job_model
         )
 
 
+def test_jobs_differing_in_measured_times_share_speed_tables_equal_to_their_own():
+    # the rule replaced: each job's speed table keyed by all its model fields (its own table)
+    from smdlab.caches import clear_caches
+    from smdlab.model.timing import speed_table
+
+    jobs = load_muri(DATA / "trace4_first100.csv", cluster=N8G8)
+    clear_caches()
+    shared = [job_speeds(j, "wfbp") for j in jobs]
+    assert len({id(t) for t in shared}) < len(jobs) / 4
+    for j, t in zip(jobs, shared, strict=True):
+        own = speed_table(j, "wfbp")
+        assert own.dtype == t.dtype and own.tobytes() == t.tobytes()
+        other = j.replace(stage_times_s=(1.0, 2.0, 3.0), iteration_s=9.0, duration_s=7.0)
+        assert other.model_key == j.model_key and other.value_key != j.value_key
+        assert speed_table(other, "wfbp").tobytes() == own.tobytes()
+
+
 def test_job_models_and_overheads():
     st = (0.117, 0.068, 0.0)
     assert solo_iteration_time(st, "sequential") == pytest.approx(0.185)
