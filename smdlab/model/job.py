@@ -87,6 +87,7 @@ _NOT_IN_SPEED_TABLES = ("stage_times_s", "iteration_s", "duration_s")
 # Field value types kept as they are in the keys (exact types: no Mapping or LayerProfile among
 # them), checked first because the abstract Mapping check is slow.
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None), tuple})
+_MAPPING_TYPES = frozenset({MappingProxyType, dict})
 
 
 def _check_scheduling_field(name: str, value, max_workers: int):
@@ -318,7 +319,7 @@ class Job:
                 pass
             elif isinstance(v, LayerProfile):
                 v = v.fingerprint
-            elif isinstance(v, Mapping):
+            elif type(v) in _MAPPING_TYPES or isinstance(v, Mapping):
                 v = tuple(sorted(v.items()))
             out.append((name, v))
         return tuple(out)
