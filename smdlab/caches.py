@@ -241,7 +241,7 @@ OPTIMUS_FITS: Cache[Any] = Cache(
 # ---- solve ----------------------------------------------------------------------------------
 SPEED_TABLES: Cache[Any] = Cache(
     "solve.instance.job_speeds",
-    key="(mode, Job.model_key): every job field the timing model reads",
+    key="(mode, Job.model_key): every job field a speed table reads",
     lifetime=_IMMUTABLE,
     maxsize=200_000,
 )

@@ -46,6 +46,8 @@ def check_positive(
 
 def check_int(field: str, value: Any, lo: int, hi: int | None = None) -> int:
     """Return ``value`` as int if it is an integer in [lo, hi], else raise naming the range."""
+    if type(value) is int and value >= lo and (hi is None or value <= hi):
+        return value  # the common case, without the abstract Integral check (same result)
     integral = isinstance(value, numbers.Integral) or (
         isinstance(value, float) and value.is_integer()
     )
@@ -63,6 +65,8 @@ def check_choice(field: str, value: Any, allowed: Iterable[S]) -> S:
 
     With ``allowed = typing.get_args(SomeLiteral)`` the result has the Literal type.
     """
+    if type(allowed) is tuple and value in allowed:
+        return cast(S, value)  # the common case, without copying the choices (same result)
     choices = list(allowed)
     if value not in choices:
         raise InvalidInput(f"{field} must be one of {', '.join(map(str, choices))}; got {value!r}")

@@ -7,6 +7,7 @@ import csv
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from _cli_output import without_workload_line
@@ -52,6 +53,68 @@ def test_reader_names_times_and_job_model():
     w, p = j.gang_allocation
     run_s = j.samples / float(job_speeds(j, "wfbp")[w - 1, p - 1])
     assert run_s == pytest.approx(r.iterations * j.iteration_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("job_model", ["measured", "sequential"])
+def test_jobs_built_in_one_construction_equal_calibrated_then_replaced(job_model):
+    # the rule replaced: calibrated_jobs, then Job.replace with the trace's measured fields
+    from smdlab.workloads.base import calibrated_jobs, network_demands, resolve_networks
+    from smdlab.workloads.muri import MURI_NETWORKS, trace_iteration_s
+
+    path = DATA / "trace4_first100.csv"
+    rows = read_muri_trace(path)
+    names = sorted({MURI_NETWORKS[r.model] for r in rows})
+    nets = resolve_networks(names)
+    its = [trace_iteration_s(r, job_model, 1.015) for r in rows]
+    jobs = calibrated_jobs(
+        [r.job_id for r in rows],
+        np.array([r.submit_s for r in rows]),
+        np.array([r.num_gpu for r in rows]),
+        np.array([r.iterations * it for r, it in zip(rows, its, strict=True)]),
+        np.array([names.index(MURI_NETWORKS[r.model]) for r in rows]),
+        nets,
+        demands=network_demands(nets, "gpu_only"),
+        gpu_only=True,
+        gang=True,
+    )
+    old = [
+        j.replace(
+            restart_s=r.restart_s, stage_times_s=r.stages_s, iteration_s=it, duration_s=r.duration_s
+        )
+        for j, r, it in zip(jobs, rows, its, strict=True)
+    ]
+    new = load_muri(path, job_model=job_model)
+    assert [j.value_key for j in new] == [j.value_key for j in old]
+    assert [j.model_key for j in new] == [j.model_key for j in old]
+    with pytest.raises(InvalidInput, match="may not set 'arrival'"):
+        calibrated_jobs(
+            ["a"],
+            np.array([0.0]),
+            np.array([1]),
+            np.array([1.0]),
+            np.array([0]),
+            nets,
+            demands=network_demands(nets, "gpu_only"),
+            gpu_only=True,
+            fields=[{"arrival": 1.0}],
+        )
+
+
+def test_jobs_differing_in_measured_times_share_speed_tables_equal_to_their_own():
+    # the rule replaced: each job's speed table keyed by all its model fields (its own table)
+    from smdlab.caches import clear_caches
+    from smdlab.model.timing import speed_table
+
+    jobs = load_muri(DATA / "trace4_first100.csv", cluster=N8G8)
+    clear_caches()
+    shared = [job_speeds(j, "wfbp") for j in jobs]
+    assert len({id(t) for t in shared}) < len(jobs) / 4
+    for j, t in zip(jobs, shared, strict=True):
+        own = speed_table(j, "wfbp")
+        assert own.dtype == t.dtype and own.tobytes() == t.tobytes()
+        other = j.replace(stage_times_s=(1.0, 2.0, 3.0), iteration_s=9.0, duration_s=7.0)
+        assert other.model_key == j.model_key and other.value_key != j.value_key
+        assert speed_table(other, "wfbp").tobytes() == own.tobytes()
 
 
 def test_job_models_and_overheads():

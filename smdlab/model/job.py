@@ -79,6 +79,16 @@ _SCHEDULING_ONLY = (
     "slo",
 )
 
+# The model key leaves these out too: a trace's measured times, which no speed table reads (the
+# layered model, the data stage and the measured-throughput table); interleave's packing times
+# and Muri's policy read them from the job itself. Jobs differing only here share speed tables.
+_NOT_IN_SPEED_TABLES = ("stage_times_s", "iteration_s", "duration_s")
+
+# Field value types kept as they are in the keys (exact types: no Mapping or LayerProfile among
+# them), checked first because the abstract Mapping check is slow.
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), tuple})
+_MAPPING_TYPES = frozenset({MappingProxyType, dict})
+
 
 def _check_scheduling_field(name: str, value, max_workers: int):
     """A scheduling-only field's value, checked and normalised as ``Job.__post_init__`` does."""
@@ -291,11 +301,13 @@ class Job:
 
     @property
     def model_key(self) -> tuple:
-        """Every field but those only scheduling reads, by value (the key of the speed-table caches).
+        """Every field but those only scheduling or no speed table reads, by value (the speed-table caches' key).
 
         Built from all fields, so a field added later is part of the key without anyone listing it.
         """
-        return self._memo("_model_key", lambda: self._fields_key(_SCHEDULING_ONLY))
+        return self._memo(
+            "_model_key", lambda: self._fields_key(_SCHEDULING_ONLY + _NOT_IN_SPEED_TABLES)
+        )
 
     def _fields_key(self, skip: tuple[str, ...]) -> tuple:
         out = []
@@ -303,9 +315,11 @@ class Job:
             if name in skip:
                 continue
             v = getattr(self, name)
-            if isinstance(v, LayerProfile):
+            if type(v) in _PLAIN_TYPES:
+                pass
+            elif isinstance(v, LayerProfile):
                 v = v.fingerprint
-            elif isinstance(v, Mapping):
+            elif type(v) in _MAPPING_TYPES or isinstance(v, Mapping):
                 v = tuple(sorted(v.items()))
             out.append((name, v))
         return tuple(out)

@@ -169,6 +169,26 @@ def bundle_limits(cluster: Cluster, bundles: np.ndarray) -> np.ndarray:
     return np.minimum(per_machine.sum(axis=1), MAX_CAP).astype(np.int64)
 
 
+# The Job fields calibrated_jobs sets itself (its ``fields`` argument may not name them).
+_CALIBRATED_FIELDS = frozenset(
+    {
+        "name",
+        "profile",
+        "samples",
+        "global_batch",
+        "worker_demand",
+        "ps_demand",
+        "arrival",
+        "max_workers",
+        "max_ps",
+        "requested_workers",
+        "gang",
+        "gpu_only",
+        "pipeline",
+    }
+)
+
+
 def calibrated_jobs(
     names: Sequence[str],
     arrivals: np.ndarray,
@@ -183,6 +203,7 @@ def calibrated_jobs(
     gpu_only: bool = False,
     gang: bool | None = None,
     pipelines: Sequence[InputPipeline | None] | None = None,
+    fields: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Job]:
     """Jobs whose duration at (n workers, n PSs) equals the given duration (n = request).
 
@@ -190,7 +211,9 @@ def calibrated_jobs(
     requested_workers = n_i (the request, which the caps always admit); a job on ``nets[k]``
     reserves ``demands[k]`` (worker, PS) per task and has the input pipeline ``pipelines[k]``
     (None: no data stage). gpu_only: GPU-only jobs (``Job.gpu_only``, no data stage), calibrated
-    at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only).
+    at (n_i, 1) with max_ps = 1. gang: all-or-nothing jobs (default: gpu_only). fields: per job,
+    more ``Job`` fields (e.g. a trace's measured times) set in the job's one construction; they
+    may not name a field set here.
     """
     gpu_only = check_bool("gpu_only", gpu_only)
     gang = gpu_only if gang is None else check_bool("gang", gang)
@@ -210,9 +233,17 @@ def calibrated_jobs(
     caps = np.minimum(np.ceil(requests * cap_factor), MAX_CAP).astype(
         np.int64
     )  # clip before the cast
+    if fields is not None and len(fields) != len(names):
+        raise InvalidInput(f"fields must have one entry per job ({len(names)}), got {len(fields)}")
+    extra = fields if fields is not None else [{}] * len(names)
     speeds: dict[tuple[int, int, int], float] = {}
     jobs = []
-    for name, a, n, cap, d, k in zip(names, arrivals, requests, caps, durations, net_index):
+    for name, a, n, cap, d, k, more in zip(
+        names, arrivals, requests, caps, durations, net_index, extra
+    ):
+        clash = sorted(set(more) & _CALIBRATED_FIELDS)
+        if clash:
+            raise InvalidInput(f"fields may not set {clash[0]!r}: calibrated_jobs sets it")
         net = nets[int(k)]
         wd, pd_ = demands[int(k)]
         pipe = None if pipelines is None or gpu_only else pipelines[int(k)]
@@ -253,6 +284,7 @@ def calibrated_jobs(
                 gang=gang,
                 gpu_only=gpu_only,
                 pipeline=pipe,
+                **more,
             )
         )
     return jobs

@@ -355,27 +355,29 @@ def load_muri(
         else _rescaled(stage_of[(r.model, r.num_gpu)], r.stages_s, job_model)  # type: ignore[arg-type]
         for r in rows
     ]
+    iters = [trace_iteration_s(r, job_model, solo_scale) for r in rows]
     jobs = calibrated_jobs(
         [r.job_id for r in rows],
         np.array([r.submit_s for r in rows]),
         np.array([r.num_gpu for r in rows]),
-        np.array([r.iterations * trace_iteration_s(r, job_model, solo_scale) for r in rows]),
+        np.array([r.iterations * it for r, it in zip(rows, iters, strict=True)]),
         np.array([index[MURI_NETWORKS[r.model]] for r in rows]),
         nets,
         mode=mode,
         demands=demands,
         gpu_only=not ps,
         gang=True,
+        fields=[
+            {
+                "restart_s": r.restart_s if restart_overheads else None,
+                "stage_times_s": s,
+                "iteration_s": it,
+                "duration_s": r.duration_s,
+            }
+            for r, s, it in zip(rows, st, iters, strict=True)
+        ],
     )
-    out = [
-        j.replace(
-            restart_s=r.restart_s if restart_overheads else None,
-            stage_times_s=s,
-            iteration_s=trace_iteration_s(r, job_model, solo_scale),
-            duration_s=r.duration_s,
-        )
-        for j, r, s in zip(jobs, rows, st, strict=True)
-    ]
+    out = jobs
     if load is not None:
         assert cluster is not None
         out = scaled_to_load(out, cluster, load, resource=load_resource, mode=mode)
