@@ -211,6 +211,13 @@ def main() -> None:
     if args.repeat < 1:
         ap.error(f"--repeat must be >= 1, got {args.repeat}")
     policies = args.policies.split(",")
+    if args.authors is not None and not args.parts:
+        unknown = [p for p in policies if p not in AUTHORS]
+        if unknown:
+            ap.error(
+                f"--authors: the authors' simulator has no counterpart of {', '.join(unknown)} "
+                f"(allowed: {', '.join(AUTHORS)})"
+            )
     _warm_up(policies)
     if args.parts:
         print("| part | " + " | ".join(f"{p} (CPU s)" for p in policies) + " |")
