@@ -9,15 +9,7 @@ import smdlab
 from smdlab import Cluster
 from smdlab.errors import InvalidInput
 from smdlab.paths import data_dir
-from smdlab.policies.base import (
-    Allocation,
-    ClusterState,
-    Decision,
-    Placement,
-    Policy,
-    QueuedJob,
-    RunningJob,
-)
+from smdlab.policies.base import Allocation, ClusterState, Decision, Placement, Policy, QueuedJob
 from smdlab.policies.multiresource._rounds import LEASE_S, proportional_levels, request
 from smdlab.policies.multiresource.synergy_opt import synergy_opt_lp
 from smdlab.policies.registry import get_policy
@@ -170,34 +162,3 @@ def test_kept_ranking_schedules_as_ranking_every_round_anew(name, base, rounds):
     assert kept._bumped == anew._bumped
     if base != "fifo":
         assert kept._bumped  # the starvation rule was exercised
-
-
-@pytest.mark.parametrize("name", ["gpu_proportional", "synergy_tune"])
-@pytest.mark.parametrize("base", ["fifo", "srtf", "las"])
-@pytest.mark.parametrize("rounds", [True, False])
-def test_running_jobs_inline_keys_are_the_rank_keys(name, base, rounds):
-    # the kept ranking keys running jobs inline; each key must be ``_key``'s, bumped jobs included
-    sc = load_scenario(data_dir() / "scenarios/synergy_16x8.toml").with_changes(
-        cluster={"machines": 2}
-    )
-    cl = sc.build_cluster()
-    jobs = read_synergy(data_dir() / "traces/synergy/jobs_seed7_load2.25_short.csv", cluster=cl)
-    pol = get_policy(name, base=base, round_decisions=rounds, starvation_h=0.1, rule="simulator")
-    pol._slot = LEASE_S
-    rng = np.random.default_rng(3)
-    running = []
-    for i, j in enumerate(jobs[:12]):
-        pol._register(j, cl)
-        att = float(rng.choice([0.0, LEASE_S * 3, LEASE_S * 2.5, rng.uniform(0, 1e4)]))
-        rem = 0.0 if i == 5 else float(rng.uniform(0, j.samples))  # one job with nothing left
-        running.append(RunningJob(j, 1, 0, Placement(((i % 2, 1, 0),)), 0.0, rem, att))
-    pol._bumped = {jobs[1].name, jobs[4].name}
-    pol._last_levels = {jobs[2].name: (2.0, 20.0)}  # SRTF's speed at last round's levels
-    got = pol._running_keys(running, cl, "wfbp")
-    want = [
-        (pol._key(e, pol._jobs[e.job.name], cl, "wfbp"), e, pol._jobs[e.job.name])
-        for e in running
-        if e.remaining > 0
-    ]
-    assert got == want and len(got) == 11
-    assert len({k[0][1] for k in got}) > 2  # the keys differ beyond the bump flag

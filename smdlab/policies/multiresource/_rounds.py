@@ -423,7 +423,7 @@ class SynergyRounds(Policy):
         policies' keys built inline (a running job's LAS or SRTF key changes every round)."""
         submitted = self._jobs.get
         bumped = self._bumped
-        out: list[tuple[tuple, RunningJob, Job]] = []
+        out = []
         if self.base == "las":
             slot = self._slot if self.lease_rounds and self._slot else None
             for e in running:
