@@ -277,14 +277,12 @@ class SynergyRounds(Policy):
         gpus_left = math.inf if gi is None else float(self._free0[:, gi].sum())
         plans: list[Planned] = []
         needs = self._needs
-        min_need = self._min_need  # only ``_gpu_need`` lowers it
         for e, job in ranked:
-            if gpus_left + TOL < min_need:
+            if gpus_left + TOL < self._min_need:
                 break  # no job left fits in what remains
             hit = needs.get(job.name)
             if hit is None or hit[0] is not job:
                 hit = self._gpu_need(job, cluster)
-                min_need = self._min_need
             _, w, p, need, best = hit
             if need > gpus_left + TOL:
                 continue
@@ -292,15 +290,11 @@ class SynergyRounds(Policy):
             plans.append(Planned(e, w, p, *best))
         self._bump(bumps)  # after the ranking: a job starved this round goes first from the next
         self.levels(plans, cluster, state)
-        last_levels: dict[str, tuple[float, float]] = {}
-        last_run = self._last_run
-        end = state.time + (state.slot_s or 0.0)
+        self._last_levels = {}
         for plan in plans:
             if plan.tasks is not None:
-                name = plan.entry.job.name
-                last_levels[name] = (plan.cpu, plan.mem_gb)
-                last_run[name] = end
-        self._last_levels = last_levels
+                self._last_levels[plan.entry.job.name] = (plan.cpu, plan.mem_gb)
+                self._last_run[plan.entry.job.name] = state.time + (state.slot_s or 0.0)
         return self._decision(plans, state)
 
     def _register(self, job: Job, cluster: Cluster) -> Job:
@@ -381,7 +375,12 @@ class SynergyRounds(Policy):
                         heappush(self._starving, (last(job.name, job.arrival) + limit, job.name))
                 keys[i] = k
             self._queue = cur
-        run = self._running_keys(running, cluster, mode)
+        submitted = self._jobs.get
+        run = []
+        for e in running:
+            if e.remaining > 0:
+                job = submitted(e.job.name, e.job)
+                run.append((self._key(e, job, cluster, mode), e, job))
         run.sort(key=itemgetter(0))
         bumps = self._starved([j for _, _, j in run], now)
         if limit is not None:
@@ -415,37 +414,6 @@ class SynergyRounds(Policy):
                 q = next(it, None)
 
         return walk(), bumps
-
-    def _running_keys(
-        self, running: Sequence[RunningJob], cluster: Cluster, mode: str
-    ) -> list[tuple[tuple, RunningJob, Job]]:
-        """(``_key``, entry, submitted job) of each running job with work left: the base
-        policies' keys built inline (a running job's LAS or SRTF key changes every round)."""
-        submitted = self._jobs.get
-        bumped = self._bumped
-        out = []
-        if self.base == "las":
-            slot = self._slot if self.lease_rounds and self._slot else None
-            for e in running:
-                if e.remaining > 0:
-                    job = submitted(e.job.name, e.job)
-                    att = e.attained_service
-                    if slot:  # whole leases, as ``priority``
-                        att = round(att / slot)
-                    out.append(((job.name not in bumped, att, job.arrival, job.name), e, job))
-        elif self.base == "fifo":
-            for e in running:
-                if e.remaining > 0:
-                    job = submitted(e.job.name, e.job)
-                    out.append(((True, job.arrival, job.name), e, job))
-        else:
-            speed = self._srtf_speed
-            for e in running:
-                if e.remaining > 0:
-                    job = submitted(e.job.name, e.job)
-                    k = e.remaining / speed(job, cluster, mode)
-                    out.append(((job.name not in bumped, k, job.arrival, job.name), e, job))
-        return out
 
     def _bump(self, names: list[str]) -> None:
         """Mark ``names`` starved and move the queued ones to the front of the kept order."""
@@ -498,12 +466,6 @@ class SynergyRounds(Policy):
         """What the round may place on: the whole cluster (preemptive) or its free capacity."""
         free0 = getattr(self, "_free0", None)
         return capacity_matrix(cluster) if free0 is None else free0.copy()
-
-    def start_free_rows(self, cluster: Cluster) -> list[list[float]]:
-        """``start_free`` as rows of Python floats (``tolist``: the same floats, without a copy
-        of the array first)."""
-        free0 = getattr(self, "_free0", None)
-        return (capacity_matrix(cluster) if free0 is None else free0).tolist()
 
     def fallback_place(self, plan: Planned, free: np.ndarray, cluster: Cluster) -> bool:
         """Where the share does not fit any machine (uneven machines), the smaller of share and

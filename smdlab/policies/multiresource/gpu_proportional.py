@@ -59,7 +59,7 @@ class GPUProportional(SynergyRounds):
     def levels(self, plans: Sequence[Planned], cluster: Cluster, state: ClusterState) -> None:
         """Proportional levels for every picked job, placed in priority order."""
         if self.rule == "simulator" and all((p.workers, p.ps) == (1, 0) for p in plans):
-            free = self.start_free_rows(cluster)
+            free = [list(map(float, row)) for row in self.start_free(cluster)]
             gi = cluster.resources.index("gpu")
             lo = 0  # machines before lo hold no free GPU
             shares = self._shares  # job name -> (share, worker vector, its fit threshold)
