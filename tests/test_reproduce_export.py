@@ -51,3 +51,34 @@ def test_exporter_reuses_a_running_server(tmp_path):
         assert kaleido._global_server.is_running()  # not ours to stop
     finally:
         kaleido.stop_sync_server(silence_warnings=True)
+
+
+def test_a_render_before_kaleidos_page_loaded_is_tried_again(monkeypatch):
+    """kaleido's race (its page's script not loaded yet) costs one retry; other errors raise."""
+    import importlib
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    module = importlib.import_module(
+        "smdlab.experiments.reproduce"
+    )  # the package's name is a function
+    calls: list[str] = []
+
+    def flaky(fig, format, scale):
+        calls.append(format)
+        if len(calls) == 1:
+            raise RuntimeError("{'description': 'ReferenceError: kaleido_scopes is not defined'}")
+        return b"<svg/>"
+
+    monkeypatch.setattr(pio, "to_image", flaky)
+    monkeypatch.setattr(module, "KALEIDO_RETRY_S", 0.0)
+    assert ImageExporter().render(go.Figure(), "svg") == b"<svg/>"
+    assert calls == ["svg", "svg"]
+
+    def broken(fig, format, scale):
+        raise RuntimeError("another error")
+
+    monkeypatch.setattr(pio, "to_image", broken)
+    with pytest.raises(RuntimeError, match="another error"):
+        ImageExporter().render(go.Figure(), "svg")

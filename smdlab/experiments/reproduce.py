@@ -37,6 +37,8 @@ DEFAULT_FORMATS = ("png", "svg", "csv")
 # printed digit. No fixed number of digits can exclude it: a value that lies on a rounding
 # boundary prints either way (docs/reliability.md, section 5).
 CSV_FLOAT_FORMAT = "%.6g"
+# Seconds before a render is tried again when kaleido's page was not ready (ImageExporter.render).
+KALEIDO_RETRY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -604,7 +606,16 @@ class ImageExporter:
 
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-            return pio.to_image(fig, format=fmt, scale=self.scale if fmt == "png" else None)
+            scale = self.scale if fmt == "png" else None
+            try:
+                return pio.to_image(fig, format=fmt, scale=scale)
+            except RuntimeError as e:
+                # kaleido 1.x can run a render before its page's script has loaded (seen on a
+                # loaded machine right after the server started); the page is ready later
+                if "kaleido_scopes is not defined" not in str(e):
+                    raise
+            time.sleep(KALEIDO_RETRY_S)
+            return pio.to_image(fig, format=fmt, scale=scale)
 
 
 @contextlib.contextmanager
