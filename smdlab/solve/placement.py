@@ -162,21 +162,30 @@ def _first_fit_tasks_flat(
     if np.any(workers * alpha + ps * gamma > pooled + TOL * np.maximum(1.0, pooled)):
         return None  # cannot fit even pooled: skip the per-machine pass
     workers_first = dominant_share(alpha, pooled) >= dominant_share(gamma, pooled)
+    return _in_either_order(workers_first, workers, ps, alpha, gamma, free.copy, fill, _tasks)
+
+
+def _in_either_order(workers_first, workers, ps, alpha, gamma, fresh, fill_rule, tasks_of):
+    """Fill the task type ``workers_first`` names first, then the other; on failure the other order.
+
+    fresh: a copy of the free capacity to fill; fill_rule and tasks_of: ``fill`` and ``_tasks``
+    or their list versions.
+    """
     for first in (workers_first, not workers_first):
         # The other order when the first fails: with one worker and one PS, one of the two orders
         # finds a placement whenever any exists (a PS that fits only where the worker went goes there
         # first, and the worker then fits elsewhere).
-        work = free.copy()
+        work = fresh()
         order = ((alpha, workers), (gamma, ps)) if first else ((gamma, ps), (alpha, workers))
         takes = []
         for demand, n in order:
-            take = fill(work, demand, n)
+            take = fill_rule(work, demand, n)
             if take is None:
                 break
             takes.append(take)
         else:
             w_take, p_take = takes if first else takes[::-1]
-            return _tasks(w_take, p_take)
+            return tasks_of(w_take, p_take)
         if workers == 0 or ps == 0:
             return None  # one task type only: the order does not matter
     return None
@@ -330,6 +339,7 @@ def _local_pass_small(free: list, n1: int, n2: int, d1: list, d2: list):
 
 
 def _tasks_small(w_take: list, p_take: list) -> Tasks:
+    """``_tasks`` on lists."""
     return tuple((m, w, p) for m, (w, p) in enumerate(zip(w_take, p_take)) if w + p)
 
 
@@ -371,21 +381,16 @@ def _first_fit_tasks_small(
     if any(workers * a + ps * g > x + TOL * max(1.0, x) for a, g, x in zip(alpha, gamma, pooled)):
         return None  # cannot fit even pooled: skip the per-machine pass
     workers_first = _dominant_share_small(alpha, pooled) >= _dominant_share_small(gamma, pooled)
-    for first in (workers_first, not workers_first):
-        work = [list(row) for row in free]
-        order = ((alpha, workers), (gamma, ps)) if first else ((gamma, ps), (alpha, workers))
-        takes = []
-        for demand, n in order:
-            take = _fill_small(work, demand, n)
-            if take is None:
-                break
-            takes.append(take)
-        else:
-            w_take, p_take = takes if first else takes[::-1]
-            return _tasks_small(w_take, p_take)
-        if workers == 0 or ps == 0:
-            return None
-    return None
+    return _in_either_order(
+        workers_first,
+        workers,
+        ps,
+        alpha,
+        gamma,
+        lambda: [list(row) for row in free],
+        _fill_small,
+        _tasks_small,
+    )
 
 
 def _spread_tasks_small(

@@ -356,7 +356,7 @@ def load_muri(
         for r in rows
     ]
     iters = [trace_iteration_s(r, job_model, solo_scale) for r in rows]
-    jobs = calibrated_jobs(
+    out = calibrated_jobs(
         [r.job_id for r in rows],
         np.array([r.submit_s for r in rows]),
         np.array([r.num_gpu for r in rows]),
@@ -377,7 +377,6 @@ def load_muri(
             for r, s, it in zip(rows, st, iters, strict=True)
         ],
     )
-    out = jobs
     if load is not None:
         assert cluster is not None
         out = scaled_to_load(out, cluster, load, resource=load_resource, mode=mode)
